@@ -1,0 +1,119 @@
+# amp - git-native messaging for AI agents (AMP/1.0).
+#
+#   make            build bin/amp and every bin/amp-*
+#   make deps       install what is missing (Debian: apt-get)
+#   make test       deps + build + every test, ending "N passed, N failed"
+#   make demo       deps + build + a whole task on a throw-away repository
+#   make asan       the whole test suite under AddressSanitizer + UBSan
+#   make bench      speed figures (never part of the tests)
+#   make install    PREFIX=/usr/local DESTDIR=
+
+VERSION   = 0.1.0
+PREFIX   ?= /usr/local
+BINDIR    = $(PREFIX)/bin
+LIBEXECDIR = $(PREFIX)/libexec/amp
+DATADIR   = $(PREFIX)/share/amp
+BASHCOMPDIR = $(PREFIX)/share/bash-completion/completions
+
+CC       ?= cc
+CFLAGS   ?= -std=c11 -O2 -g -Wall -Wextra -Werror
+BUILD    ?= build
+BIN      ?= bin
+
+# Recursively expanded on purpose: `make test` installs the packages first,
+# then builds in a sub-make that sees them.
+PKG_CFLAGS = $(shell pkg-config --cflags libgit2 jansson)
+PKG_LIBS   = $(shell pkg-config --libs libgit2 jansson)
+AMP_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib \
+	-DAMP_VERSION='"$(VERSION)"' -DAMP_DATADIR='"$(DATADIR)"' $(PKG_CFLAGS)
+
+LIB_SRC  := $(sort $(wildcard lib/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIBAMP   := $(BUILD)/libamp.a
+CMD_SRC  := $(sort $(wildcard cmd/amp-*.c))
+CMDS     := $(CMD_SRC:cmd/%.c=$(BIN)/%)
+TEST_SRC := $(sort $(wildcard test/c/*.c))
+TESTS    := $(TEST_SRC:test/c/%.c=$(BUILD)/test/%)
+
+DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
+	bats bats-support bats-assert bats-file json-schema-test-suite \
+	python3 python3-jsonschema hyperfine
+
+.PHONY: all deps test check demo asan bench install uninstall clean
+
+all: $(BIN)/amp $(CMDS) $(TESTS)
+
+$(BUILD)/%.o: %.c $(wildcard lib/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(AMP_CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(LIBAMP): $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BIN)/amp: $(BUILD)/cmd/amp.o $(LIBAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BIN)/amp-%: $(BUILD)/cmd/amp-%.o $(LIBAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/test/%: $(BUILD)/test/c/%.o $(LIBAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# Installs only what is missing, so a machine that has everything is not
+# touched (and needs no root).
+deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+		echo "make deps: installing" $$missing; \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory check
+
+check: all
+	@AMP_BIN=$(CURDIR)/$(BIN) AMP_TEST_BUILD=$(CURDIR)/$(BUILD) test/run
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@AMP_BIN=$(CURDIR)/$(BIN) share/demo.sh
+
+ASAN_FLAGS = -std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer \
+	-fsanitize=address,undefined -fno-sanitize-recover=all
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build/asan BIN=build/asan/bin \
+		CFLAGS="$(ASAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" all
+	@AMP_SCHEMA_DIR=$(CURDIR)/schemas AMP_BIN=$(CURDIR)/build/asan/bin \
+		AMP_TEST_BUILD=$(CURDIR)/build/asan AMP_SANITIZED=1 \
+		ASAN_OPTIONS=abort_on_error=0:halt_on_error=1:exitcode=99:detect_leaks=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=99 \
+		test/run
+
+bench: all
+	@AMP_BIN=$(CURDIR)/$(BIN) share/bench.sh
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) \
+		$(DESTDIR)$(DATADIR)/schemas $(DESTDIR)$(DATADIR)/doc \
+		$(DESTDIR)$(BASHCOMPDIR)
+	install -m 755 $(BIN)/amp $(DESTDIR)$(BINDIR)/amp
+	install -m 755 $(CMDS) $(DESTDIR)$(LIBEXECDIR)/
+	install -m 644 schemas/*.json schemas/README.md $(DESTDIR)$(DATADIR)/schemas/
+	install -m 644 share/doc/* $(DESTDIR)$(DATADIR)/doc/ 2>/dev/null || true
+	install -m 644 completions/amp.bash $(DESTDIR)$(BASHCOMPDIR)/amp
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/amp $(DESTDIR)$(BASHCOMPDIR)/amp
+	rm -rf $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DATADIR)
+
+clean:
+	rm -rf $(BUILD) $(BIN)

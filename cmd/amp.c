@@ -1,0 +1,148 @@
+/*
+ * amp - the driver.  Like git, it runs `amp-<name>` for `amp <name>`: first
+ * from $AMP_EXEC_PATH, then next to itself (the build tree's bin/), then its
+ * libexec dir (<prefix>/libexec/amp), then PATH, so a user's own `amp-foo`
+ * on PATH extends the tool.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#ifndef AMP_VERSION
+#define AMP_VERSION "0.1.0"
+#endif
+
+/* The commands amp ships, for `amp help`; others are found on PATH. */
+static const struct {
+	const char *name;
+	const char *summary;
+} commands[] = {
+	{ "validate", "check AMP/1.0 messages (or any JSON) against the schemas" },
+	{ "init", "prepare the SSOT in a git repository" },
+	{ "send", "build, validate and commit a message to the SSOT" },
+	{ "ack", "acknowledge a message addressed to you" },
+	{ "status", "show the state of one task or of every task" },
+	{ "errors", "list the messages the SSOT rejected" },
+	{ "verdict", "send a review_verdict for a task" },
+	{ "escalate", "send an escalation to the admin" },
+	{ "resume", "lift a suspension or a lock (admin only)" },
+	{ "watch", "enforce the protocol's timeouts and rules" },
+};
+
+static const char usage_text[] =
+	"usage: amp [--version] [--help] [--exec-path] <command> [<args>]\n";
+
+static int is_executable(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	       access(path, X_OK) == 0;
+}
+
+/* Directories searched before PATH, in order. */
+static int exec_dirs(char dirs[3][PATH_MAX])
+{
+	const char *env = getenv("AMP_EXEC_PATH");
+	char self[PATH_MAX];
+	int n = 0;
+
+	if (env && *env)
+		snprintf(dirs[n++], PATH_MAX, "%s", env);
+	if (amp_exe_dir(self, sizeof(self)) == 0) {
+		snprintf(dirs[n++], PATH_MAX, "%s", self);
+		snprintf(dirs[n++], PATH_MAX, "%s/../libexec/amp", self);
+	}
+	return n;
+}
+
+static void print_help(FILE *out)
+{
+	size_t i;
+
+	fputs(usage_text, out);
+	fputs("\nThe AMP/1.0 commands:\n", out);
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "   %-10s %s\n", commands[i].name,
+			commands[i].summary);
+	fputs("\n'amp <command> --help' tells more about a command.\n"
+	      "Exit codes: 0 ok, 1 message does not conform, 2 usage, "
+	      "3 refused by a protocol rule, 4 repository or I/O failure.\n",
+	      out);
+}
+
+static void run_command(const char *name, char **argv)
+{
+	char dirs[3][PATH_MAX], path[PATH_MAX + 64], prog[256];
+	int i, n = exec_dirs(dirs);
+
+	snprintf(prog, sizeof(prog), "amp-%s", name);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dirs[i], prog);
+		if (is_executable(path)) {
+			argv[0] = path;
+			execv(path, argv);
+			fprintf(stderr, "amp: error: cannot run %s: %s\n", path,
+				strerror(errno));
+			exit(4);
+		}
+	}
+	argv[0] = prog;
+	execvp(prog, argv);
+	if (errno != ENOENT) {
+		fprintf(stderr, "amp: error: cannot run %s: %s\n", prog,
+			strerror(errno));
+		exit(4);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *name;
+	char dirs[3][PATH_MAX];
+
+	if (argc < 2) {
+		print_help(stderr);
+		return 2;
+	}
+	name = argv[1];
+	if (!strcmp(name, "--help") || !strcmp(name, "-h") ||
+	    (!strcmp(name, "help") && argc == 2)) {
+		print_help(stdout);
+		return 0;
+	}
+	if (!strcmp(name, "--version") || !strcmp(name, "version")) {
+		printf("amp version %s (AMP/1.0)\n", AMP_VERSION);
+		return 0;
+	}
+	if (!strcmp(name, "--exec-path")) {
+		exec_dirs(dirs);
+		printf("%s\n", dirs[0]);
+		return 0;
+	}
+	if (!strcmp(name, "help")) {
+		/* `amp help send` is `amp send --help`. */
+		char *help_argv[] = { NULL, "--help", NULL };
+
+		run_command(argv[2], help_argv);
+		fprintf(stderr, "amp: '%s' is not an amp command. See 'amp --help'.\n",
+			argv[2]);
+		return 2;
+	}
+	if (name[0] == '-' || strchr(name, '/')) {
+		fprintf(stderr, "amp: error: unknown option: %s\n%s", name,
+			usage_text);
+		return 2;
+	}
+	run_command(name, argv + 1);
+	fprintf(stderr, "amp: '%s' is not an amp command. See 'amp --help'.\n",
+		name);
+	return 2;
+}

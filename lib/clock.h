@@ -1,0 +1,31 @@
+/*
+ * clock.h - "now" and ISO 8601 times.
+ *
+ * Every command takes the current time from amp_clock_now_ms(), which honours
+ * the AMP_NOW environment variable so that timeouts are testable without
+ * sleeping.
+ */
+#ifndef AMP_CLOCK_H
+#define AMP_CLOCK_H
+
+#include <stdint.h>
+
+#include "error.h"
+
+/* Milliseconds since the Unix epoch: AMP_NOW when set (an ISO 8601 time with
+ * offset, or an integer of Unix seconds), else the system clock.  A malformed
+ * AMP_NOW is an AMP_EUSAGE error rather than a silent fallback. */
+int amp_clock_now_ms(int64_t *out, amp_error *err);
+
+/* Parses an RFC 3339 / ISO 8601 date-time with a zone offset
+ * ("2026-02-26T14:32:07+00:00", "2026-02-26T14:32:07.5Z") into Unix ms.
+ * Returns 0, or -1 when s is not such a time (no offset, bad field ranges,
+ * trailing text).  A leap second (:60) is accepted only at 23:59:60 UTC. */
+int amp_time_parse(const char *s, int64_t *ms_out);
+
+/* Writes ms as "YYYY-MM-DDTHH:MM:SS+00:00" (UTC, whole seconds, plus
+ * ".mmm" when ms is not a whole second) into buf; returns buf. */
+#define AMP_TIME_BUFSZ 40
+char *amp_time_format(int64_t ms, char buf[AMP_TIME_BUFSZ]);
+
+#endif

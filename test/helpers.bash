@@ -1,0 +1,22 @@
+# Shared set-up for the bats suites: bats-support/assert/file, amp on PATH,
+# and a private HOME so no test reads or writes the user's git config.
+bats_load_library bats-support
+bats_load_library bats-assert
+bats_load_library bats-file
+
+AMP_BIN=${AMP_BIN:-$BATS_TEST_DIRNAME/../bin}
+AMP_SRC=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+PATH=$AMP_BIN:$PATH
+SEED=${AMP_SEED:-$AMP_SRC/../shared/seeds/000_d4b6741b2495bf17.txt}
+FIXTURES=$BATS_TEST_DIRNAME/fixtures
+export HOME=$BATS_TEST_TMPDIR/home GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1
+unset AMP_REPO AMP_ROLE AMP_NOW
+mkdir -p "$HOME"
+
+# Makes a fresh git repository at $BATS_TEST_TMPDIR/repo and cds into it.
+make_repo() {
+	git init -q "$BATS_TEST_TMPDIR/repo"
+	cd "$BATS_TEST_TMPDIR/repo" || return 1
+	git config user.name tester
+	git config user.email tester@example.invalid
+}
