@@ -1,0 +1,72 @@
+/* amp ack: acknowledge a message addressed to you. */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "clock.h"
+#include "send.h"
+
+static const char usage[] = "usage: amp ack <msg_id> [--from <role>] [--json] [--repo <dir>]\n";
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "from", required_argument, NULL, 'f' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "repo", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *from = NULL, *repo = NULL;
+	amp_schema_set *set = NULL;
+	amp_store *st = NULL;
+	amp_errlist errors = { 0 };
+	amp_send_result res;
+	amp_error err;
+	int64_t now;
+	int c, json_out = 0, code = 0, status;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': from = optarg; break;
+		case 'j': json_out = 1; break;
+		case 'r': repo = optarg; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default:
+			return amp_cli_usage_error("ack", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind != argc - 1)
+		return amp_cli_usage_error("ack", usage, "one msg_id expected");
+	if ((code = amp_cli_open_store("ack", repo, &st)) ||
+	    (code = amp_cli_load_schemas("ack", &set)))
+		goto cleanup;
+	if (!(from = amp_cli_role(st, from))) {
+		code = amp_cli_usage_error("ack", usage, "--from is required (or set AMP_ROLE or git config amp.role)");
+		goto cleanup;
+	}
+	if ((status = amp_clock_now_ms(&now, &err)) < 0) {
+		code = amp_cli_fail("ack", &err);
+		goto cleanup;
+	}
+	status = amp_send_ack(st, set, argv[optind], from, now, &res, &errors);
+	if (status < 0) {
+		code = amp_cli_print_errors("ack", &errors, status);
+		goto cleanup;
+	}
+	if (json_out) {
+		json_t *out = json_pack("{s:s,s:b}", "ack_for", res.msg_id,
+					"duplicate", res.duplicate);
+
+		json_dumpf(out, stdout, JSON_COMPACT);
+		putchar('\n');
+		json_decref(out);
+	} else
+		printf("%s %s\n", res.duplicate ? "already acked" : "acked", res.msg_id);
+cleanup:
+	amp_errlist_free(&errors);
+	amp_schema_set_free(set);
+	amp_store_free(st);
+	return code;
+}

@@ -1,0 +1,46 @@
+/* amp init: prepare the SSOT in a git repository (idempotent). */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] = "usage: amp init [--repo <dir>]\n";
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "repo", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *repo = NULL;
+	amp_store *st = NULL;
+	amp_error err;
+	int c, created = 0, code;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': repo = optarg; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default:
+			return amp_cli_usage_error("init", usage, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return amp_cli_usage_error("init", usage, "unexpected argument '%s'", argv[optind]);
+	if ((code = amp_cli_open_store("init", repo, &st)))
+		return code;
+	if (amp_store_init(st, &created, &err) < 0) {
+		code = amp_cli_fail("init", &err);
+		goto cleanup;
+	}
+	printf("%s AMP/1.0 store in %s (%s, errors on %s)\n",
+	       created ? "Initialized" : "Already initialized",
+	       git_repository_commondir(amp_store_repo(st)),
+	       amp_store_messages_ref(st), amp_store_errors_ref(st));
+cleanup:
+	amp_store_free(st);
+	return code;
+}

@@ -1,0 +1,196 @@
+/* amp send: build (or take), validate and commit one message to the SSOT. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "clock.h"
+#include "message.h"
+#include "send.h"
+#include "util.h"
+
+static const char usage[] =
+	"usage: amp send <type> --task <id> [--from <role>] [--to <role>] [--payload <file>|-]\n"
+	"                [--context-ref <msg_id>]... [--ack-timeout <sec>] [--no-ack] [--json] [--repo <dir>]\n"
+	"   or: amp send --envelope <file>|- [--json] [--repo <dir>]\n"
+	"types: task_dispatch task_result review_request review_verdict escalation\n";
+
+/* The only receiver a type can have, so --to may be left out; a dispatch
+ * goes to the executor unless told otherwise. */
+static const char *default_to(const char *type)
+{
+	const amp_type_info *t = amp_type_lookup(type);
+
+	if (!t)
+		return NULL;
+	if (!strcmp(type, "task_dispatch"))
+		return "executor";
+	return strchr(t->receivers, ' ') ? NULL : t->receivers;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "task", required_argument, NULL, 't' },
+		{ "from", required_argument, NULL, 'f' },
+		{ "to", required_argument, NULL, 'o' },
+		{ "payload", required_argument, NULL, 'p' },
+		{ "context-ref", required_argument, NULL, 'c' },
+		{ "ack-timeout", required_argument, NULL, 'a' },
+		{ "no-ack", no_argument, NULL, 'n' },
+		{ "envelope", required_argument, NULL, 'e' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "repo", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *task = NULL, *from = NULL, *to = NULL, *payload_file = NULL;
+	const char *envelope_file = NULL, *repo = NULL, *type = NULL, *source;
+	amp_message_fields f = { 0 };
+	amp_send_opts sopts = { "send", NULL, NULL, 0, 0 };
+	amp_send_result res;
+	amp_errlist errors = { 0 };
+	amp_schema_set *set = NULL;
+	amp_store *st = NULL;
+	amp_error err;
+	json_t *context = json_array(), *payload = NULL, *msg = NULL;
+	char *raw = NULL;
+	size_t raw_len = 0;
+	int c, json_out = 0, no_ack = 0, code = 0, status;
+	long ack_timeout = -1;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 't': task = optarg; break;
+		case 'f': from = optarg; break;
+		case 'o': to = optarg; break;
+		case 'p': payload_file = optarg; break;
+		case 'c': json_array_append_new(context, json_string(optarg)); break;
+		case 'a':
+			if ((ack_timeout = amp_cli_parse_seconds(optarg)) <= 0) {
+				code = amp_cli_usage_error("send", usage, "--ack-timeout: not a positive number of seconds: %s", optarg);
+				goto cleanup;
+			}
+			break;
+		case 'n': no_ack = 1; break;
+		case 'e': envelope_file = optarg; break;
+		case 'j': json_out = 1; break;
+		case 'r': repo = optarg; break;
+		case 'h': fputs(usage, stdout); goto cleanup;
+		default:
+			code = amp_cli_usage_error("send", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			goto cleanup;
+		}
+	}
+	if (envelope_file) {
+		if (optind < argc || task || from || to || payload_file ||
+		    json_array_size(context) || ack_timeout >= 0 || no_ack) {
+			code = amp_cli_usage_error("send", usage, "--envelope takes a complete message and no other message option");
+			goto cleanup;
+		}
+	} else {
+		if (optind != argc - 1) {
+			code = amp_cli_usage_error("send", usage, optind < argc ? "one message type expected" : "missing message type");
+			goto cleanup;
+		}
+		type = argv[optind];
+		if (!amp_type_lookup(type)) {
+			code = amp_cli_usage_error("send", usage, "unknown message type '%s'", type);
+			goto cleanup;
+		}
+		if (!task) {
+			code = amp_cli_usage_error("send", usage, "--task is required");
+			goto cleanup;
+		}
+		if (no_ack && ack_timeout >= 0) {
+			code = amp_cli_usage_error("send", usage, "--no-ack and --ack-timeout exclude each other");
+			goto cleanup;
+		}
+	}
+	if ((code = amp_cli_open_store("send", repo, &st)) ||
+	    (code = amp_cli_load_schemas("send", &set)))
+		goto cleanup;
+
+	if (envelope_file) {
+		source = envelope_file;
+		if ((status = amp_read_file(envelope_file, &raw, &raw_len, &err)) < 0) {
+			code = amp_cli_fail("send", &err);
+			goto cleanup;
+		}
+		if ((status = amp_json_parse(raw, raw_len, &msg, &err)) < 0) {
+			amp_errlist_add(&errors, status, err.path, "%s", err.message);
+			sopts.source = source;
+			amp_store_log_rejection(st, "send", source, raw, raw_len, status, &errors, NULL);
+			code = amp_cli_print_errors("send", &errors, status);
+			goto cleanup;
+		}
+		sopts.raw = raw;
+		sopts.raw_len = raw_len;
+	} else {
+		source = "built";
+		if (!(from = amp_cli_role(st, from))) {
+			code = amp_cli_usage_error("send", usage, "--from is required (or set AMP_ROLE or git config amp.role)");
+			goto cleanup;
+		}
+		if (!to && !(to = default_to(type))) {
+			code = amp_cli_usage_error("send", usage, "--to is required for %s", type);
+			goto cleanup;
+		}
+		if (payload_file) {
+			if ((status = amp_read_file(payload_file, &raw, &raw_len, &err)) < 0) {
+				code = amp_cli_fail("send", &err);
+				goto cleanup;
+			}
+			if ((status = amp_json_parse(raw, raw_len, &payload, &err)) < 0) {
+				amp_errlist_add(&errors, status, "/payload", "%s", err.message);
+				amp_store_log_rejection(st, "send", payload_file, raw, raw_len, status, &errors, NULL);
+				code = amp_cli_print_errors("send", &errors, status);
+				goto cleanup;
+			}
+		}
+		f.type = type;
+		f.task_id = task;
+		f.from = from;
+		f.to = to;
+		f.payload = payload;
+		f.context_ref = context;
+		f.requires_ack = no_ack ? 0 : -1;
+		f.ack_timeout_sec = (int)ack_timeout;
+		if ((status = amp_clock_now_ms(&f.now_ms, &err)) < 0 ||
+		    (status = amp_message_build(&msg, &f, &err)) < 0) {
+			code = amp_cli_fail("send", &err);
+			goto cleanup;
+		}
+		sopts.assign_msg_id = 1;
+	}
+	sopts.source = source;
+	status = amp_send_message(st, set, msg, &sopts, &res, &errors);
+	if (status < 0) {
+		code = amp_cli_print_errors("send", &errors, status);
+		if (res.escalation_id[0])
+			fprintf(stderr, "amp send: escalation %s recorded\n", res.escalation_id);
+		goto cleanup;
+	}
+	if (json_out) {
+		json_t *out = json_pack("{s:s,s:b}", "msg_id", res.msg_id,
+					"duplicate", res.duplicate);
+		json_dumpf(out, stdout, JSON_COMPACT);
+		putchar('\n');
+		json_decref(out);
+	} else {
+		puts(res.msg_id);
+	}
+	if (res.duplicate)
+		fprintf(stderr, "amp send: %s was already in the SSOT (nothing written)\n", res.msg_id);
+cleanup:
+	amp_errlist_free(&errors);
+	json_decref(context);
+	json_decref(payload);
+	json_decref(msg);
+	free(raw);
+	amp_schema_set_free(set);
+	amp_store_free(st);
+	return code;
+}

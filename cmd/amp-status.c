@@ -1,0 +1,202 @@
+/* amp status: the state of one task, or one line per task. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "clock.h"
+#include "task.h"
+#include "util.h"
+
+static const char usage[] = "usage: amp status [<task_id>] [--json] [--repo <dir>]\n";
+
+static int color;
+
+static const char *state_color(const char *state)
+{
+	if (!color)
+		return "";
+	if (!strcmp(state, "approved"))
+		return "\033[32m";
+	if (!strcmp(state, "rejected") || !strcmp(state, "locked") ||
+	    !strcmp(state, "suspended"))
+		return "\033[31m";
+	return "\033[33m";
+}
+
+static const char *reset(void) { return color ? "\033[0m" : ""; }
+
+static const char *str(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "-";
+}
+
+static void print_ack(const json_t *m)
+{
+	const char *state = str(m, "ack_state");
+	json_int_t secs = json_integer_value(json_object_get(m, "ack_seconds"));
+
+	if (!strcmp(state, "acked"))
+		printf("acked after %lld s", (long long)secs);
+	else if (!strcmp(state, "pending"))
+		printf("pending, due in %lld s", (long long)secs);
+	else if (!strcmp(state, "overdue"))
+		printf("%sACK overdue by %lld s%s", color ? "\033[31m" : "",
+		       (long long)secs, reset());
+	else
+		printf("no ACK required");
+}
+
+static void print_task(const json_t *t)
+{
+	const json_t *m;
+	const char *state = str(t, "state");
+	size_t i;
+
+	printf("%s  %s%s%s  rejects %lld%s%s\n", str(t, "task_id"),
+	       state_color(state), state, reset(),
+	       (long long)json_integer_value(json_object_get(t, "reject_count")),
+	       json_is_string(json_object_get(t, "suspended_by")) ? "  suspended by " : "",
+	       json_is_string(json_object_get(t, "suspended_by")) ? str(t, "suspended_by") : "");
+	json_array_foreach(json_object_get(t, "messages"), i, m) {
+		printf("  %s  %-14s  %-11s -> %-11s  %s  ", str(m, "timestamp"),
+		       str(m, "type"), str(m, "from"), str(m, "to"), str(m, "msg_id"));
+		print_ack(m);
+		putchar('\n');
+	}
+	if (!json_array_size(json_object_get(t, "escalations"))) {
+		printf("escalations: none\n");
+	} else {
+		printf("escalations:\n");
+		json_array_foreach(json_object_get(t, "escalations"), i, m)
+			printf("  %s  %-8s %-18s %s: %s\n", str(m, "timestamp"),
+			       str(m, "severity"), str(m, "escalation_type"),
+			       str(m, "msg_id"), str(m, "description"));
+	}
+	json_array_foreach(json_object_get(t, "controls"), i, m)
+		printf("control: %s  %s by %s: %s\n", str(m, "timestamp"),
+		       str(m, "type"), str(m, "from"), str(m, "reason"));
+}
+
+/* A summary of a task for the one-line-per-task listing. */
+static json_t *summary(const json_t *t)
+{
+	const json_t *msgs = json_object_get(t, "messages"), *m;
+	size_t i, pending = 0, overdue = 0;
+
+	json_array_foreach(msgs, i, m) {
+		pending += !strcmp(str(m, "ack_state"), "pending");
+		overdue += !strcmp(str(m, "ack_state"), "overdue");
+	}
+	return json_pack("{s:O,s:O,s:O,s:O,s:O,s:i,s:i,s:i,s:O}",
+			 "task_id", json_object_get(t, "task_id"),
+			 "state", json_object_get(t, "state"),
+			 "reject_count", json_object_get(t, "reject_count"),
+			 "suspended", json_object_get(t, "suspended"),
+			 "locked", json_object_get(t, "locked"),
+			 "messages", (int)json_array_size(msgs),
+			 "acks_pending", (int)pending, "acks_overdue", (int)overdue,
+			 "last_timestamp", json_array_size(msgs) ?
+				 json_object_get(json_array_get(msgs, json_array_size(msgs) - 1), "timestamp") :
+				 json_null());
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "repo", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *repo = NULL;
+	amp_store *st = NULL;
+	git_tree *tip = NULL;
+	amp_task_log log = { 0 };
+	amp_error err;
+	json_t *out = NULL;
+	char **ids = NULL;
+	size_t nids = 0, i;
+	int64_t now;
+	int c, json_out = 0, code = 0;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json_out = 1; break;
+		case 'r': repo = optarg; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default:
+			return amp_cli_usage_error("status", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+		}
+	}
+	if (argc - optind > 1)
+		return amp_cli_usage_error("status", usage, "at most one task id");
+	color = !json_out && amp_use_color(stdout);
+	if ((code = amp_cli_open_store("status", repo, &st)))
+		goto cleanup;
+	if (amp_clock_now_ms(&now, &err) < 0 ||
+	    amp_store_tip(st, amp_store_messages_ref(st), NULL, &tip, &err) < 0) {
+		code = amp_cli_fail("status", &err);
+		goto cleanup;
+	}
+	if (optind < argc) {
+		if (amp_store_read_task(st, tip, argv[optind], &log, &err) < 0) {
+			code = amp_cli_fail("status", &err);
+			goto cleanup;
+		}
+		if (!log.count) {
+			amp_error_set(&err, AMP_EUSAGE, "", "no task %s in the SSOT", argv[optind]);
+			code = amp_cli_fail("status", &err);
+			goto cleanup;
+		}
+		out = amp_task_status_json(&log, now);
+		if (json_out) {
+			json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+			putchar('\n');
+		} else {
+			print_task(out);
+		}
+		goto cleanup;
+	}
+	if (amp_store_list_tasks(st, tip, &ids, &nids, &err) < 0) {
+		code = amp_cli_fail("status", &err);
+		goto cleanup;
+	}
+	out = json_array();
+	for (i = 0; i < nids; i++) {
+		json_t *t, *s;
+
+		if (amp_store_read_task(st, tip, ids[i], &log, &err) < 0) {
+			code = amp_cli_fail("status", &err);
+			goto cleanup;
+		}
+		t = amp_task_status_json(&log, now);
+		s = summary(t);
+		json_decref(t);
+		amp_task_log_free(&log);
+		if (!json_out)
+			printf("%-12s %s%-11s%s %3lld msgs  %lld rejects%s%s\n", str(s, "task_id"),
+			       state_color(str(s, "state")), str(s, "state"), reset(),
+			       (long long)json_integer_value(json_object_get(s, "messages")),
+			       (long long)json_integer_value(json_object_get(s, "reject_count")),
+			       json_integer_value(json_object_get(s, "acks_overdue")) ? "  ACK overdue" : "",
+			       json_integer_value(json_object_get(s, "acks_pending")) ? "  ACK pending" : "");
+		json_array_append_new(out, s);
+	}
+	if (json_out) {
+		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		putchar('\n');
+	} else if (!nids) {
+		printf("no tasks yet\n");
+	}
+cleanup:
+	json_decref(out);
+	amp_task_log_free(&log);
+	amp_strv_free(ids, nids);
+	git_tree_free(tip);
+	amp_store_free(st);
+	return code;
+}

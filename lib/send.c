@@ -1,0 +1,473 @@
+#include "send.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "message.h"
+#include "rules.h"
+#include "task.h"
+
+struct message_ctx {
+	amp_schema_set *set;
+	json_t *msg;
+	const amp_send_opts *opts;
+	amp_send_result *res;
+	amp_errlist *errors;
+	size_t errors_base;
+	const char *extra_trailers;
+	int once; /* see amp_escalation.once */
+};
+
+/* Reports the first new error of `errors` through err, for the store. */
+static int first_error(amp_errlist *errors, size_t base, int status,
+		       amp_error *err)
+{
+	if (errors->count > base)
+		return amp_error_set(err, status, errors->items[base].path, "%s",
+				     errors->items[base].message);
+	return amp_error_set(err, status, "", "refused");
+}
+
+static int same_cause(const amp_task_log *log, const json_t *msg)
+{
+	const json_t *p = json_object_get(msg, "payload");
+	const char *kind = amp_json_str(p, "escalation_type");
+	const char *from = amp_json_str(msg, "from");
+	const char *first = json_string_value(json_array_get(json_object_get(p, "affected_msgs"), 0));
+	size_t i;
+
+	for (i = 0; kind && from && first && i < log->count; i++) {
+		const amp_entry *e = &log->entries[i];
+		const json_t *q = json_object_get(e->doc, "payload");
+		const char *other_kind = amp_json_str(q, "escalation_type");
+		const char *other_first =
+			json_string_value(json_array_get(json_object_get(q, "affected_msgs"), 0));
+
+		if (e->kind == AMP_ENTRY_MSG && other_kind && other_first &&
+		    !strcmp(other_kind, kind) && !strcmp(other_first, first) &&
+		    !strcmp(amp_json_str(e->doc, "from") ? amp_json_str(e->doc, "from") : "", from))
+			return 1;
+	}
+	return 0;
+}
+
+static int build_message(amp_store *st, git_tree *tip, void *vctx,
+			 amp_store_write *w, amp_error *err)
+{
+	struct message_ctx *c = vctx;
+	const char *task = amp_json_str(c->msg, "task_id");
+	const char *type = amp_json_str(c->msg, "type");
+	const amp_entry *existing;
+	amp_task_log log;
+	char dir[128], path[512], *text = NULL;
+	int status;
+
+	amp_errlist_truncate(c->errors, c->errors_base);
+	c->res->duplicate = 0;
+	if ((status = amp_store_read_task(st, tip, task, &log, err)) < 0)
+		return status;
+	while ((existing = amp_task_log_find(&log, AMP_ENTRY_MSG, c->res->msg_id))) {
+		/* An agent re-sending its own envelope is a no-op; amp's own
+		 * ids are fresh messages, so they move on instead. */
+		if (!c->opts->assign_msg_id && json_equal(existing->doc, c->msg)) {
+			c->res->duplicate = 1;
+			status = AMP_NOOP;
+			goto cleanup;
+		}
+		if (!c->opts->assign_msg_id) {
+			amp_errlist_add(c->errors, AMP_ERULE, "/msg_id",
+					"%s is already in the SSOT with other content (messages are never modified)",
+					c->res->msg_id);
+			status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
+			goto cleanup;
+		}
+		/* Same type, task and millisecond as another message: the
+		 * next free millisecond keeps msg_id unique and in order. */
+		amp_msg_id_format(c->res->msg_id, sizeof(c->res->msg_id), type, task,
+				  amp_msg_id_ms(c->res->msg_id) + 1);
+		json_object_set_new(c->msg, "msg_id", json_string(c->res->msg_id));
+	}
+	if (c->once && same_cause(&log, c->msg)) {
+		c->res->duplicate = 1;
+		status = AMP_NOOP;
+		goto cleanup;
+	}
+	status = amp_rules_check_send(st, tip, &log, c->msg, c->errors);
+	if (status < 0) {
+		first_error(c->errors, c->errors_base, status, err);
+		goto cleanup;
+	}
+	if (!(text = amp_message_dump(c->msg))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	amp_store_task_dir(task, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/%06d.msg.%s.json", dir, log.next_seq,
+		 c->res->msg_id);
+	if ((status = amp_store_write_add(w, path, text, strlen(text), err)) < 0)
+		goto cleanup;
+	snprintf(w->subject, sizeof(w->subject), "%s %s %s -> %s", type, task,
+		 amp_json_str(c->msg, "from"), amp_json_str(c->msg, "to"));
+	snprintf(w->trailers, sizeof(w->trailers),
+		 "Amp-Msg-Id: %s\nAmp-Type: %s\nAmp-Task: %s\n%s", c->res->msg_id,
+		 type, task, c->extra_trailers ? c->extra_trailers : "");
+	snprintf(w->author, sizeof(w->author), "%s", amp_json_str(c->msg, "from"));
+	status = AMP_OK;
+cleanup:
+	free(text);
+	amp_task_log_free(&log);
+	return status;
+}
+
+static void log_rejection(amp_store *st, const amp_send_opts *opts,
+			  const json_t *msg, int status, amp_errlist *errors,
+			  size_t base)
+{
+	amp_errlist reasons = { 0 };
+	amp_error err;
+	char *dump = NULL;
+	const char *raw = opts->raw;
+	size_t len = opts->raw_len, i;
+
+	if (!raw) {
+		dump = amp_message_dump(msg);
+		raw = dump ? dump : "";
+		len = strlen(raw);
+	}
+	for (i = base; i < errors->count; i++)
+		amp_errlist_add(&reasons, errors->items[i].status, errors->items[i].path,
+				"%s", errors->items[i].message);
+	/* A message we could not log is still refused; say so rather than
+	 * lose the reason. */
+	if (amp_store_log_rejection(st, opts->command ? opts->command : "send",
+				    opts->source, raw, len, status, &reasons, &err) < 0)
+		amp_errlist_add(errors, AMP_EIO, "", "could not write the error log: %s",
+				err.message);
+	amp_errlist_free(&reasons);
+	free(dump);
+}
+
+static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
+		     const amp_send_opts *opts, amp_send_result *res,
+		     amp_errlist *errors, const char *extra_trailers, int once);
+
+static int record_branch_violation(amp_store *st, amp_schema_set *set,
+				   const json_t *msg, amp_send_result *res,
+				   amp_errlist *errors)
+{
+	amp_escalation e = { 0 };
+	amp_send_result eres;
+	amp_errlist esc_errors = { 0 };
+	json_t *affected = json_pack("[s]", amp_json_str(msg, "msg_id"));
+	char description[512];
+	int64_t now;
+	amp_error err;
+	int status;
+
+	if ((status = amp_clock_now_ms(&now, &err)) < 0)
+		goto cleanup;
+	snprintf(description, sizeof(description),
+		 "%s dispatched %s to protected branch '%s'; the dispatch was refused (Branch Validation). Re-dispatch it on a feature branch.",
+		 amp_json_str(msg, "from"), amp_json_str(msg, "task_id"),
+		 amp_json_str(json_object_get(msg, "payload"), "branch"));
+	e.task_id = amp_json_str(msg, "task_id");
+	e.from = "system";
+	e.escalation_type = "branch_violation";
+	e.severity = "warning";
+	e.triggered_by = "system";
+	e.description = description;
+	e.affected_msgs = affected;
+	e.auto_suspended = -1;
+	e.now_ms = now;
+	status = amp_send_escalation(st, set, &e, NULL, &eres, &esc_errors);
+	if (status == AMP_OK)
+		snprintf(res->escalation_id, sizeof(res->escalation_id), "%s", eres.msg_id);
+	else
+		amp_errlist_add(errors, AMP_EIO, "", "could not record the branch_violation escalation: %s",
+				esc_errors.count ? esc_errors.items[0].message : "unknown error");
+cleanup:
+	amp_errlist_free(&esc_errors);
+	json_decref(affected);
+	return status;
+}
+
+static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
+		     const amp_send_opts *opts, amp_send_result *res,
+		     amp_errlist *errors, const char *extra_trailers, int once)
+{
+	struct message_ctx ctx = { set, msg, opts, res, errors, errors->count,
+				   extra_trailers, once };
+	amp_error err;
+	int status;
+
+	memset(res, 0, sizeof(*res));
+	snprintf(res->msg_id, sizeof(res->msg_id), "%s",
+		 amp_json_str(msg, "msg_id") ? amp_json_str(msg, "msg_id") : "");
+	/* AMP/1.0 §01 Branch Validation comes first: it is a refusal with an
+	 * escalation, not a mere schema error. */
+	if (amp_rules_is_protected_branch(msg)) {
+		amp_errlist_add(errors, AMP_ERULE, "/payload/branch",
+				"must not be \"main\" or \"master\" (Branch Validation); an escalation was recorded");
+		log_rejection(st, opts, msg, AMP_ERULE, errors, ctx.errors_base);
+		record_branch_violation(st, set, msg, res, errors);
+		return AMP_ERULE;
+	}
+	status = amp_message_validate(set, msg, 0, errors);
+	if (status < 0) {
+		if (status == AMP_ESCHEMA)
+			log_rejection(st, opts, msg, status, errors, ctx.errors_base);
+		return status;
+	}
+	status = amp_store_update(st, amp_store_messages_ref(st), build_message,
+				  &ctx, NULL, &err);
+	if (status == AMP_NOOP)
+		return AMP_OK;
+	if (status == AMP_ERULE) {
+		log_rejection(st, opts, msg, status, errors, ctx.errors_base);
+	} else if (status < 0 && errors->count == ctx.errors_base) {
+		amp_errlist_add(errors, status, err.path, "%s", err.message);
+	}
+	return status;
+}
+
+int amp_send_message(amp_store *st, amp_schema_set *set, json_t *msg,
+		     const amp_send_opts *opts, amp_send_result *res,
+		     amp_errlist *errors)
+{
+	return send_with(st, set, msg, opts, res, errors, NULL, 0);
+}
+
+int amp_send_escalation(amp_store *st, amp_schema_set *set,
+			const amp_escalation *e, const char *extra_trailers,
+			amp_send_result *res, amp_errlist *errors)
+{
+	amp_message_fields f = { 0 };
+	amp_send_opts opts = { "escalate", "built", NULL, 0, 1 };
+	git_tree *tip = NULL;
+	amp_task_log log;
+	amp_task_state s;
+	amp_error err;
+	json_t *payload = NULL, *msg = NULL;
+	const char *task_status;
+	int critical = !strcmp(e->severity, "critical");
+	int status;
+
+	memset(res, 0, sizeof(*res));
+	if ((status = amp_store_tip(st, amp_store_messages_ref(st), NULL, &tip, &err)) < 0 ||
+	    (status = amp_store_read_task(st, tip, e->task_id, &log, &err)) < 0) {
+		git_tree_free(tip);
+		return amp_errlist_add(errors, status, err.path, "%s", err.message);
+	}
+	git_tree_free(tip);
+	amp_task_state_compute(&log, &s);
+	/* The snapshot shows the state the escalation puts the task in. */
+	task_status = critical ? (!strcmp(e->escalation_type, "hallucination_lock") ?
+				  "locked" : "suspended") : s.state;
+	payload = json_pack("{s:s,s:s,s:s,s:s,s:O,s:{s:s,s:i,s:s?}}",
+			    "escalation_type", e->escalation_type,
+			    "severity", e->severity,
+			    "triggered_by", e->triggered_by ? e->triggered_by :
+					    (!strcmp(e->from, "admin") ? "system" : e->from),
+			    "description", e->description,
+			    "affected_msgs", e->affected_msgs,
+			    "system_state_snapshot",
+			    "task_status", task_status,
+			    "reject_count", s.reject_count,
+			    "last_successful_msg_id", s.last_successful_msg_id);
+	if (!payload) {
+		status = amp_errlist_add(errors, AMP_EIO, "", "cannot build the escalation");
+		goto cleanup;
+	}
+	if (e->suggested_actions && json_array_size(e->suggested_actions))
+		json_object_set(payload, "suggested_actions", e->suggested_actions);
+	json_object_set_new(payload, "auto_suspended",
+			    json_boolean(e->auto_suspended >= 0 ? e->auto_suspended
+								: strcmp(e->severity, "info") != 0));
+	f.type = "escalation";
+	f.task_id = e->task_id;
+	f.from = e->from;
+	f.to = "admin";
+	f.payload = payload;
+	f.requires_ack = -1;
+	f.ack_timeout_sec = -1;
+	f.now_ms = e->now_ms;
+	if ((status = amp_message_build(&msg, &f, &err)) < 0) {
+		amp_errlist_add(errors, status, err.path, "%s", err.message);
+		goto cleanup;
+	}
+	status = send_with(st, set, msg, &opts, res, errors, extra_trailers, e->once);
+cleanup:
+	amp_task_log_free(&log);
+	json_decref(payload);
+	json_decref(msg);
+	return status;
+}
+
+struct ack_ctx {
+	amp_schema_set *set;
+	const char *msg_id;
+	const char *from;
+	int64_t now_ms;
+	char task[64];
+	amp_send_result *res;
+	amp_errlist *errors;
+	size_t errors_base;
+	json_t *ack; /* the record built by the last attempt */
+};
+
+static int build_ack(amp_store *st, git_tree *tip, void *vctx,
+		     amp_store_write *w, amp_error *err)
+{
+	struct ack_ctx *c = vctx;
+	const amp_entry *target;
+	amp_task_log log;
+	amp_task_state s;
+	char dir[128], path[512], when[AMP_TIME_BUFSZ], *text = NULL;
+	const char *to;
+	int status;
+
+	amp_errlist_truncate(c->errors, c->errors_base);
+	c->res->duplicate = 0;
+	if ((status = amp_store_read_task(st, tip, c->task, &log, err)) < 0)
+		return status;
+	if (!(target = amp_task_log_find(&log, AMP_ENTRY_MSG, c->msg_id))) {
+		amp_errlist_add(c->errors, AMP_ERULE, "/ack_for",
+				"%s is not in the SSOT: nothing to acknowledge", c->msg_id);
+		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
+		goto cleanup;
+	}
+	to = amp_json_str(target->doc, "to");
+	if (!to || strcmp(to, c->from)) {
+		amp_errlist_add(c->errors, AMP_ERULE, "/from",
+				"only the addressee (%s) may ACK %s, not %s",
+				to ? to : "?", c->msg_id, c->from);
+		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
+		goto cleanup;
+	}
+	if (amp_task_log_find(&log, AMP_ENTRY_ACK, c->msg_id)) {
+		c->res->duplicate = 1;
+		status = AMP_NOOP;
+		goto cleanup;
+	}
+	amp_task_state_compute(&log, &s);
+	if (s.suspended && strcmp(c->from, "admin")) {
+		amp_errlist_add(c->errors, AMP_ERULE, "/task_id",
+				"task %s is %s by escalation %s: only the admin may act until 'amp resume'",
+				c->task, s.state, s.suspended_by);
+		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
+		goto cleanup;
+	}
+	json_decref(c->ack);
+	c->ack = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}",
+			   "protocol_version", AMP_PROTOCOL, "type", "ack",
+			   "ack_for", c->msg_id, "task_id", c->task,
+			   "from", c->from, "to", amp_json_str(target->doc, "from"),
+			   "timestamp", amp_time_format(c->now_ms, when));
+	if (!c->ack || amp_message_validate(c->set, c->ack, 1, c->errors) < 0) {
+		status = first_error(c->errors, c->errors_base, AMP_ESCHEMA, err);
+		goto cleanup;
+	}
+	if (!(text = amp_message_dump(c->ack))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	amp_store_task_dir(c->task, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/%06d.ack.%s.json", dir, log.next_seq, c->msg_id);
+	if ((status = amp_store_write_add(w, path, text, strlen(text), err)) < 0)
+		goto cleanup;
+	snprintf(w->subject, sizeof(w->subject), "ack %s %s -> %s", c->msg_id,
+		 c->from, amp_json_str(target->doc, "from"));
+	snprintf(w->trailers, sizeof(w->trailers),
+		 "Amp-Ack-For: %s\nAmp-Type: ack\nAmp-Task: %s\n", c->msg_id, c->task);
+	snprintf(w->author, sizeof(w->author), "%s", c->from);
+	status = AMP_OK;
+cleanup:
+	free(text);
+	amp_task_log_free(&log);
+	return status;
+}
+
+int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
+		 const char *from, int64_t now_ms, amp_send_result *res,
+		 amp_errlist *errors)
+{
+	struct ack_ctx c = { set, msg_id, from, now_ms, "", res, errors,
+			     errors->count, NULL };
+	amp_send_opts opts = { "ack", "built", NULL, 0, 0 };
+	amp_error err;
+	int status;
+
+	memset(res, 0, sizeof(*res));
+	snprintf(res->msg_id, sizeof(res->msg_id), "%s", msg_id);
+	if (amp_msg_id_task(msg_id, c.task, sizeof(c.task)) < 0)
+		return amp_errlist_add(errors, AMP_ERULE, "/ack_for",
+				       "'%s' is not a msg_id ({type}-{task_id}-{unix_ms})",
+				       msg_id);
+	if (!amp_role_valid(from))
+		return amp_errlist_add(errors, AMP_EUSAGE, "/from",
+				       "unknown role '%s'", from);
+	status = amp_store_update(st, amp_store_messages_ref(st), build_ack, &c, NULL, &err);
+	if (status == AMP_NOOP)
+		status = AMP_OK;
+	if (status == AMP_ERULE || status == AMP_ESCHEMA) {
+		json_t *attempt = c.ack ? json_incref(c.ack)
+					: json_pack("{s:s,s:s,s:s}", "type", "ack",
+						    "ack_for", msg_id, "from", from);
+		log_rejection(st, &opts, attempt, status, errors, c.errors_base);
+		json_decref(attempt);
+	} else if (status < 0 && errors->count == c.errors_base) {
+		amp_errlist_add(errors, status, err.path, "%s", err.message);
+	}
+	json_decref(c.ack);
+	return status;
+}
+
+struct control_ctx {
+	const char *task_id;
+	const char *name;
+	json_t *doc;
+};
+
+static int build_control(amp_store *st, git_tree *tip, void *vctx,
+			 amp_store_write *w, amp_error *err)
+{
+	struct control_ctx *c = vctx;
+	amp_task_log log;
+	char dir[128], path[512], *text = NULL;
+	int status;
+
+	if ((status = amp_store_read_task(st, tip, c->task_id, &log, err)) < 0)
+		return status;
+	if (!(text = amp_message_dump(c->doc))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	amp_store_task_dir(c->task_id, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/%06d.ctl.%s.json", dir, log.next_seq, c->name);
+	if ((status = amp_store_write_add(w, path, text, strlen(text), err)) < 0)
+		goto cleanup;
+	snprintf(w->subject, sizeof(w->subject), "%s %s %s",
+		 amp_json_str(c->doc, "type"), c->task_id, amp_json_str(c->doc, "from"));
+	snprintf(w->trailers, sizeof(w->trailers), "Amp-Type: %s\nAmp-Task: %s\n",
+		 amp_json_str(c->doc, "type"), c->task_id);
+	snprintf(w->author, sizeof(w->author), "%s", amp_json_str(c->doc, "from"));
+cleanup:
+	free(text);
+	amp_task_log_free(&log);
+	return status;
+}
+
+int amp_send_control(amp_store *st, const char *task_id, const char *name,
+		     json_t *doc, amp_errlist *errors)
+{
+	struct control_ctx c = { task_id, name, doc };
+	amp_error err;
+	int status;
+
+	status = amp_store_update(st, amp_store_messages_ref(st), build_control, &c, NULL, &err);
+	if (status < 0)
+		amp_errlist_add(errors, status, err.path, "%s", err.message);
+	return status;
+}

@@ -1,0 +1,90 @@
+/*
+ * send.h - the message path: a message (or an ACK) goes through the
+ * schema, then the protocol rules, then into the SSOT; whatever is rejected
+ * goes to the error log with its reasons.
+ */
+#ifndef AMP_SEND_H
+#define AMP_SEND_H
+
+#include <jansson.h>
+
+#include "error.h"
+#include "schema.h"
+#include "store.h"
+
+typedef struct amp_send_opts {
+	const char *command; /* for the error log: "send", "ack", ... */
+	const char *source;  /* where the bytes came from: a file, "-", "built" */
+	const char *raw;     /* the bytes as received (NULL: the dump of msg) */
+	size_t raw_len;
+	/* The msg_id was made by amp: when taken (same type, task and
+	 * millisecond), move on to the next free millisecond instead of
+	 * refusing. */
+	int assign_msg_id;
+} amp_send_opts;
+
+typedef struct amp_send_result {
+	char msg_id[256];    /* the id the message was stored under */
+	int duplicate;       /* it was already there, byte for byte */
+	char escalation_id[256]; /* an escalation amp recorded ("" if none) */
+} amp_send_result;
+
+/*
+ * Validates and commits `msg` (modified in place when its msg_id is
+ * reassigned).  Returns AMP_OK (stored, or an identical duplicate),
+ * AMP_ESCHEMA or AMP_ERULE (every reason in `errors`, the message logged on
+ * the errors ref), or AMP_EIO (the reason in errors too).
+ *
+ * AMP/1.0 §01 Branch Validation: a dispatch to main/master is refused
+ * (AMP_ERULE) and a branch_violation escalation is recorded by system.
+ */
+int amp_send_message(amp_store *st, amp_schema_set *set, json_t *msg,
+		     const amp_send_opts *opts, amp_send_result *res,
+		     amp_errlist *errors);
+
+/*
+ * Writes the ACK of msg_id by role `from` at now_ms.  Only the addressee
+ * may ACK; a second ACK is a no-op (res->duplicate); an unknown msg_id is
+ * refused.  Statuses as amp_send_message.
+ */
+int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
+		 const char *from, int64_t now_ms, amp_send_result *res,
+		 amp_errlist *errors);
+
+/*
+ * Records an admin control record (e.g. {"type":"resume",...}) in the
+ * task's directory under `name`.  The caller validated it.
+ */
+int amp_send_control(amp_store *st, const char *task_id, const char *name,
+		     json_t *doc, amp_errlist *errors);
+
+
+/* What amp_send_escalation needs; the snapshot is taken from the SSOT. */
+typedef struct amp_escalation {
+	const char *task_id;
+	const char *from;           /* the role writing it */
+	const char *escalation_type;
+	const char *severity;       /* critical | warning | info */
+	const char *triggered_by;   /* NULL: same as from (system for admin) */
+	const char *description;
+	json_t *affected_msgs;      /* borrowed array of msg_ids */
+	json_t *suggested_actions;  /* borrowed array, or NULL */
+	int auto_suspended;         /* -1: true unless severity is info */
+	int64_t now_ms;
+	/* Fire once per cause: do nothing when the task already holds an
+	 * escalation of this type from the same role whose first affected
+	 * message is ours.  Checked inside the compare-and-swap, so two
+	 * watchers racing still record one. */
+	int once;
+} amp_escalation;
+
+/*
+ * Builds an escalation to the admin with its system_state_snapshot
+ * (task_status, reject_count, last_successful_msg_id) read from the SSOT,
+ * then sends it like amp_send_message.  `extra_trailers` (may be NULL) are
+ * added to the commit, e.g. "Amp-Cause: ..." lines for the watcher.
+ */
+int amp_send_escalation(amp_store *st, amp_schema_set *set,
+			const amp_escalation *e, const char *extra_trailers,
+			amp_send_result *res, amp_errlist *errors);
+#endif

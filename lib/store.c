@@ -1,0 +1,877 @@
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+
+struct amp_store {
+	git_repository *repo;
+	char ref[256];
+	char errors_ref[256];
+	char common_dir[PATH_MAX];
+	char state_dir[PATH_MAX];
+	int64_t retry_timeout_ms;
+	int64_t stale_lock_ms;
+	unsigned long retries;
+	unsigned int rng;
+};
+
+/* ---- opening ------------------------------------------------------------ */
+
+int amp_store_config(amp_store *st, const char *key, char *buf, size_t bufsz)
+{
+	git_config *cfg = NULL;
+	git_buf value = { 0 };
+	int found = 0;
+
+	buf[0] = '\0';
+	if (git_repository_config_snapshot(&cfg, st->repo) < 0)
+		goto cleanup;
+	if (git_config_get_string_buf(&value, cfg, key) == 0) {
+		snprintf(buf, bufsz, "%s", value.ptr);
+		found = 1;
+	}
+cleanup:
+	git_buf_dispose(&value);
+	git_config_free(cfg);
+	git_error_clear();
+	return found;
+}
+
+static int config_ref(amp_store *st, const char *key, const char *fallback,
+		      char *out, size_t outsz, amp_error *err)
+{
+	if (!amp_store_config(st, key, out, outsz))
+		snprintf(out, outsz, "%s", fallback);
+	/* AMP keeps its history apart from the user's refs, always. */
+	if (strncmp(out, "refs/amp/", 9) != 0 || !git_reference_is_valid_name(out))
+		return amp_error_set(err, AMP_EUSAGE, "",
+				     "git config %s: '%s' is not a ref under refs/amp/",
+				     key, out);
+	return AMP_OK;
+}
+
+static int64_t config_ms(amp_store *st, const char *key, int64_t fallback_ms)
+{
+	char buf[64], *end;
+	double secs;
+
+	if (!amp_store_config(st, key, buf, sizeof(buf)))
+		return fallback_ms;
+	secs = strtod(buf, &end);
+	if (*end || secs < 0)
+		return fallback_ms;
+	return (int64_t)(secs * 1000);
+}
+
+int amp_store_open(amp_store **out, const char *path, amp_error *err)
+{
+	amp_store *st = NULL;
+	const char *env = getenv("AMP_REPO");
+	const char *where = path ? path : (env && *env ? env : ".");
+	size_t n;
+	int status = AMP_OK;
+
+	git_libgit2_init();
+	if (!(st = calloc(1, sizeof(*st)))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	if (git_repository_open_ext(&st->repo, where, 0, NULL) < 0) {
+		status = amp_error_git(err, AMP_EIO,
+				       "not a git repository: %s", where);
+		goto cleanup;
+	}
+	snprintf(st->common_dir, sizeof(st->common_dir), "%s",
+		 git_repository_commondir(st->repo));
+	n = strlen(st->common_dir);
+	if (n && st->common_dir[n - 1] == '/')
+		st->common_dir[n - 1] = '\0';
+	snprintf(st->state_dir, sizeof(st->state_dir), "%s/amp",
+		 st->common_dir);
+	if ((status = config_ref(st, "amp.ref", AMP_STORE_DEFAULT_REF, st->ref,
+				 sizeof(st->ref), err)) < 0 ||
+	    (status = config_ref(st, "amp.errorsRef",
+				 AMP_STORE_DEFAULT_ERRORS_REF, st->errors_ref,
+				 sizeof(st->errors_ref), err)) < 0)
+		goto cleanup;
+	if (strcmp(st->ref, st->errors_ref) == 0) {
+		status = amp_error_set(err, AMP_EUSAGE, "",
+				       "git config amp.ref and amp.errorsRef must differ");
+		goto cleanup;
+	}
+	st->retry_timeout_ms = config_ms(st, "amp.retryTimeout", 30000);
+	st->stale_lock_ms = config_ms(st, "amp.staleLockTimeout", 2000);
+	st->rng = (unsigned int)getpid() ^ (unsigned int)time(NULL);
+	*out = st;
+	st = NULL;
+cleanup:
+	amp_store_free(st);
+	return status;
+}
+
+void amp_store_free(amp_store *st)
+{
+	if (!st)
+		return;
+	git_repository_free(st->repo);
+	free(st);
+	git_libgit2_shutdown();
+}
+
+git_repository *amp_store_repo(amp_store *st) { return st->repo; }
+const char *amp_store_messages_ref(const amp_store *st) { return st->ref; }
+const char *amp_store_errors_ref(const amp_store *st) { return st->errors_ref; }
+const char *amp_store_state_dir(const amp_store *st) { return st->state_dir; }
+unsigned long amp_store_retries(const amp_store *st) { return st->retries; }
+
+/* ---- names -------------------------------------------------------------- */
+
+static int is_digits(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return n > 0;
+}
+
+static int valid_task_id(const char *id, size_t len)
+{
+	/* AMP/1.0 §00: task_id is "T-YYYY-NNN" (we allow more digits). */
+	return len >= 10 && len < 40 && id[0] == 'T' && id[1] == '-' &&
+	       is_digits(id + 2, 4) && id[6] == '-' &&
+	       is_digits(id + 7, len - 7) && len - 7 >= 3;
+}
+
+int amp_store_task_dir(const char *task_id, char *buf, size_t bufsz)
+{
+	size_t len = strlen(task_id);
+	int shard_len;
+
+	if (!valid_task_id(task_id, len))
+		return -1;
+	shard_len = (int)(len - 7 - 2);
+	snprintf(buf, bufsz, "tasks/%.4s/%.*s/%s", task_id + 2, shard_len,
+		 task_id + 7, task_id);
+	return 0;
+}
+
+int amp_msg_id_task(const char *msg_id, char *buf, size_t bufsz)
+{
+	const char *start = strstr(msg_id, "-T-");
+	const char *last = strrchr(msg_id, '-');
+	size_t len;
+
+	if (!start || !last || last <= start + 1 || !is_digits(last + 1, strlen(last + 1)))
+		return -1;
+	start++;
+	len = (size_t)(last - start);
+	if (!valid_task_id(start, len) || len + 1 > bufsz)
+		return -1;
+	memcpy(buf, start, len);
+	buf[len] = '\0';
+	return 0;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+int amp_store_tip(amp_store *st, const char *ref, git_commit **commit,
+		  git_tree **tree, amp_error *err)
+{
+	git_oid oid;
+	git_commit *c = NULL;
+	int rc;
+
+	rc = git_reference_name_to_id(&oid, st->repo, ref);
+	if (rc == GIT_ENOTFOUND)
+		return amp_error_set(err, AMP_EIO, "",
+				     "no AMP store in this repository (%s is missing): run 'amp init'",
+				     ref);
+	if (rc < 0)
+		return amp_error_git(err, AMP_EIO, "cannot read %s", ref);
+	if (git_commit_lookup(&c, st->repo, &oid) < 0)
+		return amp_error_git(err, AMP_EIO, "cannot read the commit at %s", ref);
+	if (tree && git_commit_tree(tree, c) < 0) {
+		git_commit_free(c);
+		return amp_error_git(err, AMP_EIO, "cannot read the tree at %s", ref);
+	}
+	if (commit)
+		*commit = c;
+	else
+		git_commit_free(c);
+	return AMP_OK;
+}
+
+/* Splits "000012.msg.<id>.json" into its parts; 0 on success. */
+static int parse_entry_name(const char *name, int *seq, amp_entry_kind *kind,
+			    char **id)
+{
+	size_t len = strlen(name);
+
+	if (len < 6 + 5 + 1 + 5 || !is_digits(name, 6) || name[6] != '.' ||
+	    name[10] != '.' || strcmp(name + len - 5, ".json") != 0)
+		return -1;
+	if (!strncmp(name + 7, "msg", 3))
+		*kind = AMP_ENTRY_MSG;
+	else if (!strncmp(name + 7, "ack", 3))
+		*kind = AMP_ENTRY_ACK;
+	else if (!strncmp(name + 7, "ctl", 3))
+		*kind = AMP_ENTRY_CTL;
+	else
+		return -1;
+	*seq = atoi(name);
+	*id = strndup(name + 11, len - 11 - 5);
+	return *id ? 0 : -1;
+}
+
+static int read_json_blob(git_repository *repo, const git_oid *oid,
+			  json_t **out)
+{
+	git_blob *blob = NULL;
+	json_error_t jerr;
+
+	if (git_blob_lookup(&blob, repo, oid) < 0)
+		return -1;
+	*out = json_loadb(git_blob_rawcontent(blob),
+			  (size_t)git_blob_rawsize(blob), 0, &jerr);
+	git_blob_free(blob);
+	return *out ? 0 : -1;
+}
+
+int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
+			amp_task_log *log, amp_error *err)
+{
+	char dir[128];
+	git_tree_entry *dir_entry = NULL;
+	git_tree *tree = NULL;
+	size_t i, n;
+	int rc, status = AMP_OK;
+
+	memset(log, 0, sizeof(*log));
+	log->next_seq = 1;
+	if (amp_store_task_dir(task_id, dir, sizeof(dir)) < 0)
+		return amp_error_set(err, AMP_EUSAGE, "",
+				     "not a task id (T-YYYY-NNN): %s", task_id);
+	snprintf(log->task_id, sizeof(log->task_id), "%s", task_id);
+	if (!root)
+		return AMP_OK;
+	rc = git_tree_entry_bypath(&dir_entry, root, dir);
+	if (rc == GIT_ENOTFOUND) {
+		git_error_clear();
+		return AMP_OK;
+	}
+	if (rc < 0 || git_tree_lookup(&tree, st->repo, git_tree_entry_id(dir_entry)) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read %s", dir);
+		goto cleanup;
+	}
+	n = git_tree_entrycount(tree);
+	if (n && !(log->entries = calloc(n, sizeof(*log->entries)))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	/* Tree entries are sorted by name, and names start with the sequence
+	 * number, so this is commit order. */
+	for (i = 0; i < n; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
+		amp_entry *rec = &log->entries[log->count];
+
+		if (parse_entry_name(git_tree_entry_name(e), &rec->seq,
+				     &rec->kind, &rec->id) < 0)
+			continue; /* not ours: ignore rather than fail */
+		if (read_json_blob(st->repo, git_tree_entry_id(e), &rec->doc) < 0) {
+			status = amp_error_set(err, AMP_EIO, "",
+					       "%s/%s: not valid JSON",
+					       dir, git_tree_entry_name(e));
+			free(rec->id);
+			rec->id = NULL;
+			goto cleanup;
+		}
+		log->count++;
+		if (rec->seq >= log->next_seq)
+			log->next_seq = rec->seq + 1;
+	}
+cleanup:
+	git_tree_free(tree);
+	git_tree_entry_free(dir_entry);
+	if (status < 0)
+		amp_task_log_free(log);
+	return status;
+}
+
+void amp_task_log_free(amp_task_log *log)
+{
+	size_t i;
+
+	for (i = 0; i < log->count; i++) {
+		free(log->entries[i].id);
+		json_decref(log->entries[i].doc);
+	}
+	free(log->entries);
+	log->entries = NULL;
+	log->count = 0;
+}
+
+const amp_entry *amp_task_log_find(const amp_task_log *log,
+				   amp_entry_kind kind, const char *msg_id)
+{
+	size_t i;
+
+	for (i = 0; i < log->count; i++)
+		if (log->entries[i].kind == kind &&
+		    strcmp(log->entries[i].id, msg_id) == 0)
+			return &log->entries[i];
+	return NULL;
+}
+
+void amp_strv_free(char **v, size_t count)
+{
+	size_t i;
+
+	if (!v)
+		return;
+	for (i = 0; i < count; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int strv_push(char ***v, size_t *count, size_t *alloc, const char *s)
+{
+	char **bigger;
+
+	if (*count == *alloc) {
+		*alloc = *alloc ? *alloc * 2 : 64;
+		if (!(bigger = realloc(*v, *alloc * sizeof(**v))))
+			return -1;
+		*v = bigger;
+	}
+	if (!((*v)[*count] = strdup(s)))
+		return -1;
+	(*count)++;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Walks `depth` levels of subtrees below `tree`, collecting the names found
+ * at the last level. */
+static int collect_level(git_repository *repo, git_tree *tree, int depth,
+			 char ***v, size_t *count, size_t *alloc)
+{
+	size_t i, n = git_tree_entrycount(tree);
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
+		git_tree *sub = NULL;
+
+		if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
+			continue;
+		if (depth == 0) {
+			rc = strv_push(v, count, alloc, git_tree_entry_name(e));
+			continue;
+		}
+		if (git_tree_lookup(&sub, repo, git_tree_entry_id(e)) < 0)
+			return -1;
+		rc = collect_level(repo, sub, depth - 1, v, count, alloc);
+		git_tree_free(sub);
+	}
+	return rc;
+}
+
+int amp_store_list_tasks(amp_store *st, git_tree *root, char ***ids,
+			 size_t *count, amp_error *err)
+{
+	git_tree_entry *tasks = NULL;
+	git_tree *tree = NULL;
+	char **v = NULL;
+	size_t n = 0, alloc = 0;
+	int rc, status = AMP_OK;
+
+	*ids = NULL;
+	*count = 0;
+	rc = git_tree_entry_bypath(&tasks, root, "tasks");
+	if (rc == GIT_ENOTFOUND) {
+		git_error_clear();
+		return AMP_OK;
+	}
+	if (rc < 0 || git_tree_lookup(&tree, st->repo, git_tree_entry_id(tasks)) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read tasks/");
+		goto cleanup;
+	}
+	/* tasks/<year>/<shard>/<task_id> */
+	if (collect_level(st->repo, tree, 2, &v, &n, &alloc) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot list tasks");
+		goto cleanup;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_str);
+	*ids = v;
+	*count = n;
+	v = NULL;
+cleanup:
+	amp_strv_free(v, n);
+	git_tree_free(tree);
+	git_tree_entry_free(tasks);
+	return status;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+int amp_store_write_add(amp_store_write *w, const char *path, const char *data,
+			size_t len, amp_error *err)
+{
+	char *copy;
+
+	if (w->nfiles == AMP_WRITE_MAX_FILES)
+		return amp_error_set(err, AMP_EIO, "", "too many files in one commit");
+	if (!(copy = malloc(len + 1)))
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	memcpy(copy, data, len);
+	copy[len] = '\0';
+	snprintf(w->files[w->nfiles].path, AMP_PATH_MAX, "%s", path);
+	w->files[w->nfiles].data = copy;
+	w->files[w->nfiles].len = len;
+	w->nfiles++;
+	return AMP_OK;
+}
+
+static void write_reset(amp_store_write *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->nfiles; i++)
+		free(w->files[i].data);
+	memset(w, 0, sizeof(*w));
+}
+
+/*
+ * Returns in *out the tree `base` (NULL = empty) with blob `blob` added at
+ * `path`, rewriting only the trees along that path.  Append-only: a path
+ * that already holds a different object is refused.
+ */
+static int tree_insert(git_repository *repo, git_tree *base, const char *path,
+		       const git_oid *blob, git_oid *out, amp_error *err)
+{
+	const char *slash = strchr(path, '/');
+	git_treebuilder *tb = NULL;
+	git_tree *sub = NULL;
+	const git_tree_entry *existing;
+	git_oid sub_oid;
+	char name[256];
+	int status = AMP_OK;
+
+	if (git_treebuilder_new(&tb, repo, base) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot build a tree");
+		goto cleanup;
+	}
+	if (!slash) {
+		existing = git_treebuilder_get(tb, path);
+		if (existing) {
+			if (!git_oid_equal(git_tree_entry_id(existing), blob))
+				status = amp_error_set(err, AMP_ERULE, "",
+						       "append-only store: %s already exists",
+						       path);
+			else
+				git_oid_cpy(out, git_tree_id(base));
+			goto cleanup;
+		}
+		if (git_treebuilder_insert(NULL, tb, path, blob, GIT_FILEMODE_BLOB) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot add %s", path);
+			goto cleanup;
+		}
+	} else {
+		snprintf(name, sizeof(name), "%.*s", (int)(slash - path), path);
+		existing = git_treebuilder_get(tb, name);
+		if (existing && git_tree_entry_type(existing) == GIT_OBJECT_TREE &&
+		    git_tree_lookup(&sub, repo, git_tree_entry_id(existing)) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot read %s", name);
+			goto cleanup;
+		}
+		if ((status = tree_insert(repo, sub, slash + 1, blob, &sub_oid, err)) < 0)
+			goto cleanup;
+		if (git_treebuilder_insert(NULL, tb, name, &sub_oid, GIT_FILEMODE_TREE) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot add %s", name);
+			goto cleanup;
+		}
+	}
+	if (git_treebuilder_write(out, tb) < 0)
+		status = amp_error_git(err, AMP_EIO, "cannot write a tree");
+cleanup:
+	git_tree_free(sub);
+	git_treebuilder_free(tb);
+	return status;
+}
+
+static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
+			const amp_store_write *w, git_oid *out, amp_error *err)
+{
+	git_oid blob, tree_oid, next;
+	git_tree *tree = NULL, *next_tree = NULL;
+	git_signature *author = NULL, *committer = NULL;
+	char email[64], message[2048];
+	int64_t now_ms;
+	size_t i;
+	int status;
+
+	if ((status = amp_clock_now_ms(&now_ms, err)) < 0)
+		return status;
+	if (base && git_tree_lookup(&tree, st->repo, git_tree_id(base)) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read the tip tree");
+		goto cleanup;
+	}
+	for (i = 0; i < w->nfiles; i++) {
+		if (git_blob_create_from_buffer(&blob, st->repo, w->files[i].data,
+						w->files[i].len) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot write %s",
+					       w->files[i].path);
+			goto cleanup;
+		}
+		if ((status = tree_insert(st->repo, tree, w->files[i].path, &blob,
+					  &tree_oid, err)) < 0)
+			goto cleanup;
+		if (git_tree_lookup(&next_tree, st->repo, &tree_oid) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot read a new tree");
+			goto cleanup;
+		}
+		git_tree_free(tree);
+		tree = next_tree;
+		next_tree = NULL;
+	}
+	snprintf(email, sizeof(email), "%s@amp.invalid",
+		 w->author[0] ? w->author : "system");
+	if (git_signature_new(&author, w->author[0] ? w->author : "system",
+			      email, (git_time_t)(now_ms / 1000), 0) < 0 ||
+	    git_signature_new(&committer, "amp", "amp@amp.invalid",
+			      (git_time_t)(now_ms / 1000), 0) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot make a signature");
+		goto cleanup;
+	}
+	snprintf(message, sizeof(message), "%s\n%s%s", w->subject,
+		 w->trailers[0] ? "\n" : "", w->trailers);
+	if (git_commit_create(&next, st->repo, NULL, author, committer, NULL,
+			      message, tree, parent ? 1 : 0,
+			      (const git_commit **)&parent) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot write the commit");
+		goto cleanup;
+	}
+	git_oid_cpy(out, &next);
+	status = AMP_OK;
+cleanup:
+	git_signature_free(author);
+	git_signature_free(committer);
+	git_tree_free(next_tree);
+	git_tree_free(tree);
+	return status;
+}
+
+static int ensure_dir(const char *path)
+{
+	return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/*
+ * A killed writer can leave <ref>.lock behind, and libgit2 then refuses
+ * every later update.  We hold an flock on a file of our own while moving
+ * the ref, so no live amp writer can own a lock we see then; a lock older
+ * than amp.staleLockTimeout (default 2 s, while a real update holds it for
+ * microseconds) is also not a live git's, and we remove it.
+ */
+static void clear_stale_ref_lock(amp_store *st, const char *ref)
+{
+	char lock[PATH_MAX + 300];
+	struct stat sb;
+	struct timespec now;
+	int64_t age_ms;
+
+	snprintf(lock, sizeof(lock), "%s/%s.lock", st->common_dir, ref);
+	if (stat(lock, &sb) != 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	age_ms = ((int64_t)now.tv_sec - sb.st_mtim.tv_sec) * 1000 +
+		 (now.tv_nsec - sb.st_mtim.tv_nsec) / 1000000;
+	if (age_ms >= st->stale_lock_ms)
+		unlink(lock);
+}
+
+/* Moves ref from `tip` (NULL: ref must not exist) to `next` under our flock.
+ * Returns 0 when moved, 1 when someone else got in first (retry), or an
+ * error status. */
+static int move_ref(amp_store *st, const char *ref, const git_oid *tip,
+		    const git_oid *next, const char *subject, amp_error *err)
+{
+	char path[PATH_MAX + 300], *p;
+	git_reference *out = NULL;
+	int fd, rc, status;
+
+	if (ensure_dir(st->state_dir) < 0)
+		return amp_error_set(err, AMP_EIO, "", "cannot create %s: %s",
+				     st->state_dir, strerror(errno));
+	snprintf(path, sizeof(path), "%s/%s.flock", st->state_dir, ref);
+	for (p = path + strlen(st->state_dir) + 1; *p; p++)
+		if (*p == '/')
+			*p = '_';
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666)) < 0)
+		return amp_error_set(err, AMP_EIO, "", "cannot open %s: %s",
+				     path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		close(fd);
+		return 1;
+	}
+	/* force is what allows replacing an existing ref; `tip` makes it a
+	 * compare-and-swap. */
+	rc = git_reference_create_matching(&out, st->repo, ref, next, tip != NULL, tip,
+					   subject);
+	if (getenv("AMP_TRACE"))
+		fprintf(stderr, "amp: move %s: %d %s\n", ref, rc,
+			git_error_last() ? git_error_last()->message : "");
+	if (rc == 0) {
+		status = 0;
+	} else if (rc == GIT_EMODIFIED || rc == GIT_EEXISTS || rc == GIT_ELOCKED) {
+		if (rc == GIT_ELOCKED)
+			clear_stale_ref_lock(st, ref);
+		git_error_clear();
+		status = 1;
+	} else {
+		status = amp_error_git(err, AMP_EIO, "cannot update %s", ref);
+	}
+	git_reference_free(out);
+	close(fd); /* releases the flock */
+	return status;
+}
+
+/* Full-jitter exponential backoff: a random sleep in [0, min(cap, base*2^n)). */
+static void backoff(amp_store *st, unsigned attempt)
+{
+	unsigned long cap_us = 50000, span = 200;
+	struct timespec ts;
+	unsigned long us;
+
+	while (attempt-- > 0 && span < cap_us)
+		span *= 2;
+	if (span > cap_us)
+		span = cap_us;
+	us = (unsigned long)rand_r(&st->rng) % span;
+	ts.tv_sec = (time_t)(us / 1000000);
+	ts.tv_nsec = (long)(us % 1000000) * 1000;
+	nanosleep(&ts, NULL);
+}
+
+static int64_t monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
+		     void *ctx, git_oid *out, amp_error *err)
+{
+	amp_store_write w;
+	git_commit *parent = NULL;
+	git_tree *tree = NULL;
+	git_oid tip, next;
+	int64_t deadline = monotonic_ms() + st->retry_timeout_ms;
+	unsigned attempt;
+	int rc, status = AMP_OK, have_tip;
+
+	memset(&w, 0, sizeof(w));
+	for (attempt = 0;; attempt++) {
+		rc = git_reference_name_to_id(&tip, st->repo, ref);
+		if (rc < 0 && rc != GIT_ENOTFOUND) {
+			status = amp_error_git(err, AMP_EIO, "cannot read %s", ref);
+			goto cleanup;
+		}
+		have_tip = rc == 0;
+		git_error_clear();
+		if (have_tip && (git_commit_lookup(&parent, st->repo, &tip) < 0 ||
+				 git_commit_tree(&tree, parent) < 0)) {
+			status = amp_error_git(err, AMP_EIO, "cannot read %s", ref);
+			goto cleanup;
+		}
+		status = build(st, tree, ctx, &w, err);
+		if (status != AMP_OK)
+			goto cleanup;
+		if ((status = write_commit(st, parent, tree, &w, &next, err)) < 0)
+			goto cleanup;
+		rc = move_ref(st, ref, have_tip ? &tip : NULL, &next, w.subject, err);
+		if (rc < 0) {
+			status = rc;
+			goto cleanup;
+		}
+		if (rc == 0) {
+			if (out)
+				git_oid_cpy(out, &next);
+			status = AMP_OK;
+			goto cleanup;
+		}
+		st->retries++;
+		if (monotonic_ms() > deadline) {
+			status = amp_error_set(err, AMP_EIO, "",
+					       "%s stayed busy for %.0f s (%u attempts); nothing was written",
+					       ref, st->retry_timeout_ms / 1000.0,
+					       attempt + 1);
+			goto cleanup;
+		}
+		write_reset(&w);
+		git_tree_free(tree);
+		git_commit_free(parent);
+		tree = NULL;
+		parent = NULL;
+		backoff(st, attempt);
+	}
+cleanup:
+	write_reset(&w);
+	git_tree_free(tree);
+	git_commit_free(parent);
+	return status;
+}
+
+/* ---- init --------------------------------------------------------------- */
+
+struct init_ctx {
+	const char *marker;
+	const char *subject;
+};
+
+static int build_init(amp_store *st, git_tree *tip, void *ctx,
+		      amp_store_write *w, amp_error *err)
+{
+	struct init_ctx *ic = ctx;
+
+	(void)st;
+	if (tip)
+		return AMP_NOOP;
+	snprintf(w->subject, sizeof(w->subject), "%s", ic->subject);
+	snprintf(w->author, sizeof(w->author), "system");
+	return amp_store_write_add(w, "AMP", ic->marker, strlen(ic->marker), err);
+}
+
+int amp_store_init(amp_store *st, int *created, amp_error *err)
+{
+	struct init_ctx messages = { "AMP/1.0 store 1\nmessages\n",
+				     "amp: SSOT created (AMP/1.0)" };
+	struct init_ctx errors = { "AMP/1.0 store 1\nerrors\n",
+				   "amp: error log created (AMP/1.0)" };
+	int made = 0, rc;
+
+	if (ensure_dir(st->state_dir) < 0)
+		return amp_error_set(err, AMP_EIO, "", "cannot create %s: %s",
+				     st->state_dir, strerror(errno));
+	rc = amp_store_update(st, st->ref, build_init, &messages, NULL, err);
+	if (rc < 0)
+		return rc;
+	made |= rc == AMP_OK;
+	rc = amp_store_update(st, st->errors_ref, build_init, &errors, NULL, err);
+	if (rc < 0)
+		return rc;
+	made |= rc == AMP_OK;
+	if (created)
+		*created = made;
+	return AMP_OK;
+}
+
+/* ---- the error log ------------------------------------------------------ */
+
+struct rejection_ctx {
+	const char *raw;
+	size_t len;
+	char dir[128];
+	char *reasons;
+	char subject[512];
+};
+
+static int build_rejection(amp_store *st, git_tree *tip, void *ctx,
+			   amp_store_write *w, amp_error *err)
+{
+	struct rejection_ctx *rc = ctx;
+	char path[256];
+	int status;
+
+	(void)st;
+	(void)tip;
+	snprintf(w->subject, sizeof(w->subject), "%s", rc->subject);
+	snprintf(w->author, sizeof(w->author), "system");
+	snprintf(path, sizeof(path), "%s/raw", rc->dir);
+	if ((status = amp_store_write_add(w, path, rc->raw, rc->len, err)) < 0)
+		return status;
+	snprintf(path, sizeof(path), "%s/reasons.json", rc->dir);
+	return amp_store_write_add(w, path, rc->reasons, strlen(rc->reasons), err);
+}
+
+int amp_store_log_rejection(amp_store *st, const char *command,
+			    const char *source, const char *raw, size_t len,
+			    int status, const amp_errlist *reasons,
+			    amp_error *err)
+{
+	struct rejection_ctx rc = { raw, len, "", NULL, "" };
+	json_t *doc = NULL, *list = NULL, *msg = NULL;
+	char when[AMP_TIME_BUFSZ], oid_hex[GIT_OID_HEXSZ + 1];
+	git_oid raw_oid;
+	int64_t now_ms;
+	size_t i;
+	int result;
+
+	if ((result = amp_clock_now_ms(&now_ms, err)) < 0)
+		return result;
+	if (git_odb_hash(&raw_oid, raw, len, GIT_OBJECT_BLOB) < 0)
+		return amp_error_git(err, AMP_EIO, "cannot hash the rejected message");
+	git_oid_tostr(oid_hex, sizeof(oid_hex), &raw_oid);
+	amp_time_format(now_ms, when);
+	/* errors/<YYYY>/<MM>/<DD>/<unix_ms>-<blob id>: one directory per
+	 * rejection, sharded by day. */
+	snprintf(rc.dir, sizeof(rc.dir), "errors/%.4s/%.2s/%.2s/%lld-%.12s",
+		 when, when + 5, when + 8, (long long)now_ms, oid_hex);
+
+	list = json_array();
+	for (i = 0; reasons && i < reasons->count; i++)
+		json_array_append_new(list, json_pack("{s:s,s:s}",
+			"path", reasons->items[i].path,
+			"message", reasons->items[i].message));
+	doc = json_pack("{s:s,s:s,s:s,s:i,s:I,s:o}", "time", when, "command",
+			command, "source", source ? source : "",
+			"exit_code", amp_exit_code(status), "size", (json_int_t)len,
+			"errors", list);
+	list = NULL;
+	/* Name what was rejected when the bytes are a JSON object with ids. */
+	if ((msg = json_loadb(raw, len, 0, NULL)) && json_is_object(msg)) {
+		static const char *const keys[] = { "msg_id", "type", "task_id", "from", "to" };
+		for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			json_t *v = json_object_get(msg, keys[i]);
+			if (json_is_string(v))
+				json_object_set(doc, keys[i], v);
+		}
+	}
+	if (!doc || !(rc.reasons = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER))) {
+		result = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	snprintf(rc.subject, sizeof(rc.subject), "rejected %.100s from %.100s: %.200s",
+		 json_is_string(json_object_get(doc, "msg_id")) ?
+			 json_string_value(json_object_get(doc, "msg_id")) : "message",
+		 source ? source : "-",
+		 reasons && reasons->count ? reasons->items[0].message : "");
+	result = amp_store_update(st, st->errors_ref, build_rejection, &rc, NULL, err);
+	if (result == AMP_NOOP)
+		result = AMP_OK;
+cleanup:
+	free(rc.reasons);
+	json_decref(msg);
+	json_decref(doc);
+	json_decref(list);
+	return result;
+}

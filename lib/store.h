@@ -1,0 +1,169 @@
+/*
+ * store.h - the SSOT: AMP messages, ACKs and admin control records committed
+ * to a dedicated ref of a git repository, append-only.
+ *
+ * Layout of the tree at the tip of the messages ref (default
+ * refs/amp/messages, git config amp.ref):
+ *
+ *   AMP                                  format marker ("AMP/1.0 store 1")
+ *   tasks/<YYYY>/<S>/<task_id>/          one directory per task, where S is
+ *                                        the task number without its last two
+ *                                        digits ("0" for T-2026-044), so no
+ *                                        shard holds more than 100 tasks
+ *     <seq>.msg.<msg_id>.json            a message
+ *     <seq>.ack.<msg_id>.json            the ACK of that message
+ *     <seq>.ctl.<name>.json              an admin control record (resume)
+ *
+ * <seq> is a 6-digit per-task sequence number, so a directory lists in
+ * commit order.  Reading one task reads one directory and nothing else.
+ *
+ * Rejected messages go to a second ref (default refs/amp/errors, git config
+ * amp.errorsRef) so that garbage never bloats the message history.
+ *
+ * Writers never touch the user's branches, index or working tree.
+ */
+#ifndef AMP_STORE_H
+#define AMP_STORE_H
+
+#include <git2.h>
+#include <jansson.h>
+
+#include "error.h"
+
+#define AMP_STORE_DEFAULT_REF        "refs/amp/messages"
+#define AMP_STORE_DEFAULT_ERRORS_REF "refs/amp/errors"
+
+/* Returned (positive) by a build callback that finds nothing to write,
+ * e.g. a message that is already in the store byte for byte. */
+#define AMP_NOOP 1
+
+typedef struct amp_store amp_store;
+
+/*
+ * Opens the repository holding the SSOT: `path` when not NULL, else
+ * $AMP_REPO, else the repository found from the current directory the way
+ * git finds it.  Bare repositories are fine.  Free with amp_store_free.
+ */
+int amp_store_open(amp_store **out, const char *path, amp_error *err);
+void amp_store_free(amp_store *st);
+
+git_repository *amp_store_repo(amp_store *st);
+const char *amp_store_messages_ref(const amp_store *st);
+const char *amp_store_errors_ref(const amp_store *st);
+/* The directory amp keeps private state in: <git common dir>/amp. */
+const char *amp_store_state_dir(const amp_store *st);
+
+/* Reads git config `key` into buf ("" when unset); returns 1 when set. */
+int amp_store_config(amp_store *st, const char *key, char *buf, size_t bufsz);
+
+/* Creates both refs with a root commit when missing.  *created (optional)
+ * is set to 1 when anything was created.  Idempotent. */
+int amp_store_init(amp_store *st, int *created, amp_error *err);
+
+/*
+ * The commit and tree at the tip of `ref`.  Both are new references the
+ * caller frees.  A missing ref is an AMP_EIO error that says to run
+ * `amp init`.
+ */
+int amp_store_tip(amp_store *st, const char *ref, git_commit **commit,
+		  git_tree **tree, amp_error *err);
+
+/* Writes the task directory of task_id ("tasks/2026/0/T-2026-044") into
+ * buf.  Returns 0, or -1 when task_id is not of the form T-YYYY-NNN. */
+int amp_store_task_dir(const char *task_id, char *buf, size_t bufsz);
+
+/* The task id embedded in a msg_id ("{type}-{task_id}-{unix_ms}"), into
+ * buf; returns 0, or -1 when msg_id has no such part. */
+int amp_msg_id_task(const char *msg_id, char *buf, size_t bufsz);
+
+/* One record of a task directory. */
+typedef enum { AMP_ENTRY_MSG = 'm', AMP_ENTRY_ACK = 'a', AMP_ENTRY_CTL = 'c' } amp_entry_kind;
+
+typedef struct amp_entry {
+	int seq;
+	amp_entry_kind kind;
+	char *id;   /* msg_id (message, ACK) or control name; owned */
+	json_t *doc; /* parsed record; owned */
+} amp_entry;
+
+typedef struct amp_task_log {
+	char task_id[64];
+	amp_entry *entries; /* in sequence order */
+	size_t count;
+	int next_seq;       /* what the next record of the task gets */
+} amp_task_log;
+
+/* Reads every record of one task from `root` (a tip tree).  A task with no
+ * directory yields an empty log.  A record that is not valid JSON is an
+ * AMP_EIO error naming the file.  Free with amp_task_log_free. */
+int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
+			amp_task_log *log, amp_error *err);
+void amp_task_log_free(amp_task_log *log);
+
+/* The message (kind AMP_ENTRY_MSG) or ACK of `msg_id` in log; NULL if none.
+ * Borrowed. */
+const amp_entry *amp_task_log_find(const amp_task_log *log,
+				   amp_entry_kind kind, const char *msg_id);
+
+/* Every task id in the store, sorted; the caller frees the array and each
+ * string (amp_strv_free). */
+int amp_store_list_tasks(amp_store *st, git_tree *root, char ***ids,
+			 size_t *count, amp_error *err);
+void amp_strv_free(char **v, size_t count);
+
+/* What a build callback asks the store to commit. */
+#define AMP_WRITE_MAX_FILES 4
+typedef struct amp_store_write {
+	struct {
+		char path[AMP_PATH_MAX];
+		char *data; /* malloc'd; the store frees it */
+		size_t len;
+	} files[AMP_WRITE_MAX_FILES];
+	size_t nfiles;
+	char subject[512];  /* commit subject line */
+	char trailers[1024]; /* "Key: value\n" lines, may be empty */
+	char author[32];    /* the role that writes */
+} amp_store_write;
+
+/* Adds a file to w; data is copied. */
+int amp_store_write_add(amp_store_write *w, const char *path, const char *data,
+			size_t len, amp_error *err);
+
+/*
+ * Called by amp_store_update with the current tip tree of the ref (NULL for
+ * an empty ref).  Fills `w` and returns AMP_OK to commit it, AMP_NOOP to
+ * commit nothing, or an error status (with err filled) to abort.  It may run
+ * several times when other writers move the ref: it must decide from `tip`
+ * alone.
+ */
+typedef int (*amp_store_build_fn)(amp_store *st, git_tree *tip, void *ctx,
+				  amp_store_write *w, amp_error *err);
+
+/*
+ * Appends one commit to `ref` as a compare-and-swap: build on the tip,
+ * write the objects, move the ref only if nobody else moved it meanwhile;
+ * otherwise rebuild on the new tip and retry, with jittered exponential
+ * backoff, for at most amp.retryTimeout seconds (default 30).  A ref lock
+ * left by a killed writer is removed once provably stale.  Existing files
+ * are never modified: adding a path that holds other content fails.
+ *
+ * Returns AMP_OK (commit id in *out when not NULL), AMP_NOOP, or the
+ * callback's error.  On AMP_OK the ref points at a commit holding the files.
+ */
+int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
+		     void *ctx, git_oid *out, amp_error *err);
+
+/* How many CAS retries this store handle has needed so far. */
+unsigned long amp_store_retries(const amp_store *st);
+
+/*
+ * Records a rejected message on the errors ref: its raw bytes (as given,
+ * whatever they are) and the reasons.  `command` names what rejected it
+ * ("send"), `source` where it came from (a file name, "-", "built").
+ */
+int amp_store_log_rejection(amp_store *st, const char *command,
+			    const char *source, const char *raw, size_t len,
+			    int status, const amp_errlist *reasons,
+			    amp_error *err);
+
+#endif

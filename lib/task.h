@@ -1,0 +1,53 @@
+/*
+ * task.h - the state of a task, derived from its records in the SSOT.
+ *
+ *   (none) --task_dispatch--> dispatched --ACK by executor--> in_progress
+ *   in_progress --task_result--> submitted --review_request--> in_review
+ *   in_review --review_verdict--> approved | rejected
+ *   rejected --task_dispatch (re-dispatch)--> dispatched ...
+ *   any --critical escalation--> suspended (hallucination_lock: locked)
+ *   suspended | locked --admin resume--> the state it had before
+ *
+ * Nothing here is stored: the state is always recomputed from the task's
+ * records, so it cannot drift from the audit trail.
+ */
+#ifndef AMP_TASK_H
+#define AMP_TASK_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "store.h"
+
+typedef struct amp_task_state {
+	const char *state;      /* what `amp status` shows (static string) */
+	const char *flow_state; /* the same, ignoring suspension and lock */
+	int reject_count;       /* rejected verdicts, ever */
+	int rejects_since_resume; /* rejected verdicts since the last resume */
+	int suspended;          /* a critical escalation is in force */
+	int locked;             /* ... and it is a hallucination lock */
+	int messages;           /* number of messages (not ACKs/controls) */
+	const char *suspended_by;   /* msg_id of that escalation (borrowed) */
+	const json_t *last_dispatch; /* latest task_dispatch (borrowed) */
+	const char *last_successful_msg_id; /* borrowed, NULL when none */
+	const char *last_msg_id;    /* borrowed, NULL when none */
+	int64_t last_activity_ms;   /* time of the newest record */
+} amp_task_state;
+
+/* Computes the state from a task's log; pointers borrow from the log. */
+void amp_task_state_compute(const amp_task_log *log, amp_task_state *out);
+
+/* The ACK record of msg_id in log, or NULL (borrowed). */
+const json_t *amp_task_ack_of(const amp_task_log *log, const char *msg_id);
+
+/*
+ * The whole task as the documented `amp status --json` object: task_id,
+ * state, reject_count, suspended, locked, suspended_by, messages (each with
+ * msg_id, type, from, to, timestamp, requires_ack, acked, acked_at,
+ * ack_deadline, ack_state: acked|pending|overdue|not_required,
+ * ack_seconds), escalations, controls.  `now_ms` decides pending vs overdue.
+ * The caller owns the result.
+ */
+json_t *amp_task_status_json(const amp_task_log *log, int64_t now_ms);
+
+#endif
