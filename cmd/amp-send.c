@@ -156,7 +156,8 @@ int main(int argc, char **argv)
 		f.to = to;
 		f.payload = payload;
 		f.context_ref = context;
-		f.requires_ack = no_ack ? 0 : -1;
+		/* Asking for a timeout is asking for an ACK (escalations: "ACK Optional"). */
+		f.requires_ack = no_ack ? 0 : ack_timeout >= 0 ? 1 : -1;
 		f.ack_timeout_sec = (int)ack_timeout;
 		if ((status = amp_clock_now_ms(&f.now_ms, &err)) < 0 ||
 		    (status = amp_message_build(&msg, &f, &err)) < 0) {

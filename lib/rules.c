@@ -141,6 +141,15 @@ static int check_payload_ref(amp_store *st, git_tree *tip,
 		status = amp_errlist_add(errors, AMP_ERULE, path,
 					 "%s is a %s, not a %s", ref,
 					 amp_json_str(doc, "type"), type);
+	/* AMP/1.0 §03 trigger: "task_result received with completion_status
+	 * = complete"; a partial or failed result goes back to dispatch. */
+	else if (!strcmp(type, "task_result") &&
+		 strcmp(amp_json_str(json_object_get(doc, "payload"), "completion_status") ?
+			amp_json_str(json_object_get(doc, "payload"), "completion_status") : "",
+			"complete"))
+		status = amp_errlist_add(errors, AMP_ERULE, path,
+					 "%s is not complete (completion_status %s): re-dispatch instead of asking for review",
+					 ref, amp_json_str(json_object_get(doc, "payload"), "completion_status"));
 	json_decref(doc);
 	return status;
 }

@@ -670,6 +670,9 @@ static void backoff(amp_store *st, unsigned attempt)
 	nanosleep(&ts, NULL);
 }
 
+static int build_init(amp_store *st, git_tree *tip, void *ctx,
+		      amp_store_write *w, amp_error *err);
+
 static int64_t monotonic_ms(void)
 {
 	struct timespec ts;
@@ -701,6 +704,14 @@ int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 		if (have_tip && (git_commit_lookup(&parent, st->repo, &tip) < 0 ||
 				 git_commit_tree(&tree, parent) < 0)) {
 			status = amp_error_git(err, AMP_EIO, "cannot read %s", ref);
+			goto cleanup;
+		}
+		/* Only amp init may start a ref: a writer finding none is in a
+		 * repository nobody prepared, or one whose ref was deleted. */
+		if (!have_tip && build != build_init) {
+			status = amp_error_set(err, AMP_EIO, "",
+					       "no AMP store in this repository (%s is missing): run 'amp init'",
+					       ref);
 			goto cleanup;
 		}
 		status = build(st, tree, ctx, &w, err);

@@ -1,0 +1,92 @@
+# Payloads and steps of an AMP/1.0 conversation, for the store and message
+# path suites.  Load after helpers.
+
+T=T-2026-044
+T0=2026-02-26T14:32:07+00:00
+
+# at SECONDS: sets AMP_NOW to T0 + SECONDS.
+at() {
+	AMP_NOW=$(date -u -d "@$((1772116327 + $1))" +%Y-%m-%dT%H:%M:%S+00:00)
+	export AMP_NOW
+}
+
+# Writes the payload files into $BATS_TEST_TMPDIR/p/.
+write_payloads() {
+	local p=$BATS_TEST_TMPDIR/p
+	mkdir -p "$p"
+	cat > "$p/dispatch.json" <<'JSON'
+{
+  "description": "Reconstruct watchOS breathing engine timing logic",
+  "repo": "/Users/kircerta/dev/Rhylm",
+  "branch": "feature/watch-breath-v2",
+  "subtasks": [
+    {"subtask_id": "T-2026-044-S1", "description": "Replace Timer with WKExtendedRuntimeSession", "estimated_lines": 60},
+    {"subtask_id": "T-2026-044-S2", "description": "Add applicationDidEnterBackground handling", "estimated_lines": 30}
+  ],
+  "acceptance_criteria": ["timing error < 500ms", "all tests passed", "no memory leak"],
+  "risk_level": "medium"
+}
+JSON
+	cat > "$p/result.json" <<'JSON'
+{
+  "subtask_id": "T-2026-044-S1",
+  "completion_status": "complete",
+  "diff_summary": {"files_changed": ["BreathEngine.swift"], "lines_added": 68, "lines_removed": 24},
+  "self_assessment": {"criteria_met": [true, null, null], "notes": ["ok", "waiting for CI", "waiting for Instruments"]},
+  "work_log": [{"timestamp": "2026-02-26T14:28:00Z", "action": "replace_timer", "file": "BreathEngine.swift", "detail": "Timer replaced"}],
+  "commit_hash": "a3f8d21"
+}
+JSON
+	cat > "$p/verdict.json" <<'JSON'
+{
+  "decision": "approved",
+  "criteria_results": [
+    {"criterion": "timing error < 500ms", "passed": true, "evidence": "measured 200ms"},
+    {"criterion": "all tests passed", "passed": true, "evidence": "CI green"},
+    {"criterion": "no memory leak", "passed": true, "evidence": "Instruments clean"}
+  ],
+  "confidence": 0.95
+}
+JSON
+}
+
+# review_request payload naming dispatch $1 and result $2, reject count $3.
+review_payload() {
+	cat > "$BATS_TEST_TMPDIR/p/review.json" <<JSON
+{
+  "original_dispatch_ref": "$1",
+  "task_result_ref": "$2",
+  "review_scope": "full",
+  "diff_url": "https://example.invalid/compare/main...feature/watch-breath-v2",
+  "reject_count": ${3:-0}
+}
+JSON
+	echo "$BATS_TEST_TMPDIR/p/review.json"
+}
+
+# A fresh repository with an initialised SSOT and the payloads; cds into it.
+make_ssot() {
+	make_repo
+	amp init > /dev/null
+	write_payloads
+	at 0
+}
+
+# dispatch; sets D.
+send_dispatch() {
+	D=$(amp send task_dispatch --task $T --from coordinator --to executor --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+}
+
+# The number of commits on the messages ref.
+commit_count() {
+	git rev-list --count refs/amp/messages
+}
+
+# Asserts git fsck reports no problem (dangling objects are not problems).
+assert_fsck_clean() {
+	run git fsck --no-dangling
+	assert_success
+	refute_output --partial error
+	refute_output --partial missing
+	refute_output --partial broken
+}
