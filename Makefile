@@ -104,11 +104,12 @@ bench: all
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) \
 		$(DESTDIR)$(DATADIR)/schemas $(DESTDIR)$(DATADIR)/doc \
-		$(DESTDIR)$(BASHCOMPDIR)
+		$(DESTDIR)$(DATADIR)/json-schema $(DESTDIR)$(BASHCOMPDIR)
 	install -m 755 $(BIN)/amp $(DESTDIR)$(BINDIR)/amp
 	install -m 755 $(CMDS) $(DESTDIR)$(LIBEXECDIR)/
 	install -m 644 schemas/*.json schemas/README.md $(DESTDIR)$(DATADIR)/schemas/
 	install -m 644 share/doc/* $(DESTDIR)$(DATADIR)/doc/ 2>/dev/null || true
+	install -m 644 share/json-schema/*.json $(DESTDIR)$(DATADIR)/json-schema/
 	install -m 644 completions/amp.bash $(DESTDIR)$(BASHCOMPDIR)/amp
 
 uninstall:

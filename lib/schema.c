@@ -1631,7 +1631,7 @@ static int check_format(struct ctx *c, json_t *format, json_t *v)
 	if (json_string_length(v) == strlen(json_string_value(v)) &&
 	    amp_time_parse(json_string_value(v), &ms) == 0)
 		return 0;
-	return fail(c, AMP_ESCHEMA, "must be an RFC 3339 date-time, got %s",
+	return fail(c, AMP_ESCHEMA, "must be an RFC 3339 date-time, got \"%s\"",
 		    json_string_value(v));
 }
 
