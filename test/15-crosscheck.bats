@@ -75,6 +75,12 @@ setup() {
 	assert_line --partial "/msg_id: 'task_dispatch-T-2026-044-...' does not match"
 }
 
+@test "python still accepts the documented python-differs fixtures (known differences)" {
+	run $PY "$CROSS" "$FIXTURES"/python-differs/*.json
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+}
+
 @test "amp validate reaches python's verdict on every fixture, valid and invalid" {
 	local f verdict want got schema disagree=""
 	command -v amp >/dev/null || fail "amp is not built (make)"
