@@ -54,11 +54,13 @@ static int exec_dirs(char dirs[3][PATH_MAX])
 	char self[PATH_MAX];
 	int n = 0;
 
-	if (env && *env)
-		snprintf(dirs[n++], PATH_MAX, "%s", env);
+	if (env && *env && snprintf(dirs[n], PATH_MAX, "%s", env) < PATH_MAX)
+		n++;
 	if (amp_exe_dir(self, sizeof(self)) == 0) {
-		snprintf(dirs[n++], PATH_MAX, "%s", self);
-		snprintf(dirs[n++], PATH_MAX, "%s/../libexec/amp", self);
+		if (snprintf(dirs[n], PATH_MAX, "%s", self) < PATH_MAX)
+			n++;
+		if (snprintf(dirs[n], PATH_MAX, "%s/../libexec/amp", self) < PATH_MAX)
+			n++;
 	}
 	return n;
 }
@@ -80,12 +82,14 @@ static void print_help(FILE *out)
 
 static void run_command(const char *name, char **argv)
 {
-	char dirs[3][PATH_MAX], path[PATH_MAX + 64], prog[256];
+	char dirs[3][PATH_MAX], path[PATH_MAX + 300], prog[256];
 	int i, n = exec_dirs(dirs);
 
 	snprintf(prog, sizeof(prog), "amp-%s", name);
 	for (i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dirs[i], prog);
+		if (snprintf(path, sizeof(path), "%s/%s", dirs[i], prog) >=
+		    (int)sizeof(path))
+			continue;
 		if (is_executable(path)) {
 			argv[0] = path;
 			execv(path, argv);

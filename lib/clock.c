@@ -129,19 +129,16 @@ char *amp_time_format(int64_t ms, char buf[AMP_TIME_BUFSZ])
 	int64_t rem = secs - days * 86400;
 	int msec = (int)(ms - secs * 1000);
 	unsigned m, d;
-	int y;
+	int y, n;
 
 	civil_from_days(days, &y, &m, &d);
+	n = snprintf(buf, AMP_TIME_BUFSZ, "%04d-%02u-%02uT%02d:%02d:%02d", y, m,
+		     d, (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60));
+	if (n < 0 || n >= AMP_TIME_BUFSZ - 12)
+		return buf;
 	if (msec)
-		snprintf(buf, AMP_TIME_BUFSZ,
-			 "%04d-%02u-%02uT%02d:%02d:%02d.%03d+00:00", y, m, d,
-			 (int)(rem / 3600), (int)(rem / 60 % 60),
-			 (int)(rem % 60), msec);
-	else
-		snprintf(buf, AMP_TIME_BUFSZ,
-			 "%04d-%02u-%02uT%02d:%02d:%02d+00:00", y, m, d,
-			 (int)(rem / 3600), (int)(rem / 60 % 60),
-			 (int)(rem % 60));
+		n += snprintf(buf + n, AMP_TIME_BUFSZ - (size_t)n, ".%03d", msec);
+	snprintf(buf + n, AMP_TIME_BUFSZ - (size_t)n, "+00:00");
 	return buf;
 }
 

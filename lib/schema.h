@@ -18,6 +18,13 @@
 /* The schema of a whole AMP/1.0 message, and of an ACK record. */
 #define AMP_SCHEMA_MESSAGE AMP_SCHEMA_BASE "message.schema.json"
 #define AMP_SCHEMA_ACK     AMP_SCHEMA_BASE "ack.schema.json"
+/* The draft-07 meta-schema, shipped as json-schema/draft-07.schema.json. */
+#define AMP_SCHEMA_DRAFT07 "http://json-schema.org/draft-07/schema#"
+
+/* Limits that turn a runaway recursion into an error: "$ref"s followed
+ * within one another, and schema plus value nesting in all. */
+#define AMP_SCHEMA_REF_DEPTH_MAX 200
+#define AMP_SCHEMA_DEPTH_MAX     5000
 
 typedef struct amp_schema_set amp_schema_set;
 
@@ -36,6 +43,16 @@ int amp_schema_set_add(amp_schema_set *set, json_t *schema, const char *uri,
 int amp_schema_set_add_dir(amp_schema_set *set, const char *dir,
 			   amp_error *err);
 
+/* Reads and adds one schema file ("-" = stdin).  Its URI is its "$id",
+ * else "file://<real path>", so sibling files added the same way resolve
+ * relative "$ref"s between them.  Unreadable or not JSON: AMP_EIO. */
+int amp_schema_set_add_file(amp_schema_set *set, const char *path,
+			    amp_error *err);
+
+/* Adds the bundled draft-07 meta-schema (found with amp_data_path()), so
+ * that "$ref": "http://json-schema.org/draft-07/schema#" resolves. */
+int amp_schema_set_add_meta(amp_schema_set *set, amp_error *err);
+
 /* The schema document or subschema registered under `uri` (fragment
  * allowed: "...#/definitions/x"); borrowed, NULL when unknown. */
 json_t *amp_schema_set_lookup(amp_schema_set *set, const char *uri);
@@ -50,13 +67,17 @@ json_t *amp_schema_set_lookup(amp_schema_set *set, const char *uri);
  * one-line reason), or AMP_EIO when the schema itself is unusable (a "$ref"
  * that resolves nowhere, a pattern that does not compile), with the reason
  * in `errors`.
+ *
+ * The set memoises "$ref" resolutions and compiled patterns as it goes, so
+ * one set must not be used by two threads at once.
  */
 int amp_schema_validate(amp_schema_set *set, json_t *schema,
 			const char *base_uri, json_t *instance,
 			amp_errlist *errors);
 
 /* Convenience: loads the AMP schemas from amp_schema_dir() (or `dir` when
- * not NULL) into a new set that the caller frees. */
+ * not NULL), plus the draft-07 meta-schema when it is found, into a new set
+ * that the caller frees. */
 int amp_schema_set_load_amp(amp_schema_set **out, const char *dir,
 			    amp_error *err);
 

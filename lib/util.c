@@ -164,3 +164,38 @@ int amp_schema_dir(char *buf, size_t bufsz)
 	snprintf(buf, bufsz, "%s/schemas", AMP_DATADIR);
 	return is_dir(buf) ? 0 : -1;
 }
+
+static int is_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int amp_data_path(const char *rel, char *buf, size_t bufsz)
+{
+	static const char *const from_exe[] = {
+		"/../share/", "/../../share/", "/../../../share/",
+		"/../share/amp/"
+	};
+	char dir[4096];
+	size_t i;
+
+	if (amp_schema_dir(dir, sizeof(dir)) == 0) {
+		snprintf(buf, bufsz, "%s/../share/%s", dir, rel);
+		if (is_file(buf))
+			return 0;
+		snprintf(buf, bufsz, "%s/../%s", dir, rel);
+		if (is_file(buf))
+			return 0;
+	}
+	if (amp_exe_dir(dir, sizeof(dir)) == 0) {
+		for (i = 0; i < sizeof(from_exe) / sizeof(from_exe[0]); i++) {
+			snprintf(buf, bufsz, "%s%s%s", dir, from_exe[i], rel);
+			if (is_file(buf))
+				return 0;
+		}
+	}
+	snprintf(buf, bufsz, "%s/%s", AMP_DATADIR, rel);
+	return is_file(buf) ? 0 : -1;
+}

@@ -42,4 +42,13 @@ int amp_exe_dir(char *buf, size_t bufsz);
  * AMP_DATADIR/schemas.  Writes it into buf; returns 0, or -1 when none exists. */
 int amp_schema_dir(char *buf, size_t bufsz);
 
+/* Finds a data file shipped with amp, `rel` being its path under the data
+ * directory (e.g. "json-schema/draft-07.schema.json"): beside the schema
+ * directory (<schemas>/../share/<rel> in the source tree,
+ * <schemas>/../<rel> when installed), then relative to the executable
+ * (<exe>/../share/<rel> and up to two levels higher, for build/test and
+ * build/asan/bin), then AMP_DATADIR/<rel>.  Writes the path into buf;
+ * returns 0, or -1 when none exists. */
+int amp_data_path(const char *rel, char *buf, size_t bufsz);
+
 #endif
