@@ -87,7 +87,10 @@ setup() {
 	while IFS=$'\t' read -r f verdict _; do
 		case $verdict in valid) want=0 ;; *) want=1 ;; esac
 		schema=()
-		case ${f##*/} in ack-*) schema=(--schema ack.schema.json) ;; esac
+		case ${f##*/} in
+		ack-*) schema=(--schema "$AMP_SRC/schemas/ack.schema.json"
+			--ref "$AMP_SRC/schemas/common.schema.json") ;;
+		esac
 		got=0
 		amp validate "${schema[@]}" "$f" >/dev/null 2>&1 || got=$?
 		[ "$got" -eq "$want" ] || disagree+="$f: python $verdict, amp exit $got"$'\n'
