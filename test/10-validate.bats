@@ -6,6 +6,7 @@
 # by test/fixtures/mkfixtures.py.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 PY=/usr/bin/python3
 
@@ -13,10 +14,14 @@ setup() {
 	export AMP_SCHEMA_DIR=$AMP_SRC/schemas
 }
 
-# Files named ack-*.json are ACK records; everything else is a message.
+# Sets SCHEMA_ARGS for fixture $1: files named ack-*.json are ACK records
+# (ack.schema.json, which refers to common.schema.json); everything else is
+# a message, amp validate's default schema.
 schema_args() {
+	SCHEMA_ARGS=()
 	case ${1##*/} in
-	ack-*) printf '%s\n' --schema ack.schema.json ;;
+	ack-*) SCHEMA_ARGS=(--schema "$AMP_SRC/schemas/ack.schema.json"
+		--ref "$AMP_SRC/schemas/common.schema.json") ;;
 	esac
 }
 
@@ -36,6 +41,10 @@ names_pointer() {
 		else
 			ptr=""	# an error about the whole value, path left out
 		fi
+		# The human output spells the root pointer "" as "/" (--json
+		# keeps ""); "/" is otherwise the pointer of a member named "",
+		# which no closed AMP object has.
+		[ "$ptr" = / ] && ptr=""
 		if [ -z "$prop" ]; then
 			[ "$ptr" = "$pointer" ] && return 0
 		else
@@ -49,8 +58,8 @@ names_pointer() {
 # assert_rejected FIXTURE POINTER [PROPERTY]
 assert_rejected() {
 	local file=$FIXTURES/invalid/$1
-	# shellcheck disable=SC2046
-	run --separate-stderr amp validate $(schema_args "$1") "$file"
+	schema_args "$1"
+	run --separate-stderr amp validate "${SCHEMA_ARGS[@]}" "$file"
 	[ "$status" -eq 1 ] || fail "exit $status, expected 1 for $1; stderr: $stderr"
 	[ -z "$output" ] || fail "stdout should be empty for an invalid value: $output"
 	names_pointer "$file" "$2" "${3:-}" ||
@@ -61,8 +70,8 @@ $stderr"
 @test "every valid fixture is accepted with exit 0 and '<file>: ok' on stdout" {
 	local f n=0
 	for f in "$FIXTURES"/valid/*.json; do
-		# shellcheck disable=SC2046
-		run --separate-stderr amp validate $(schema_args "$f") "$f"
+		schema_args "$f"
+		run --separate-stderr amp validate "${SCHEMA_ARGS[@]}" "$f"
 		[ "$status" -eq 0 ] || fail "$f: exit $status; stderr: $stderr"
 		[ "$output" = "$f: ok" ] || fail "$f: stdout was: $output"
 		[ -z "$stderr" ] || fail "$f: stderr was: $stderr"
@@ -90,10 +99,10 @@ $stderr"
 	assert_output "$FIXTURES/valid/seed-escalation-hallucination-lock.json: ok"
 }
 
-@test "a message read from stdin is validated as '-'" {
+@test "a message read from stdin with '-' is reported as <stdin>" {
 	run --separate-stderr amp validate - <"$FIXTURES/valid/seed-review_request.json"
 	assert_success
-	assert_output -- "-: ok"
+	assert_output "<stdin>: ok"
 	run --separate-stderr amp validate - <"$FIXTURES/invalid/dispatch-branch-main.json"
 	assert_failure 1
 	[[ $stderr == *"/payload/branch"* ]]
@@ -122,8 +131,8 @@ $stderr"
 @test "--json reports valid:true with no errors for every valid fixture" {
 	local f
 	for f in "$FIXTURES"/valid/*.json; do
-		# shellcheck disable=SC2046
-		run --separate-stderr amp validate --json $(schema_args "$f") "$f"
+		schema_args "$f"
+		run --separate-stderr amp validate --json "${SCHEMA_ARGS[@]}" "$f"
 		[ "$status" -eq 0 ] || fail "$f: exit $status"
 		$PY -c '
 import json, sys
@@ -142,8 +151,8 @@ assert r[0]["file"] == sys.argv[2] and r[0]["valid"] is True and r[0]["errors"] 
 		file=${row%%$'\t'*} row=${row#*$'\t'}
 		pointer=${row%%$'\t'*} row=${row#*$'\t'}
 		prop=${row%%$'\t'*}
-		# shellcheck disable=SC2046
-		run --separate-stderr amp validate --json $(schema_args "$file") "$FIXTURES/invalid/$file"
+		schema_args "$file"
+		run --separate-stderr amp validate --json "${SCHEMA_ARGS[@]}" "$FIXTURES/invalid/$file"
 		if [ "$status" -ne 1 ] || ! $PY -c '
 import json, sys
 doc = json.loads(sys.argv[1]); pointer, prop = sys.argv[2], sys.argv[3]
@@ -190,6 +199,20 @@ assert [e["path"] for e in doc["results"][3]["errors"]] == ["/payload/confidence
 	for f in $listed; do
 		grep -q "assert_rejected $f " "$BATS_TEST_FILENAME" || fail "no test for $f"
 	done
+}
+
+@test "a task_id with a trailing newline is rejected (ECMA-262 \$, unlike python's re)" {
+	local f=$FIXTURES/python-differs/task_id-trailing-newline.json
+	run --separate-stderr amp validate "$f"
+	assert_failure 1
+	[[ $stderr == "amp validate: error: $f: /task_id: "* ]] || fail "stderr: $stderr"
+}
+
+@test "a timestamp on 2026-02-29 is rejected by the date-time format" {
+	local f=$FIXTURES/python-differs/timestamp-february-29-2026.json
+	run --separate-stderr amp validate "$f"
+	assert_failure 1
+	[[ $stderr == "amp validate: error: $f: /timestamp: "* ]] || fail "stderr: $stderr"
 }
 
 # One test per rule: each fixture breaks exactly that rule.
@@ -293,6 +316,14 @@ assert [e["path"] for e in doc["results"][3]["errors"]] == ["/payload/confidence
 
 @test "timestamp with month 13 is rejected naming /timestamp" {
 	assert_rejected envelope-timestamp-month-13.json "/timestamp" ""
+}
+
+@test "timestamp on February 30 is rejected naming /timestamp" {
+	assert_rejected envelope-timestamp-february-30.json "/timestamp" ""
+}
+
+@test "timestamp with second 60 is rejected naming /timestamp" {
+	assert_rejected envelope-timestamp-leap-second.json "/timestamp" ""
 }
 
 @test "requires_ack that is not a boolean is rejected naming /requires_ack" {
