@@ -115,8 +115,10 @@ static void print_human(const char *file, const amp_validate_results *res)
 		for (j = 0; j < r->errors.count; j++) {
 			const amp_error *e = &r->errors.items[j];
 
-			/* A parse error is about no value: no pointer. */
-			if (!strncmp(e->message, "invalid JSON", 12))
+			/* A parse error is about no value, and an error about
+			 * the whole value has the empty pointer (RFC 6901:
+			 * "/" would name a member called ""): no pointer. */
+			if (!e->path[0] || !strncmp(e->message, "invalid JSON", 12))
 				fprintf(stderr, "amp validate: error: %s%s: %s\n",
 					display_name(file), where, e->message);
 			else

@@ -1507,6 +1507,27 @@ static int check_type(struct ctx *c, json_t *type, json_t *v)
 	return bad;
 }
 
+/* The "not" failure in the words a reader wants: the forbidden value when
+ * the schema is a plain enum or const (the common "branch must not be main
+ * or master"), else the value that matched. */
+static int fail_not(struct ctx *c, json_t *schema, json_t *v)
+{
+	struct buf value = { 0 };
+	int bad;
+
+	dump_into(&value, v, 200);
+	if (json_is_object(schema) && json_object_size(schema) == 1 &&
+	    (json_is_array(json_object_get(schema, "enum")) ||
+	     json_object_get(schema, "const")))
+		bad = fail(c, AMP_ESCHEMA, "must not be %s",
+			   value.p ? value.p : "this value");
+	else
+		bad = fail(c, AMP_ESCHEMA, "%s matches the \"not\" schema, "
+			   "so it is not allowed", value.p ? value.p : "the value");
+	free(value.p);
+	return bad;
+}
+
 static int check_enum(struct ctx *c, json_t *values, json_t *v)
 {
 	struct buf list = { 0 };
@@ -2098,8 +2119,7 @@ static int check_keyword(struct ctx *c, json_t *s, const char *key,
 		return 0;
 	case 'n':
 		if (!strcmp(key, "not") && !quiet(c, val, scope, v))
-			return fail(c, AMP_ESCHEMA,
-				    "must not match the \"not\" schema");
+			return fail_not(c, val, v);
 		return 0;
 	case 'o':
 		if (!strcmp(key, "oneOf"))

@@ -41,10 +41,6 @@ names_pointer() {
 		else
 			ptr=""	# an error about the whole value, path left out
 		fi
-		# The human output spells the root pointer "" as "/" (--json
-		# keeps ""); "/" is otherwise the pointer of a member named "",
-		# which no closed AMP object has.
-		[ "$ptr" = / ] && ptr=""
 		if [ -z "$prop" ]; then
 			[ "$ptr" = "$pointer" ] && return 0
 		else

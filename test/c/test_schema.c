@@ -88,7 +88,10 @@ static void test_messages(void)
 		     "must be one of \"low\", \"medium\", \"high\""),
 	   "enum: lists the allowed values");
 	ok(one_error("{\"not\": {\"type\": \"string\"}}", "\"x\"", "",
-		     "must not match the \"not\" schema"), "not: message");
+		     "\"x\" matches the \"not\" schema, so it is not allowed"),
+	   "not: message names the value");
+	ok(one_error("{\"not\": {\"enum\": [\"main\", \"master\"]}}", "\"main\"", "",
+		     "must not be \"main\""), "not enum: names the forbidden value");
 	ok(one_error("{\"items\": [true, {\"type\": \"integer\"}]}",
 		     "[1, \"a\"]", "/1", "expected integer, got string"),
 	   "type: message and array index pointer");

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# make demo: amp's main job on a throw-away repository.
+#   1. validate the AMP/1.0 seed's example messages, and one broken message;
+#   2. run a whole task through a fresh SSOT: dispatch, ACK, result, review,
+#      verdict, and show `amp status`;
+#   3. show the enforcer at work (share/demo-lock.sh), when it is built.
+set -u
+src=$(cd "$(dirname "$0")/.." && pwd)
+export PATH=${AMP_BIN:-$src/bin}:$PATH NO_COLOR=${NO_COLOR:-}
+work=$(mktemp -d "${TMPDIR:-/tmp}/amp-demo.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+show() { printf '$ %s\n' "$*" >&2; "$@"; }
+
+step "1. The AMP/1.0 seed's example messages validate"
+show amp validate "$src"/test/fixtures/valid/seed-*.json
+
+step "   ...and a dispatch to main does not (exit 1, naming the field)"
+show amp validate "$src"/test/fixtures/invalid/dispatch-branch-main.json
+echo "(exit $?)"
+
+step "2. A whole task in a fresh SSOT ($work/repo)"
+git init -q "$work/repo" && cd "$work/repo" || exit 1
+show amp init
+cat > dispatch.json <<'JSON'
+{
+  "description": "Reconstruct watchOS breathing engine timing logic and fix timer exception when background hangs",
+  "repo": "/Users/kircerta/dev/Rhylm",
+  "branch": "feature/watch-breath-v2",
+  "subtasks": [
+    {"subtask_id": "T-2026-044-S1", "description": "Replace Timer with WKExtendedRuntimeSession", "estimated_lines": 60}
+  ],
+  "acceptance_criteria": ["Resume after background suspension, timing error < 500ms", "XCode Cloud all tests passed"],
+  "risk_level": "medium"
+}
+JSON
+cat > result.json <<'JSON'
+{
+  "subtask_id": "T-2026-044-S1",
+  "completion_status": "complete",
+  "diff_summary": {"files_changed": ["Sources/WatchApp/BreathEngine.swift"], "lines_added": 68, "lines_removed": 24},
+  "self_assessment": {"criteria_met": [true, null], "notes": ["~200ms in the simulator", "waiting for XCode Cloud"]},
+  "work_log": [{"timestamp": "2026-02-26T14:28:00Z", "action": "replace_timer", "file": "BreathEngine.swift", "detail": "Timer replaced"}],
+  "commit_hash": "a3f8d21"
+}
+JSON
+cat > verdict.json <<'JSON'
+{
+  "decision": "approved",
+  "criteria_results": [
+    {"criterion": "Resume after background suspension, timing error < 500ms", "passed": true, "evidence": "measured 180ms"},
+    {"criterion": "XCode Cloud all tests passed", "passed": true, "evidence": "build 812 green"}
+  ],
+  "confidence": 0.92
+}
+JSON
+export AMP_NOW=2026-02-26T14:32:07+00:00
+D=$(show amp send task_dispatch --task T-2026-044 --from coordinator --to executor --payload dispatch.json); echo "$D"
+AMP_NOW=2026-02-26T14:32:20+00:00 show amp ack "$D" --from executor
+R=$(AMP_NOW=2026-02-26T14:50:00+00:00 show amp send task_result --task T-2026-044 --from executor --to coordinator --payload result.json); echo "$R"
+AMP_NOW=2026-02-26T14:50:30+00:00 show amp ack "$R" --from coordinator
+cat > review.json <<JSON
+{"original_dispatch_ref": "$D", "task_result_ref": "$R", "review_scope": "full",
+ "diff_url": "https://github.com/kircerta/Rhylm/compare/main...feature/watch-breath-v2", "reject_count": 0}
+JSON
+Q=$(AMP_NOW=2026-02-26T14:51:00+00:00 show amp send review_request --task T-2026-044 --from coordinator --to reviewer --context-ref "$D" --payload review.json); echo "$Q"
+AMP_NOW=2026-02-26T14:52:00+00:00 show amp ack "$Q" --from reviewer
+V=$(AMP_NOW=2026-02-26T15:05:00+00:00 show amp send review_verdict --task T-2026-044 --from reviewer --to coordinator --context-ref "$Q" --payload verdict.json); echo "$V"
+step "   A dispatch to master is refused (exit 3) and escalated"
+sed 's#feature/watch-breath-v2#master#' dispatch.json > bad.json
+AMP_NOW=2026-02-26T15:05:10+00:00 show amp send task_dispatch --task T-2026-044 --from coordinator --payload bad.json
+echo "(exit $?)"
+step "   The audit trail (git log refs/amp/messages)"
+git log --format='%h %an: %s' refs/amp/messages
+step "   amp status T-2026-044 (the verdict's ACK is due within 60 s)"
+AMP_NOW=2026-02-26T15:05:30+00:00 show amp status T-2026-044
+
+if [ -x "$src/share/demo-lock.sh" ] && command -v amp-watch > /dev/null 2>&1; then
+	step "3. The enforcer: three rejects lock the task"
+	"$src/share/demo-lock.sh"
+fi
