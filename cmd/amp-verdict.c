@@ -1,0 +1,115 @@
+/* amp verdict: the reviewer's review_verdict on a task. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "clock.h"
+#include "util.h"
+#include "verdict.h"
+
+static const char usage[] =
+	"usage: amp verdict <task_id> --decision approved|approved_with_fix|rejected --confidence <0..1>\n"
+	"                   [--payload <file>|-] [--architecture-notes <text>] [--context-ref <msg_id>]\n"
+	"                   [--from <role>] [--json] [--repo <dir>]\n"
+	"The payload file holds criteria_results, issues, direct_fixes, architecture_notes.\n";
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "decision", required_argument, NULL, 'd' },
+		{ "confidence", required_argument, NULL, 'c' },
+		{ "payload", required_argument, NULL, 'p' },
+		{ "architecture-notes", required_argument, NULL, 'a' },
+		{ "context-ref", required_argument, NULL, 'x' },
+		{ "from", required_argument, NULL, 'f' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "repo", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	amp_verdict_fields f = { 0 };
+	amp_send_result res;
+	amp_errlist errors = { 0 };
+	amp_schema_set *set = NULL;
+	amp_store *st = NULL;
+	amp_error err;
+	const char *repo = NULL, *payload_file = NULL, *from = NULL;
+	json_t *payload = NULL;
+	char *raw = NULL, *end;
+	size_t raw_len = 0;
+	int c, json_out = 0, code = 0, status;
+
+	f.confidence = -1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': f.decision = optarg; break;
+		case 'c':
+			f.confidence = strtod(optarg, &end);
+			if (!*optarg || *end || f.confidence < 0 || f.confidence > 1)
+				return amp_cli_usage_error("verdict", usage, "--confidence: a number from 0.0 to 1.0, not '%s'", optarg);
+			break;
+		case 'p': payload_file = optarg; break;
+		case 'a': f.architecture_notes = optarg; break;
+		case 'x': f.context_ref = optarg; break;
+		case 'f': from = optarg; break;
+		case 'j': json_out = 1; break;
+		case 'r': repo = optarg; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default:
+			return amp_cli_usage_error("verdict", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind != argc - 1)
+		return amp_cli_usage_error("verdict", usage, "one task id expected");
+	if (!f.decision || (strcmp(f.decision, "approved") && strcmp(f.decision, "approved_with_fix") &&
+			    strcmp(f.decision, "rejected")))
+		return amp_cli_usage_error("verdict", usage, "--decision approved, approved_with_fix or rejected is required");
+	if (f.confidence < 0)
+		return amp_cli_usage_error("verdict", usage, "--confidence is required");
+	if ((code = amp_cli_open_store("verdict", repo, &st)) ||
+	    (code = amp_cli_load_schemas("verdict", &set)))
+		goto cleanup;
+	if (payload_file) {
+		if ((status = amp_read_file(payload_file, &raw, &raw_len, &err)) < 0) {
+			code = amp_cli_fail("verdict", &err);
+			goto cleanup;
+		}
+		if ((status = amp_json_parse(raw, raw_len, &payload, &err)) < 0) {
+			amp_errlist_add(&errors, status, "/payload", "%s", err.message);
+			amp_store_log_rejection(st, "verdict", payload_file, raw, raw_len, status, &errors, NULL);
+			code = amp_cli_print_errors("verdict", &errors, status);
+			goto cleanup;
+		}
+	}
+	if ((status = amp_clock_now_ms(&f.now_ms, &err)) < 0) {
+		code = amp_cli_fail("verdict", &err);
+		goto cleanup;
+	}
+	f.task_id = argv[optind];
+	f.from = amp_cli_role(st, from);
+	f.payload = payload;
+	status = amp_verdict_send(st, set, &f, &res, &errors);
+	if (status < 0) {
+		code = amp_cli_print_errors("verdict", &errors, status);
+		goto cleanup;
+	}
+	if (json_out) {
+		json_t *out = json_pack("{s:s,s:b}", "msg_id", res.msg_id, "duplicate", res.duplicate);
+
+		json_dumpf(out, stdout, JSON_COMPACT);
+		putchar('\n');
+		json_decref(out);
+	} else {
+		puts(res.msg_id);
+	}
+cleanup:
+	amp_errlist_free(&errors);
+	json_decref(payload);
+	free(raw);
+	amp_schema_set_free(set);
+	amp_store_free(st);
+	return code;
+}

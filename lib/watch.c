@@ -1,0 +1,1004 @@
+#include "watch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "message.h"
+#include "rules.h"
+#include "send.h"
+#include "task.h"
+#include "util.h"
+
+#define STATE_VERSION 1
+
+/* A record of a task directory that could not be read as JSON. */
+struct bad_record {
+	int seq;
+	amp_entry_kind kind;
+	char *id;
+	char name[256];
+	char reason[AMP_MSG_MAX];
+};
+
+/* A task read without failing on broken records: the good ones in `log`
+ * (usable by task.h and rules.h), the others in `bad`. */
+struct lenient {
+	amp_task_log log;
+	struct bad_record *bad;
+	size_t nbad;
+};
+
+struct watch {
+	amp_store *st;
+	amp_schema_set **set;
+	const amp_watch_opts *o;
+	amp_watch_report_fn report;
+	void *ctx;
+	amp_watch_stats *stats;
+	amp_errlist *errors;
+	json_t *state;  /* see load_state */
+	git_tree *tree; /* the tree being processed */
+	int failed;     /* an escalation could not be written: keep no state */
+};
+
+/* ---- reading ------------------------------------------------------------ */
+
+static int is_digits(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return n > 0;
+}
+
+/* "000012.msg.<id>.json", as lib/store.c names records. */
+static int parse_name(const char *name, int *seq, amp_entry_kind *kind, char **id)
+{
+	size_t len = strlen(name);
+
+	if (len < 17 || !is_digits(name, 6) || name[6] != '.' || name[10] != '.' ||
+	    strcmp(name + len - 5, ".json"))
+		return -1;
+	if (!strncmp(name + 7, "msg", 3))
+		*kind = AMP_ENTRY_MSG;
+	else if (!strncmp(name + 7, "ack", 3))
+		*kind = AMP_ENTRY_ACK;
+	else if (!strncmp(name + 7, "ctl", 3))
+		*kind = AMP_ENTRY_CTL;
+	else
+		return -1;
+	*seq = atoi(name);
+	*id = strndup(name + 11, len - 11 - 5);
+	return *id ? 0 : -1;
+}
+
+static void entry_name(const amp_entry *e, char *buf, size_t bufsz)
+{
+	snprintf(buf, bufsz, "%06d.%s.%s.json", e->seq,
+		 e->kind == AMP_ENTRY_MSG ? "msg" : e->kind == AMP_ENTRY_ACK ? "ack" : "ctl",
+		 e->id);
+}
+
+static void lenient_free(struct lenient *lg)
+{
+	size_t i;
+
+	amp_task_log_free(&lg->log);
+	for (i = 0; i < lg->nbad; i++)
+		free(lg->bad[i].id);
+	free(lg->bad);
+	lg->bad = NULL;
+	lg->nbad = 0;
+}
+
+/* Like amp_store_read_task, but a record that is not JSON goes to lg->bad
+ * instead of failing the whole task. */
+static int read_lenient(amp_store *st, git_tree *root, const char *task_id,
+			struct lenient *lg, amp_error *err)
+{
+	git_repository *repo = amp_store_repo(st);
+	git_tree_entry *dir_entry = NULL;
+	git_tree *tree = NULL;
+	char dir[128];
+	size_t i, n;
+	int rc, status = AMP_OK;
+
+	memset(lg, 0, sizeof(*lg));
+	lg->log.next_seq = 1;
+	snprintf(lg->log.task_id, sizeof(lg->log.task_id), "%s", task_id);
+	if (amp_store_task_dir(task_id, dir, sizeof(dir)) < 0)
+		return amp_error_set(err, AMP_EUSAGE, "", "not a task id: %s", task_id);
+	rc = git_tree_entry_bypath(&dir_entry, root, dir);
+	if (rc == GIT_ENOTFOUND) {
+		git_error_clear();
+		return AMP_OK;
+	}
+	if (rc < 0 || git_tree_lookup(&tree, repo, git_tree_entry_id(dir_entry)) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read %s", dir);
+		goto cleanup;
+	}
+	n = git_tree_entrycount(tree);
+	if (n && (!(lg->log.entries = calloc(n, sizeof(*lg->log.entries))) ||
+		  !(lg->bad = calloc(n, sizeof(*lg->bad))))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	for (i = 0; i < n; i++) {
+		const git_tree_entry *te = git_tree_entry_byindex(tree, i);
+		amp_entry *rec = &lg->log.entries[lg->log.count];
+		git_blob *blob = NULL;
+		amp_error perr;
+		int seq;
+		amp_entry_kind kind;
+		char *id;
+
+		if (parse_name(git_tree_entry_name(te), &seq, &kind, &id) < 0)
+			continue;
+		if (seq >= lg->log.next_seq)
+			lg->log.next_seq = seq + 1;
+		if (git_blob_lookup(&blob, repo, git_tree_entry_id(te)) < 0) {
+			free(id);
+			status = amp_error_git(err, AMP_EIO, "cannot read %s/%s", dir,
+					       git_tree_entry_name(te));
+			goto cleanup;
+		}
+		if (amp_json_parse(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob),
+				   &rec->doc, &perr) < 0 || !json_is_object(rec->doc)) {
+			struct bad_record *b = &lg->bad[lg->nbad++];
+			int parsed = rec->doc != NULL;
+
+			json_decref(rec->doc);
+			rec->doc = NULL;
+			b->seq = seq;
+			b->kind = kind;
+			b->id = id;
+			snprintf(b->name, sizeof(b->name), "%s", git_tree_entry_name(te));
+			snprintf(b->reason, sizeof(b->reason), "%s",
+				 parsed ? "not a JSON object" : perr.message);
+		} else {
+			rec->seq = seq;
+			rec->kind = kind;
+			rec->id = id;
+			lg->log.count++;
+		}
+		git_blob_free(blob);
+	}
+cleanup:
+	git_tree_free(tree);
+	git_tree_entry_free(dir_entry);
+	if (status < 0)
+		lenient_free(lg);
+	return status;
+}
+
+static int64_t record_time(const json_t *doc)
+{
+	const char *ts = amp_json_str(doc, "timestamp");
+	int64_t ms;
+
+	return ts && amp_time_parse(ts, &ms) == 0 ? ms : -1;
+}
+
+/* 1 when the task already holds an escalation of `type` by system whose
+ * first affected message is `first` (the cause, as send.c's `once`). */
+static int has_cause(const amp_task_log *log, const char *type, const char *first)
+{
+	size_t i;
+
+	for (i = 0; first && i < log->count; i++) {
+		const json_t *doc = log->entries[i].doc;
+		const json_t *p = json_object_get(doc, "payload");
+		const char *k = amp_json_str(p, "escalation_type");
+		const char *f = json_string_value(json_array_get(json_object_get(p, "affected_msgs"), 0));
+		const char *from = amp_json_str(doc, "from");
+
+		if (log->entries[i].kind == AMP_ENTRY_MSG && k && f && from &&
+		    !strcmp(k, type) && !strcmp(f, first) && !strcmp(from, "system"))
+			return 1;
+	}
+	return 0;
+}
+
+/* 1 when `id` has the shape of a msg_id, so it may stand in affected_msgs. */
+static int looks_like_msg_id(const char *id)
+{
+	static const char *const types[] = { "task_dispatch-", "task_result-",
+		"review_request-", "review_verdict-", "escalation-" };
+	char task[64];
+	size_t i;
+
+	if (!id || amp_msg_id_task(id, task, sizeof(task)) < 0 || amp_msg_id_ms(id) < 0)
+		return 0;
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (!strncmp(id, types[i], strlen(types[i])))
+			return 1;
+	return 0;
+}
+
+/* ---- escalating ---------------------------------------------------------- */
+
+static int need_schemas(struct watch *w)
+{
+	amp_error err;
+
+	if (*w->set)
+		return AMP_OK;
+	if (amp_schema_set_load_amp(w->set, NULL, &err) < 0)
+		return amp_errlist_add(w->errors, AMP_EIO, err.path, "%s", err.message);
+	return AMP_OK;
+}
+
+struct lenient_ctx {
+	const amp_escalation *e;
+	const char *trailers;
+	amp_schema_set *set;
+	amp_send_result *res;
+	amp_errlist *errors;
+	size_t base;
+};
+
+/*
+ * The escalation of a task that holds a broken record: amp_send_escalation
+ * cannot read such a task (amp_store_read_task refuses it, rightly, for
+ * everyone else), so the watcher writes it with its own reader, the same
+ * record at the same place, `once` checked the same way inside the CAS.
+ */
+static int build_lenient(amp_store *st, git_tree *tip, void *vctx,
+			 amp_store_write *w, amp_error *err)
+{
+	struct lenient_ctx *c = vctx;
+	const amp_escalation *e = c->e;
+	amp_message_fields f = { 0 };
+	struct lenient lg;
+	amp_task_state s;
+	json_t *payload = NULL, *msg = NULL;
+	const char *first = json_string_value(json_array_get(e->affected_msgs, 0));
+	char dir[128], path[512], *text = NULL;
+	int64_t ms = e->now_ms;
+	int status, critical = !strcmp(e->severity, "critical");
+	size_t i;
+
+	amp_errlist_truncate(c->errors, c->base);
+	c->res->duplicate = 0;
+	if ((status = read_lenient(st, tip, e->task_id, &lg, err)) < 0)
+		return status;
+	if (e->once && has_cause(&lg.log, e->escalation_type, first)) {
+		c->res->duplicate = 1;
+		status = AMP_NOOP;
+		goto cleanup;
+	}
+	amp_task_state_compute(&lg.log, &s);
+	payload = json_pack("{s:s,s:s,s:s,s:s,s:O,s:{s:s,s:i,s:s?},s:b}",
+			    "escalation_type", e->escalation_type, "severity", e->severity,
+			    "triggered_by", "system", "description", e->description,
+			    "affected_msgs", e->affected_msgs, "system_state_snapshot",
+			    "task_status", critical ? (!strcmp(e->escalation_type, "hallucination_lock")
+						       ? "locked" : "suspended") : s.state,
+			    "reject_count", s.reject_count,
+			    "last_successful_msg_id", s.last_successful_msg_id,
+			    "auto_suspended", e->auto_suspended >= 0 ? e->auto_suspended
+					      : strcmp(e->severity, "info") != 0);
+	for (;;) {
+		int taken = 0;
+
+		amp_msg_id_format(c->res->msg_id, sizeof(c->res->msg_id), "escalation",
+				  e->task_id, ms);
+		taken = amp_task_log_find(&lg.log, AMP_ENTRY_MSG, c->res->msg_id) != NULL;
+		for (i = 0; i < lg.nbad; i++)
+			taken |= !strcmp(lg.bad[i].id, c->res->msg_id);
+		if (!taken)
+			break;
+		ms++;
+	}
+	f.type = "escalation";
+	f.task_id = e->task_id;
+	f.from = "system";
+	f.to = "admin";
+	f.payload = payload;
+	f.requires_ack = -1;
+	f.ack_timeout_sec = -1;
+	f.now_ms = ms;
+	if (!payload || (status = amp_message_build(&msg, &f, err)) < 0) {
+		status = amp_error_set(err, AMP_EIO, "", "cannot build the escalation");
+		goto cleanup;
+	}
+	if ((status = amp_message_validate(c->set, msg, 0, c->errors)) < 0) {
+		status = amp_error_set(err, status, c->errors->items[c->base].path, "%s",
+				       c->errors->items[c->base].message);
+		goto cleanup;
+	}
+	if (!(text = amp_message_dump(msg))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	amp_store_task_dir(e->task_id, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/%06d.msg.%s.json", dir, lg.log.next_seq,
+		 c->res->msg_id);
+	if ((status = amp_store_write_add(w, path, text, strlen(text), err)) < 0)
+		goto cleanup;
+	snprintf(w->subject, sizeof(w->subject), "escalation %s system -> admin", e->task_id);
+	snprintf(w->trailers, sizeof(w->trailers),
+		 "Amp-Msg-Id: %s\nAmp-Type: escalation\nAmp-Task: %s\n%s", c->res->msg_id,
+		 e->task_id, c->trailers);
+	snprintf(w->author, sizeof(w->author), "system");
+	status = AMP_OK;
+cleanup:
+	free(text);
+	json_decref(msg);
+	json_decref(payload);
+	lenient_free(&lg);
+	return status;
+}
+
+/*
+ * Escalates one cause as system, once.  Returns AMP_OK when the escalation
+ * is in the SSOT (written now or before), else the failure, recorded in
+ * w->errors.
+ */
+static int fire(struct watch *w, const char *task, const char *type,
+		const char *severity, json_t *affected, json_t *suggested,
+		const char *description)
+{
+	amp_escalation e = { 0 };
+	amp_send_result res;
+	amp_errlist errs = { 0 };
+	amp_watch_action a;
+	const char *first = json_string_value(json_array_get(affected, 0));
+	char trailers[600];
+	int status;
+
+	if ((status = need_schemas(w)) < 0) {
+		w->failed = 1;
+		return status;
+	}
+	e.task_id = task;
+	e.from = "system";
+	e.escalation_type = type;
+	e.severity = severity;
+	e.triggered_by = "system";
+	e.description = description;
+	e.affected_msgs = affected;
+	e.suggested_actions = suggested;
+	e.auto_suspended = -1;
+	e.now_ms = w->o->now_ms;
+	e.once = 1;
+	snprintf(trailers, sizeof(trailers), "Amp-Cause: %s %s\n", type, first ? first : "-");
+	status = amp_send_escalation(w->st, *w->set, &e, trailers, &res, &errs);
+	if (status == AMP_EIO) {
+		/* Perhaps the task holds a broken record: write it our way. */
+		struct lenient_ctx c = { &e, trailers, *w->set, &res, &errs, 0 };
+		amp_error err;
+
+		amp_errlist_truncate(&errs, 0);
+		memset(&res, 0, sizeof(res));
+		status = amp_store_update(w->st, amp_store_messages_ref(w->st), build_lenient,
+					  &c, NULL, &err);
+		if (status == AMP_NOOP)
+			status = AMP_OK;
+		else if (status < 0 && !errs.count)
+			amp_errlist_add(&errs, status, err.path, "%s", err.message);
+	}
+	if (status < 0) {
+		amp_errlist_add(w->errors, AMP_EIO, "", "cannot escalate %s on %s (%s): %s",
+				type, task, first ? first : "-",
+				errs.count ? errs.items[0].message : "unknown error");
+		w->failed = 1;
+	} else if (!res.duplicate) {
+		w->stats->escalated++;
+		if (w->report) {
+			a.action = "escalated";
+			a.escalation_type = type;
+			a.severity = severity;
+			a.task_id = task;
+			a.cause = first ? first : "";
+			a.msg_id = res.msg_id;
+			w->report(&a, w->ctx);
+		}
+	}
+	amp_errlist_free(&errs);
+	return status;
+}
+
+/* ---- message rules -------------------------------------------------------- */
+
+static void escalate_unknown(struct watch *w, const char *task, const char *cause,
+			     const char *name, const char *what)
+{
+	json_t *affected = looks_like_msg_id(cause) ? json_pack("[s]", cause) : json_array();
+	char description[1600], dir[128];
+
+	amp_store_task_dir(task, dir, sizeof(dir));
+	snprintf(description, sizeof(description),
+		 "amp watch cannot use %s/%.300s: %.900s. Fix or supersede the record; agents must not act on it (No Silent Failure).",
+		 dir, name, what);
+	fire(w, task, "unknown", "warning", affected, NULL, description);
+	json_decref(affected);
+}
+
+static void check_lock(struct watch *w, const struct lenient *lg, size_t i)
+{
+	const amp_entry *e = &lg->log.entries[i];
+	amp_task_log upto = lg->log;
+	amp_task_state s;
+	json_t *affected, *suggested;
+	const char *dispatch;
+	char description[1024];
+
+	upto.count = i + 1;
+	amp_task_state_compute(&upto, &s);
+	/* Exactly at the threshold: the verdict that reaches it is the cause;
+	 * later ones cannot be sent while the lock holds. */
+	if (s.locked || s.rejects_since_resume != w->o->lock_threshold)
+		return;
+	dispatch = s.last_dispatch ? amp_json_str(s.last_dispatch, "msg_id") : NULL;
+	affected = dispatch ? json_pack("[s,s]", e->id, dispatch) : json_pack("[s]", e->id);
+	suggested = json_pack("[s,s,s]",
+			      "Admin directly reviews the diff and gives specific code modification guidance",
+			      "Split the task into smaller subtasks and re-issue them",
+			      "Roll back to checkpoint and terminate the current task branch");
+	snprintf(description, sizeof(description),
+		 "%s Hallucination Lock has been triggered: %d rejected verdicts %s (amp.lockThreshold %d), the last %s. The task is locked: only the admin may act until 'amp resume'.",
+		 lg->log.task_id, s.rejects_since_resume,
+		 s.reject_count > s.rejects_since_resume ? "since the last resume" : "in a row",
+		 w->o->lock_threshold, e->id);
+	fire(w, lg->log.task_id, "hallucination_lock", "critical", affected, suggested,
+	     description);
+	json_decref(affected);
+	json_decref(suggested);
+}
+
+static void check_confidence(struct watch *w, const struct lenient *lg, const amp_entry *e)
+{
+	json_t *c = json_object_get(json_object_get(e->doc, "payload"), "confidence");
+	json_t *affected;
+	char description[1024];
+
+	if (!json_is_number(c) || json_number_value(c) >= AMP_WATCH_CONFIDENCE_MIN)
+		return;
+	affected = json_pack("[s]", e->id);
+	snprintf(description, sizeof(description),
+		 "Review verdict %s (%s) has confidence %.2f < %.1f: the admin should see it before the coordinator forwards it to the executor (Confidence Threshold).",
+		 e->id, amp_json_str(json_object_get(e->doc, "payload"), "decision"),
+		 json_number_value(c), AMP_WATCH_CONFIDENCE_MIN);
+	fire(w, lg->log.task_id, "conflict", "info", affected, NULL, description);
+	json_decref(affected);
+}
+
+/* The rules for message i of a task, new since the last pass. */
+static void check_message(struct watch *w, const struct lenient *lg, size_t i)
+{
+	const amp_entry *e = &lg->log.entries[i];
+	const char *type = amp_json_str(e->doc, "type");
+	const char *id = amp_json_str(e->doc, "msg_id");
+	const char *task = amp_json_str(e->doc, "task_id");
+	amp_task_log before = lg->log;
+	amp_errlist errs = { 0 };
+	char name[300], what[1200];
+	int status;
+
+	entry_name(e, name, sizeof(name));
+	/* AMP/1.0 §01 Branch Validation, for a dispatch that did not come
+	 * through amp send. */
+	if (amp_rules_is_protected_branch(e->doc)) {
+		json_t *affected = json_pack("[s]", e->id);
+		char description[1024];
+
+		if (!has_cause(&lg->log, "branch_violation", e->id)) {
+			snprintf(description, sizeof(description),
+				 "%s in the SSOT dispatches %s to protected branch '%s' (Branch Validation): the executor must refuse it; re-dispatch on a feature branch.",
+				 e->id, lg->log.task_id,
+				 amp_json_str(json_object_get(e->doc, "payload"), "branch"));
+			fire(w, lg->log.task_id, "branch_violation", "warning", affected, NULL,
+			     description);
+		}
+		json_decref(affected);
+		return;
+	}
+	if (!id || strcmp(id, e->id) || !task || strcmp(task, lg->log.task_id)) {
+		snprintf(what, sizeof(what), "its msg_id/task_id (%s, %s) do not match its place",
+			 id ? id : "none", task ? task : "none");
+		if (!has_cause(&lg->log, "unknown", e->id))
+			escalate_unknown(w, lg->log.task_id, e->id, name, what);
+		return;
+	}
+	if (need_schemas(w) < 0)
+		return;
+	before.count = i;
+	status = amp_message_validate(*w->set, e->doc, 0, &errs);
+	if (status == AMP_OK)
+		status = amp_rules_check_send(w->st, w->tree, &before, e->doc, &errs);
+	if (status == AMP_EIO) {
+		amp_errlist_extend(w->errors, &errs);
+		w->failed = 1;
+	} else if (status < 0 && errs.count) {
+		const char *kind = "unknown";
+		size_t k;
+
+		/* AMP/1.0 §03 CI Gating has an escalation type of its own. */
+		for (k = 0; k < errs.count; k++)
+			if (!strncmp(errs.items[k].path, "/payload/ci_status", 18))
+				kind = "ci_failure";
+		snprintf(what, sizeof(what), "%s %.200s%s%.600s (%zu problem%s)",
+			 status == AMP_ESCHEMA ? "not schema-valid:" : "breaks a send-time rule:",
+			 errs.items[0].path, errs.items[0].path[0] ? ": " : "",
+			 errs.items[0].message, errs.count, errs.count > 1 ? "s" : "");
+		if (!has_cause(&lg->log, kind, e->id)) {
+			if (!strcmp(kind, "unknown")) {
+				escalate_unknown(w, lg->log.task_id, e->id, name, what);
+			} else {
+				json_t *affected = json_pack("[s]", e->id);
+				char description[1400];
+
+				snprintf(description, sizeof(description),
+					 "%s in the SSOT asks for a review although CI failed (%s): the coordinator must re-dispatch instead (CI Gating).",
+					 e->id, errs.items[0].path);
+				fire(w, lg->log.task_id, kind, "warning", affected, NULL, description);
+				json_decref(affected);
+			}
+		}
+	}
+	if (status == AMP_OK && type && !strcmp(type, "review_verdict")) {
+		const char *d = amp_json_str(json_object_get(e->doc, "payload"), "decision");
+
+		if (d && !strcmp(d, "rejected") && !has_cause(&lg->log, "hallucination_lock", e->id))
+			check_lock(w, lg, i);
+		if (!has_cause(&lg->log, "conflict", e->id))
+			check_confidence(w, lg, e);
+	}
+	amp_errlist_free(&errs);
+}
+
+/* ---- timers ---------------------------------------------------------------- */
+
+/* The timers of a task from its whole log: ACKs awaited and the open
+ * dispatch; NULL when it has none (or is suspended: Critical = Suspend
+ * All stops the clocks too, and a resume restarts them). */
+static json_t *derive_timers(const struct lenient *lg)
+{
+	const amp_task_log *log = &lg->log;
+	amp_task_state s;
+	json_t *acks = json_array(), *out = NULL;
+	int64_t resume_ms = -1;
+	size_t i;
+
+	amp_task_state_compute(log, &s);
+	if (s.suspended)
+		goto done;
+	for (i = 0; i < log->count; i++) {
+		const char *t = amp_json_str(log->entries[i].doc, "type");
+
+		if (log->entries[i].kind == AMP_ENTRY_CTL && t && !strcmp(t, "resume"))
+			resume_ms = record_time(log->entries[i].doc);
+	}
+	for (i = 0; i < log->count; i++) {
+		const amp_entry *e = &log->entries[i];
+		int64_t deadline, sent;
+
+		if (e->kind != AMP_ENTRY_MSG ||
+		    (deadline = amp_message_ack_deadline(e->doc)) < 0 ||
+		    amp_task_ack_of(log, e->id) || has_cause(log, "ack_timeout", e->id))
+			continue;
+		sent = record_time(e->doc);
+		if (resume_ms > sent)
+			deadline = resume_ms + (deadline - sent);
+		json_array_append_new(acks, json_pack("{s:s,s:I,s:s?,s:s?}", "msg", e->id,
+						      "deadline", (json_int_t)deadline,
+						      "from", amp_json_str(e->doc, "from"),
+						      "to", amp_json_str(e->doc, "to")));
+	}
+	out = json_object();
+	if (json_array_size(acks))
+		json_object_set(out, "acks", acks);
+	/* Heartbeat: the assignee of a dispatch holds the task until it
+	 * reports (task_result). */
+	if (s.last_dispatch && (!strcmp(s.flow_state, "dispatched") ||
+				!strcmp(s.flow_state, "in_progress"))) {
+		int64_t since = record_time(s.last_dispatch);
+		json_t *fired = json_array();
+
+		if (resume_ms > since)
+			since = resume_ms;
+		for (i = 0; i < log->count; i++) {
+			const json_t *p = json_object_get(log->entries[i].doc, "payload");
+			const char *k = amp_json_str(p, "escalation_type");
+
+			if (k && !strcmp(k, "heartbeat_timeout") &&
+			    json_string_value(json_array_get(json_object_get(p, "affected_msgs"), 0)))
+				json_array_append(fired, json_array_get(json_object_get(p, "affected_msgs"), 0));
+		}
+		json_object_set_new(out, "open", json_pack("{s:s?,s:I,s:s?,s:o}",
+			"agent", amp_json_str(s.last_dispatch, "to"), "since", (json_int_t)since,
+			"dispatch", amp_json_str(s.last_dispatch, "msg_id"), "fired", fired));
+	}
+	if (!json_object_size(out)) {
+		json_decref(out);
+		out = NULL;
+	}
+done:
+	json_decref(acks);
+	return out;
+}
+
+/* Remembers the newest SSOT write of each role (for heartbeats). */
+static void note_writes(struct watch *w, const amp_task_log *log)
+{
+	json_t *lw = json_object_get(w->state, "last_write");
+	size_t i;
+
+	for (i = 0; i < log->count; i++) {
+		const amp_entry *e = &log->entries[i];
+		const char *from = amp_json_str(e->doc, "from");
+		int64_t t = record_time(e->doc);
+		json_t *cur;
+
+		if (e->kind == AMP_ENTRY_CTL || !from || t < 0)
+			continue;
+		cur = json_object_get(lw, from);
+		if (cur && json_integer_value(json_object_get(cur, "ms")) >= t)
+			continue;
+		/* An ACK stands for the message it acknowledges. */
+		json_object_set_new(lw, from, json_pack("{s:I,s:s}", "ms", (json_int_t)t,
+							"msg", e->id));
+	}
+}
+
+static void evaluate_timers(struct watch *w, int *fired)
+{
+	json_t *tasks = json_object_get(w->state, "tasks"), *t;
+	json_t *lw = json_object_get(w->state, "last_write");
+	const char *task;
+	int64_t now = w->o->now_ms;
+	char when[AMP_TIME_BUFSZ], at[AMP_TIME_BUFSZ], description[1024];
+
+	json_object_foreach(tasks, task, t) {
+		json_t *acks = json_object_get(t, "acks"), *open = json_object_get(t, "open");
+		json_t *kept = json_array(), *a;
+		size_t i;
+
+		json_array_foreach(acks, i, a) {
+			int64_t deadline = json_integer_value(json_object_get(a, "deadline"));
+			const char *msg = amp_json_str(a, "msg");
+			json_t *affected;
+			char type[64];
+
+			if (now <= deadline) {
+				json_array_append(kept, a);
+				continue;
+			}
+			snprintf(type, sizeof(type), "%.*s", (int)(strcspn(msg, "-")), msg);
+			snprintf(description, sizeof(description),
+				 "%s from %s to %s required an ACK by %s; none was in the SSOT at %s (%lld s late). The Coordinator reports it automatically (AMP/1.0 requires_ack).",
+				 msg, amp_json_str(a, "from") ? amp_json_str(a, "from") : "?",
+				 amp_json_str(a, "to") ? amp_json_str(a, "to") : "?",
+				 amp_time_format(deadline, when), amp_time_format(now, at),
+				 (long long)((now - deadline) / 1000));
+			affected = json_pack("[s]", msg);
+			if (fire(w, task, "ack_timeout", "warning", affected, NULL, description) < 0)
+				json_array_append(kept, a);
+			else
+				*fired = 1;
+			json_decref(affected);
+		}
+		if (json_array_size(kept) != json_array_size(acks))
+			json_object_set(t, "acks", kept);
+		json_decref(kept);
+		if (open) {
+			const char *agent = amp_json_str(open, "agent");
+			const char *dispatch = amp_json_str(open, "dispatch");
+			int64_t base = json_integer_value(json_object_get(open, "since"));
+			json_t *last = json_object_get(lw, agent ? agent : "");
+			json_t *fired_list = json_object_get(open, "fired"), *f, *affected;
+			const char *cause = dispatch;
+			int seen = 0;
+
+			if (!agent || !dispatch)
+				continue;
+			if (last && json_integer_value(json_object_get(last, "ms")) >= base) {
+				base = json_integer_value(json_object_get(last, "ms"));
+				cause = amp_json_str(last, "msg");
+			}
+			json_array_foreach(fired_list, i, f)
+				seen |= !strcmp(json_string_value(f) ? json_string_value(f) : "", cause);
+			if (seen || now <= base + w->o->heartbeat_ms)
+				continue;
+			snprintf(description, sizeof(description),
+				 "The %s holds %s (dispatch %s) and has written nothing to the SSOT since %s (%lld min; amp.heartbeatTimeout %lld s).",
+				 agent, task, dispatch, amp_time_format(base, when),
+				 (long long)((now - base) / 60000),
+				 (long long)(w->o->heartbeat_ms / 1000));
+			affected = strcmp(cause, dispatch) ? json_pack("[s,s]", cause, dispatch)
+							   : json_pack("[s]", cause);
+			if (fire(w, task, "heartbeat_timeout", "warning", affected, NULL, description) == AMP_OK) {
+				json_array_append_new(fired_list, json_string(cause));
+				*fired = 1;
+			}
+			json_decref(affected);
+		}
+	}
+}
+
+/* ---- passes --------------------------------------------------------------- */
+
+static void state_path(amp_store *st, char *buf, size_t bufsz)
+{
+	snprintf(buf, bufsz, "%s/watch.json", amp_store_state_dir(st));
+}
+
+static json_t *fresh_state(struct watch *w)
+{
+	return json_pack("{s:i,s:s,s:i,s:n,s:{},s:{}}", "version", STATE_VERSION,
+			 "ref", amp_store_messages_ref(w->st), "lock_threshold",
+			 w->o->lock_threshold, "tip", "last_write", "tasks");
+}
+
+/*
+ * The saved state:
+ *   {"version":1, "ref":..., "lock_threshold":3, "tip":"<commit>"|null,
+ *    "last_write":{"<role>":{"ms":..,"msg":..}},
+ *    "tasks":{"<task_id>":{"acks":[{"msg","deadline","from","to"}],
+ *                          "open":{"agent","since","dispatch","fired":[..]}}}}
+ * Anything else (missing, unreadable, other version, ref or threshold)
+ * means a fresh state, hence a full rescan.
+ */
+static void load_state(struct watch *w)
+{
+	char path[4200];
+	json_t *s;
+	const char *ref;
+
+	state_path(w->st, path, sizeof(path));
+	s = w->o->full ? NULL : json_load_file(path, 0, NULL);
+	ref = amp_json_str(s, "ref");
+	if (!json_is_object(s) ||
+	    json_integer_value(json_object_get(s, "version")) != STATE_VERSION ||
+	    !ref || strcmp(ref, amp_store_messages_ref(w->st)) ||
+	    json_integer_value(json_object_get(s, "lock_threshold")) != w->o->lock_threshold ||
+	    !json_is_object(json_object_get(s, "tasks")) ||
+	    !json_is_object(json_object_get(s, "last_write"))) {
+		json_decref(s);
+		s = fresh_state(w);
+	}
+	w->state = s;
+}
+
+/* Written to a temporary file and renamed, so a reader (another watcher)
+ * sees the old state or the new one, never half of one. */
+static int save_state(struct watch *w)
+{
+	char path[4200], tmp[4300];
+
+	state_path(w->st, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+	if ((mkdir(amp_store_state_dir(w->st), 0777) < 0 && errno != EEXIST) ||
+	    json_dump_file(w->state, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0) {
+		unlink(tmp);
+		return amp_errlist_add(w->errors, AMP_EIO, "", "cannot write %s: %s", path,
+				       strerror(errno));
+	}
+	return AMP_OK;
+}
+
+/* Splits "tasks/<y>/<s>/<task>/<name>"; 0 when path is such a record. */
+static int split_path(const char *path, char *task, size_t tasksz, const char **name)
+{
+	const char *p = path, *slash[4];
+	int n = 0;
+
+	if (strncmp(path, "tasks/", 6))
+		return -1;
+	for (; *p && n < 4; p++)
+		if (*p == '/')
+			slash[n++] = p;
+	if (n != 4 || strchr(slash[3] + 1, '/') || (size_t)(slash[3] - slash[2]) > tasksz)
+		return -1;
+	snprintf(task, tasksz, "%.*s", (int)(slash[3] - slash[2] - 1), slash[2] + 1);
+	*name = slash[3] + 1;
+	return 0;
+}
+
+static void process_task(struct watch *w, const char *task, const json_t *new_files)
+{
+	json_t *tasks = json_object_get(w->state, "tasks"), *timers;
+	struct lenient lg;
+	amp_error err;
+	char name[300];
+	size_t i;
+
+	if (read_lenient(w->st, w->tree, task, &lg, &err) < 0) {
+		amp_errlist_add(w->errors, err.status, err.path, "%s", err.message);
+		w->failed = 1;
+		return;
+	}
+	w->stats->tasks_read++;
+	note_writes(w, &lg.log);
+	/* AMP/1.0 No Silent Failure: a record nobody can read is reported. */
+	for (i = 0; i < lg.nbad; i++)
+		if (json_object_get(new_files, lg.bad[i].name))
+			escalate_unknown(w, task, lg.bad[i].kind == AMP_ENTRY_CTL ? NULL : lg.bad[i].id,
+					 lg.bad[i].name, lg.bad[i].reason);
+	for (i = 0; i < lg.log.count; i++) {
+		const amp_entry *e = &lg.log.entries[i];
+
+		entry_name(e, name, sizeof(name));
+		if (!json_object_get(new_files, name))
+			continue;
+		if (e->kind == AMP_ENTRY_MSG) {
+			check_message(w, &lg, i);
+		} else if (e->kind == AMP_ENTRY_ACK && need_schemas(w) == AMP_OK) {
+			amp_errlist errs = { 0 };
+			char what[1200];
+
+			if (amp_message_validate(*w->set, e->doc, 1, &errs) == AMP_ESCHEMA &&
+			    !has_cause(&lg.log, "unknown", e->id)) {
+				snprintf(what, sizeof(what), "ACK not schema-valid: %.200s: %.600s",
+					 errs.items[0].path, errs.items[0].message);
+				escalate_unknown(w, task, e->id, name, what);
+			}
+			amp_errlist_free(&errs);
+		}
+	}
+	if ((timers = derive_timers(&lg)))
+		json_object_set_new(tasks, task, timers);
+	else
+		json_object_del(tasks, task);
+	lenient_free(&lg);
+}
+
+/* Reads what changed between the trees of `from` (NULL: nothing) and `to`
+ * and applies the rules to it. */
+static int process_range(struct watch *w, const git_oid *from, const git_oid *to)
+{
+	git_repository *repo = amp_store_repo(w->st);
+	git_commit *old_c = NULL, *new_c = NULL;
+	git_tree *old_t = NULL;
+	git_diff *diff = NULL;
+	json_t *touched = json_object(), *files;
+	const char *task;
+	char id[64];
+	size_t i, n;
+	int status = AMP_OK;
+
+	if (from && (git_commit_lookup(&old_c, repo, from) < 0 ||
+		     git_commit_tree(&old_t, old_c) < 0)) {
+		/* The last commit we saw is gone (history rewritten): start over. */
+		git_error_clear();
+		from = NULL;
+	}
+	if (!from) {
+		json_decref(w->state);
+		w->state = fresh_state(w);
+		w->stats->rescanned = 1;
+	}
+	if (git_commit_lookup(&new_c, repo, to) < 0 ||
+	    git_commit_tree(&w->tree, new_c) < 0 ||
+	    git_diff_tree_to_tree(&diff, repo, from ? old_t : NULL, w->tree, NULL) < 0) {
+		amp_error err;
+
+		amp_error_git(&err, AMP_EIO, "cannot read %s", amp_store_messages_ref(w->st));
+		status = amp_errlist_add(w->errors, AMP_EIO, "", "%s", err.message);
+		goto cleanup;
+	}
+	n = git_diff_num_deltas(diff);
+	for (i = 0; i < n; i++) {
+		const git_diff_delta *d = git_diff_get_delta(diff, i);
+		const char *path = d->status == GIT_DELTA_DELETED ? d->old_file.path
+								  : d->new_file.path;
+		const char *name;
+
+		if (split_path(path, id, sizeof(id), &name) < 0)
+			continue;
+		if (!(files = json_object_get(touched, id)))
+			json_object_set_new(touched, id, files = json_object());
+		if (d->status != GIT_DELTA_DELETED)
+			json_object_set_new(files, name, json_true());
+	}
+	json_object_foreach(touched, task, files)
+		process_task(w, task, files);
+	if (!w->failed) {
+		char hex[GIT_OID_HEXSZ + 1];
+
+		json_object_set_new(w->state, "tip", json_string(git_oid_tostr(hex, sizeof(hex), to)));
+	}
+cleanup:
+	git_diff_free(diff);
+	git_tree_free(w->tree);
+	w->tree = NULL;
+	git_tree_free(old_t);
+	git_commit_free(old_c);
+	git_commit_free(new_c);
+	json_decref(touched);
+	return status;
+}
+
+int amp_watch_opts_load(amp_store *st, amp_watch_opts *o, amp_error *err)
+{
+	char buf[64], *end;
+	long v;
+	int status;
+
+	memset(o, 0, sizeof(*o));
+	o->lock_threshold = AMP_WATCH_LOCK_THRESHOLD;
+	o->heartbeat_ms = (int64_t)AMP_WATCH_HEARTBEAT_SEC * 1000;
+	if (amp_store_config(st, "amp.lockThreshold", buf, sizeof(buf))) {
+		v = strtol(buf, &end, 10);
+		if (*end || v < 1 || v > 1000)
+			return amp_error_set(err, AMP_EUSAGE, "",
+					     "git config amp.lockThreshold: not a count of rejects from 1 to 1000: '%s'", buf);
+		o->lock_threshold = (int)v;
+	}
+	if (amp_store_config(st, "amp.heartbeatTimeout", buf, sizeof(buf))) {
+		v = strtol(buf, &end, 10);
+		if (*end || v < 1)
+			return amp_error_set(err, AMP_EUSAGE, "",
+					     "git config amp.heartbeatTimeout: not a positive number of seconds: '%s'", buf);
+		o->heartbeat_ms = (int64_t)v * 1000;
+	}
+	if ((status = amp_clock_now_ms(&o->now_ms, err)) < 0)
+		return status;
+	return AMP_OK;
+}
+
+int amp_watch_pass(amp_store *st, amp_schema_set **set, const amp_watch_opts *o,
+		   amp_watch_report_fn report, void *ctx, amp_watch_stats *stats,
+		   amp_errlist *errors)
+{
+	struct watch w = { st, set, o, report, ctx, stats, errors, NULL, NULL, 0 };
+	char *before = NULL;
+	git_oid tip, last;
+	int iter, rc, status = AMP_OK, fired;
+
+	memset(stats, 0, sizeof(*stats));
+	load_state(&w);
+	before = json_dumps(w.state, JSON_COMPACT);
+	for (iter = 0; iter < 16; iter++) {
+		const char *hex = amp_json_str(w.state, "tip");
+		int have_last = hex && git_oid_fromstr(&last, hex) == 0;
+
+		rc = git_reference_name_to_id(&tip, amp_store_repo(st), amp_store_messages_ref(st));
+		if (rc < 0) {
+			amp_error err;
+
+			if (rc == GIT_ENOTFOUND)
+				amp_error_set(&err, AMP_EIO, "",
+					      "no AMP store in this repository (%s is missing): run 'amp init'",
+					      amp_store_messages_ref(st));
+			else
+				amp_error_git(&err, AMP_EIO, "cannot read %s", amp_store_messages_ref(st));
+			status = amp_errlist_add(errors, AMP_EIO, "", "%s", err.message);
+			goto cleanup;
+		}
+		if (!have_last || !git_oid_equal(&tip, &last)) {
+			if ((status = process_range(&w, have_last ? &last : NULL, &tip)) < 0 || w.failed)
+				goto cleanup;
+			continue;
+		}
+		if (iter == 0)
+			stats->unchanged = 1;
+		fired = 0;
+		evaluate_timers(&w, &fired);
+		if (!fired || w.failed)
+			break;
+	}
+cleanup:
+	/* A pass that could not write an escalation keeps the old state, so
+	 * the next one tries again. */
+	if (!w.failed && status == AMP_OK) {
+		char *after = json_dumps(w.state, JSON_COMPACT);
+
+		if (!before || !after || strcmp(before, after))
+			save_state(&w);
+		free(after);
+	}
+	free(before);
+	json_decref(w.state);
+	if (w.failed && status == AMP_OK)
+		status = AMP_EIO;
+	return status;
+}

@@ -1,0 +1,86 @@
+/*
+ * watch.h - the enforcer: the AMP/1.0 rules that hold by themselves.
+ *
+ * A pass reads what changed in the SSOT since the previous pass and
+ * escalates, as `system`, each cause it finds, once:
+ *
+ *   ack_timeout        a message with requires_ack and no ACK after
+ *                      timestamp + ack_timeout_sec          (cause: it)
+ *   heartbeat_timeout  the assignee of an open dispatch wrote nothing to
+ *                      the SSOT for amp.heartbeatTimeout s  (cause: its
+ *                      last record, or the dispatch)
+ *   hallucination_lock a task's rejected verdicts since the last resume
+ *                      reach amp.lockThreshold (critical: the task locks)
+ *                                                           (cause: that verdict)
+ *   conflict (info)    a verdict with confidence < 0.8      (cause: it)
+ *   branch_violation   a task_dispatch to main/master in the SSOT
+ *   ci_failure         a review_request in the SSOT despite failed CI
+ *   unknown            a record that is not JSON, not schema-valid, or
+ *                      breaks another send-time rule (No Silent Failure)
+ *
+ * The last three catch messages that reached the SSOT without passing
+ * `amp send` (a fetch, an older amp, a hand-made commit): each new message
+ * is checked again against the schema and against the rules with the log
+ * of its task as it stood before it, which is what `amp send` saw.
+ *
+ * "Once" holds across passes, restarts and concurrent watchers because
+ * every escalation goes through amp_send_escalation with `once`, whose
+ * check of (escalation_type, from, affected_msgs[0]) runs inside the
+ * compare-and-swap.  State kept in <git common dir>/amp/watch.json (the
+ * last tip processed and the open timers) only saves work: a lost or
+ * corrupt file costs a full rescan, nothing else.
+ */
+#ifndef AMP_WATCH_H
+#define AMP_WATCH_H
+
+#include <stdint.h>
+
+#include "error.h"
+#include "schema.h"
+#include "store.h"
+
+#define AMP_WATCH_LOCK_THRESHOLD   3
+#define AMP_WATCH_HEARTBEAT_SEC    1800
+#define AMP_WATCH_CONFIDENCE_MIN   0.8
+
+typedef struct amp_watch_opts {
+	int64_t now_ms;
+	int lock_threshold;     /* git config amp.lockThreshold */
+	int64_t heartbeat_ms;   /* git config amp.heartbeatTimeout (seconds) */
+	int full;               /* ignore the saved state */
+} amp_watch_opts;
+
+/* Fills o from git config (defaults above) and the clock. */
+int amp_watch_opts_load(amp_store *st, amp_watch_opts *o, amp_error *err);
+
+/* One thing a pass did. */
+typedef struct amp_watch_action {
+	const char *action;          /* "escalated" */
+	const char *escalation_type;
+	const char *severity;
+	const char *task_id;
+	const char *cause;           /* affected_msgs[0], "" when none */
+	const char *msg_id;          /* the escalation written */
+} amp_watch_action;
+
+typedef void (*amp_watch_report_fn)(const amp_watch_action *a, void *ctx);
+
+typedef struct amp_watch_stats {
+	int unchanged;       /* the tip was the one of the last pass */
+	int rescanned;       /* no usable state: everything was read */
+	size_t tasks_read;
+	size_t escalated;
+} amp_watch_stats;
+
+/*
+ * One pass.  *set is the schema set, loaded on first need (an unchanged
+ * SSOT needs none) when NULL; the caller frees it.  Calls report (may be NULL) for each escalation written.
+ * Returns AMP_OK, or AMP_EIO when the SSOT could not be read or an
+ * escalation could not be written (every such failure in `errors`; what
+ * could be done was done).
+ */
+int amp_watch_pass(amp_store *st, amp_schema_set **set, const amp_watch_opts *o,
+		   amp_watch_report_fn report, void *ctx, amp_watch_stats *stats,
+		   amp_errlist *errors);
+
+#endif
