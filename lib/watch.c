@@ -785,24 +785,6 @@ static int save_state(struct watch *w)
 	return AMP_OK;
 }
 
-/* Splits "tasks/<y>/<s>/<task>/<name>"; 0 when path is such a record. */
-static int split_path(const char *path, char *task, size_t tasksz, const char **name)
-{
-	const char *p = path, *slash[4];
-	int n = 0;
-
-	if (strncmp(path, "tasks/", 6))
-		return -1;
-	for (; *p && n < 4; p++)
-		if (*p == '/')
-			slash[n++] = p;
-	if (n != 4 || strchr(slash[3] + 1, '/') || (size_t)(slash[3] - slash[2]) > tasksz)
-		return -1;
-	snprintf(task, tasksz, "%.*s", (int)(slash[3] - slash[2] - 1), slash[2] + 1);
-	*name = slash[3] + 1;
-	return 0;
-}
-
 static void process_task(struct watch *w, const char *task, const json_t *new_files)
 {
 	json_t *tasks = json_object_get(w->state, "tasks"), *timers;
@@ -851,6 +833,66 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 	lenient_free(&lg);
 }
 
+/*
+ * Adds to `touched` ({task: {file name: true}}) every record that differs
+ * between trees a (NULL: empty) and b, `prefix` being their path.  Subtrees
+ * with the same id are skipped, so the cost follows the change, not the
+ * size of the SSOT (libgit2's tree diff reads more than that).
+ */
+static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
+		      const char *prefix, int depth, json_t *touched)
+{
+	size_t i, n = git_tree_entrycount(b);
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		const git_tree_entry *be = git_tree_entry_byindex(b, i);
+		const git_tree_entry *ae = a ? git_tree_entry_byname(a, git_tree_entry_name(be)) : NULL;
+		const char *name = git_tree_entry_name(be);
+		char path[512];
+
+		if (ae && git_oid_equal(git_tree_entry_id(ae), git_tree_entry_id(be)))
+			continue;
+		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
+		if (depth == 4) {
+			/* tasks/<year>/<shard>/<task>/<record> */
+			const char *task = strrchr(prefix, '/') + 1;
+			json_t *files = json_object_get(touched, task);
+
+			if (!files)
+				json_object_set_new(touched, task, files = json_object());
+			json_object_set_new(files, name, json_true());
+			continue;
+		}
+		if (git_tree_entry_type(be) != GIT_OBJECT_TREE ||
+		    (depth == 0 && strcmp(name, "tasks")))
+			continue;
+		{
+			git_tree *sa = NULL, *sb = NULL;
+
+			if (git_tree_lookup(&sb, repo, git_tree_entry_id(be)) < 0 ||
+			    (ae && git_tree_entry_type(ae) == GIT_OBJECT_TREE &&
+			     git_tree_lookup(&sa, repo, git_tree_entry_id(ae)) < 0))
+				rc = -1;
+			else
+				rc = diff_trees(repo, sa, sb, path, depth + 1, touched);
+			git_tree_free(sa);
+			git_tree_free(sb);
+		}
+	}
+	/* A task whose records vanished (history rewritten) is re-read too. */
+	if (a && depth == 3 && rc == 0) {
+		n = git_tree_entrycount(a);
+		for (i = 0; i < n; i++) {
+			const char *name = git_tree_entry_name(git_tree_entry_byindex(a, i));
+
+			if (!git_tree_entry_byname(b, name) && !json_object_get(touched, name))
+				json_object_set_new(touched, name, json_object());
+		}
+	}
+	return rc;
+}
+
 /* Reads what changed between the trees of `from` (NULL: nothing) and `to`
  * and applies the rules to it. */
 static int process_range(struct watch *w, const git_oid *from, const git_oid *to)
@@ -858,11 +900,8 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 	git_repository *repo = amp_store_repo(w->st);
 	git_commit *old_c = NULL, *new_c = NULL;
 	git_tree *old_t = NULL;
-	git_diff *diff = NULL;
 	json_t *touched = json_object(), *files;
 	const char *task;
-	char id[64];
-	size_t i, n;
 	int status = AMP_OK;
 
 	if (from && (git_commit_lookup(&old_c, repo, from) < 0 ||
@@ -878,26 +917,12 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 	}
 	if (git_commit_lookup(&new_c, repo, to) < 0 ||
 	    git_commit_tree(&w->tree, new_c) < 0 ||
-	    git_diff_tree_to_tree(&diff, repo, from ? old_t : NULL, w->tree, NULL) < 0) {
+	    diff_trees(repo, from ? old_t : NULL, w->tree, "", 0, touched) < 0) {
 		amp_error err;
 
 		amp_error_git(&err, AMP_EIO, "cannot read %s", amp_store_messages_ref(w->st));
 		status = amp_errlist_add(w->errors, AMP_EIO, "", "%s", err.message);
 		goto cleanup;
-	}
-	n = git_diff_num_deltas(diff);
-	for (i = 0; i < n; i++) {
-		const git_diff_delta *d = git_diff_get_delta(diff, i);
-		const char *path = d->status == GIT_DELTA_DELETED ? d->old_file.path
-								  : d->new_file.path;
-		const char *name;
-
-		if (split_path(path, id, sizeof(id), &name) < 0)
-			continue;
-		if (!(files = json_object_get(touched, id)))
-			json_object_set_new(touched, id, files = json_object());
-		if (d->status != GIT_DELTA_DELETED)
-			json_object_set_new(files, name, json_true());
 	}
 	json_object_foreach(touched, task, files)
 		process_task(w, task, files);
@@ -907,7 +932,6 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 		json_object_set_new(w->state, "tip", json_string(git_oid_tostr(hex, sizeof(hex), to)));
 	}
 cleanup:
-	git_diff_free(diff);
 	git_tree_free(w->tree);
 	w->tree = NULL;
 	git_tree_free(old_t);
