@@ -24,6 +24,9 @@ BIN      ?= bin
 # then builds in a sub-make that sees them.
 PKG_CFLAGS = $(shell pkg-config --cflags libgit2 jansson)
 PKG_LIBS   = $(shell pkg-config --libs libgit2 jansson)
+# --as-needed: a program that never touches a repository (the driver, amp
+# validate) does not load libgit2 and its TLS/SSH/Kerberos dependencies.
+AMP_LDFLAGS = -Wl,--as-needed
 AMP_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib \
 	-DAMP_VERSION='"$(VERSION)"' -DAMP_DATADIR='"$(DATADIR)"' $(PKG_CFLAGS)
 
@@ -37,7 +40,7 @@ TESTS    := $(TEST_SRC:test/c/%.c=$(BUILD)/test/%)
 
 DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
-	python3 python3-jsonschema hyperfine
+	python3 python3-jsonschema procps
 
 .PHONY: all deps test check demo asan bench install uninstall clean
 
@@ -53,15 +56,15 @@ $(LIBAMP): $(LIB_OBJ)
 
 $(BIN)/amp: $(BUILD)/cmd/amp.o $(LIBAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(BIN)/amp-%: $(BUILD)/cmd/amp-%.o $(LIBAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(BUILD)/test/%: $(BUILD)/test/c/%.o $(LIBAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # Installs only what is missing, so a machine that has everything is not
 # touched (and needs no root).
