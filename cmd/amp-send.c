@@ -186,6 +186,9 @@ int main(int argc, char **argv)
 	if (res.duplicate)
 		fprintf(stderr, "amp send: %s was already in the SSOT (nothing written)\n", res.msg_id);
 cleanup:
+	/* For benchmarks: how often the compare-and-swap had to start over. */
+	if (st && getenv("AMP_TRACE"))
+		fprintf(stderr, "amp send: trace: retries=%lu\n", amp_store_retries(st));
 	amp_errlist_free(&errors);
 	json_decref(context);
 	json_decref(payload);

@@ -51,6 +51,24 @@ fill 1000 10000
 measure 10k
 echo "objects: $(git count-objects -v | awk '/^count|^size:/ { printf "%s %s ", $1, $2 }')"
 
+# contention: 8 concurrent writers x 500 messages (4,000), counting the
+# compare-and-swap retries that the jittered backoff needed.
+contend() {
+	local i
+	for ((i = 0; i < 500; i++)); do
+		AMP_TRACE=1 amp send task_dispatch --task "$(printf 'T-2028-%03d' "$1")" \
+			--from coordinator --payload dispatch.json 2>&1 > /dev/null |
+			sed -n 's/^amp send: trace: retries=//p'
+	done > "retries.$1"
+}
+t0=$(now_ns)
+for w in 1 2 3 4 5 6 7 8; do contend $w & done
+wait
+t1=$(now_ns)
+cat retries.* | awk -v ms=$(((t1 - t0) / 1000000)) '{ n++; r += $1; if ($1 > m) m = $1 }
+	END { printf "8 writers x 500 messages: %d sent in %.1f s, %d CAS retries in all (%.2f per message, worst %d)\n", n, ms / 1000, r, r / n, m }'
+echo "history linear: $(git rev-list --min-parents=2 --count refs/amp/messages) merge commits, $(git rev-list --count refs/amp/messages) commits"
+
 for extra in "$src"/share/bench-*.sh; do
 	[ -x "$extra" ] && "$extra"
 done
