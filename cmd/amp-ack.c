@@ -59,8 +59,7 @@ int main(int argc, char **argv)
 		json_t *out = json_pack("{s:s,s:b}", "ack_for", res.msg_id,
 					"duplicate", res.duplicate);
 
-		json_dumpf(out, stdout, JSON_COMPACT);
-		putchar('\n');
+		amp_cli_print_json(out, 0);
 		json_decref(out);
 	} else
 		printf("%s %s\n", res.duplicate ? "already acked" : "acked", res.msg_id);

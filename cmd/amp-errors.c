@@ -85,8 +85,7 @@ static int list_errors(amp_store *st, long limit, int json_out)
 		parent = commit = NULL;
 	}
 	if (json_out) {
-		json_dumpf(all, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		putchar('\n');
+		amp_cli_print_json(all, 1);
 	} else {
 		json_t *e, *r;
 		size_t j;

@@ -177,8 +177,7 @@ int main(int argc, char **argv)
 	if (json_out) {
 		json_t *out = json_pack("{s:s,s:b}", "msg_id", res.msg_id,
 					"duplicate", res.duplicate);
-		json_dumpf(out, stdout, JSON_COMPACT);
-		putchar('\n');
+		amp_cli_print_json(out, 0);
 		json_decref(out);
 	} else {
 		puts(res.msg_id);
@@ -186,6 +185,9 @@ int main(int argc, char **argv)
 	if (res.duplicate)
 		fprintf(stderr, "amp send: %s was already in the SSOT (nothing written)\n", res.msg_id);
 cleanup:
+	/* For benchmarks: how often the compare-and-swap had to start over. */
+	if (st && getenv("AMP_TRACE"))
+		fprintf(stderr, "amp send: trace: retries=%lu\n", amp_store_retries(st));
 	amp_errlist_free(&errors);
 	json_decref(context);
 	json_decref(payload);

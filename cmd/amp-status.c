@@ -154,8 +154,7 @@ int main(int argc, char **argv)
 		}
 		out = amp_task_status_json(&log, now);
 		if (json_out) {
-			json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-			putchar('\n');
+			amp_cli_print_json(out, 1);
 		} else {
 			print_task(out);
 		}
@@ -187,8 +186,7 @@ int main(int argc, char **argv)
 		json_array_append_new(out, s);
 	}
 	if (json_out) {
-		json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		putchar('\n');
+		amp_cli_print_json(out, 1);
 	} else if (!nids) {
 		printf("no tasks yet\n");
 	}

@@ -78,3 +78,10 @@ long amp_cli_parse_seconds(const char *s)
 
 	return *s && !*end && v >= 0 ? v : -1;
 }
+
+void amp_cli_print_json(const json_t *value, int pretty)
+{
+	json_dumpf(value, stdout, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |
+		   JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+	putchar('\n');
+}

@@ -7,6 +7,8 @@
 #ifndef AMP_CLI_H
 #define AMP_CLI_H
 
+#include <jansson.h>
+
 #include "error.h"
 #include "schema.h"
 #include "store.h"
@@ -39,6 +41,10 @@ int amp_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...
  * amp.role (st may be NULL), else NULL. Returns a pointer into static or
  * given storage. */
 const char *amp_cli_role(amp_store *st, const char *given);
+
+/* Prints `value` on stdout as the --json result: one JSON document and a
+ * newline, indented when `pretty`, members in their order.  Borrowed. */
+void amp_cli_print_json(const json_t *value, int pretty);
 
 /* Parses a non-negative integer option; -1 when malformed. */
 long amp_cli_parse_seconds(const char *s);

@@ -1,6 +1,5 @@
 #include "error.h"
 
-#include <git2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,26 +22,6 @@ int amp_error_set(amp_error *err, int status, const char *path,
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
-	return status;
-}
-
-int amp_error_git(amp_error *err, int status, const char *fmt, ...)
-{
-	const git_error *gerr = git_error_last();
-	size_t used;
-	va_list ap;
-
-	if (!err)
-		return status;
-	err->status = status;
-	err->path[0] = '\0';
-	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
-	va_end(ap);
-	used = strlen(err->message);
-	if (gerr && gerr->message && used < sizeof(err->message))
-		snprintf(err->message + used, sizeof(err->message) - used,
-			 ": %s", gerr->message);
 	return status;
 }
 

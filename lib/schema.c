@@ -71,6 +71,11 @@ static void buf_add(struct buf *b, const char *s, size_t n)
 
 	if (b->oom)
 		return;
+	/* Sizes near SIZE_MAX would wrap below; no message is that long. */
+	if (n > SIZE_MAX / 4 || b->len > SIZE_MAX / 4) {
+		b->oom = 1;
+		return;
+	}
 	if (b->len + n + 1 > b->alloc) {
 		alloc = b->alloc ? b->alloc : 64;
 		while (alloc < b->len + n + 1)

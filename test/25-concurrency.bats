@@ -4,6 +4,10 @@
 load helpers
 load conversation
 
+teardown() {
+	fsck_teardown
+}
+
 setup() {
 	make_ssot
 	send_dispatch

@@ -90,3 +90,14 @@ assert_fsck_clean() {
 	refute_output --partial missing
 	refute_output --partial broken
 }
+
+# teardown for suites that use make_ssot: whatever the test did, the
+# repository it leaves must pass git fsck.
+fsck_teardown() {
+	local repo=$BATS_TEST_TMPDIR/repo
+	[ -d "$repo/.git" ] || return 0
+	git -C "$repo" fsck --no-dangling > "$BATS_TEST_TMPDIR/fsck.out" 2>&1 || {
+		cat "$BATS_TEST_TMPDIR/fsck.out"
+		return 1
+	}
+}
