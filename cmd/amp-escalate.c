@@ -93,8 +93,7 @@ int main(int argc, char **argv)
 	if (json_out) {
 		json_t *out = json_pack("{s:s}", "msg_id", res.msg_id);
 
-		json_dumpf(out, stdout, JSON_COMPACT);
-		putchar('\n');
+		amp_cli_print_json(out, 0);
 		json_decref(out);
 	} else {
 		puts(res.msg_id);

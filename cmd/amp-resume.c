@@ -65,8 +65,7 @@ int main(int argc, char **argv)
 					"control", res.name, "lifts", res.lifts,
 					"was", res.was, "state", res.now);
 
-		json_dumpf(out, stdout, JSON_COMPACT);
-		putchar('\n');
+		amp_cli_print_json(out, 0);
 		json_decref(out);
 	} else {
 		printf("resumed %s (%s -> %s): lifted %s\n", argv[optind], res.was, res.now,

@@ -27,8 +27,7 @@ static void print_action(const amp_watch_action *a, void *ctx)
 				      "severity", a->severity, "task_id", a->task_id,
 				      "cause", a->cause, "msg_id", a->msg_id);
 
-		json_dumpf(o, stdout, JSON_COMPACT);
-		putchar('\n');
+		amp_cli_print_json(o, 0);
 		json_decref(o);
 	} else {
 		printf("%s %s %s %s (%s)\n", a->action, a->escalation_type, a->task_id,
