@@ -75,6 +75,9 @@ static void print_task(const json_t *t)
 			       str(m, "severity"), str(m, "escalation_type"),
 			       str(m, "msg_id"), str(m, "description"));
 	}
+	json_array_foreach(json_object_get(t, "unreadable"), i, m)
+		printf("%sunreadable record%s %s: %s\n", color ? "\033[31m" : "", reset(),
+		       str(m, "name"), str(m, "reason"));
 	json_array_foreach(json_object_get(t, "controls"), i, m)
 		printf("control: %s  %s by %s: %s\n", str(m, "timestamp"),
 		       str(m, "type"), str(m, "from"), str(m, "reason"));

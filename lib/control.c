@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "message.h"
+#include "send.h"
 #include "task.h"
 
 struct resume_ctx {
@@ -32,7 +33,7 @@ static int build_resume(amp_store *st, git_tree *tip, void *vctx,
 	amp_task_log log;
 	amp_task_state s;
 	json_t *schema;
-	char dir[128], path[512], when[AMP_TIME_BUFSZ], *text = NULL;
+	char dir[128], name[320], path[512], when[AMP_TIME_BUFSZ], *text = NULL;
 	int64_t ms = c->now_ms;
 	int status;
 
@@ -86,8 +87,8 @@ static int build_resume(amp_store *st, git_tree *tip, void *vctx,
 		goto cleanup;
 	}
 	amp_store_task_dir(c->task_id, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/%06d.ctl.%s.json", dir, log.next_seq,
-		 c->res->name);
+	amp_store_entry_name(log.next_seq, AMP_ENTRY_CTL, c->res->name, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if ((status = amp_store_write_add(w, path, text, strlen(text), err)) < 0)
 		goto cleanup;
 	snprintf(w->subject, sizeof(w->subject), "resume %s admin: lifts %s",
@@ -124,23 +125,13 @@ int amp_control_resume(amp_store *st, amp_schema_set *set, const char *task_id,
 			amp_errlist_add(errors, status, err.path, "%s", err.message);
 	}
 	if (status == AMP_ERULE || status == AMP_ESCHEMA) {
-		amp_errlist reasons = { 0 };
+		amp_send_opts opts = { "resume", "built", NULL, 0, 0 };
 		json_t *attempt = c.doc ? json_incref(c.doc)
 					: json_pack("{s:s,s:s,s:s,s:s}", "type", "resume",
 						    "task_id", task_id, "from", from,
 						    "reason", reason);
-		char *raw = attempt ? json_dumps(attempt, JSON_PRESERVE_ORDER) : NULL;
-		size_t i;
 
-		for (i = c.errors_base; i < errors->count; i++)
-			amp_errlist_add(&reasons, errors->items[i].status,
-					errors->items[i].path, "%s", errors->items[i].message);
-		if (raw && amp_store_log_rejection(st, "resume", "built", raw, strlen(raw),
-						   status, &reasons, &err) < 0)
-			amp_errlist_add(errors, AMP_EIO, "",
-					"could not write the error log: %s", err.message);
-		amp_errlist_free(&reasons);
-		free(raw);
+		amp_send_log_rejection(st, &opts, attempt, status, errors, c.errors_base);
 		json_decref(attempt);
 	}
 	json_decref(c.doc);

@@ -30,29 +30,6 @@ static int first_error(amp_errlist *errors, size_t base, int status,
 	return amp_error_set(err, status, "", "refused");
 }
 
-static int same_cause(const amp_task_log *log, const json_t *msg)
-{
-	const json_t *p = json_object_get(msg, "payload");
-	const char *kind = amp_json_str(p, "escalation_type");
-	const char *from = amp_json_str(msg, "from");
-	const char *first = json_string_value(json_array_get(json_object_get(p, "affected_msgs"), 0));
-	size_t i;
-
-	for (i = 0; kind && from && first && i < log->count; i++) {
-		const amp_entry *e = &log->entries[i];
-		const json_t *q = json_object_get(e->doc, "payload");
-		const char *other_kind = amp_json_str(q, "escalation_type");
-		const char *other_first =
-			json_string_value(json_array_get(json_object_get(q, "affected_msgs"), 0));
-
-		if (e->kind == AMP_ENTRY_MSG && other_kind && other_first &&
-		    !strcmp(other_kind, kind) && !strcmp(other_first, first) &&
-		    !strcmp(amp_json_str(e->doc, "from") ? amp_json_str(e->doc, "from") : "", from))
-			return 1;
-	}
-	return 0;
-}
-
 static int build_message(amp_store *st, git_tree *tip, void *vctx,
 			 amp_store_write *w, amp_error *err)
 {
@@ -61,17 +38,18 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	const char *type = amp_json_str(c->msg, "type");
 	const amp_entry *existing;
 	amp_task_log log;
-	char dir[128], path[512], *text = NULL;
+	char dir[128], name[320], path[512], *text = NULL;
 	int status;
 
 	amp_errlist_truncate(c->errors, c->errors_base);
 	c->res->duplicate = 0;
 	if ((status = amp_store_read_task(st, tip, task, &log, err)) < 0)
 		return status;
-	while ((existing = amp_task_log_find(&log, AMP_ENTRY_MSG, c->res->msg_id))) {
+	while (amp_task_log_id_taken(&log, c->res->msg_id)) {
+		existing = amp_task_log_find(&log, AMP_ENTRY_MSG, c->res->msg_id);
 		/* An agent re-sending its own envelope is a no-op; amp's own
 		 * ids are fresh messages, so they move on instead. */
-		if (!c->opts->assign_msg_id && json_equal(existing->doc, c->msg)) {
+		if (!c->opts->assign_msg_id && existing && json_equal(existing->doc, c->msg)) {
 			c->res->duplicate = 1;
 			status = AMP_NOOP;
 			goto cleanup;
@@ -89,7 +67,11 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 				  amp_msg_id_ms(c->res->msg_id) + 1);
 		json_object_set_new(c->msg, "msg_id", json_string(c->res->msg_id));
 	}
-	if (c->once && same_cause(&log, c->msg)) {
+	if (c->once && amp_task_has_escalation(&log,
+			amp_json_str(json_object_get(c->msg, "payload"), "escalation_type"),
+			amp_json_str(c->msg, "from"),
+			json_string_value(json_array_get(json_object_get(
+				json_object_get(c->msg, "payload"), "affected_msgs"), 0)))) {
 		c->res->duplicate = 1;
 		status = AMP_NOOP;
 		goto cleanup;
@@ -104,8 +86,8 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 		goto cleanup;
 	}
 	amp_store_task_dir(task, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/%06d.msg.%s.json", dir, log.next_seq,
-		 c->res->msg_id);
+	amp_store_entry_name(log.next_seq, AMP_ENTRY_MSG, c->res->msg_id, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if ((status = amp_store_write_add(w, path, text, strlen(text), err)) < 0)
 		goto cleanup;
 	snprintf(w->subject, sizeof(w->subject), "%s %s %s -> %s", type, task,
@@ -121,9 +103,9 @@ cleanup:
 	return status;
 }
 
-static void log_rejection(amp_store *st, const amp_send_opts *opts,
-			  const json_t *msg, int status, amp_errlist *errors,
-			  size_t base)
+void amp_send_log_rejection(amp_store *st, const amp_send_opts *opts,
+			    const json_t *msg, int status, amp_errlist *errors,
+			    size_t base)
 {
 	amp_errlist reasons = { 0 };
 	amp_error err;
@@ -210,14 +192,14 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 	if (amp_rules_is_protected_branch(msg)) {
 		amp_errlist_add(errors, AMP_ERULE, "/payload/branch",
 				"must not be \"main\" or \"master\" (Branch Validation); an escalation was recorded");
-		log_rejection(st, opts, msg, AMP_ERULE, errors, ctx.errors_base);
+		amp_send_log_rejection(st, opts, msg, AMP_ERULE, errors, ctx.errors_base);
 		record_branch_violation(st, set, msg, res, errors);
 		return AMP_ERULE;
 	}
 	status = amp_message_validate(set, msg, 0, errors);
 	if (status < 0) {
 		if (status == AMP_ESCHEMA)
-			log_rejection(st, opts, msg, status, errors, ctx.errors_base);
+			amp_send_log_rejection(st, opts, msg, status, errors, ctx.errors_base);
 		return status;
 	}
 	status = amp_store_update(st, amp_store_messages_ref(st), build_message,
@@ -225,7 +207,7 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 	if (status == AMP_NOOP)
 		return AMP_OK;
 	if (status == AMP_ERULE) {
-		log_rejection(st, opts, msg, status, errors, ctx.errors_base);
+		amp_send_log_rejection(st, opts, msg, status, errors, ctx.errors_base);
 	} else if (status < 0 && errors->count == ctx.errors_base) {
 		amp_errlist_add(errors, status, err.path, "%s", err.message);
 	}
@@ -324,7 +306,7 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 	const amp_entry *target;
 	amp_task_log log;
 	amp_task_state s;
-	char dir[128], path[512], when[AMP_TIME_BUFSZ], *text = NULL;
+	char dir[128], name[320], path[512], when[AMP_TIME_BUFSZ], *text = NULL;
 	const char *to;
 	int status;
 
@@ -374,7 +356,8 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 		goto cleanup;
 	}
 	amp_store_task_dir(c->task, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/%06d.ack.%s.json", dir, log.next_seq, c->msg_id);
+	amp_store_entry_name(log.next_seq, AMP_ENTRY_ACK, c->msg_id, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if ((status = amp_store_write_add(w, path, text, strlen(text), err)) < 0)
 		goto cleanup;
 	snprintf(w->subject, sizeof(w->subject), "ack %s %s -> %s", c->msg_id,
@@ -415,59 +398,11 @@ int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
 		json_t *attempt = c.ack ? json_incref(c.ack)
 					: json_pack("{s:s,s:s,s:s}", "type", "ack",
 						    "ack_for", msg_id, "from", from);
-		log_rejection(st, &opts, attempt, status, errors, c.errors_base);
+		amp_send_log_rejection(st, &opts, attempt, status, errors, c.errors_base);
 		json_decref(attempt);
 	} else if (status < 0 && errors->count == c.errors_base) {
 		amp_errlist_add(errors, status, err.path, "%s", err.message);
 	}
 	json_decref(c.ack);
-	return status;
-}
-
-struct control_ctx {
-	const char *task_id;
-	const char *name;
-	json_t *doc;
-};
-
-static int build_control(amp_store *st, git_tree *tip, void *vctx,
-			 amp_store_write *w, amp_error *err)
-{
-	struct control_ctx *c = vctx;
-	amp_task_log log;
-	char dir[128], path[512], *text = NULL;
-	int status;
-
-	if ((status = amp_store_read_task(st, tip, c->task_id, &log, err)) < 0)
-		return status;
-	if (!(text = amp_message_dump(c->doc))) {
-		status = amp_error_set(err, AMP_EIO, "", "out of memory");
-		goto cleanup;
-	}
-	amp_store_task_dir(c->task_id, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/%06d.ctl.%s.json", dir, log.next_seq, c->name);
-	if ((status = amp_store_write_add(w, path, text, strlen(text), err)) < 0)
-		goto cleanup;
-	snprintf(w->subject, sizeof(w->subject), "%s %s %s",
-		 amp_json_str(c->doc, "type"), c->task_id, amp_json_str(c->doc, "from"));
-	snprintf(w->trailers, sizeof(w->trailers), "Amp-Type: %s\nAmp-Task: %s\n",
-		 amp_json_str(c->doc, "type"), c->task_id);
-	snprintf(w->author, sizeof(w->author), "%s", amp_json_str(c->doc, "from"));
-cleanup:
-	free(text);
-	amp_task_log_free(&log);
-	return status;
-}
-
-int amp_send_control(amp_store *st, const char *task_id, const char *name,
-		     json_t *doc, amp_errlist *errors)
-{
-	struct control_ctx c = { task_id, name, doc };
-	amp_error err;
-	int status;
-
-	status = amp_store_update(st, amp_store_messages_ref(st), build_control, &c, NULL, &err);
-	if (status < 0)
-		amp_errlist_add(errors, status, err.path, "%s", err.message);
 	return status;
 }

@@ -52,12 +52,13 @@ int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
 		 amp_errlist *errors);
 
 /*
- * Records an admin control record (e.g. {"type":"resume",...}) in the
- * task's directory under `name`.  The caller validated it.
+ * Writes a refused record to the error log: its raw bytes (opts->raw, or
+ * the dump of msg) and the errors of `errors` from index `base` on.  When
+ * the log cannot be written, says so in `errors` rather than losing it.
  */
-int amp_send_control(amp_store *st, const char *task_id, const char *name,
-		     json_t *doc, amp_errlist *errors);
-
+void amp_send_log_rejection(amp_store *st, const amp_send_opts *opts,
+			    const json_t *msg, int status, amp_errlist *errors,
+			    size_t base);
 
 /* What amp_send_escalation needs; the snapshot is taken from the SSOT. */
 typedef struct amp_escalation {

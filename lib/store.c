@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "util.h"
 
 struct amp_store {
 	git_repository *repo;
@@ -254,18 +255,35 @@ static int parse_entry_name(const char *name, int *seq, amp_entry_kind *kind,
 	return *id ? 0 : -1;
 }
 
-static int read_json_blob(git_repository *repo, const git_oid *oid,
-			  json_t **out)
+void amp_store_entry_name(int seq, amp_entry_kind kind, const char *id,
+			  char *buf, size_t bufsz)
 {
-	git_blob *blob = NULL;
-	json_error_t jerr;
+	snprintf(buf, bufsz, "%06d.%s.%s.json", seq,
+		 kind == AMP_ENTRY_MSG ? "msg" : kind == AMP_ENTRY_ACK ? "ack" : "ctl", id);
+}
 
-	if (git_blob_lookup(&blob, repo, oid) < 0)
+/* Appends an unreadable record to log->bad, taking over `id`. */
+static int add_bad(amp_task_log *log, int seq, amp_entry_kind kind, char *id,
+		   const char *name, const char *reason)
+{
+	amp_bad_record *bigger, *b;
+
+	if (!(bigger = realloc(log->bad, (log->nbad + 1) * sizeof(*bigger))))
 		return -1;
-	*out = json_loadb(git_blob_rawcontent(blob),
-			  (size_t)git_blob_rawsize(blob), 0, &jerr);
-	git_blob_free(blob);
-	return *out ? 0 : -1;
+	log->bad = bigger;
+	b = &log->bad[log->nbad];
+	b->seq = seq;
+	b->kind = kind;
+	b->id = id;
+	b->name = strdup(name);
+	b->reason = strdup(reason);
+	if (!b->name || !b->reason) {
+		free(b->name);
+		free(b->reason);
+		return -1;
+	}
+	log->nbad++;
+	return 0;
 }
 
 int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
@@ -274,6 +292,7 @@ int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
 	char dir[128];
 	git_tree_entry *dir_entry = NULL;
 	git_tree *tree = NULL;
+	git_blob *blob = NULL;
 	size_t i, n;
 	int rc, status = AMP_OK;
 
@@ -304,23 +323,39 @@ int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
 	for (i = 0; i < n; i++) {
 		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
 		amp_entry *rec = &log->entries[log->count];
+		amp_error perr;
 
 		if (parse_entry_name(git_tree_entry_name(e), &rec->seq,
 				     &rec->kind, &rec->id) < 0)
 			continue; /* not ours: ignore rather than fail */
-		if (read_json_blob(st->repo, git_tree_entry_id(e), &rec->doc) < 0) {
-			status = amp_error_set(err, AMP_EIO, "",
-					       "%s/%s: not valid JSON",
-					       dir, git_tree_entry_name(e));
+		if (rec->seq >= log->next_seq)
+			log->next_seq = rec->seq + 1;
+		if (git_blob_lookup(&blob, st->repo, git_tree_entry_id(e)) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot read %s/%s", dir,
+					       git_tree_entry_name(e));
 			free(rec->id);
 			rec->id = NULL;
 			goto cleanup;
 		}
-		log->count++;
-		if (rec->seq >= log->next_seq)
-			log->next_seq = rec->seq + 1;
+		if (amp_json_parse(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob),
+				   &rec->doc, &perr) < 0 || !json_is_object(rec->doc)) {
+			if (add_bad(log, rec->seq, rec->kind, rec->id, git_tree_entry_name(e),
+				    rec->doc ? "not a JSON object" : perr.message) < 0) {
+				free(rec->id);
+				status = amp_error_set(err, AMP_EIO, "", "out of memory");
+			}
+			json_decref(rec->doc);
+			memset(rec, 0, sizeof(*rec));
+			if (status < 0)
+				goto cleanup;
+		} else {
+			log->count++;
+		}
+		git_blob_free(blob);
+		blob = NULL;
 	}
 cleanup:
+	git_blob_free(blob);
 	git_tree_free(tree);
 	git_tree_entry_free(dir_entry);
 	if (status < 0)
@@ -336,9 +371,28 @@ void amp_task_log_free(amp_task_log *log)
 		free(log->entries[i].id);
 		json_decref(log->entries[i].doc);
 	}
+	for (i = 0; i < log->nbad; i++) {
+		free(log->bad[i].id);
+		free(log->bad[i].name);
+		free(log->bad[i].reason);
+	}
 	free(log->entries);
+	free(log->bad);
 	log->entries = NULL;
-	log->count = 0;
+	log->bad = NULL;
+	log->count = log->nbad = 0;
+}
+
+int amp_task_log_id_taken(const amp_task_log *log, const char *msg_id)
+{
+	size_t i;
+
+	if (amp_task_log_find(log, AMP_ENTRY_MSG, msg_id))
+		return 1;
+	for (i = 0; i < log->nbad; i++)
+		if (log->bad[i].kind == AMP_ENTRY_MSG && !strcmp(log->bad[i].id, msg_id))
+			return 1;
+	return 0;
 }
 
 const amp_entry *amp_task_log_find(const amp_task_log *log,

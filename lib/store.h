@@ -86,16 +86,30 @@ typedef struct amp_entry {
 	json_t *doc; /* parsed record; owned */
 } amp_entry;
 
+/* A record whose content is not a JSON object.  amp never writes one, but a
+ * fetch or a hand-made commit can bring one in, and an append-only store
+ * keeps it forever: it is reported, not allowed to block the task. */
+typedef struct amp_bad_record {
+	int seq;
+	amp_entry_kind kind;
+	char *id;        /* owned */
+	char *name;      /* file name in the task directory; owned */
+	char *reason;    /* why it is unreadable; owned */
+} amp_bad_record;
+
 typedef struct amp_task_log {
 	char task_id[64];
 	amp_entry *entries; /* in sequence order */
 	size_t count;
 	int next_seq;       /* what the next record of the task gets */
+	amp_bad_record *bad; /* unreadable records, in sequence order */
+	size_t nbad;
 } amp_task_log;
 
 /* Reads every record of one task from `root` (a tip tree).  A task with no
- * directory yields an empty log.  A record that is not valid JSON is an
- * AMP_EIO error naming the file.  Free with amp_task_log_free. */
+ * directory yields an empty log.  Records that are not JSON objects go to
+ * log->bad; only a repository that cannot be read is an error (AMP_EIO).
+ * Free with amp_task_log_free. */
 int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
 			amp_task_log *log, amp_error *err);
 void amp_task_log_free(amp_task_log *log);
@@ -104,6 +118,15 @@ void amp_task_log_free(amp_task_log *log);
  * Borrowed. */
 const amp_entry *amp_task_log_find(const amp_task_log *log,
 				   amp_entry_kind kind, const char *msg_id);
+
+/* 1 when msg_id names a message of the log, readable or not: an id that
+ * must not be given to another message. */
+int amp_task_log_id_taken(const amp_task_log *log, const char *msg_id);
+
+/* The file name of a record in its task directory,
+ * "<seq>.<msg|ack|ctl>.<id>.json", into buf. */
+void amp_store_entry_name(int seq, amp_entry_kind kind, const char *id,
+			  char *buf, size_t bufsz);
 
 /* Every task id in the store, sorted; the caller frees the array and each
  * string (amp_strv_free). */

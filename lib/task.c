@@ -5,12 +5,32 @@
 #include "clock.h"
 #include "message.h"
 
-static int64_t record_time(const json_t *doc)
+int64_t amp_record_time(const json_t *doc)
 {
 	int64_t ms;
 	const char *ts = amp_json_str(doc, "timestamp");
 
 	return ts && amp_time_parse(ts, &ms) == 0 ? ms : -1;
+}
+
+int amp_task_has_escalation(const amp_task_log *log, const char *type,
+			    const char *from, const char *first)
+{
+	size_t i;
+
+	for (i = 0; type && from && first && i < log->count; i++) {
+		const amp_entry *e = &log->entries[i];
+		const json_t *p = json_object_get(e->doc, "payload");
+		const char *kind = amp_json_str(p, "escalation_type");
+		const char *by = amp_json_str(e->doc, "from");
+		const char *cause = json_string_value(json_array_get(
+			json_object_get(p, "affected_msgs"), 0));
+
+		if (e->kind == AMP_ENTRY_MSG && kind && by && cause &&
+		    !strcmp(kind, type) && !strcmp(by, from) && !strcmp(cause, first))
+			return 1;
+	}
+	return 0;
 }
 
 const json_t *amp_task_ack_of(const amp_task_log *log, const char *msg_id)
@@ -37,7 +57,7 @@ void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
 	for (i = 0; i < log->count; i++) {
 		const amp_entry *e = &log->entries[i];
 		const char *type = amp_json_str(e->doc, "type");
-		int64_t t = record_time(e->doc);
+		int64_t t = amp_record_time(e->doc);
 
 		if (t > s->last_activity_ms)
 			s->last_activity_ms = t;
@@ -105,7 +125,7 @@ static json_t *message_json(const amp_task_log *log, const amp_entry *e,
 {
 	const json_t *ack = amp_task_ack_of(log, e->id);
 	int64_t deadline = amp_message_ack_deadline(e->doc);
-	int64_t sent = record_time(e->doc);
+	int64_t sent = amp_record_time(e->doc);
 	char when[AMP_TIME_BUFSZ];
 	json_t *m;
 
@@ -126,7 +146,7 @@ static json_t *message_json(const amp_task_log *log, const amp_entry *e,
 			    deadline >= 0 ? json_string(amp_time_format(deadline, when))
 					  : json_null());
 	if (ack) {
-		int64_t at = record_time(ack);
+		int64_t at = amp_record_time(ack);
 
 		json_object_set_new(m, "ack_state", json_string("acked"));
 		json_object_set_new(m, "ack_seconds",
@@ -192,6 +212,14 @@ json_t *amp_task_status_json(const amp_task_log *log, int64_t now_ms)
 			    s.last_successful_msg_id ? json_string(s.last_successful_msg_id)
 						     : json_null());
 	json_object_set_new(out, "messages", msgs);
+	{
+		json_t *bad = json_array();
+
+		for (i = 0; i < log->nbad; i++)
+			json_array_append_new(bad, json_pack("{s:s,s:s}",
+				"name", log->bad[i].name, "reason", log->bad[i].reason));
+		json_object_set_new(out, "unreadable", bad);
+	}
 	json_object_set_new(out, "escalations", escalations);
 	json_object_set_new(out, "controls", controls);
 	return out;

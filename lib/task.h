@@ -37,6 +37,14 @@ typedef struct amp_task_state {
 /* Computes the state from a task's log; pointers borrow from the log. */
 void amp_task_state_compute(const amp_task_log *log, amp_task_state *out);
 
+/* The "timestamp" of a record in Unix ms, or -1 when it has none. */
+int64_t amp_record_time(const json_t *doc);
+
+/* 1 when the log holds an escalation of `type` written by `from` whose first
+ * affected message is `first`: the "once per cause" of escalations. */
+int amp_task_has_escalation(const amp_task_log *log, const char *type,
+			    const char *from, const char *first);
+
 /* The ACK record of msg_id in log, or NULL (borrowed). */
 const json_t *amp_task_ack_of(const amp_task_log *log, const char *msg_id);
 
@@ -45,7 +53,8 @@ const json_t *amp_task_ack_of(const amp_task_log *log, const char *msg_id);
  * state, reject_count, suspended, locked, suspended_by, messages (each with
  * msg_id, type, from, to, timestamp, requires_ack, acked, acked_at,
  * ack_deadline, ack_state: acked|pending|overdue|not_required,
- * ack_seconds), escalations, controls.  `now_ms` decides pending vs overdue.
+ * ack_seconds), escalations, controls, unreadable (records that are not
+ * JSON objects: name, reason).  `now_ms` decides pending vs overdue.
  * The caller owns the result.
  */
 json_t *amp_task_status_json(const amp_task_log *log, int64_t now_ms);

@@ -16,23 +16,6 @@
 
 #define STATE_VERSION 1
 
-/* A record of a task directory that could not be read as JSON. */
-struct bad_record {
-	int seq;
-	amp_entry_kind kind;
-	char *id;
-	char name[256];
-	char reason[AMP_MSG_MAX];
-};
-
-/* A task read without failing on broken records: the good ones in `log`
- * (usable by task.h and rules.h), the others in `bad`. */
-struct lenient {
-	amp_task_log log;
-	struct bad_record *bad;
-	size_t nbad;
-};
-
 struct watch {
 	amp_store *st;
 	amp_schema_set **set;
@@ -48,162 +31,15 @@ struct watch {
 
 /* ---- reading ------------------------------------------------------------ */
 
-static int is_digits(const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (s[i] < '0' || s[i] > '9')
-			return 0;
-	return n > 0;
-}
-
-/* "000012.msg.<id>.json", as lib/store.c names records. */
-static int parse_name(const char *name, int *seq, amp_entry_kind *kind, char **id)
-{
-	size_t len = strlen(name);
-
-	if (len < 17 || !is_digits(name, 6) || name[6] != '.' || name[10] != '.' ||
-	    strcmp(name + len - 5, ".json"))
-		return -1;
-	if (!strncmp(name + 7, "msg", 3))
-		*kind = AMP_ENTRY_MSG;
-	else if (!strncmp(name + 7, "ack", 3))
-		*kind = AMP_ENTRY_ACK;
-	else if (!strncmp(name + 7, "ctl", 3))
-		*kind = AMP_ENTRY_CTL;
-	else
-		return -1;
-	*seq = atoi(name);
-	*id = strndup(name + 11, len - 11 - 5);
-	return *id ? 0 : -1;
-}
-
 static void entry_name(const amp_entry *e, char *buf, size_t bufsz)
 {
-	snprintf(buf, bufsz, "%06d.%s.%s.json", e->seq,
-		 e->kind == AMP_ENTRY_MSG ? "msg" : e->kind == AMP_ENTRY_ACK ? "ack" : "ctl",
-		 e->id);
+	amp_store_entry_name(e->seq, e->kind, e->id, buf, bufsz);
 }
 
-static void lenient_free(struct lenient *lg)
-{
-	size_t i;
-
-	amp_task_log_free(&lg->log);
-	for (i = 0; i < lg->nbad; i++)
-		free(lg->bad[i].id);
-	free(lg->bad);
-	lg->bad = NULL;
-	lg->nbad = 0;
-}
-
-/* Like amp_store_read_task, but a record that is not JSON goes to lg->bad
- * instead of failing the whole task. */
-static int read_lenient(amp_store *st, git_tree *root, const char *task_id,
-			struct lenient *lg, amp_error *err)
-{
-	git_repository *repo = amp_store_repo(st);
-	git_tree_entry *dir_entry = NULL;
-	git_tree *tree = NULL;
-	char dir[128];
-	size_t i, n;
-	int rc, status = AMP_OK;
-
-	memset(lg, 0, sizeof(*lg));
-	lg->log.next_seq = 1;
-	snprintf(lg->log.task_id, sizeof(lg->log.task_id), "%s", task_id);
-	if (amp_store_task_dir(task_id, dir, sizeof(dir)) < 0)
-		return amp_error_set(err, AMP_EUSAGE, "", "not a task id: %s", task_id);
-	rc = git_tree_entry_bypath(&dir_entry, root, dir);
-	if (rc == GIT_ENOTFOUND) {
-		git_error_clear();
-		return AMP_OK;
-	}
-	if (rc < 0 || git_tree_lookup(&tree, repo, git_tree_entry_id(dir_entry)) < 0) {
-		status = amp_error_git(err, AMP_EIO, "cannot read %s", dir);
-		goto cleanup;
-	}
-	n = git_tree_entrycount(tree);
-	if (n && (!(lg->log.entries = calloc(n, sizeof(*lg->log.entries))) ||
-		  !(lg->bad = calloc(n, sizeof(*lg->bad))))) {
-		status = amp_error_set(err, AMP_EIO, "", "out of memory");
-		goto cleanup;
-	}
-	for (i = 0; i < n; i++) {
-		const git_tree_entry *te = git_tree_entry_byindex(tree, i);
-		amp_entry *rec = &lg->log.entries[lg->log.count];
-		git_blob *blob = NULL;
-		amp_error perr;
-		int seq;
-		amp_entry_kind kind;
-		char *id;
-
-		if (parse_name(git_tree_entry_name(te), &seq, &kind, &id) < 0)
-			continue;
-		if (seq >= lg->log.next_seq)
-			lg->log.next_seq = seq + 1;
-		if (git_blob_lookup(&blob, repo, git_tree_entry_id(te)) < 0) {
-			free(id);
-			status = amp_error_git(err, AMP_EIO, "cannot read %s/%s", dir,
-					       git_tree_entry_name(te));
-			goto cleanup;
-		}
-		if (amp_json_parse(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob),
-				   &rec->doc, &perr) < 0 || !json_is_object(rec->doc)) {
-			struct bad_record *b = &lg->bad[lg->nbad++];
-			int parsed = rec->doc != NULL;
-
-			json_decref(rec->doc);
-			rec->doc = NULL;
-			b->seq = seq;
-			b->kind = kind;
-			b->id = id;
-			snprintf(b->name, sizeof(b->name), "%s", git_tree_entry_name(te));
-			snprintf(b->reason, sizeof(b->reason), "%s",
-				 parsed ? "not a JSON object" : perr.message);
-		} else {
-			rec->seq = seq;
-			rec->kind = kind;
-			rec->id = id;
-			lg->log.count++;
-		}
-		git_blob_free(blob);
-	}
-cleanup:
-	git_tree_free(tree);
-	git_tree_entry_free(dir_entry);
-	if (status < 0)
-		lenient_free(lg);
-	return status;
-}
-
-static int64_t record_time(const json_t *doc)
-{
-	const char *ts = amp_json_str(doc, "timestamp");
-	int64_t ms;
-
-	return ts && amp_time_parse(ts, &ms) == 0 ? ms : -1;
-}
-
-/* 1 when the task already holds an escalation of `type` by system whose
- * first affected message is `first` (the cause, as send.c's `once`). */
+/* 1 when the task already holds a system escalation of `type` for `first`. */
 static int has_cause(const amp_task_log *log, const char *type, const char *first)
 {
-	size_t i;
-
-	for (i = 0; first && i < log->count; i++) {
-		const json_t *doc = log->entries[i].doc;
-		const json_t *p = json_object_get(doc, "payload");
-		const char *k = amp_json_str(p, "escalation_type");
-		const char *f = json_string_value(json_array_get(json_object_get(p, "affected_msgs"), 0));
-		const char *from = amp_json_str(doc, "from");
-
-		if (log->entries[i].kind == AMP_ENTRY_MSG && k && f && from &&
-		    !strcmp(k, type) && !strcmp(f, first) && !strcmp(from, "system"))
-			return 1;
-	}
-	return 0;
+	return amp_task_has_escalation(log, type, "system", first);
 }
 
 /* 1 when `id` has the shape of a msg_id, so it may stand in affected_msgs. */
@@ -233,108 +69,6 @@ static int need_schemas(struct watch *w)
 	if (amp_schema_set_load_amp(w->set, NULL, &err) < 0)
 		return amp_errlist_add(w->errors, AMP_EIO, err.path, "%s", err.message);
 	return AMP_OK;
-}
-
-struct lenient_ctx {
-	const amp_escalation *e;
-	const char *trailers;
-	amp_schema_set *set;
-	amp_send_result *res;
-	amp_errlist *errors;
-	size_t base;
-};
-
-/*
- * The escalation of a task that holds a broken record: amp_send_escalation
- * cannot read such a task (amp_store_read_task refuses it, rightly, for
- * everyone else), so the watcher writes it with its own reader, the same
- * record at the same place, `once` checked the same way inside the CAS.
- */
-static int build_lenient(amp_store *st, git_tree *tip, void *vctx,
-			 amp_store_write *w, amp_error *err)
-{
-	struct lenient_ctx *c = vctx;
-	const amp_escalation *e = c->e;
-	amp_message_fields f = { 0 };
-	struct lenient lg;
-	amp_task_state s;
-	json_t *payload = NULL, *msg = NULL;
-	const char *first = json_string_value(json_array_get(e->affected_msgs, 0));
-	char dir[128], path[512], *text = NULL;
-	int64_t ms = e->now_ms;
-	int status, critical = !strcmp(e->severity, "critical");
-	size_t i;
-
-	amp_errlist_truncate(c->errors, c->base);
-	c->res->duplicate = 0;
-	if ((status = read_lenient(st, tip, e->task_id, &lg, err)) < 0)
-		return status;
-	if (e->once && has_cause(&lg.log, e->escalation_type, first)) {
-		c->res->duplicate = 1;
-		status = AMP_NOOP;
-		goto cleanup;
-	}
-	amp_task_state_compute(&lg.log, &s);
-	payload = json_pack("{s:s,s:s,s:s,s:s,s:O,s:{s:s,s:i,s:s?},s:b}",
-			    "escalation_type", e->escalation_type, "severity", e->severity,
-			    "triggered_by", "system", "description", e->description,
-			    "affected_msgs", e->affected_msgs, "system_state_snapshot",
-			    "task_status", critical ? (!strcmp(e->escalation_type, "hallucination_lock")
-						       ? "locked" : "suspended") : s.state,
-			    "reject_count", s.reject_count,
-			    "last_successful_msg_id", s.last_successful_msg_id,
-			    "auto_suspended", e->auto_suspended >= 0 ? e->auto_suspended
-					      : strcmp(e->severity, "info") != 0);
-	for (;;) {
-		int taken = 0;
-
-		amp_msg_id_format(c->res->msg_id, sizeof(c->res->msg_id), "escalation",
-				  e->task_id, ms);
-		taken = amp_task_log_find(&lg.log, AMP_ENTRY_MSG, c->res->msg_id) != NULL;
-		for (i = 0; i < lg.nbad; i++)
-			taken |= !strcmp(lg.bad[i].id, c->res->msg_id);
-		if (!taken)
-			break;
-		ms++;
-	}
-	f.type = "escalation";
-	f.task_id = e->task_id;
-	f.from = "system";
-	f.to = "admin";
-	f.payload = payload;
-	f.requires_ack = -1;
-	f.ack_timeout_sec = -1;
-	f.now_ms = ms;
-	if (!payload || (status = amp_message_build(&msg, &f, err)) < 0) {
-		status = amp_error_set(err, AMP_EIO, "", "cannot build the escalation");
-		goto cleanup;
-	}
-	if ((status = amp_message_validate(c->set, msg, 0, c->errors)) < 0) {
-		status = amp_error_set(err, status, c->errors->items[c->base].path, "%s",
-				       c->errors->items[c->base].message);
-		goto cleanup;
-	}
-	if (!(text = amp_message_dump(msg))) {
-		status = amp_error_set(err, AMP_EIO, "", "out of memory");
-		goto cleanup;
-	}
-	amp_store_task_dir(e->task_id, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/%06d.msg.%s.json", dir, lg.log.next_seq,
-		 c->res->msg_id);
-	if ((status = amp_store_write_add(w, path, text, strlen(text), err)) < 0)
-		goto cleanup;
-	snprintf(w->subject, sizeof(w->subject), "escalation %s system -> admin", e->task_id);
-	snprintf(w->trailers, sizeof(w->trailers),
-		 "Amp-Msg-Id: %s\nAmp-Type: escalation\nAmp-Task: %s\n%s", c->res->msg_id,
-		 e->task_id, c->trailers);
-	snprintf(w->author, sizeof(w->author), "system");
-	status = AMP_OK;
-cleanup:
-	free(text);
-	json_decref(msg);
-	json_decref(payload);
-	lenient_free(&lg);
-	return status;
 }
 
 /*
@@ -371,20 +105,6 @@ static int fire(struct watch *w, const char *task, const char *type,
 	e.once = 1;
 	snprintf(trailers, sizeof(trailers), "Amp-Cause: %s %s\n", type, first ? first : "-");
 	status = amp_send_escalation(w->st, *w->set, &e, trailers, &res, &errs);
-	if (status == AMP_EIO) {
-		/* Perhaps the task holds a broken record: write it our way. */
-		struct lenient_ctx c = { &e, trailers, *w->set, &res, &errs, 0 };
-		amp_error err;
-
-		amp_errlist_truncate(&errs, 0);
-		memset(&res, 0, sizeof(res));
-		status = amp_store_update(w->st, amp_store_messages_ref(w->st), build_lenient,
-					  &c, NULL, &err);
-		if (status == AMP_NOOP)
-			status = AMP_OK;
-		else if (status < 0 && !errs.count)
-			amp_errlist_add(&errs, status, err.path, "%s", err.message);
-	}
 	if (status < 0) {
 		amp_errlist_add(w->errors, AMP_EIO, "", "cannot escalate %s on %s (%s): %s",
 				type, task, first ? first : "-",
@@ -422,10 +142,10 @@ static void escalate_unknown(struct watch *w, const char *task, const char *caus
 	json_decref(affected);
 }
 
-static void check_lock(struct watch *w, const struct lenient *lg, size_t i)
+static void check_lock(struct watch *w, const amp_task_log *log, size_t i)
 {
-	const amp_entry *e = &lg->log.entries[i];
-	amp_task_log upto = lg->log;
+	const amp_entry *e = &log->entries[i];
+	amp_task_log upto = *log;
 	amp_task_state s;
 	json_t *affected, *suggested;
 	const char *dispatch;
@@ -445,16 +165,16 @@ static void check_lock(struct watch *w, const struct lenient *lg, size_t i)
 			      "Roll back to checkpoint and terminate the current task branch");
 	snprintf(description, sizeof(description),
 		 "%s Hallucination Lock has been triggered: %d rejected verdicts %s (amp.lockThreshold %d), the last %s. The task is locked: only the admin may act until 'amp resume'.",
-		 lg->log.task_id, s.rejects_since_resume,
+		 log->task_id, s.rejects_since_resume,
 		 s.reject_count > s.rejects_since_resume ? "since the last resume" : "in a row",
 		 w->o->lock_threshold, e->id);
-	fire(w, lg->log.task_id, "hallucination_lock", "critical", affected, suggested,
+	fire(w, log->task_id, "hallucination_lock", "critical", affected, suggested,
 	     description);
 	json_decref(affected);
 	json_decref(suggested);
 }
 
-static void check_confidence(struct watch *w, const struct lenient *lg, const amp_entry *e)
+static void check_confidence(struct watch *w, const amp_task_log *log, const amp_entry *e)
 {
 	json_t *c = json_object_get(json_object_get(e->doc, "payload"), "confidence");
 	json_t *affected;
@@ -467,18 +187,18 @@ static void check_confidence(struct watch *w, const struct lenient *lg, const am
 		 "Review verdict %s (%s) has confidence %.2f < %.1f: the admin should see it before the coordinator forwards it to the executor (Confidence Threshold).",
 		 e->id, amp_json_str(json_object_get(e->doc, "payload"), "decision"),
 		 json_number_value(c), AMP_WATCH_CONFIDENCE_MIN);
-	fire(w, lg->log.task_id, "conflict", "info", affected, NULL, description);
+	fire(w, log->task_id, "conflict", "info", affected, NULL, description);
 	json_decref(affected);
 }
 
 /* The rules for message i of a task, new since the last pass. */
-static void check_message(struct watch *w, const struct lenient *lg, size_t i)
+static void check_message(struct watch *w, const amp_task_log *log, size_t i)
 {
-	const amp_entry *e = &lg->log.entries[i];
+	const amp_entry *e = &log->entries[i];
 	const char *type = amp_json_str(e->doc, "type");
 	const char *id = amp_json_str(e->doc, "msg_id");
 	const char *task = amp_json_str(e->doc, "task_id");
-	amp_task_log before = lg->log;
+	amp_task_log before = *log;
 	amp_errlist errs = { 0 };
 	char name[300], what[1200];
 	int status;
@@ -490,22 +210,22 @@ static void check_message(struct watch *w, const struct lenient *lg, size_t i)
 		json_t *affected = json_pack("[s]", e->id);
 		char description[1024];
 
-		if (!has_cause(&lg->log, "branch_violation", e->id)) {
+		if (!has_cause(log, "branch_violation", e->id)) {
 			snprintf(description, sizeof(description),
 				 "%s in the SSOT dispatches %s to protected branch '%s' (Branch Validation): the executor must refuse it; re-dispatch on a feature branch.",
-				 e->id, lg->log.task_id,
+				 e->id, log->task_id,
 				 amp_json_str(json_object_get(e->doc, "payload"), "branch"));
-			fire(w, lg->log.task_id, "branch_violation", "warning", affected, NULL,
+			fire(w, log->task_id, "branch_violation", "warning", affected, NULL,
 			     description);
 		}
 		json_decref(affected);
 		return;
 	}
-	if (!id || strcmp(id, e->id) || !task || strcmp(task, lg->log.task_id)) {
+	if (!id || strcmp(id, e->id) || !task || strcmp(task, log->task_id)) {
 		snprintf(what, sizeof(what), "its msg_id/task_id (%s, %s) do not match its place",
 			 id ? id : "none", task ? task : "none");
-		if (!has_cause(&lg->log, "unknown", e->id))
-			escalate_unknown(w, lg->log.task_id, e->id, name, what);
+		if (!has_cause(log, "unknown", e->id))
+			escalate_unknown(w, log->task_id, e->id, name, what);
 		return;
 	}
 	if (need_schemas(w) < 0)
@@ -529,9 +249,9 @@ static void check_message(struct watch *w, const struct lenient *lg, size_t i)
 			 status == AMP_ESCHEMA ? "not schema-valid:" : "breaks a send-time rule:",
 			 errs.items[0].path, errs.items[0].path[0] ? ": " : "",
 			 errs.items[0].message, errs.count, errs.count > 1 ? "s" : "");
-		if (!has_cause(&lg->log, kind, e->id)) {
+		if (!has_cause(log, kind, e->id)) {
 			if (!strcmp(kind, "unknown")) {
-				escalate_unknown(w, lg->log.task_id, e->id, name, what);
+				escalate_unknown(w, log->task_id, e->id, name, what);
 			} else {
 				json_t *affected = json_pack("[s]", e->id);
 				char description[1400];
@@ -539,7 +259,7 @@ static void check_message(struct watch *w, const struct lenient *lg, size_t i)
 				snprintf(description, sizeof(description),
 					 "%s in the SSOT asks for a review although CI failed (%s): the coordinator must re-dispatch instead (CI Gating).",
 					 e->id, errs.items[0].path);
-				fire(w, lg->log.task_id, kind, "warning", affected, NULL, description);
+				fire(w, log->task_id, kind, "warning", affected, NULL, description);
 				json_decref(affected);
 			}
 		}
@@ -547,10 +267,10 @@ static void check_message(struct watch *w, const struct lenient *lg, size_t i)
 	if (status == AMP_OK && type && !strcmp(type, "review_verdict")) {
 		const char *d = amp_json_str(json_object_get(e->doc, "payload"), "decision");
 
-		if (d && !strcmp(d, "rejected") && !has_cause(&lg->log, "hallucination_lock", e->id))
-			check_lock(w, lg, i);
-		if (!has_cause(&lg->log, "conflict", e->id))
-			check_confidence(w, lg, e);
+		if (d && !strcmp(d, "rejected") && !has_cause(log, "hallucination_lock", e->id))
+			check_lock(w, log, i);
+		if (!has_cause(log, "conflict", e->id))
+			check_confidence(w, log, e);
 	}
 	amp_errlist_free(&errs);
 }
@@ -560,9 +280,8 @@ static void check_message(struct watch *w, const struct lenient *lg, size_t i)
 /* The timers of a task from its whole log: ACKs awaited and the open
  * dispatch; NULL when it has none (or is suspended: Critical = Suspend
  * All stops the clocks too, and a resume restarts them). */
-static json_t *derive_timers(const struct lenient *lg)
+static json_t *derive_timers(const amp_task_log *log)
 {
-	const amp_task_log *log = &lg->log;
 	amp_task_state s;
 	json_t *acks = json_array(), *out = NULL;
 	int64_t resume_ms = -1;
@@ -575,7 +294,7 @@ static json_t *derive_timers(const struct lenient *lg)
 		const char *t = amp_json_str(log->entries[i].doc, "type");
 
 		if (log->entries[i].kind == AMP_ENTRY_CTL && t && !strcmp(t, "resume"))
-			resume_ms = record_time(log->entries[i].doc);
+			resume_ms = amp_record_time(log->entries[i].doc);
 	}
 	for (i = 0; i < log->count; i++) {
 		const amp_entry *e = &log->entries[i];
@@ -585,7 +304,7 @@ static json_t *derive_timers(const struct lenient *lg)
 		    (deadline = amp_message_ack_deadline(e->doc)) < 0 ||
 		    amp_task_ack_of(log, e->id) || has_cause(log, "ack_timeout", e->id))
 			continue;
-		sent = record_time(e->doc);
+		sent = amp_record_time(e->doc);
 		if (resume_ms > sent)
 			deadline = resume_ms + (deadline - sent);
 		json_array_append_new(acks, json_pack("{s:s,s:I,s:s?,s:s?}", "msg", e->id,
@@ -600,7 +319,7 @@ static json_t *derive_timers(const struct lenient *lg)
 	 * reports (task_result). */
 	if (s.last_dispatch && (!strcmp(s.flow_state, "dispatched") ||
 				!strcmp(s.flow_state, "in_progress"))) {
-		int64_t since = record_time(s.last_dispatch);
+		int64_t since = amp_record_time(s.last_dispatch);
 		json_t *fired = json_array();
 
 		if (resume_ms > since)
@@ -635,7 +354,7 @@ static void note_writes(struct watch *w, const amp_task_log *log)
 	for (i = 0; i < log->count; i++) {
 		const amp_entry *e = &log->entries[i];
 		const char *from = amp_json_str(e->doc, "from");
-		int64_t t = record_time(e->doc);
+		int64_t t = amp_record_time(e->doc);
 		json_t *cur;
 
 		if (e->kind == AMP_ENTRY_CTL || !from || t < 0)
@@ -788,37 +507,37 @@ static int save_state(struct watch *w)
 static void process_task(struct watch *w, const char *task, const json_t *new_files)
 {
 	json_t *tasks = json_object_get(w->state, "tasks"), *timers;
-	struct lenient lg;
+	amp_task_log log;
 	amp_error err;
 	char name[300];
 	size_t i;
 
-	if (read_lenient(w->st, w->tree, task, &lg, &err) < 0) {
+	if (amp_store_read_task(w->st, w->tree, task, &log, &err) < 0) {
 		amp_errlist_add(w->errors, err.status, err.path, "%s", err.message);
 		w->failed = 1;
 		return;
 	}
 	w->stats->tasks_read++;
-	note_writes(w, &lg.log);
+	note_writes(w, &log);
 	/* AMP/1.0 No Silent Failure: a record nobody can read is reported. */
-	for (i = 0; i < lg.nbad; i++)
-		if (json_object_get(new_files, lg.bad[i].name))
-			escalate_unknown(w, task, lg.bad[i].kind == AMP_ENTRY_CTL ? NULL : lg.bad[i].id,
-					 lg.bad[i].name, lg.bad[i].reason);
-	for (i = 0; i < lg.log.count; i++) {
-		const amp_entry *e = &lg.log.entries[i];
+	for (i = 0; i < log.nbad; i++)
+		if (json_object_get(new_files, log.bad[i].name))
+			escalate_unknown(w, task, log.bad[i].kind == AMP_ENTRY_CTL ? NULL : log.bad[i].id,
+					 log.bad[i].name, log.bad[i].reason);
+	for (i = 0; i < log.count; i++) {
+		const amp_entry *e = &log.entries[i];
 
 		entry_name(e, name, sizeof(name));
 		if (!json_object_get(new_files, name))
 			continue;
 		if (e->kind == AMP_ENTRY_MSG) {
-			check_message(w, &lg, i);
+			check_message(w, &log, i);
 		} else if (e->kind == AMP_ENTRY_ACK && need_schemas(w) == AMP_OK) {
 			amp_errlist errs = { 0 };
 			char what[1200];
 
 			if (amp_message_validate(*w->set, e->doc, 1, &errs) == AMP_ESCHEMA &&
-			    !has_cause(&lg.log, "unknown", e->id)) {
+			    !has_cause(&log, "unknown", e->id)) {
 				snprintf(what, sizeof(what), "ACK not schema-valid: %.200s: %.600s",
 					 errs.items[0].path, errs.items[0].message);
 				escalate_unknown(w, task, e->id, name, what);
@@ -826,11 +545,11 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 			amp_errlist_free(&errs);
 		}
 	}
-	if ((timers = derive_timers(&lg)))
+	if ((timers = derive_timers(&log)))
 		json_object_set_new(tasks, task, timers);
 	else
 		json_object_del(tasks, task);
-	lenient_free(&lg);
+	amp_task_log_free(&log);
 }
 
 /*

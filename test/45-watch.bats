@@ -264,8 +264,12 @@ JSON
 	send_dispatch
 	local B=task_result-$T-1772116400000
 	printf '{"msg_id": "%s", "type": "task_res' "$B" | plant "$(next_path $T $B)"
+	# the task is not blocked: status shows the record it cannot read
 	run amp status $T
-	assert_failure 4
+	assert_success
+	assert_output --partial "unreadable record 000002.msg.$B.json: invalid JSON"
+	run amp status $T --json
+	assert_output --partial '"unreadable": ['
 	at 10
 	run amp watch --once
 	assert_success
@@ -280,6 +284,9 @@ JSON
 	run amp watch --once
 	assert_output ""
 	assert_equal "$(git ls-tree -r --name-only refs/amp/messages | grep -c '\.msg\.escalation-')" 1
+	# the broken record's msg_id stays taken, and the task goes on
+	run amp ack "$D" --from executor
+	assert_success
 }
 
 @test "rule 10: a schema-invalid message in the SSOT is escalated as unknown, naming the field" {
