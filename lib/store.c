@@ -504,6 +504,14 @@ cleanup:
 
 /* ---- writing ------------------------------------------------------------ */
 
+/* Length of the directory part of path ("a/b/c.json" -> 3). */
+static size_t dir_len(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? (size_t)(slash - path) : 0;
+}
+
 int amp_store_write_add(amp_store_write *w, const char *path, const char *data,
 			size_t len, amp_error *err)
 {
@@ -511,6 +519,11 @@ int amp_store_write_add(amp_store_write *w, const char *path, const char *data,
 
 	if (w->nfiles == AMP_WRITE_MAX_FILES)
 		return amp_error_set(err, AMP_EIO, "", "too many files in one commit");
+	/* One commit adds to one directory: one path of trees to rewrite. */
+	if (w->nfiles && (dir_len(path) != dir_len(w->files[0].path) ||
+			  strncmp(path, w->files[0].path, dir_len(path))))
+		return amp_error_set(err, AMP_EIO, "", "%s is not in the directory of %s",
+				     path, w->files[0].path);
 	if (!(copy = malloc(len + 1)))
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
 	memcpy(copy, data, len);
@@ -532,49 +545,58 @@ static void write_reset(amp_store_write *w)
 }
 
 /*
- * Returns in *out the tree `base` (NULL = empty) with blob `blob` added at
- * `path`, rewriting only the trees along that path.  Append-only: a path
- * that already holds a different object is refused.
+ * Returns in *out the tree `base` (NULL = empty) with every file of `w`
+ * added under `dir` (the files' common directory, relative to base),
+ * rewriting only the trees along that one path.  Append-only: a name that
+ * already holds a different object is refused.
  */
-static int tree_insert(git_repository *repo, git_tree *base, const char *path,
-		       const git_oid *blob, git_oid *out, amp_error *err)
+static int tree_insert(git_repository *repo, git_tree *base, const char *dir,
+		       const amp_store_write *w, const git_oid *blobs,
+		       git_oid *out, amp_error *err)
 {
-	const char *slash = strchr(path, '/');
+	const char *slash = strchr(dir, '/');
 	git_treebuilder *tb = NULL;
 	git_tree *sub = NULL;
 	const git_tree_entry *existing;
 	git_oid sub_oid;
 	char name[256];
+	size_t i;
 	int status = AMP_OK;
 
 	if (git_treebuilder_new(&tb, repo, base) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot build a tree");
 		goto cleanup;
 	}
-	if (!slash) {
-		existing = git_treebuilder_get(tb, path);
-		if (existing) {
-			if (!git_oid_equal(git_tree_entry_id(existing), blob))
+	if (!*dir) {
+		for (i = 0; i < w->nfiles; i++) {
+			const char *file = w->files[i].path + dir_len(w->files[i].path);
+
+			file += *file == '/';
+			existing = git_treebuilder_get(tb, file);
+			if (existing && !git_oid_equal(git_tree_entry_id(existing), &blobs[i])) {
 				status = amp_error_set(err, AMP_ERULE, "",
 						       "append-only store: %s already exists",
-						       path);
-			else
-				git_oid_cpy(out, git_tree_id(base));
-			goto cleanup;
-		}
-		if (git_treebuilder_insert(NULL, tb, path, blob, GIT_FILEMODE_BLOB) < 0) {
-			status = amp_error_git(err, AMP_EIO, "cannot add %s", path);
-			goto cleanup;
+						       w->files[i].path);
+				goto cleanup;
+			}
+			if (!existing &&
+			    git_treebuilder_insert(NULL, tb, file, &blobs[i], GIT_FILEMODE_BLOB) < 0) {
+				status = amp_error_git(err, AMP_EIO, "cannot add %s", w->files[i].path);
+				goto cleanup;
+			}
 		}
 	} else {
-		snprintf(name, sizeof(name), "%.*s", (int)(slash - path), path);
+		size_t len = slash ? (size_t)(slash - dir) : strlen(dir);
+
+		snprintf(name, sizeof(name), "%.*s", (int)len, dir);
 		existing = git_treebuilder_get(tb, name);
 		if (existing && git_tree_entry_type(existing) == GIT_OBJECT_TREE &&
 		    git_tree_lookup(&sub, repo, git_tree_entry_id(existing)) < 0) {
 			status = amp_error_git(err, AMP_EIO, "cannot read %s", name);
 			goto cleanup;
 		}
-		if ((status = tree_insert(repo, sub, slash + 1, blob, &sub_oid, err)) < 0)
+		if ((status = tree_insert(repo, sub, slash ? slash + 1 : "", w, blobs,
+					  &sub_oid, err)) < 0)
 			goto cleanup;
 		if (git_treebuilder_insert(NULL, tb, name, &sub_oid, GIT_FILEMODE_TREE) < 0) {
 			status = amp_error_git(err, AMP_EIO, "cannot add %s", name);
@@ -592,10 +614,10 @@ cleanup:
 static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
 			const amp_store_write *w, git_oid *out, amp_error *err)
 {
-	git_oid blob, tree_oid, next;
+	git_oid blobs[AMP_WRITE_MAX_FILES], tree_oid, next;
 	git_tree *tree = NULL, *next_tree = NULL;
 	git_signature *author = NULL, *committer = NULL;
-	char email[64], message[2048];
+	char email[64], message[2048], dir[AMP_PATH_MAX];
 	int64_t now_ms;
 	size_t i;
 	int status;
@@ -606,15 +628,17 @@ static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
 		status = amp_error_git(err, AMP_EIO, "cannot read the tip tree");
 		goto cleanup;
 	}
-	for (i = 0; i < w->nfiles; i++) {
-		if (git_blob_create_from_buffer(&blob, st->repo, w->files[i].data,
+	for (i = 0; i < w->nfiles; i++)
+		if (git_blob_create_from_buffer(&blobs[i], st->repo, w->files[i].data,
 						w->files[i].len) < 0) {
 			status = amp_error_git(err, AMP_EIO, "cannot write %s",
 					       w->files[i].path);
 			goto cleanup;
 		}
-		if ((status = tree_insert(st->repo, tree, w->files[i].path, &blob,
-					  &tree_oid, err)) < 0)
+	if (w->nfiles) {
+		snprintf(dir, sizeof(dir), "%.*s", (int)dir_len(w->files[0].path),
+			 w->files[0].path);
+		if ((status = tree_insert(st->repo, tree, dir, w, blobs, &tree_oid, err)) < 0)
 			goto cleanup;
 		if (git_tree_lookup(&next_tree, st->repo, &tree_oid) < 0) {
 			status = amp_error_git(err, AMP_EIO, "cannot read a new tree");

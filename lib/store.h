@@ -148,7 +148,8 @@ typedef struct amp_store_write {
 	char author[32];    /* the role that writes */
 } amp_store_write;
 
-/* Adds a file to w; data is copied. */
+/* Adds a file to w; data is copied.  All files of one write share a
+ * directory. */
 int amp_store_write_add(amp_store_write *w, const char *path, const char *data,
 			size_t len, amp_error *err);
 
