@@ -30,6 +30,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,7 @@ struct amp_schema_set {
 	unsigned anon;
 	char *scratch;		/* key building for the tables */
 	size_t scratch_alloc;
+	json_t *lazy;		/* URI prefix -> file or directory, read on first use */
 };
 
 /* A growable string; `oom` sticks once an allocation failed. */
@@ -503,6 +505,7 @@ void amp_schema_set_free(amp_schema_set *set)
 	json_decref(set->scopes);
 	json_decref(set->roots);
 	json_decref(set->pattern_ids);
+	json_decref(set->lazy);
 	free(set->scratch);
 	free(set);
 }
@@ -687,11 +690,20 @@ int amp_schema_set_load_amp(amp_schema_set **out, const char *dir,
 	}
 	if (!(set = amp_schema_set_new()))
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
-	if ((status = amp_schema_set_add_dir(set, dir, err)) < 0)
+	/* schemas/<name> has the id AMP_SCHEMA_BASE<name> (test/15-crosscheck
+	 * checks it), so each is read when first needed. */
+	if ((status = amp_schema_set_add_lazy(set, AMP_SCHEMA_BASE, dir)) < 0) {
+		amp_error_set(err, status, "", "out of memory");
 		goto cleanup;
+	}
 	/* AMP's schemas do not need the meta-schema; it is there for any
 	 * "$ref" to it, so its absence is not an error. */
-	amp_schema_set_add_meta(set, NULL);
+	if (amp_data_path("json-schema/draft-07.schema.json", found, sizeof(found)) == 0 &&
+	    (status = amp_schema_set_add_lazy(set, "http://json-schema.org/draft-07/schema",
+					      found)) < 0) {
+		amp_error_set(err, status, "", "out of memory");
+		goto cleanup;
+	}
 	*out = set;
 	set = NULL;
 cleanup:
@@ -765,6 +777,50 @@ cleanup:
 
 /* The [subschema, scope] entry of an absolute URI; borrowed from the set,
  * NULL when nothing answers to it. */
+/*
+ * A document registered with amp_schema_set_add_lazy is parsed the first
+ * time a URI under its prefix is looked up: validating one AMP message needs
+ * three of the schema files, and parsing all of them was a quarter of an
+ * `amp send`.  Returns 0 when `uri` (without fragment) got loaded.
+ */
+static int load_lazy(amp_schema_set *set, const char *uri)
+{
+	const char *prefix, *name;
+	json_t *where;
+	char path[4096];
+	size_t n;
+
+	json_object_foreach(set->lazy, prefix, where) {
+		n = strlen(prefix);
+		if (strncmp(uri, prefix, n))
+			continue;
+		name = uri + n;
+		if (!*name) {
+			/* the prefix names one document */
+			snprintf(path, sizeof(path), "%s", json_string_value(where));
+		} else {
+			/* a document of the directory: a plain file name only */
+			if (strchr(name, '/') || name[0] == '.' ||
+			    snprintf(path, sizeof(path), "%s/%s",
+				     json_string_value(where), name) >= (int)sizeof(path))
+				continue;
+		}
+		if (access(path, R_OK) == 0 &&
+		    amp_schema_set_add_file(set, path, NULL) == 0)
+			return json_object_get(set->index, uri) ? 0 : -1;
+	}
+	return -1;
+}
+
+int amp_schema_set_add_lazy(amp_schema_set *set, const char *uri_prefix,
+			    const char *path)
+{
+	if (!set->lazy && !(set->lazy = json_object()))
+		return AMP_EIO;
+	return json_object_set_new(set->lazy, uri_prefix, json_string(path)) < 0 ?
+	       AMP_EIO : AMP_OK;
+}
+
 static json_t *lookup_entry(amp_schema_set *set, const char *uri)
 {
 	json_t *entry, *doc;
@@ -778,7 +834,8 @@ static json_t *lookup_entry(amp_schema_set *set, const char *uri)
 		frag = strchr(copy, '#');
 		if (frag)
 			*frag++ = '\0';
-		doc = json_object_get(set->index, copy);
+		if (!(doc = json_object_get(set->index, copy)) && load_lazy(set, copy) == 0)
+			doc = json_object_get(set->index, copy);
 		if (doc && frag)
 			percent_decode(frag);
 		if (!doc || (frag && *frag && *frag != '/'))

@@ -53,6 +53,13 @@ int amp_schema_set_add_file(amp_schema_set *set, const char *path,
  * that "$ref": "http://json-schema.org/draft-07/schema#" resolves. */
 int amp_schema_set_add_meta(amp_schema_set *set, amp_error *err);
 
+/* Registers documents to be read on first use: a URI equal to
+ * `uri_prefix` is the file `path`; a URI `uri_prefix` + NAME (a plain file
+ * name) is the file `path`/NAME, when `path` is a directory.  The document
+ * must carry that URI as its "$id". */
+int amp_schema_set_add_lazy(amp_schema_set *set, const char *uri_prefix,
+			    const char *path);
+
 /* The schema document or subschema registered under `uri` (fragment
  * allowed: "...#/definitions/x"); borrowed, NULL when unknown. */
 json_t *amp_schema_set_lookup(amp_schema_set *set, const char *uri);
