@@ -33,7 +33,7 @@ static int build_resume(amp_store *st, git_tree *tip, void *vctx,
 	amp_task_log log;
 	amp_task_state s;
 	json_t *schema;
-	char dir[128], name[320], path[512], when[AMP_TIME_BUFSZ], *text = NULL;
+	char when[AMP_TIME_BUFSZ];
 	int64_t ms = c->now_ms;
 	int status;
 
@@ -82,14 +82,8 @@ static int build_resume(amp_store *st, git_tree *tip, void *vctx,
 		status = amp_error_set(err, status, first->path, "%s", first->message);
 		goto cleanup;
 	}
-	if (!(text = amp_message_dump(c->doc))) {
-		status = amp_error_set(err, AMP_EIO, "", "out of memory");
-		goto cleanup;
-	}
-	amp_store_task_dir(c->task_id, dir, sizeof(dir));
-	amp_store_entry_name(log.next_seq, AMP_ENTRY_CTL, c->res->name, name, sizeof(name));
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if ((status = amp_store_write_add(w, path, text, strlen(text), err)) < 0)
+	if ((status = amp_send_add_record(w, &log, AMP_ENTRY_CTL, c->res->name, c->doc,
+					   err)) < 0)
 		goto cleanup;
 	snprintf(w->subject, sizeof(w->subject), "resume %s admin: lifts %s",
 		 c->task_id, s.suspended_by);
@@ -99,7 +93,6 @@ static int build_resume(amp_store *st, git_tree *tip, void *vctx,
 	snprintf(w->author, sizeof(w->author), "admin");
 	status = AMP_OK;
 cleanup:
-	free(text);
 	amp_task_log_free(&log);
 	return status;
 }

@@ -30,6 +30,23 @@ static int first_error(amp_errlist *errors, size_t base, int status,
 	return amp_error_set(err, status, "", "refused");
 }
 
+int amp_send_add_record(amp_store_write *w, const amp_task_log *log,
+			amp_entry_kind kind, const char *id, const json_t *doc,
+			amp_error *err)
+{
+	char dir[128], name[320], path[512], *text;
+	int status;
+
+	if (!(text = amp_message_dump(doc)))
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	amp_store_task_dir(log->task_id, dir, sizeof(dir));
+	amp_store_entry_name(log->next_seq, kind, id, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	status = amp_store_write_add(w, path, text, strlen(text), err);
+	free(text);
+	return status;
+}
+
 static int build_message(amp_store *st, git_tree *tip, void *vctx,
 			 amp_store_write *w, amp_error *err)
 {
@@ -38,7 +55,6 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	const char *type = amp_json_str(c->msg, "type");
 	const amp_entry *existing;
 	amp_task_log log;
-	char dir[128], name[320], path[512], *text = NULL;
 	int status;
 
 	amp_errlist_truncate(c->errors, c->errors_base);
@@ -81,14 +97,8 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 		first_error(c->errors, c->errors_base, status, err);
 		goto cleanup;
 	}
-	if (!(text = amp_message_dump(c->msg))) {
-		status = amp_error_set(err, AMP_EIO, "", "out of memory");
-		goto cleanup;
-	}
-	amp_store_task_dir(task, dir, sizeof(dir));
-	amp_store_entry_name(log.next_seq, AMP_ENTRY_MSG, c->res->msg_id, name, sizeof(name));
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if ((status = amp_store_write_add(w, path, text, strlen(text), err)) < 0)
+	if ((status = amp_send_add_record(w, &log, AMP_ENTRY_MSG, c->res->msg_id,
+					   c->msg, err)) < 0)
 		goto cleanup;
 	snprintf(w->subject, sizeof(w->subject), "%s %s %s -> %s", type, task,
 		 amp_json_str(c->msg, "from"), amp_json_str(c->msg, "to"));
@@ -98,7 +108,6 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	snprintf(w->author, sizeof(w->author), "%s", amp_json_str(c->msg, "from"));
 	status = AMP_OK;
 cleanup:
-	free(text);
 	amp_task_log_free(&log);
 	return status;
 }
@@ -306,7 +315,7 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 	const amp_entry *target;
 	amp_task_log log;
 	amp_task_state s;
-	char dir[128], name[320], path[512], when[AMP_TIME_BUFSZ], *text = NULL;
+	char when[AMP_TIME_BUFSZ];
 	const char *to;
 	int status;
 
@@ -351,14 +360,8 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 		status = first_error(c->errors, c->errors_base, AMP_ESCHEMA, err);
 		goto cleanup;
 	}
-	if (!(text = amp_message_dump(c->ack))) {
-		status = amp_error_set(err, AMP_EIO, "", "out of memory");
-		goto cleanup;
-	}
-	amp_store_task_dir(c->task, dir, sizeof(dir));
-	amp_store_entry_name(log.next_seq, AMP_ENTRY_ACK, c->msg_id, name, sizeof(name));
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if ((status = amp_store_write_add(w, path, text, strlen(text), err)) < 0)
+	if ((status = amp_send_add_record(w, &log, AMP_ENTRY_ACK, c->msg_id, c->ack,
+					   err)) < 0)
 		goto cleanup;
 	snprintf(w->subject, sizeof(w->subject), "ack %s %s -> %s", c->msg_id,
 		 c->from, amp_json_str(target->doc, "from"));
@@ -367,7 +370,6 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 	snprintf(w->author, sizeof(w->author), "%s", c->from);
 	status = AMP_OK;
 cleanup:
-	free(text);
 	amp_task_log_free(&log);
 	return status;
 }

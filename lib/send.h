@@ -52,6 +52,14 @@ int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
 		 amp_errlist *errors);
 
 /*
+ * For build callbacks: adds `doc`, dumped as amp stores records, to `w` as
+ * the next record of the task whose log is `log`, named after kind and id.
+ */
+int amp_send_add_record(amp_store_write *w, const amp_task_log *log,
+			amp_entry_kind kind, const char *id, const json_t *doc,
+			amp_error *err);
+
+/*
  * Writes a refused record to the error log: its raw bytes (opts->raw, or
  * the dump of msg) and the errors of `errors` from index `base` on.  When
  * the log cannot be written, says so in `errors` rather than losing it.
