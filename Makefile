@@ -94,7 +94,7 @@ ASAN_FLAGS = -std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=all
 # Sanitizer reports go to files as well as failing the process, so that a
 # test expecting a failure cannot pass on a sanitizer abort: test/run fails
-# when any report file exists.
+# when any report holds a finding.
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build/asan BIN=build/asan/bin \
 		CFLAGS="$(ASAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" all
