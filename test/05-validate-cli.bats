@@ -82,7 +82,7 @@ setup() {
 	run --separate-stderr amp validate --json --schema task.schema.json good.json two.jsonl
 	assert_failure 1
 	assert_equal "$stderr" ""
-	run python3 -c '
+	run /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])
 assert d["valid"] is False
