@@ -115,14 +115,8 @@ int main(int argc, char **argv)
 
 	if (envelope_file) {
 		source = envelope_file;
-		if ((status = amp_read_file(envelope_file, &raw, &raw_len, &err)) < 0) {
-			code = amp_cli_fail("send", &err);
-			goto cleanup;
-		}
-		if ((status = amp_json_parse(raw, raw_len, &msg, &err)) < 0) {
-			amp_errlist_add(&errors, status, err.path, "%s", err.message);
-			sopts.source = source;
-			amp_store_log_rejection(st, "send", source, raw, raw_len, status, &errors, NULL);
+		if ((status = amp_send_read_json(st, "send", envelope_file, "", &msg,
+						 &raw, &raw_len, &errors)) < 0) {
 			code = amp_cli_print_errors("send", &errors, status);
 			goto cleanup;
 		}
@@ -138,17 +132,11 @@ int main(int argc, char **argv)
 			code = amp_cli_usage_error("send", usage, "--to is required for %s", type);
 			goto cleanup;
 		}
-		if (payload_file) {
-			if ((status = amp_read_file(payload_file, &raw, &raw_len, &err)) < 0) {
-				code = amp_cli_fail("send", &err);
-				goto cleanup;
-			}
-			if ((status = amp_json_parse(raw, raw_len, &payload, &err)) < 0) {
-				amp_errlist_add(&errors, status, "/payload", "%s", err.message);
-				amp_store_log_rejection(st, "send", payload_file, raw, raw_len, status, &errors, NULL);
-				code = amp_cli_print_errors("send", &errors, status);
-				goto cleanup;
-			}
+		if (payload_file &&
+		    (status = amp_send_read_json(st, "send", payload_file, "/payload",
+						 &payload, NULL, NULL, &errors)) < 0) {
+			code = amp_cli_print_errors("send", &errors, status);
+			goto cleanup;
 		}
 		f.type = type;
 		f.task_id = task;

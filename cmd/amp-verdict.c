@@ -37,8 +37,7 @@ int main(int argc, char **argv)
 	amp_error err;
 	const char *repo = NULL, *payload_file = NULL, *from = NULL;
 	json_t *payload = NULL;
-	char *raw = NULL, *end;
-	size_t raw_len = 0;
+	char *end;
 	int c, json_out = 0, code = 0, status;
 
 	f.confidence = -1;
@@ -72,17 +71,11 @@ int main(int argc, char **argv)
 	if ((code = amp_cli_open_store("verdict", repo, &st)) ||
 	    (code = amp_cli_load_schemas("verdict", &set)))
 		goto cleanup;
-	if (payload_file) {
-		if ((status = amp_read_file(payload_file, &raw, &raw_len, &err)) < 0) {
-			code = amp_cli_fail("verdict", &err);
-			goto cleanup;
-		}
-		if ((status = amp_json_parse(raw, raw_len, &payload, &err)) < 0) {
-			amp_errlist_add(&errors, status, "/payload", "%s", err.message);
-			amp_store_log_rejection(st, "verdict", payload_file, raw, raw_len, status, &errors, NULL);
-			code = amp_cli_print_errors("verdict", &errors, status);
-			goto cleanup;
-		}
+	if (payload_file &&
+	    (status = amp_send_read_json(st, "verdict", payload_file, "/payload",
+					 &payload, NULL, NULL, &errors)) < 0) {
+		code = amp_cli_print_errors("verdict", &errors, status);
+		goto cleanup;
 	}
 	if ((status = amp_clock_now_ms(&f.now_ms, &err)) < 0) {
 		code = amp_cli_fail("verdict", &err);
@@ -107,7 +100,6 @@ int main(int argc, char **argv)
 cleanup:
 	amp_errlist_free(&errors);
 	json_decref(payload);
-	free(raw);
 	amp_schema_set_free(set);
 	amp_store_free(st);
 	return code;

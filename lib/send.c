@@ -8,6 +8,7 @@
 #include "message.h"
 #include "rules.h"
 #include "task.h"
+#include "util.h"
 
 struct message_ctx {
 	amp_schema_set *set;
@@ -143,6 +144,38 @@ void amp_send_log_rejection(amp_store *st, const amp_send_opts *opts,
 static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 		     const amp_send_opts *opts, amp_send_result *res,
 		     amp_errlist *errors, const char *extra_trailers, int once);
+
+int amp_send_read_json(amp_store *st, const char *command, const char *file,
+		       const char *pointer, json_t **doc, char **raw,
+		       size_t *raw_len, amp_errlist *errors)
+{
+	amp_send_opts opts = { command, file, NULL, 0, 0 };
+	amp_error err;
+	char *data = NULL;
+	size_t len = 0;
+	int status;
+
+	*doc = NULL;
+	if ((status = amp_read_file(file, &data, &len, &err)) < 0)
+		return amp_errlist_add(errors, status, "", "%s", err.message);
+	if ((status = amp_json_parse(data, len, doc, &err)) < 0) {
+		size_t base = errors->count;
+
+		amp_errlist_add(errors, status, pointer, "%s", err.message);
+		opts.raw = data;
+		opts.raw_len = len;
+		amp_send_log_rejection(st, &opts, NULL, status, errors, base);
+		free(data);
+		return status;
+	}
+	if (raw) {
+		*raw = data;
+		*raw_len = len;
+	} else {
+		free(data);
+	}
+	return AMP_OK;
+}
 
 static int record_branch_violation(amp_store *st, amp_schema_set *set,
 				   const json_t *msg, amp_send_result *res,

@@ -60,6 +60,18 @@ int amp_send_add_record(amp_store_write *w, const amp_task_log *log,
 			amp_error *err);
 
 /*
+ * Reads the JSON document a command was handed (a --payload or --envelope
+ * file, "-" for stdin).  Returns AMP_OK with *doc (the caller frees it) and,
+ * when `raw` is not NULL, the bytes as read in *raw / *raw_len (the caller
+ * frees them).  Otherwise the reason is in `errors`: AMP_EIO when the file
+ * cannot be read; AMP_ESCHEMA when it is not JSON, named at `pointer`, and
+ * its bytes go to the error log like any rejected message.
+ */
+int amp_send_read_json(amp_store *st, const char *command, const char *file,
+		       const char *pointer, json_t **doc, char **raw,
+		       size_t *raw_len, amp_errlist *errors);
+
+/*
  * Writes a refused record to the error log: its raw bytes (opts->raw, or
  * the dump of msg) and the errors of `errors` from index `base` on.  When
  * the log cannot be written, says so in `errors` rather than losing it.

@@ -952,17 +952,26 @@ static int build_rejection(amp_store *st, git_tree *tip, void *ctx,
 			   amp_store_write *w, amp_error *err)
 {
 	struct rejection_ctx *rc = ctx;
-	char path[256];
-	int status;
+	git_tree_entry *taken = NULL;
+	char dir[192], path[256];
+	int status, n;
 
 	(void)st;
-	(void)tip;
+	/* One directory per rejection: the same bytes refused twice in one
+	 * millisecond (by two commands, say) are two events, kept apart. */
+	snprintf(dir, sizeof(dir), "%s", rc->dir);
+	for (n = 2; git_tree_entry_bypath(&taken, tip, dir) == 0; n++) {
+		git_tree_entry_free(taken);
+		taken = NULL;
+		snprintf(dir, sizeof(dir), "%s-%d", rc->dir, n);
+	}
+	git_error_clear();
 	snprintf(w->subject, sizeof(w->subject), "%s", rc->subject);
 	snprintf(w->author, sizeof(w->author), "system");
-	snprintf(path, sizeof(path), "%s/raw", rc->dir);
+	snprintf(path, sizeof(path), "%s/raw", dir);
 	if ((status = amp_store_write_add(w, path, rc->raw, rc->len, err)) < 0)
 		return status;
-	snprintf(path, sizeof(path), "%s/reasons.json", rc->dir);
+	snprintf(path, sizeof(path), "%s/reasons.json", dir);
 	return amp_store_write_add(w, path, rc->reasons, strlen(rc->reasons), err);
 }
 
@@ -1019,8 +1028,6 @@ int amp_store_log_rejection(amp_store *st, const char *command,
 		 source ? source : "-",
 		 reasons && reasons->count ? reasons->items[0].message : "");
 	result = amp_store_update(st, st->errors_ref, build_rejection, &rc, NULL, err);
-	if (result == AMP_NOOP)
-		result = AMP_OK;
 cleanup:
 	free(rc.reasons);
 	json_decref(msg);

@@ -412,3 +412,20 @@ print("fields ok")' "$output"
 	assert_file_exists .git/refs/amp/messages.lock
 	assert_equal "$(commit_count)" 1
 }
+
+@test "a payload that is not JSON is logged; when the error log cannot be written, the user is told" {
+	echo '{"description": ' > broken.json
+	run amp send task_dispatch --task $T --from coordinator --payload broken.json
+	assert_failure 1
+	assert_output --partial "amp send: error: /payload: invalid JSON"
+	run amp errors --json
+	assert_output --partial '"source": "broken.json"'
+	run amp verdict $T --decision approved --confidence 0.9 --payload broken.json
+	assert_failure 1
+	assert_output --partial "amp verdict: error: /payload: invalid JSON"
+	git update-ref -d refs/amp/errors
+	run amp send --envelope broken.json
+	assert_failure 4
+	assert_output --partial "invalid JSON"
+	assert_output --partial "could not write the error log"
+}
