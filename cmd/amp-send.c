@@ -16,19 +16,6 @@ static const char usage[] =
 	"   or: amp send --envelope <file>|- [--json] [--repo <dir>]\n"
 	"types: task_dispatch task_result review_request review_verdict escalation\n";
 
-/* The only receiver a type can have, so --to may be left out; a dispatch
- * goes to the executor unless told otherwise. */
-static const char *default_to(const char *type)
-{
-	const amp_type_info *t = amp_type_lookup(type);
-
-	if (!t)
-		return NULL;
-	if (!strcmp(type, "task_dispatch"))
-		return "executor";
-	return strchr(t->receivers, ' ') ? NULL : t->receivers;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -128,10 +115,8 @@ int main(int argc, char **argv)
 			code = amp_cli_usage_error("send", usage, "--from is required (or set AMP_ROLE or git config amp.role)");
 			goto cleanup;
 		}
-		if (!to && !(to = default_to(type))) {
-			code = amp_cli_usage_error("send", usage, "--to is required for %s", type);
-			goto cleanup;
-		}
+		if (!to)
+			to = amp_type_lookup(type)->default_to;
 		if (payload_file &&
 		    (status = amp_send_read_json(st, "send", payload_file, "/payload",
 						 &payload, NULL, NULL, &errors)) < 0) {

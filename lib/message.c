@@ -6,13 +6,14 @@
 
 #include "clock.h"
 
-/* AMP/1.0 §01-§05: ACK timeouts and who writes each type to whom. */
+/* AMP/1.0 §01-§05: ACK timeouts, and the addressee: a dispatch goes to the
+ * executor unless told otherwise, every other type has one receiver. */
 static const amp_type_info types[] = {
-	{ "task_dispatch", 1, 300, "coordinator admin", "executor coordinator" },
-	{ "task_result", 1, 120, "executor", "coordinator" },
-	{ "review_request", 1, 600, "coordinator", "reviewer" },
-	{ "review_verdict", 1, 60, "reviewer", "coordinator" },
-	{ "escalation", 0, 0, "admin coordinator executor reviewer system", "admin" },
+	{ "task_dispatch", 1, 300, "executor" },
+	{ "task_result", 1, 120, "coordinator" },
+	{ "review_request", 1, 600, "reviewer" },
+	{ "review_verdict", 1, 60, "coordinator" },
+	{ "escalation", 0, 0, "admin" },
 };
 
 const amp_type_info *amp_type_lookup(const char *name)

@@ -17,8 +17,8 @@ typedef struct amp_type_info {
 	const char *name;
 	int requires_ack;     /* default of requires_ack */
 	int ack_timeout_sec;  /* default of ack_timeout_sec (0: none) */
-	const char *senders;   /* roles allowed in "from", space separated */
-	const char *receivers; /* roles allowed in "to", space separated */
+	const char *default_to; /* the addressee when none is named (who may
+				 * write to whom is message.schema.json's) */
 } amp_type_info;
 
 /* The type called `name`, or NULL. */

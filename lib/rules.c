@@ -19,27 +19,6 @@ int amp_rules_is_protected_branch(const json_t *msg)
 	return !strcmp(branch, "main") || !strcmp(branch, "master");
 }
 
-static int check_roles(const json_t *msg, amp_errlist *errors)
-{
-	const char *type = amp_json_str(msg, "type");
-	const char *from = amp_json_str(msg, "from");
-	const char *to = amp_json_str(msg, "to");
-	const amp_type_info *t = amp_type_lookup(type);
-	int status = AMP_OK;
-
-	if (!t || !from || !to)
-		return AMP_OK; /* the schema reports these */
-	if (!amp_role_in(from, t->senders))
-		status = amp_errlist_add(errors, AMP_ERULE, "/from",
-					 "a %s is written by %s, not by %s",
-					 type, t->senders, from);
-	if (!amp_role_in(to, t->receivers))
-		status = amp_errlist_add(errors, AMP_ERULE, "/to",
-					 "a %s goes to %s, not to %s",
-					 type, t->receivers, to);
-	return status;
-}
-
 static int check_msg_id(const json_t *msg, amp_errlist *errors)
 {
 	const char *id = amp_json_str(msg, "msg_id");
@@ -250,7 +229,6 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 	amp_task_state s;
 
 	amp_task_state_compute(log, &s);
-	check_roles(msg, errors);
 	check_msg_id(msg, errors);
 	/* AMP/1.0 §05 Critical = Suspend All: nothing moves until the admin
 	 * resumes.  Escalations stay open: they are how anyone tells the admin

@@ -14,11 +14,8 @@
  * Checks a schema-valid message against the SSOT at `tip`, given the log
  * of its own task.  Appends one error per broken rule (JSON pointer of the
  * field, and the rule) and returns AMP_OK or AMP_ERULE (AMP_EIO when the
- * SSOT cannot be read).  The rules:
- *   - from/to fit the type (dispatch coordinator|admin -> executor|
- *     coordinator, result executor -> coordinator, review_request
- *     coordinator -> reviewer, verdict reviewer -> coordinator,
- *     escalation any -> admin);
+ * SSOT cannot be read).  Who may write each type to whom is the schema's
+ * (message.schema.json), checked before this.  The rules:
  *   - msg_id is "{type}-{task_id}-{unix_ms}" of this very message;
  *   - Context Completeness: context_ref, original_dispatch_ref and
  *     task_result_ref name messages in the SSOT, and the payload's
