@@ -61,6 +61,23 @@ static int parse_failed(amp_validate_results *out, size_t line,
 	return r->status;
 }
 
+/* amp's records are bounded (bounds.h) the same here as in amp send, so
+ * that both agree; any other schema is checked as JSON Schema alone. */
+static int bounded_schema(const json_t *schema)
+{
+	const char *id = json_string_value(json_object_get(schema, "$id"));
+
+	return id && !strncmp(id, AMP_SCHEMA_BASE, strlen(AMP_SCHEMA_BASE));
+}
+
+/* amp_bounds_check_bytes when `schema` is one of amp's, else AMP_OK. */
+static int check_bytes(const json_t *schema, const char *buf, size_t len,
+		       amp_error *err)
+{
+	return bounded_schema(schema) ? amp_bounds_check_bytes(buf, len, len, 0, "", err)
+				      : AMP_OK;
+}
+
 static int bounds_failed(amp_validate_results *out, size_t line,
 			 const amp_error *err)
 {
@@ -80,8 +97,8 @@ static int check_value(amp_schema_set *set, json_t *schema, json_t *value,
 
 	if (!r)
 		return AMP_EIO;
-	/* The bounds amp send applies, so that both agree. */
-	if ((r->status = amp_bounds_check_value(value, 0, "", &r->errors)) < 0)
+	if (bounded_schema(schema) &&
+	    (r->status = amp_bounds_check_value(value, 0, "", &r->errors)) < 0)
 		return r->status;
 	r->status = amp_schema_validate(set, schema, NULL, value, &r->errors);
 	return r->status;
@@ -94,7 +111,7 @@ static int check_line(amp_schema_set *set, json_t *schema, const char *buf,
 	amp_error err;
 	int status;
 
-	if (amp_bounds_check_bytes(buf, len, len, 0, "", &err) < 0)
+	if (check_bytes(schema, buf, len, &err) < 0)
 		return bounds_failed(out, line, &err);
 	if (amp_json_parse(buf, len, &value, &err) < 0)
 		return parse_failed(out, line, &err);
@@ -137,7 +154,7 @@ int amp_validate_buffer(amp_schema_set *set, json_t *schema, const char *buf,
 
 	/* A whole buffer past the bounds may still be JSON lines, each
 	 * within them; the parser never sees it whole. */
-	if ((bounded = amp_bounds_check_bytes(buf, len, len, 0, "", &whole)) == 0 &&
+	if ((bounded = check_bytes(schema, buf, len, &whole)) == 0 &&
 	    amp_json_parse(buf, len, &value, &whole) == 0) {
 		status = check_value(set, schema, value, 0, out);
 		json_decref(value);
@@ -152,7 +169,7 @@ int amp_validate_buffer(amp_schema_set *set, json_t *schema, const char *buf,
 		}
 	}
 	if (nonblank < 2 || first_len == len ||
-	    amp_bounds_check_bytes(first, first_len, first_len, 0, "", &err) < 0 ||
+	    check_bytes(schema, first, first_len, &err) < 0 ||
 	    amp_json_parse(first, first_len, &value, &err) < 0)
 		return bounded < 0 ? bounds_failed(out, 0, &whole)
 				   : parse_failed(out, 0, &whole);
