@@ -48,6 +48,13 @@ int mbedtls_x509_crt_parse_file(void *chain, const char *path)
 	return 0;
 }
 
+/* 1 when snprintf's result `n` fitted a buffer of `size` bytes: a name
+ * that would not fit is an error, never a truncated name. */
+static int fits(int n, size_t size)
+{
+	return n >= 0 && (size_t)n < size;
+}
+
 int amp_store_config(amp_store *st, const char *key, char *buf, size_t bufsz)
 {
 	git_config *cfg = NULL;
@@ -73,6 +80,9 @@ static int config_ref(amp_store *st, const char *key, const char *fallback,
 {
 	if (!amp_store_config(st, key, out, outsz))
 		snprintf(out, outsz, "%s", fallback);
+	else if (strlen(out) + 1 >= outsz) /* maybe cut: never use a cut name */
+		return amp_error_set(err, AMP_EUSAGE, "",
+				     "git config %s: longer than %zu characters", key, outsz - 2);
 	/* AMP keeps its history apart from the user's refs, always. */
 	if (strncmp(out, "refs/amp/", 9) != 0 || !git_reference_is_valid_name(out))
 		return amp_error_set(err, AMP_EUSAGE, "",
@@ -112,11 +122,16 @@ int amp_store_open(amp_store **out, const char *path, amp_error *err)
 				       "not a git repository: %s", where);
 		goto cleanup;
 	}
-	snprintf(st->common_dir, sizeof(st->common_dir), "%s",
-		 git_repository_commondir(st->repo));
+	if (!fits(snprintf(st->common_dir, sizeof(st->common_dir), "%s",
+			   git_repository_commondir(st->repo)), sizeof(st->common_dir))) {
+		status = amp_error_set(err, AMP_EIO, "", "path of the git directory too long: %s",
+				       git_repository_commondir(st->repo));
+		goto cleanup;
+	}
 	n = strlen(st->common_dir);
 	if (n && st->common_dir[n - 1] == '/')
 		st->common_dir[n - 1] = '\0';
+	/* state_dir has room for common_dir and "/amp". */
 	snprintf(st->state_dir, sizeof(st->state_dir), "%s/amp",
 		 st->common_dir);
 	if ((status = config_ref(st, "amp.ref", AMP_STORE_DEFAULT_REF, st->ref,
@@ -157,6 +172,7 @@ unsigned long amp_store_retries(const amp_store *st) { return st->retries; }
 
 /* ---- names -------------------------------------------------------------- */
 
+
 static int is_digits(const char *s, size_t n)
 {
 	size_t i;
@@ -177,7 +193,7 @@ int amp_store_task_dir(const char *task_id, char *buf, size_t bufsz)
 	shard_len = (int)(len - 7 - 2);
 	n = snprintf(buf, bufsz, "tasks/%.4s/%.*s/%s", task_id + 2, shard_len,
 		     task_id + 7, task_id);
-	return n < 0 || (size_t)n >= bufsz ? -1 : 0;
+	return fits(n, bufsz) ? 0 : -1;
 }
 
 int amp_msg_id_task(const char *msg_id, char *buf, size_t bufsz)
@@ -249,7 +265,7 @@ int amp_store_entry_name(int seq, amp_entry_kind kind, const char *id,
 	int n = snprintf(buf, bufsz, "%06d.%s.%s.json", seq,
 			 kind == AMP_ENTRY_MSG ? "msg" : kind == AMP_ENTRY_ACK ? "ack" : "ctl", id);
 
-	return n < 0 || (size_t)n >= bufsz ? -1 : 0;
+	return fits(n, bufsz) ? 0 : -1;
 }
 
 /* Appends an unreadable record to log->bad, taking over `id`. */
@@ -549,11 +565,12 @@ int amp_store_write_add(amp_store_write *w, const char *path, const char *data,
 			  strncmp(path, w->files[0].path, dir_len(path))))
 		return amp_error_set(err, AMP_EIO, "", "%s is not in the directory of %s",
 				     path, w->files[0].path);
+	if (!fits(snprintf(w->files[w->nfiles].path, AMP_PATH_MAX, "%s", path), AMP_PATH_MAX))
+		return amp_error_set(err, AMP_EIO, "", "path too long: %s", path);
 	if (!(copy = malloc(len + 1)))
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
 	memcpy(copy, data, len);
 	copy[len] = '\0';
-	snprintf(w->files[w->nfiles].path, AMP_PATH_MAX, "%s", path);
 	w->files[w->nfiles].data = copy;
 	w->files[w->nfiles].len = len;
 	w->nfiles++;
@@ -613,7 +630,10 @@ static int tree_insert(git_repository *repo, git_tree *base, const char *dir,
 	} else {
 		size_t len = slash ? (size_t)(slash - dir) : strlen(dir);
 
-		snprintf(name, sizeof(name), "%.*s", (int)len, dir);
+		if (!fits(snprintf(name, sizeof(name), "%.*s", (int)len, dir), sizeof(name))) {
+			status = amp_error_set(err, AMP_EIO, "", "name too long: %.*s", (int)len, dir);
+			goto cleanup;
+		}
 		existing = git_treebuilder_get(tb, name);
 		if (existing && git_tree_entry_type(existing) == GIT_OBJECT_TREE &&
 		    git_tree_lookup(&sub, repo, git_tree_entry_id(existing)) < 0) {
@@ -661,6 +681,7 @@ static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
 			goto cleanup;
 		}
 	if (w->nfiles) {
+		/* Fits: files[].path has the same size. */
 		snprintf(dir, sizeof(dir), "%.*s", (int)dir_len(w->files[0].path),
 			 w->files[0].path);
 		if ((status = tree_insert(st->repo, tree, dir, w, blobs, &tree_oid, err)) < 0)
@@ -719,8 +740,8 @@ static void clear_stale_ref_lock(amp_store *st, const char *ref)
 	struct timespec now;
 	int64_t age_ms;
 
-	snprintf(lock, sizeof(lock), "%s/%s.lock", st->common_dir, ref);
-	if (stat(lock, &sb) != 0)
+	if (!fits(snprintf(lock, sizeof(lock), "%s/%s.lock", st->common_dir, ref),
+		  sizeof(lock)) || stat(lock, &sb) != 0)
 		return;
 	clock_gettime(CLOCK_REALTIME, &now);
 	age_ms = ((int64_t)now.tv_sec - sb.st_mtim.tv_sec) * 1000 +
@@ -741,7 +762,12 @@ static int open_writer_lock(amp_store *st, const char *ref, amp_error *err)
 			      st->state_dir, strerror(errno));
 		return -1;
 	}
-	snprintf(path, sizeof(path), "%s/%s.flock", st->state_dir, ref);
+	if (!fits(snprintf(path, sizeof(path), "%s/%s.flock", st->state_dir, ref),
+		  sizeof(path))) {
+		amp_error_set(err, AMP_EIO, "", "path too long: %s/%s.flock",
+			      st->state_dir, ref);
+		return -1;
+	}
 	for (p = path + strlen(st->state_dir) + 1; *p; p++)
 		if (*p == '/')
 			*p = '_';

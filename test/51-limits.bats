@@ -289,3 +289,13 @@ EOF
 	run amp ack "$D" --from executor
 	assert_success
 }
+
+@test "names: a configured ref too long for amp's buffers is refused, never cut to another ref" {
+	git config amp.ref "refs/amp/$(printf 'm%.0s' $(seq 300))"
+	run amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json"
+	assert_failure 2
+	assert_output --partial "git config amp.ref: longer than 254 characters"
+	run git for-each-ref --format='%(refname)' refs/amp/
+	assert_output "refs/amp/errors
+refs/amp/messages"
+}
