@@ -299,3 +299,19 @@ EOF
 	assert_output "refs/amp/errors
 refs/amp/messages"
 }
+
+@test "strings: amp resume and amp escalate hold their text to the string limit" {
+	send_dispatch
+	long=$(printf 'x%.0s' $(seq 65537))
+	run amp escalate $T --from executor --type conflict --severity critical --description "$long"
+	assert_failure 1
+	assert_output --partial "/payload/description: 65537 characters, longer than the 65536-character string limit"
+	E=$(amp escalate $T --from executor --type conflict --severity critical --description "stop")
+	run amp resume $T --from admin --reason "$long"
+	assert_failure 1
+	assert_output --partial "/reason: 65537 characters, longer than the 65536-character string limit"
+	run amp resume $T --from admin --reason "$(printf 'x%.0s' $(seq 65536))"
+	assert_success
+	run amp status $T
+	refute_output --partial unreadable
+}
