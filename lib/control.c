@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bounds.h"
 #include "clock.h"
 #include "message.h"
 #include "send.h"
@@ -76,7 +77,8 @@ static int build_resume(amp_store *st, git_tree *tip, void *vctx,
 				       AMP_SCHEMA_CONTROL);
 		goto cleanup;
 	}
-	if ((status = amp_schema_validate(c->set, schema, NULL, c->doc, c->errors)) < 0) {
+	if ((status = amp_bounds_check_value(c->doc, 0, "", c->errors)) < 0 ||
+	    (status = amp_schema_validate(c->set, schema, NULL, c->doc, c->errors)) < 0) {
 		const amp_error *first = &c->errors->items[c->errors_base];
 
 		status = amp_error_set(err, status, first->path, "%s", first->message);

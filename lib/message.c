@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bounds.h"
 #include "clock.h"
 
 /* AMP/1.0 §01-§05: ACK timeouts, and the addressee: a dispatch goes to the
@@ -46,22 +47,19 @@ int amp_role_valid(const char *role)
 	return amp_role_in(role, "admin coordinator executor reviewer system");
 }
 
-void amp_msg_id_format(char *buf, size_t bufsz, const char *type,
-		       const char *task_id, int64_t ms)
+int amp_msg_id_format(char *buf, size_t bufsz, const char *type,
+		      const char *task_id, int64_t ms)
 {
-	snprintf(buf, bufsz, "%s-%s-%lld", type, task_id, (long long)ms);
+	int n = snprintf(buf, bufsz, "%s-%s-%lld", type, task_id, (long long)ms);
+
+	return n < 0 || (size_t)n >= bufsz ? -1 : 0;
 }
 
 int64_t amp_msg_id_ms(const char *msg_id)
 {
-	const char *dash = strrchr(msg_id, '-');
-	char *end;
-	long long v;
+	long long ms;
 
-	if (!dash || !dash[1])
-		return -1;
-	v = strtoll(dash + 1, &end, 10);
-	return *end ? -1 : (int64_t)v;
+	return amp_msg_id_parse(msg_id, NULL, NULL, &ms) < 0 ? -1 : (int64_t)ms;
 }
 
 const char *amp_json_str(const json_t *obj, const char *key)
@@ -83,7 +81,10 @@ int amp_message_build(json_t **out, const amp_message_fields *f,
 				     f->type ? f->type : "");
 	requires_ack = f->requires_ack >= 0 ? f->requires_ack : t->requires_ack;
 	timeout = f->ack_timeout_sec >= 0 ? f->ack_timeout_sec : t->ack_timeout_sec;
-	amp_msg_id_format(msg_id, sizeof(msg_id), f->type, f->task_id, f->now_ms);
+	if (amp_msg_id_format(msg_id, sizeof(msg_id), f->type, f->task_id, f->now_ms) < 0)
+		return amp_error_set(err, AMP_ESCHEMA, "/task_id",
+				     "too long for a msg_id (at most %d characters)",
+				     AMP_MSG_ID_MAX_LEN);
 	amp_time_format(f->now_ms, when);
 	msg = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b}", "msg_id", msg_id,
 			"protocol_version", AMP_PROTOCOL, "type", f->type,
@@ -103,7 +104,7 @@ int amp_message_build(json_t **out, const amp_message_fields *f,
 
 char *amp_message_dump(const json_t *msg)
 {
-	char *text = json_dumps(msg, JSON_INDENT(2) | JSON_PRESERVE_ORDER), *nl;
+	char *text = json_dumps(msg, AMP_RECORD_DUMP_FLAGS), *nl;
 	size_t len;
 
 	if (!text)
@@ -118,6 +119,22 @@ char *amp_message_dump(const json_t *msg)
 	return nl;
 }
 
+static int count_bytes(const char *buffer, size_t size, void *data)
+{
+	(void)buffer;
+	*(size_t *)data += size;
+	return 0;
+}
+
+size_t amp_message_dump_size(const json_t *msg)
+{
+	size_t size = 0;
+
+	if (json_dump_callback(msg, count_bytes, &size, AMP_RECORD_DUMP_FLAGS) < 0)
+		return (size_t)-1;
+	return size + 1; /* the trailing newline */
+}
+
 int amp_message_validate(amp_schema_set *set, json_t *msg, int ack,
 			 amp_errlist *errors)
 {
@@ -127,6 +144,10 @@ int amp_message_validate(amp_schema_set *set, json_t *msg, int ack,
 	if (!schema)
 		return amp_errlist_add(errors, AMP_EIO, "",
 				       "schema %s is not installed", uri);
+	/* The bounds first: a record past them is refused whatever it says,
+	 * and the validator never walks it. */
+	if (amp_bounds_check_value(msg, 0, "", errors) < 0)
+		return AMP_ESCHEMA;
 	return amp_schema_validate(set, schema, NULL, msg, errors);
 }
 

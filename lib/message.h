@@ -50,11 +50,12 @@ typedef struct amp_message_fields {
 int amp_message_build(json_t **out, const amp_message_fields *f,
 		      amp_error *err);
 
-/* Writes "{type}-{task_id}-{ms}" into buf. */
-void amp_msg_id_format(char *buf, size_t bufsz, const char *type,
+/* Writes "{type}-{task_id}-{ms}" into buf; -1 when it does not fit. */
+int amp_msg_id_format(char *buf, size_t bufsz, const char *type,
 		       const char *task_id, int64_t ms);
 
-/* The unix_ms part of a msg_id, or -1. */
+/* The unix_ms part of a msg_id, or -1 when msg_id is not one
+ * (amp_msg_id_parse, common.schema.json's pattern). */
 int64_t amp_msg_id_ms(const char *msg_id);
 
 /* The string member `key` of obj, or NULL. */
@@ -64,9 +65,15 @@ const char *amp_json_str(const json_t *obj, const char *key);
  * trailing newline).  The caller frees the string. */
 char *amp_message_dump(const json_t *msg);
 
+#define AMP_RECORD_DUMP_FLAGS (JSON_INDENT(2) | JSON_PRESERVE_ORDER)
+
+/* The size in bytes of amp_message_dump(msg), without building it. */
+size_t amp_message_dump_size(const json_t *msg);
+
 /* Validates msg against the AMP/1.0 message schema (AMP_OK or
  * AMP_ESCHEMA, every error appended), or against the ACK schema when
- * `ack` is set. */
+ * `ack` is set.  A record past the bounds (bounds.h) is refused with those
+ * errors only, before the schema is applied. */
 int amp_message_validate(amp_schema_set *set, json_t *msg, int ack,
 			 amp_errlist *errors);
 

@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "bounds.h"
 #include "clock.h"
 #include "message.h"
 #include "rules.h"
@@ -35,15 +37,25 @@ int amp_send_add_record(amp_store_write *w, const amp_task_log *log,
 			amp_entry_kind kind, const char *id, const json_t *doc,
 			amp_error *err)
 {
-	char dir[128], name[320], path[512], *text;
-	int status;
+	char dir[128], name[320], path[AMP_PATH_MAX], *text;
+	int status, n;
 
+	if (amp_store_task_dir(log->task_id, dir, sizeof(dir)) < 0 ||
+	    amp_store_entry_name(log->next_seq, kind, id, name, sizeof(name)) < 0 ||
+	    (n = snprintf(path, sizeof(path), "%s/%s", dir, name)) < 0 ||
+	    (size_t)n >= sizeof(path))
+		return amp_error_set(err, AMP_ESCHEMA, "", "%s %s: no valid record name in the SSOT",
+				     log->task_id, id);
 	if (!(text = amp_message_dump(doc)))
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
-	amp_store_task_dir(log->task_id, dir, sizeof(dir));
-	amp_store_entry_name(log->next_seq, kind, id, name, sizeof(name));
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	status = amp_store_write_add(w, path, text, strlen(text), err);
+	/* amp_message_validate checked the size; a reassigned msg_id with one
+	 * more digit must not slip past the reader's limit either. */
+	if (strlen(text) > AMP_LIMIT_MESSAGE_BYTES)
+		status = amp_error_set(err, AMP_ESCHEMA, "",
+				       "%zu bytes as stored, more than the %d-byte message size limit",
+				       strlen(text), AMP_LIMIT_MESSAGE_BYTES);
+	else
+		status = amp_store_write_add(w, path, text, strlen(text), err);
 	free(text);
 	return status;
 }
@@ -80,8 +92,11 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 		}
 		/* Same type, task and millisecond as another message: the
 		 * next free millisecond keeps msg_id unique and in order. */
-		amp_msg_id_format(c->res->msg_id, sizeof(c->res->msg_id), type, task,
-				  amp_msg_id_ms(c->res->msg_id) + 1);
+		if (amp_msg_id_format(c->res->msg_id, sizeof(c->res->msg_id), type, task,
+				      amp_msg_id_ms(c->res->msg_id) + 1) < 0) {
+			status = amp_error_set(err, AMP_EIO, "/msg_id", "no free msg_id");
+			goto cleanup;
+		}
 		json_object_set_new(c->msg, "msg_id", json_string(c->res->msg_id));
 	}
 	if (c->once && amp_task_has_escalation(&log,
@@ -113,9 +128,11 @@ cleanup:
 	return status;
 }
 
-void amp_send_log_rejection(amp_store *st, const amp_send_opts *opts,
-			    const json_t *msg, int status, amp_errlist *errors,
-			    size_t base)
+/* amp_send_log_rejection; `total` is the input's size when opts->raw is
+ * only its first bytes (amp_store_log_rejection). */
+static void log_rejection(amp_store *st, const amp_send_opts *opts,
+			  const json_t *msg, size_t total, int status,
+			  amp_errlist *errors, size_t base)
 {
 	amp_errlist reasons = { 0 };
 	amp_error err;
@@ -134,11 +151,18 @@ void amp_send_log_rejection(amp_store *st, const amp_send_opts *opts,
 	/* A message we could not log is still refused; say so rather than
 	 * lose the reason. */
 	if (amp_store_log_rejection(st, opts->command ? opts->command : "send",
-				    opts->source, raw, len, status, &reasons, &err) < 0)
+				    opts->source, raw, len, total, status, &reasons, &err) < 0)
 		amp_errlist_add(errors, AMP_EIO, "", "could not write the error log: %s",
 				err.message);
 	amp_errlist_free(&reasons);
 	free(dump);
+}
+
+void amp_send_log_rejection(amp_store *st, const amp_send_opts *opts,
+			    const json_t *msg, int status, amp_errlist *errors,
+			    size_t base)
+{
+	log_rejection(st, opts, msg, 0, status, errors, base);
 }
 
 static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
@@ -151,20 +175,29 @@ int amp_send_read_json(amp_store *st, const char *command, const char *file,
 {
 	amp_send_opts opts = { command, file, NULL, 0, 0 };
 	amp_error err;
+	struct stat sb;
 	char *data = NULL;
-	size_t len = 0;
-	int status;
+	size_t len = 0, total = 0;
+	int status, depth = 0;
+	const char *p;
 
 	*doc = NULL;
-	if ((status = amp_read_file(file, &data, &len, &err)) < 0)
+	/* Stop one byte past the limit: a 100 MB file is refused, not read. */
+	if ((status = amp_read_file_max(file, AMP_LIMIT_MESSAGE_BYTES, &data, &len, &err)) < 0)
 		return amp_errlist_add(errors, status, "", "%s", err.message);
-	if ((status = amp_json_parse(data, len, doc, &err)) < 0) {
+	if (len > AMP_LIMIT_MESSAGE_BYTES && strcmp(file, "-") && stat(file, &sb) == 0 &&
+	    S_ISREG(sb.st_mode))
+		total = (size_t)sb.st_size;
+	for (p = pointer; *p; p++)
+		depth += *p == '/'; /* "/payload": the value sits at level 2 */
+	if ((status = amp_bounds_check_bytes(data, len, total, depth, pointer, &err)) < 0 ||
+	    (status = amp_json_parse(data, len, doc, &err)) < 0) {
 		size_t base = errors->count;
 
-		amp_errlist_add(errors, status, pointer, "%s", err.message);
+		amp_errlist_add(errors, status, err.path[0] ? err.path : pointer, "%s", err.message);
 		opts.raw = data;
 		opts.raw_len = len;
-		amp_send_log_rejection(st, &opts, NULL, status, errors, base);
+		log_rejection(st, &opts, NULL, total, status, errors, base);
 		free(data);
 		return status;
 	}

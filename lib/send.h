@@ -64,8 +64,10 @@ int amp_send_add_record(amp_store_write *w, const amp_task_log *log,
  * file, "-" for stdin).  Returns AMP_OK with *doc (the caller frees it) and,
  * when `raw` is not NULL, the bytes as read in *raw / *raw_len (the caller
  * frees them).  Otherwise the reason is in `errors`: AMP_EIO when the file
- * cannot be read; AMP_ESCHEMA when it is not JSON, named at `pointer`, and
- * its bytes go to the error log like any rejected message.
+ * cannot be read; AMP_ESCHEMA when it is not JSON or is past the size or
+ * depth bound (bounds.h; read no further than one byte past the size
+ * limit), named at `pointer` or below it, and its bytes go to the error log
+ * like any rejected message.
  */
 int amp_send_read_json(amp_store *st, const char *command, const char *file,
 		       const char *pointer, json_t **doc, char **raw,

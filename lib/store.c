@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "bounds.h"
 #include "util.h"
 
 struct amp_store {
@@ -47,6 +48,13 @@ int mbedtls_x509_crt_parse_file(void *chain, const char *path)
 	return 0;
 }
 
+/* 1 when snprintf's result `n` fitted a buffer of `size` bytes: a name
+ * that would not fit is an error, never a truncated name. */
+static int fits(int n, size_t size)
+{
+	return n >= 0 && (size_t)n < size;
+}
+
 int amp_store_config(amp_store *st, const char *key, char *buf, size_t bufsz)
 {
 	git_config *cfg = NULL;
@@ -72,6 +80,9 @@ static int config_ref(amp_store *st, const char *key, const char *fallback,
 {
 	if (!amp_store_config(st, key, out, outsz))
 		snprintf(out, outsz, "%s", fallback);
+	else if (strlen(out) + 1 >= outsz) /* maybe cut: never use a cut name */
+		return amp_error_set(err, AMP_EUSAGE, "",
+				     "git config %s: longer than %zu characters", key, outsz - 2);
 	/* AMP keeps its history apart from the user's refs, always. */
 	if (strncmp(out, "refs/amp/", 9) != 0 || !git_reference_is_valid_name(out))
 		return amp_error_set(err, AMP_EUSAGE, "",
@@ -111,11 +122,16 @@ int amp_store_open(amp_store **out, const char *path, amp_error *err)
 				       "not a git repository: %s", where);
 		goto cleanup;
 	}
-	snprintf(st->common_dir, sizeof(st->common_dir), "%s",
-		 git_repository_commondir(st->repo));
+	if (!fits(snprintf(st->common_dir, sizeof(st->common_dir), "%s",
+			   git_repository_commondir(st->repo)), sizeof(st->common_dir))) {
+		status = amp_error_set(err, AMP_EIO, "", "path of the git directory too long: %s",
+				       git_repository_commondir(st->repo));
+		goto cleanup;
+	}
 	n = strlen(st->common_dir);
 	if (n && st->common_dir[n - 1] == '/')
 		st->common_dir[n - 1] = '\0';
+	/* state_dir has room for common_dir and "/amp". */
 	snprintf(st->state_dir, sizeof(st->state_dir), "%s/amp",
 		 st->common_dir);
 	if ((status = config_ref(st, "amp.ref", AMP_STORE_DEFAULT_REF, st->ref,
@@ -156,6 +172,7 @@ unsigned long amp_store_retries(const amp_store *st) { return st->retries; }
 
 /* ---- names -------------------------------------------------------------- */
 
+
 static int is_digits(const char *s, size_t n)
 {
 	size_t i;
@@ -166,40 +183,27 @@ static int is_digits(const char *s, size_t n)
 	return n > 0;
 }
 
-static int valid_task_id(const char *id, size_t len)
-{
-	/* AMP/1.0 §00: task_id is "T-YYYY-NNN" (we allow more digits). */
-	return len >= 10 && len < 40 && id[0] == 'T' && id[1] == '-' &&
-	       is_digits(id + 2, 4) && id[6] == '-' &&
-	       is_digits(id + 7, len - 7) && len - 7 >= 3;
-}
-
 int amp_store_task_dir(const char *task_id, char *buf, size_t bufsz)
 {
 	size_t len = strlen(task_id);
-	int shard_len;
+	int shard_len, n;
 
-	if (!valid_task_id(task_id, len))
+	if (!amp_task_id_valid(task_id, len))
 		return -1;
 	shard_len = (int)(len - 7 - 2);
-	snprintf(buf, bufsz, "tasks/%.4s/%.*s/%s", task_id + 2, shard_len,
-		 task_id + 7, task_id);
-	return 0;
+	n = snprintf(buf, bufsz, "tasks/%.4s/%.*s/%s", task_id + 2, shard_len,
+		     task_id + 7, task_id);
+	return fits(n, bufsz) ? 0 : -1;
 }
 
 int amp_msg_id_task(const char *msg_id, char *buf, size_t bufsz)
 {
-	const char *start = strstr(msg_id, "-T-");
-	const char *last = strrchr(msg_id, '-');
+	const char *task;
 	size_t len;
 
-	if (!start || !last || last <= start + 1 || !is_digits(last + 1, strlen(last + 1)))
+	if (amp_msg_id_parse(msg_id, &task, &len, NULL) < 0 || len + 1 > bufsz)
 		return -1;
-	start++;
-	len = (size_t)(last - start);
-	if (!valid_task_id(start, len) || len + 1 > bufsz)
-		return -1;
-	memcpy(buf, start, len);
+	memcpy(buf, task, len);
 	buf[len] = '\0';
 	return 0;
 }
@@ -255,11 +259,13 @@ static int parse_entry_name(const char *name, int *seq, amp_entry_kind *kind,
 	return *id ? 0 : -1;
 }
 
-void amp_store_entry_name(int seq, amp_entry_kind kind, const char *id,
-			  char *buf, size_t bufsz)
+int amp_store_entry_name(int seq, amp_entry_kind kind, const char *id,
+			 char *buf, size_t bufsz)
 {
-	snprintf(buf, bufsz, "%06d.%s.%s.json", seq,
-		 kind == AMP_ENTRY_MSG ? "msg" : kind == AMP_ENTRY_ACK ? "ack" : "ctl", id);
+	int n = snprintf(buf, bufsz, "%06d.%s.%s.json", seq,
+			 kind == AMP_ENTRY_MSG ? "msg" : kind == AMP_ENTRY_ACK ? "ack" : "ctl", id);
+
+	return fits(n, bufsz) ? 0 : -1;
 }
 
 /* Appends an unreadable record to log->bad, taking over `id`. */
@@ -284,6 +290,28 @@ static int add_bad(amp_task_log *log, int seq, amp_entry_kind kind, char *id,
 	}
 	log->nbad++;
 	return 0;
+}
+
+/* 1 (reason in err) when the object is larger than a record may be. */
+static int oversized_record(amp_store *st, const git_oid *id, amp_error *err)
+{
+	git_odb *odb = NULL;
+	git_object_t type;
+	size_t size = 0;
+	int big = 0;
+
+	if (git_repository_odb(&odb, st->repo) == 0 &&
+	    git_odb_read_header(&size, &type, odb, id) == 0 &&
+	    size > AMP_LIMIT_MESSAGE_BYTES) {
+		amp_error_set(err, AMP_ESCHEMA, "",
+			      "%zu bytes, more than the %d-byte message size limit",
+			      size, AMP_LIMIT_MESSAGE_BYTES);
+		big = 1;
+	}
+	/* An unreadable header is the blob reader's to report. */
+	git_error_clear();
+	git_odb_free(odb);
+	return big;
 }
 
 int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
@@ -330,6 +358,19 @@ int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
 			continue; /* not ours: ignore rather than fail */
 		if (rec->seq >= log->next_seq)
 			log->next_seq = rec->seq + 1;
+		/* A record past the size bound is unreadable without being
+		 * loaded: the header says its size. */
+		if (oversized_record(st, git_tree_entry_id(e), &perr)) {
+			if (add_bad(log, rec->seq, rec->kind, rec->id, git_tree_entry_name(e),
+				    perr.message) < 0) {
+				free(rec->id);
+				status = amp_error_set(err, AMP_EIO, "", "out of memory");
+			}
+			memset(rec, 0, sizeof(*rec));
+			if (status < 0)
+				goto cleanup;
+			continue;
+		}
 		if (git_blob_lookup(&blob, st->repo, git_tree_entry_id(e)) < 0) {
 			status = amp_error_git(err, AMP_EIO, "cannot read %s/%s", dir,
 					       git_tree_entry_name(e));
@@ -337,8 +378,8 @@ int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
 			rec->id = NULL;
 			goto cleanup;
 		}
-		if (amp_json_parse(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob),
-				   &rec->doc, &perr) < 0 || !json_is_object(rec->doc)) {
+		if (amp_bounds_parse_record(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob),
+					    &rec->doc, &perr) < 0 || !json_is_object(rec->doc)) {
 			if (add_bad(log, rec->seq, rec->kind, rec->id, git_tree_entry_name(e),
 				    rec->doc ? "not a JSON object" : perr.message) < 0) {
 				free(rec->id);
@@ -524,11 +565,12 @@ int amp_store_write_add(amp_store_write *w, const char *path, const char *data,
 			  strncmp(path, w->files[0].path, dir_len(path))))
 		return amp_error_set(err, AMP_EIO, "", "%s is not in the directory of %s",
 				     path, w->files[0].path);
+	if (!fits(snprintf(w->files[w->nfiles].path, AMP_PATH_MAX, "%s", path), AMP_PATH_MAX))
+		return amp_error_set(err, AMP_EIO, "", "path too long: %s", path);
 	if (!(copy = malloc(len + 1)))
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
 	memcpy(copy, data, len);
 	copy[len] = '\0';
-	snprintf(w->files[w->nfiles].path, AMP_PATH_MAX, "%s", path);
 	w->files[w->nfiles].data = copy;
 	w->files[w->nfiles].len = len;
 	w->nfiles++;
@@ -588,7 +630,10 @@ static int tree_insert(git_repository *repo, git_tree *base, const char *dir,
 	} else {
 		size_t len = slash ? (size_t)(slash - dir) : strlen(dir);
 
-		snprintf(name, sizeof(name), "%.*s", (int)len, dir);
+		if (!fits(snprintf(name, sizeof(name), "%.*s", (int)len, dir), sizeof(name))) {
+			status = amp_error_set(err, AMP_EIO, "", "name too long: %.*s", (int)len, dir);
+			goto cleanup;
+		}
 		existing = git_treebuilder_get(tb, name);
 		if (existing && git_tree_entry_type(existing) == GIT_OBJECT_TREE &&
 		    git_tree_lookup(&sub, repo, git_tree_entry_id(existing)) < 0) {
@@ -636,6 +681,7 @@ static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
 			goto cleanup;
 		}
 	if (w->nfiles) {
+		/* Fits: files[].path has the same size. */
 		snprintf(dir, sizeof(dir), "%.*s", (int)dir_len(w->files[0].path),
 			 w->files[0].path);
 		if ((status = tree_insert(st->repo, tree, dir, w, blobs, &tree_oid, err)) < 0)
@@ -694,8 +740,8 @@ static void clear_stale_ref_lock(amp_store *st, const char *ref)
 	struct timespec now;
 	int64_t age_ms;
 
-	snprintf(lock, sizeof(lock), "%s/%s.lock", st->common_dir, ref);
-	if (stat(lock, &sb) != 0)
+	if (!fits(snprintf(lock, sizeof(lock), "%s/%s.lock", st->common_dir, ref),
+		  sizeof(lock)) || stat(lock, &sb) != 0)
 		return;
 	clock_gettime(CLOCK_REALTIME, &now);
 	age_ms = ((int64_t)now.tv_sec - sb.st_mtim.tv_sec) * 1000 +
@@ -716,7 +762,12 @@ static int open_writer_lock(amp_store *st, const char *ref, amp_error *err)
 			      st->state_dir, strerror(errno));
 		return -1;
 	}
-	snprintf(path, sizeof(path), "%s/%s.flock", st->state_dir, ref);
+	if (!fits(snprintf(path, sizeof(path), "%s/%s.flock", st->state_dir, ref),
+		  sizeof(path))) {
+		amp_error_set(err, AMP_EIO, "", "path too long: %s/%s.flock",
+			      st->state_dir, ref);
+		return -1;
+	}
 	for (p = path + strlen(st->state_dir) + 1; *p; p++)
 		if (*p == '/')
 			*p = '_';
@@ -977,10 +1028,13 @@ static int build_rejection(amp_store *st, git_tree *tip, void *ctx,
 
 int amp_store_log_rejection(amp_store *st, const char *command,
 			    const char *source, const char *raw, size_t len,
-			    int status, const amp_errlist *reasons,
-			    amp_error *err)
+			    size_t total, int status,
+			    const amp_errlist *reasons, amp_error *err)
 {
-	struct rejection_ctx rc = { raw, len, "", NULL, "" };
+	/* Past the size limit only a prefix is kept: a refusal must not
+	 * cost the repository what acceptance would not have. */
+	int cut = len > AMP_LIMIT_MESSAGE_BYTES;
+	struct rejection_ctx rc = { raw, cut ? AMP_LIMIT_LOG_RAW_BYTES : len, "", NULL, "" };
 	json_t *doc = NULL, *list = NULL, *msg = NULL;
 	char when[AMP_TIME_BUFSZ], oid_hex[GIT_OID_HEXSZ + 1];
 	git_oid raw_oid;
@@ -990,7 +1044,7 @@ int amp_store_log_rejection(amp_store *st, const char *command,
 
 	if ((result = amp_clock_now_ms(&now_ms, err)) < 0)
 		return result;
-	if (git_odb_hash(&raw_oid, raw, len, GIT_OBJECT_BLOB) < 0)
+	if (git_odb_hash(&raw_oid, raw, rc.len, GIT_OBJECT_BLOB) < 0)
 		return amp_error_git(err, AMP_EIO, "cannot hash the rejected message");
 	git_oid_tostr(oid_hex, sizeof(oid_hex), &raw_oid);
 	amp_time_format(now_ms, when);
@@ -1006,11 +1060,19 @@ int amp_store_log_rejection(amp_store *st, const char *command,
 			"message", reasons->items[i].message));
 	doc = json_pack("{s:s,s:s,s:s,s:i,s:I,s:o}", "time", when, "command",
 			command, "source", source ? source : "",
-			"exit_code", amp_exit_code(status), "size", (json_int_t)len,
-			"errors", list);
+			"exit_code", amp_exit_code(status), "size",
+			(json_int_t)(total > len ? total : len), "errors", list);
 	list = NULL;
-	/* Name what was rejected when the bytes are a JSON object with ids. */
-	if ((msg = json_loadb(raw, len, 0, NULL)) && json_is_object(msg)) {
+	if (doc && cut) {
+		json_object_set_new(doc, "raw_bytes_kept", json_integer((json_int_t)rc.len));
+		if (total <= len)
+			json_object_set_new(doc, "size_at_least", json_true());
+	}
+	/* Name what was rejected when the bytes are a JSON object with ids;
+	 * only within the bounds, so that the parser never meets a
+	 * 100,000-deep input. */
+	if (!cut && amp_bounds_check_bytes(raw, len, len, 0, "", NULL) == AMP_OK &&
+	    (msg = json_loadb(raw, len, 0, NULL)) && json_is_object(msg)) {
 		static const char *const keys[] = { "msg_id", "type", "task_id", "from", "to" };
 		for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 			json_t *v = json_object_get(msg, keys[i]);

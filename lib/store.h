@@ -69,11 +69,13 @@ int amp_store_tip(amp_store *st, const char *ref, git_commit **commit,
 		  git_tree **tree, amp_error *err);
 
 /* Writes the task directory of task_id ("tasks/2026/0/T-2026-044") into
- * buf.  Returns 0, or -1 when task_id is not of the form T-YYYY-NNN. */
+ * buf.  Returns 0, or -1 when task_id is not one (amp_task_id_valid:
+ * T-YYYY- and 3 to 9 digits) or does not fit. */
 int amp_store_task_dir(const char *task_id, char *buf, size_t bufsz);
 
 /* The task id embedded in a msg_id ("{type}-{task_id}-{unix_ms}"), into
- * buf; returns 0, or -1 when msg_id has no such part. */
+ * buf; returns 0, or -1 when msg_id is not one (amp_msg_id_parse) or the
+ * task id does not fit. */
 int amp_msg_id_task(const char *msg_id, char *buf, size_t bufsz);
 
 /* One record of a task directory. */
@@ -124,9 +126,10 @@ const amp_entry *amp_task_log_find(const amp_task_log *log,
 int amp_task_log_id_taken(const amp_task_log *log, const char *msg_id);
 
 /* The file name of a record in its task directory,
- * "<seq>.<msg|ack|ctl>.<id>.json", into buf. */
-void amp_store_entry_name(int seq, amp_entry_kind kind, const char *id,
-			  char *buf, size_t bufsz);
+ * "<seq>.<msg|ack|ctl>.<id>.json", into buf; -1 when it does not fit
+ * (never a truncated name). */
+int amp_store_entry_name(int seq, amp_entry_kind kind, const char *id,
+			 char *buf, size_t bufsz);
 
 /* Every task id in the store, sorted; the caller frees the array and each
  * string (amp_strv_free). */
@@ -184,10 +187,15 @@ unsigned long amp_store_retries(const amp_store *st);
  * Records a rejected message on the errors ref: its raw bytes (as given,
  * whatever they are) and the reasons.  `command` names what rejected it
  * ("send"), `source` where it came from (a file name, "-", "built").
+ * Input larger than AMP_LIMIT_MESSAGE_BYTES keeps only its first
+ * AMP_LIMIT_LOG_RAW_BYTES, so the log cannot bloat the repository;
+ * reasons.json then has its size: `total` when the caller read only a
+ * prefix of `total` bytes, else len (marked "size_at_least" when `total`
+ * is 0 and the input was cut).
  */
 int amp_store_log_rejection(amp_store *st, const char *command,
 			    const char *source, const char *raw, size_t len,
-			    int status, const amp_errlist *reasons,
-			    amp_error *err);
+			    size_t total, int status,
+			    const amp_errlist *reasons, amp_error *err);
 
 #endif

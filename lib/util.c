@@ -1,6 +1,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,9 +13,15 @@
 
 int amp_read_file(const char *path, char **buf, size_t *len, amp_error *err)
 {
+	return amp_read_file_max(path, SIZE_MAX - 1, buf, len, err);
+}
+
+int amp_read_file_max(const char *path, size_t max, char **buf, size_t *len,
+		      amp_error *err)
+{
 	FILE *f = NULL;
 	char *data = NULL, *bigger;
-	size_t used = 0, alloc = 65536, n;
+	size_t used = 0, alloc = 65536, n, want;
 	int status = AMP_OK;
 
 	if (strcmp(path, "-") == 0) {
@@ -28,9 +35,15 @@ int amp_read_file(const char *path, char **buf, size_t *len, amp_error *err)
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
 	}
-	while ((n = fread(data + used, 1, alloc - used - 1, f)) > 0) {
+	/* One byte past `max` says "larger" without reading the rest. */
+	while (used <= max) {
+		want = alloc - used - 1;
+		if (want > max + 1 - used)
+			want = max + 1 - used;
+		if ((n = fread(data + used, 1, want, f)) == 0)
+			break;
 		used += n;
-		if (alloc - used - 1 == 0) {
+		if (alloc - used - 1 == 0 && used <= max) {
 			if (!(bigger = realloc(data, alloc * 2))) {
 				status = amp_error_set(err, AMP_EIO, "",
 						       "out of memory");

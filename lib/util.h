@@ -14,6 +14,11 @@
  * frees; *len excludes the terminator.  AMP_EIO on failure. */
 int amp_read_file(const char *path, char **buf, size_t *len, amp_error *err);
 
+/* Like amp_read_file, reading no more than max + 1 bytes: *len > max says
+ * the input is larger than max, without reading it all into memory. */
+int amp_read_file_max(const char *path, size_t max, char **buf, size_t *len,
+		      amp_error *err);
+
 /* Parses exactly one JSON value from buf[0..len).  On failure returns
  * AMP_ESCHEMA with a reason naming the line and column (invalid JSON,
  * invalid UTF-8, NUL byte, nesting deeper than jansson allows).  The caller

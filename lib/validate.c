@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bounds.h"
 #include "util.h"
 
 int amp_validate_worst(int a, int b)
@@ -60,6 +61,35 @@ static int parse_failed(amp_validate_results *out, size_t line,
 	return r->status;
 }
 
+/* amp's records are bounded (bounds.h) the same here as in amp send, so
+ * that both agree; any other schema is checked as JSON Schema alone. */
+static int bounded_schema(const json_t *schema)
+{
+	const char *id = json_string_value(json_object_get(schema, "$id"));
+
+	return id && !strncmp(id, AMP_SCHEMA_BASE, strlen(AMP_SCHEMA_BASE));
+}
+
+/* amp_bounds_check_bytes when `schema` is one of amp's, else AMP_OK. */
+static int check_bytes(const json_t *schema, const char *buf, size_t len,
+		       amp_error *err)
+{
+	return bounded_schema(schema) ? amp_bounds_check_bytes(buf, len, len, 0, "", err)
+				      : AMP_OK;
+}
+
+static int bounds_failed(amp_validate_results *out, size_t line,
+			 const amp_error *err)
+{
+	struct amp_validate_result *r = add_result(out, line);
+
+	if (!r)
+		return AMP_EIO;
+	r->status = amp_errlist_add(&r->errors, err->status, err->path, "%s",
+				    err->message);
+	return r->status;
+}
+
 static int check_value(amp_schema_set *set, json_t *schema, json_t *value,
 		       size_t line, amp_validate_results *out)
 {
@@ -67,6 +97,9 @@ static int check_value(amp_schema_set *set, json_t *schema, json_t *value,
 
 	if (!r)
 		return AMP_EIO;
+	if (bounded_schema(schema) &&
+	    (r->status = amp_bounds_check_value(value, 0, "", &r->errors)) < 0)
+		return r->status;
 	r->status = amp_schema_validate(set, schema, NULL, value, &r->errors);
 	return r->status;
 }
@@ -78,6 +111,8 @@ static int check_line(amp_schema_set *set, json_t *schema, const char *buf,
 	amp_error err;
 	int status;
 
+	if (check_bytes(schema, buf, len, &err) < 0)
+		return bounds_failed(out, line, &err);
 	if (amp_json_parse(buf, len, &value, &err) < 0)
 		return parse_failed(out, line, &err);
 	status = check_value(set, schema, value, line, out);
@@ -115,9 +150,12 @@ int amp_validate_buffer(amp_schema_set *set, json_t *schema, const char *buf,
 	amp_error whole, err;
 	const char *line, *first = NULL;
 	size_t pos = 0, n, first_len = 0, lineno = 0, nonblank = 0;
-	int status = AMP_OK;
+	int status = AMP_OK, bounded;
 
-	if (amp_json_parse(buf, len, &value, &whole) == 0) {
+	/* A whole buffer past the bounds may still be JSON lines, each
+	 * within them; the parser never sees it whole. */
+	if ((bounded = check_bytes(schema, buf, len, &whole)) == 0 &&
+	    amp_json_parse(buf, len, &value, &whole) == 0) {
 		status = check_value(set, schema, value, 0, out);
 		json_decref(value);
 		return status;
@@ -131,8 +169,10 @@ int amp_validate_buffer(amp_schema_set *set, json_t *schema, const char *buf,
 		}
 	}
 	if (nonblank < 2 || first_len == len ||
+	    check_bytes(schema, first, first_len, &err) < 0 ||
 	    amp_json_parse(first, first_len, &value, &err) < 0)
-		return parse_failed(out, 0, &whole);
+		return bounded < 0 ? bounds_failed(out, 0, &whole)
+				   : parse_failed(out, 0, &whole);
 	json_decref(value);
 	pos = 0;
 	while (next_line(buf, len, &pos, &line, &n)) {

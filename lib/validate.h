@@ -33,7 +33,10 @@ typedef struct amp_validate_results {
 } amp_validate_results;
 
 /* Parses buf[0..len) as above and validates every value against `schema`
- * (a member of `set`), appending one result per value to `out`.  Returns
+ * (a member of `set`), appending one result per value to `out`.  When
+ * `schema` is one of amp's (its $id under AMP_SCHEMA_BASE), each value is
+ * first held to amp's bounds (bounds.h) as a whole record, as amp send
+ * holds it.  Returns
  * the worst status: AMP_EIO before AMP_ESCHEMA before AMP_OK (AMP_EIO also
  * when out of memory, with no result added). */
 int amp_validate_buffer(amp_schema_set *set, json_t *schema, const char *buf,

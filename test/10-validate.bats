@@ -854,6 +854,42 @@ assert [e["path"] for e in doc["results"][3]["errors"]] == ["/payload/confidence
 	assert_rejected escalation-snapshot-last_successful_msg_id-placeholder.json "/payload/system_state_snapshot/last_successful_msg_id" ""
 }
 
+@test "a task_id with more than nine digits is rejected naming /task_id" {
+	assert_rejected envelope-task_id-ten-digits.json "/task_id" ""
+}
+
+@test "a msg_id whose task_id has more than nine digits is rejected naming /msg_id" {
+	assert_rejected envelope-msg_id-task-ten-digits.json "/msg_id" ""
+}
+
+@test "a msg_id whose unix_ms has more than 15 digits is rejected naming /msg_id" {
+	assert_rejected envelope-msg_id-unix_ms-sixteen-digits.json "/msg_id" ""
+}
+
+@test "a context_ref of more than 1000 msg_ids is rejected naming /context_ref" {
+	assert_rejected envelope-context_ref-too-many.json "/context_ref" ""
+}
+
+@test "a string longer than 65536 characters is rejected naming /payload/description" {
+	assert_rejected dispatch-description-too-long.json "/payload/description" ""
+}
+
+@test "more than 1000 acceptance criteria are rejected naming /payload/acceptance_criteria" {
+	assert_rejected dispatch-acceptance_criteria-too-many.json "/payload/acceptance_criteria" ""
+}
+
+@test "tech_constraints with more than 1000 members is rejected naming /payload/tech_constraints" {
+	assert_rejected dispatch-tech_constraints-too-many-members.json "/payload/tech_constraints" ""
+}
+
+@test "ci_status with more than 1000 members is rejected naming /payload/ci_status" {
+	assert_rejected review_request-ci_status-too-many-members.json "/payload/ci_status" ""
+}
+
+@test "affected_msgs of more than 1000 msg_ids is rejected naming /payload/affected_msgs" {
+	assert_rejected escalation-affected_msgs-too-many.json "/payload/affected_msgs" ""
+}
+
 @test "ACK without protocol_version is rejected naming the message and protocol_version" {
 	assert_rejected ack-missing-protocol_version.json "" "protocol_version"
 }
