@@ -711,32 +711,55 @@ static void clear_stale_ref_lock(amp_store *st, const char *ref)
 		unlink(lock);
 }
 
+/* Age after which a temporary file is nobody's (see sweep_tmp_files). */
+#define AMP_TMP_FILE_AGE_SEC 3600
+
+/* Removes the regular files of directory `path` named <prefix>...<suffix>
+ * and not modified for AMP_TMP_FILE_AGE_SEC. */
+static void sweep_dir(const char *path, const char *prefix, const char *suffix,
+		      time_t now)
+{
+	size_t np = strlen(prefix), ns = strlen(suffix), n;
+	struct dirent *d;
+	struct stat sb;
+	DIR *dir;
+
+	if (!(dir = opendir(path)))
+		return;
+	while ((d = readdir(dir))) {
+		n = strlen(d->d_name);
+		if (n >= np + ns && !strncmp(d->d_name, prefix, np) &&
+		    !strcmp(d->d_name + n - ns, suffix) &&
+		    fstatat(dirfd(dir), d->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(sb.st_mode) && now - sb.st_mtime >= AMP_TMP_FILE_AGE_SEC)
+			unlinkat(dirfd(dir), d->d_name, 0);
+	}
+	closedir(dir);
+}
+
 /*
  * libgit2 writes each loose object to objects/tmp_object_git2_XXXXXX and
  * renames it into place; a writer killed in between (kill -9, power loss)
- * leaves that file behind for good.  A successful write removes the ones
- * older than AMP_TMP_OBJECT_AGE_SEC: a live writer holds such a file for the
+ * leaves that file behind for good, as a watcher killed while saving leaves
+ * <state dir>/watch.json.<pid>.tmp.  A successful write removes the ones
+ * older than AMP_TMP_FILE_AGE_SEC: a live writer holds such a file for the
  * milliseconds one object takes, so an hour-old one is nobody's; and were a
  * writer stopped for longer than that, its rename would fail and its write
  * with it, so nothing is lost.  libgit2 makes these files in objects/ itself,
- * never in the fan-out directories, so a sweep reads one directory; it runs
- * at most once an hour, remembered by the mtime of <state dir>/objects-swept,
- * so a write pays one stat() for it.
+ * never in the fan-out directories, so a sweep reads two directories; it
+ * runs at most once an hour, remembered by the mtime of
+ * <state dir>/objects-swept, so a write pays one stat() for it.
  */
-#define AMP_TMP_OBJECT_AGE_SEC 3600
-
-static void sweep_tmp_objects(amp_store *st)
+static void sweep_tmp_files(amp_store *st)
 {
 	char stamp[PATH_MAX + 32];
 	git_buf objects = { 0 };
 	struct stat sb;
-	struct dirent *d;
-	DIR *dir = NULL;
 	time_t now = time(NULL);
 	int fd;
 
 	snprintf(stamp, sizeof(stamp), "%s/objects-swept", st->state_dir);
-	if (stat(stamp, &sb) == 0 && now - sb.st_mtime < AMP_TMP_OBJECT_AGE_SEC)
+	if (stat(stamp, &sb) == 0 && now - sb.st_mtime < AMP_TMP_FILE_AGE_SEC)
 		return;
 	/* The stamp first, so that a sweep that fails is not retried by every
 	 * write. */
@@ -744,17 +767,9 @@ static void sweep_tmp_objects(amp_store *st)
 		return;
 	futimens(fd, NULL);
 	close(fd);
-	if (git_repository_item_path(&objects, st->repo, GIT_REPOSITORY_ITEM_OBJECTS) < 0 ||
-	    !(dir = opendir(objects.ptr)))
-		goto cleanup;
-	while ((d = readdir(dir)))
-		if (!strncmp(d->d_name, "tmp_object_git2_", 16) &&
-		    fstatat(dirfd(dir), d->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(sb.st_mode) && now - sb.st_mtime >= AMP_TMP_OBJECT_AGE_SEC)
-			unlinkat(dirfd(dir), d->d_name, 0);
-cleanup:
-	if (dir)
-		closedir(dir);
+	if (git_repository_item_path(&objects, st->repo, GIT_REPOSITORY_ITEM_OBJECTS) == 0)
+		sweep_dir(objects.ptr, "tmp_object_git2_", "", now);
+	sweep_dir(st->state_dir, "watch.json.", ".tmp", now);
 	git_buf_dispose(&objects);
 	git_error_clear();
 }
@@ -918,7 +933,7 @@ int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 		if (rc == 0) {
 			if (out)
 				git_oid_cpy(out, &next);
-			sweep_tmp_objects(st);
+			sweep_tmp_files(st);
 			status = AMP_OK;
 			goto cleanup;
 		}

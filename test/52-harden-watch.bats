@@ -181,16 +181,22 @@ JSON
 	: > "$objects/tmp_object_git2_old"
 	: > "$objects/tmp_object_git2_young"
 	: > "$objects/tmp_object_other"
-	touch -d '2 hours ago' "$objects/tmp_object_git2_old" "$objects/tmp_object_other"
+	: > .git/amp/watch.json.4242.tmp
+	: > .git/amp/watch.json.4243.tmp
+	touch -d '2 hours ago' "$objects/tmp_object_git2_old" "$objects/tmp_object_other" \
+		.git/amp/watch.json.4242.tmp
 	touch -d '50 minutes ago' "$objects/tmp_object_git2_young"
 	rm -f .git/amp/objects-swept
 	# reading never deletes
 	run amp status
+	run amp watch --once
 	assert_file_exists "$objects/tmp_object_git2_old"
 	send_dispatch
 	assert_file_not_exists "$objects/tmp_object_git2_old"
+	assert_file_not_exists .git/amp/watch.json.4242.tmp
 	assert_file_exists "$objects/tmp_object_git2_young"
 	assert_file_exists "$objects/tmp_object_other"
+	assert_file_exists .git/amp/watch.json.4243.tmp
 	assert_file_exists .git/amp/objects-swept
 	# at most one sweep an hour: the stamp says when the last one was
 	: > "$objects/tmp_object_git2_old2"
