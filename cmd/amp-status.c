@@ -174,7 +174,9 @@ int main(int argc, char **argv)
 
 		if (amp_store_read_task(st, tip, ids[i], &log, &err) < 0) {
 			/* One unreadable task directory hides that task only: the
-			 * others are listed, and the exit code says it (4). */
+			 * others are listed, and the exit code says it (4: the
+			 * SSOT holds it, even when its name is no task id). */
+			err.status = AMP_EIO;
 			code = amp_cli_fail("status", &err);
 			if (!json_out)
 				printf("%-12s %sunreadable%s  %s\n", ids[i], color ? "\033[31m" : "",

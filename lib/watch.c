@@ -222,6 +222,11 @@ static void check_message(struct watch *w, const amp_task_log *log, size_t i)
 	entry_name(e, name, sizeof(name));
 	/* First: a record out of its place (its name is no msg_id, say) has no
 	 * msg_id any other escalation could name. */
+	if (!looks_like_msg_id(e->id)) {
+		snprintf(what, sizeof(what), "its name holds no msg_id");
+		escalate_unknown(w, log, e->id, name, what);
+		return;
+	}
 	if (!id || strcmp(id, e->id) || !task || strcmp(task, log->task_id)) {
 		snprintf(what, sizeof(what), "its msg_id/task_id (%s, %s) do not match its place",
 			 id ? id : "none", task ? task : "none");
@@ -315,7 +320,10 @@ static json_t *derive_timers(const amp_task_log *log)
 		const amp_entry *e = &log->entries[i];
 		int64_t deadline, sent;
 
-		if (e->kind != AMP_ENTRY_MSG ||
+		/* A message out of its place is escalated as unknown; no
+		 * ACK timeout could name it. */
+		if (e->kind != AMP_ENTRY_MSG || !looks_like_msg_id(e->id) ||
+		    strcmp(e->id, amp_json_str(e->doc, "msg_id") ? amp_json_str(e->doc, "msg_id") : "") ||
 		    (deadline = amp_message_ack_deadline(e->doc)) < 0 ||
 		    amp_task_ack_of(log, e->id) || has_cause(log, "ack_timeout", e->id))
 			continue;
@@ -775,16 +783,12 @@ int amp_watch_pass(amp_store *st, amp_schema_set **set, const amp_watch_opts *o,
 		}
 		if (!have_last || !git_oid_equal(&tip, &last) ||
 		    (iter == 0 && json_object_size(json_object_get(w.state, "broken")))) {
-			if ((status = process_range(&w, have_last ? &last : NULL, &tip)) < 0)
+			if ((status = process_range(&w, have_last ? &last : NULL, &tip)) < 0 || w.failed)
 				goto cleanup;
-			/* When an escalation could not be written the state is
-			 * kept for the next pass, but the timers of every other
-			 * task still run. */
-			if (!w.failed)
-				continue;
-		} else if (iter == 0) {
-			stats->unchanged = 1;
+			continue;
 		}
+		if (iter == 0)
+			stats->unchanged = 1;
 		fired = 0;
 		evaluate_timers(&w, &fired);
 		if (!fired || w.failed)

@@ -134,6 +134,45 @@ unknown_records() {
 	assert_success
 }
 
+@test "defect 4: a directory under tasks/ whose name is no task id is reported once and skipped" {
+	send_dispatch
+	echo '{}' | plant "tasks/2026/0/T-2026-04x/000001.msg.x.json"
+	at 400
+	run --separate-stderr amp watch --once
+	assert_failure 4
+	assert_output --regexp "^escalated ack_timeout $T $D "
+	assert_equal "$stderr" "amp watch: error: not a task id (T-YYYY-NNN): T-2026-04x; task T-2026-04x is skipped until it can be read"
+	run --separate-stderr amp watch --once
+	assert_success
+	assert_equal "$stderr" ""
+	run --separate-stderr amp status --json
+	assert_failure 4
+	assert_equal "$(echo "$output" | json_get '[(t["task_id"], t["state"]) for t in d]')" \
+		"[[\"$T\", \"dispatched\"], [\"T-2026-04x\", \"unreadable\"]]"
+}
+
+@test "defect 4: a misplaced record asking for an ACK, dispatching to main, spoils nothing else" {
+	send_dispatch
+	# no msg_id in its name: neither branch_violation nor ack_timeout can name it
+	plant "tasks/2026/0/$T2/000001.msg.junk.json" <<JSON
+{"msg_id": "junk", "protocol_version": "AMP/1.0", "type": "task_dispatch", "from": "coordinator", "to": "executor",
+ "task_id": "$T2", "timestamp": "2026-02-26T14:32:07+00:00", "requires_ack": true, "ack_timeout_sec": 60,
+ "payload": {"branch": "main"}}
+JSON
+	at 400
+	for pass in 1 2; do
+		run amp watch --once
+		assert_success
+		[ "$pass" = 2 ] && assert_output "" && continue
+		assert_line --partial "escalated ack_timeout $T $D "
+		assert_line --regexp "^escalated unknown $T2 tasks/2026/0/$T2/000001\.msg\.junk\.json "
+		assert_equal "${#lines[@]}" 2
+	done
+	run escalation_file "$(the_escalation unknown $T2)"
+	assert_output --partial "000001.msg.junk.json: its name holds no msg_id"
+	assert_equal "$(escalation_count branch_violation $T2)" 0
+}
+
 @test "defect 5: every bad record is escalated exactly once, across --full passes and a lost state" {
 	send_dispatch
 	local B=task_result-$T-1772116400000
