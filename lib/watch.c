@@ -73,6 +73,50 @@ static int need_schemas(struct watch *w)
 }
 
 /*
+ * A task whose directory cannot be read (its tree is missing or corrupt) is
+ * skipped, so that the other tasks are still enforced.  No escalation can be
+ * written into it (that needs its tree), so it is reported on stderr, once:
+ * the pass that first finds it (or finds a new reason) fails with exit 4,
+ * and watch.json remembers it under "broken"; each later pass reads it
+ * again, silently, until it can be read, and then checks all its records.
+ * The caller drops the task's timers.
+ */
+static void task_broken(struct watch *w, const char *task, const amp_error *err)
+{
+	json_t *broken = json_object_get(w->state, "broken");
+	const char *before = amp_json_str(broken, task);
+
+	if (before && !strcmp(before, err->message))
+		return;
+	json_object_set_new(broken, task, json_string(err->message));
+	amp_errlist_add(w->errors, AMP_EIO, err->path,
+			"%s; task %s is skipped until it can be read", err->message, task);
+	w->broken++;
+}
+
+/* After an escalation into `task` failed: 1 when the reason is that the
+ * task's directory cannot be read (it broke after its timers were set),
+ * which task_broken then reports, 0 when the failure is another one. */
+static int escalation_broke_task(struct watch *w, const char *task)
+{
+	git_tree *tip = NULL;
+	amp_task_log log;
+	amp_error err;
+	int broke = 0;
+
+	if (amp_store_tip(w->st, amp_store_messages_ref(w->st), NULL, &tip, &err) < 0)
+		return 0;
+	if (amp_store_read_task(w->st, tip, task, &log, &err) < 0) {
+		task_broken(w, task, &err);
+		broke = 1;
+	} else {
+		amp_task_log_free(&log);
+	}
+	git_tree_free(tip);
+	return broke;
+}
+
+/*
  * Escalates one cause as system, once.  `cause` is what the report and the
  * commit name; NULL means the first affected message (the once-check inside
  * the compare-and-swap derives the cause from the escalation itself, see
@@ -110,7 +154,9 @@ static int fire(struct watch *w, const char *task, const char *type,
 		cause = first;
 	snprintf(trailers, sizeof(trailers), "Amp-Cause: %s %s\n", type, cause ? cause : "-");
 	status = amp_send_escalation(w->st, *w->set, &e, trailers, &res, &errs);
-	if (status < 0) {
+	if (status < 0 && escalation_broke_task(w, task)) {
+		/* reported by task_broken; the other tasks go on */
+	} else if (status < 0) {
 		amp_errlist_add(w->errors, AMP_EIO, "", "cannot escalate %s on %s (%s): %s",
 				type, task, cause ? cause : "-",
 				errs.count ? errs.items[0].message : "unknown error");
@@ -464,6 +510,9 @@ static void evaluate_timers(struct watch *w, int *fired)
 			json_decref(affected);
 		}
 	}
+	/* A task found unreadable while escalating keeps no timers. */
+	json_object_foreach(json_object_get(w->state, "broken"), task, t)
+		json_object_del(tasks, task);
 }
 
 /* ---- passes --------------------------------------------------------------- */
@@ -537,28 +586,6 @@ static int is_new(const json_t *new_files, const char *name)
 	return !json_is_object(new_files) || json_object_get(new_files, name);
 }
 
-/*
- * A task whose directory cannot be read (its tree is missing or corrupt) is
- * skipped, so that the other tasks are still enforced.  No escalation can be
- * written into it (that needs its tree), so it is reported on stderr, once:
- * the pass that first finds it (or finds a new reason) fails with exit 4,
- * and watch.json remembers it under "broken"; each later pass reads it
- * again, silently, until it can be read, and then checks all its records.
- */
-static void task_broken(struct watch *w, const char *task, const amp_error *err)
-{
-	json_t *broken = json_object_get(w->state, "broken");
-	const char *before = amp_json_str(broken, task);
-
-	json_object_del(json_object_get(w->state, "tasks"), task);
-	if (before && !strcmp(before, err->message))
-		return;
-	json_object_set_new(broken, task, json_string(err->message));
-	amp_errlist_add(w->errors, AMP_EIO, err->path,
-			"%s; task %s is skipped until it can be read", err->message, task);
-	w->broken++;
-}
-
 static void process_task(struct watch *w, const char *task, const json_t *new_files)
 {
 	json_t *tasks = json_object_get(w->state, "tasks"), *timers;
@@ -569,6 +596,7 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 
 	if (amp_store_read_task(w->st, w->tree, task, &log, &err) < 0) {
 		task_broken(w, task, &err);
+		json_object_del(tasks, task);
 		return;
 	}
 	json_object_del(json_object_get(w->state, "broken"), task);

@@ -134,6 +134,26 @@ unknown_records() {
 	assert_success
 }
 
+@test "defect 4: a task directory that breaks after watch set its timers is reported once; the other tasks are still enforced" {
+	send_dispatch
+	D2=$(dispatch_to $T2)
+	at 10
+	run amp watch --once
+	assert_success
+	tree_id=$(git rev-parse "refs/amp/messages:tasks/2026/0/$T2")
+	rm "$(object_file "tasks/2026/0/$T2")"
+	at 400
+	run --separate-stderr amp watch --once
+	assert_failure 4
+	assert_output --regexp "^escalated ack_timeout $T $D \(escalation-$T-[0-9]+\)$"
+	[[ $stderr == "amp watch: error: cannot read the task directory tasks/2026/0/$T2, tree $tree_id: "*"; task $T2 is skipped until it can be read" ]] ||
+		fail "stderr: $stderr"
+	run --separate-stderr amp watch --once
+	assert_success
+	assert_output ""
+	assert_equal "$stderr" ""
+}
+
 @test "defect 4: a directory under tasks/ whose name is no task id is reported once and skipped" {
 	send_dispatch
 	echo '{}' | plant "tasks/2026/0/T-2026-04x/000001.msg.x.json"
