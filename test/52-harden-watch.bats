@@ -43,6 +43,21 @@ unknown_records() {
 	amp status $T --json | json_get "'\n'.join(sorted(e['description'].split(': ')[0] for e in d['escalations'] if e['escalation_type'] == 'unknown'))"
 }
 
+# watch_reports_broken_once: with $T2's directory unreadable (tree
+# $tree_id), a pass escalates $T's overdue dispatch $D, reports $T2 on stderr
+# and exits 4; the next pass is silent and succeeds.
+watch_reports_broken_once() {
+	run --separate-stderr amp watch --once
+	assert_failure 4
+	assert_output --regexp "^escalated ack_timeout $T $D \(escalation-$T-[0-9]+\)$"
+	[[ $stderr == "amp watch: error: cannot read the task directory tasks/2026/0/$T2, tree $tree_id: "*"; task $T2 is skipped until it can be read" ]] ||
+		fail "stderr: $stderr"
+	run --separate-stderr amp watch --once
+	assert_success
+	assert_output ""
+	assert_equal "$stderr" ""
+}
+
 @test "defect 4: a missing or corrupt blob spoils its record only; every task is still read and enforced" {
 	send_dispatch
 	D2=$(dispatch_to $T2)
@@ -93,16 +108,7 @@ unknown_records() {
 	tree_id=$(git rev-parse "refs/amp/messages:tasks/2026/0/$T2")
 	mv "$tree" "$BATS_TEST_TMPDIR/tree.saved"
 	at 400
-	run --separate-stderr amp watch --once
-	assert_failure 4
-	assert_output --regexp "^escalated ack_timeout $T $D \(escalation-$T-[0-9]+\)$"
-	[[ $stderr == "amp watch: error: cannot read the task directory tasks/2026/0/$T2, tree $tree_id: "*"; task $T2 is skipped until it can be read" ]] ||
-		fail "stderr: $stderr"
-	# reported once: the next passes are silent and succeed
-	run --separate-stderr amp watch --once
-	assert_success
-	assert_output ""
-	assert_equal "$stderr" ""
+	watch_reports_broken_once
 	at 500
 	run --separate-stderr amp watch --once
 	assert_success
@@ -143,15 +149,7 @@ unknown_records() {
 	tree_id=$(git rev-parse "refs/amp/messages:tasks/2026/0/$T2")
 	rm "$(object_file "tasks/2026/0/$T2")"
 	at 400
-	run --separate-stderr amp watch --once
-	assert_failure 4
-	assert_output --regexp "^escalated ack_timeout $T $D \(escalation-$T-[0-9]+\)$"
-	[[ $stderr == "amp watch: error: cannot read the task directory tasks/2026/0/$T2, tree $tree_id: "*"; task $T2 is skipped until it can be read" ]] ||
-		fail "stderr: $stderr"
-	run --separate-stderr amp watch --once
-	assert_success
-	assert_output ""
-	assert_equal "$stderr" ""
+	watch_reports_broken_once
 }
 
 @test "defect 4: a directory under tasks/ whose name is no task id is reported once and skipped" {
