@@ -93,7 +93,7 @@ static json_t *summary(const json_t *t)
 		pending += !strcmp(str(m, "ack_state"), "pending");
 		overdue += !strcmp(str(m, "ack_state"), "overdue");
 	}
-	return json_pack("{s:O,s:O,s:O,s:O,s:O,s:i,s:i,s:i,s:O}",
+	return json_pack("{s:O,s:O,s:O,s:O,s:O,s:i,s:i,s:i,s:i,s:O}",
 			 "task_id", json_object_get(t, "task_id"),
 			 "state", json_object_get(t, "state"),
 			 "reject_count", json_object_get(t, "reject_count"),
@@ -101,6 +101,7 @@ static json_t *summary(const json_t *t)
 			 "locked", json_object_get(t, "locked"),
 			 "messages", (int)json_array_size(msgs),
 			 "acks_pending", (int)pending, "acks_overdue", (int)overdue,
+			 "unreadable", (int)json_array_size(json_object_get(t, "unreadable")),
 			 "last_timestamp", json_array_size(msgs) ?
 				 json_object_get(json_array_get(msgs, json_array_size(msgs) - 1), "timestamp") :
 				 json_null());
@@ -150,7 +151,7 @@ int main(int argc, char **argv)
 			code = amp_cli_fail("status", &err);
 			goto cleanup;
 		}
-		if (!log.count) {
+		if (!log.count && !log.nbad) {
 			amp_error_set(&err, AMP_EUSAGE, "", "no task %s in the SSOT", argv[optind]);
 			code = amp_cli_fail("status", &err);
 			goto cleanup;
@@ -172,20 +173,33 @@ int main(int argc, char **argv)
 		json_t *t, *s;
 
 		if (amp_store_read_task(st, tip, ids[i], &log, &err) < 0) {
+			/* One unreadable task directory hides that task only: the
+			 * others are listed, and the exit code says it (4: the
+			 * SSOT holds it, even when its name is no task id). */
+			err.status = AMP_EIO;
 			code = amp_cli_fail("status", &err);
-			goto cleanup;
+			if (!json_out)
+				printf("%-12s %sunreadable%s  %s\n", ids[i], color ? "\033[31m" : "",
+				       reset(), err.message);
+			json_array_append_new(out, json_pack("{s:s,s:s,s:s}", "task_id", ids[i],
+							     "state", "unreadable", "reason", err.message));
+			continue;
 		}
 		t = amp_task_status_json(&log, now);
 		s = summary(t);
 		json_decref(t);
 		amp_task_log_free(&log);
 		if (!json_out)
-			printf("%-12s %s%-11s%s %3lld msgs  %lld rejects%s%s\n", str(s, "task_id"),
+			printf("%-12s %s%-11s%s %3lld msgs  %lld rejects%s%s", str(s, "task_id"),
 			       state_color(str(s, "state")), str(s, "state"), reset(),
 			       (long long)json_integer_value(json_object_get(s, "messages")),
 			       (long long)json_integer_value(json_object_get(s, "reject_count")),
 			       json_integer_value(json_object_get(s, "acks_overdue")) ? "  ACK overdue" : "",
 			       json_integer_value(json_object_get(s, "acks_pending")) ? "  ACK pending" : "");
+		if (!json_out && json_integer_value(json_object_get(s, "unreadable")))
+			printf("  %lld unreadable", (long long)json_integer_value(json_object_get(s, "unreadable")));
+		if (!json_out)
+			putchar('\n');
 		json_array_append_new(out, s);
 	}
 	if (json_out) {

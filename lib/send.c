@@ -68,6 +68,7 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	const char *type = amp_json_str(c->msg, "type");
 	const amp_entry *existing;
 	amp_task_log log;
+	char cause[1024];
 	int status;
 
 	amp_errlist_truncate(c->errors, c->errors_base);
@@ -102,8 +103,7 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	if (c->once && amp_task_has_escalation(&log,
 			amp_json_str(json_object_get(c->msg, "payload"), "escalation_type"),
 			amp_json_str(c->msg, "from"),
-			json_string_value(json_array_get(json_object_get(
-				json_object_get(c->msg, "payload"), "affected_msgs"), 0)))) {
+			amp_escalation_cause(c->msg, cause, sizeof(cause)))) {
 		c->res->duplicate = 1;
 		status = AMP_NOOP;
 		goto cleanup;

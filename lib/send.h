@@ -95,9 +95,10 @@ typedef struct amp_escalation {
 	int auto_suspended;         /* -1: true unless severity is info */
 	int64_t now_ms;
 	/* Fire once per cause: do nothing when the task already holds an
-	 * escalation of this type from the same role whose first affected
-	 * message is ours.  Checked inside the compare-and-swap, so two
-	 * watchers racing still record one. */
+	 * escalation of this type from the same role with the same cause
+	 * (amp_escalation_cause: the record named by the description, else
+	 * the first affected message).  Checked inside the compare-and-swap,
+	 * so two watchers racing still record one. */
 	int once;
 } amp_escalation;
 

@@ -1,5 +1,6 @@
 #include "store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -337,8 +338,13 @@ int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
 		git_error_clear();
 		return AMP_OK;
 	}
-	if (rc < 0 || git_tree_lookup(&tree, st->repo, git_tree_entry_id(dir_entry)) < 0) {
-		status = amp_error_git(err, AMP_EIO, "cannot read %s", dir);
+	if (rc < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s", dir);
+		goto cleanup;
+	}
+	if (git_tree_lookup(&tree, st->repo, git_tree_entry_id(dir_entry)) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s, tree %s",
+				       dir, git_oid_tostr_s(git_tree_entry_id(dir_entry)));
 		goto cleanup;
 	}
 	n = git_tree_entrycount(tree);
@@ -359,29 +365,24 @@ int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
 		if (rec->seq >= log->next_seq)
 			log->next_seq = rec->seq + 1;
 		/* A record past the size bound is unreadable without being
-		 * loaded: the header says its size. */
+		 * loaded: the header says its size.  A blob that is missing or
+		 * corrupt spoils its record only: the task's other records
+		 * stay usable (issue 7, defect 4). */
 		if (oversized_record(st, git_tree_entry_id(e), &perr)) {
+			/* perr says how big it is */
+		} else if (git_blob_lookup(&blob, st->repo, git_tree_entry_id(e)) < 0) {
+			amp_error_git(&perr, AMP_EIO, "cannot read blob %s",
+				      git_oid_tostr_s(git_tree_entry_id(e)));
+			git_error_clear();
+		} else if (amp_bounds_parse_record(git_blob_rawcontent(blob),
+						   (size_t)git_blob_rawsize(blob),
+						   &rec->doc, &perr) == 0 &&
+			   !json_is_object(rec->doc)) {
+			amp_error_set(&perr, AMP_ESCHEMA, "", "not a JSON object");
+		}
+		if (!blob || !json_is_object(rec->doc)) {
 			if (add_bad(log, rec->seq, rec->kind, rec->id, git_tree_entry_name(e),
 				    perr.message) < 0) {
-				free(rec->id);
-				status = amp_error_set(err, AMP_EIO, "", "out of memory");
-			}
-			memset(rec, 0, sizeof(*rec));
-			if (status < 0)
-				goto cleanup;
-			continue;
-		}
-		if (git_blob_lookup(&blob, st->repo, git_tree_entry_id(e)) < 0) {
-			status = amp_error_git(err, AMP_EIO, "cannot read %s/%s", dir,
-					       git_tree_entry_name(e));
-			free(rec->id);
-			rec->id = NULL;
-			goto cleanup;
-		}
-		if (amp_bounds_parse_record(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob),
-					    &rec->doc, &perr) < 0 || !json_is_object(rec->doc)) {
-			if (add_bad(log, rec->seq, rec->kind, rec->id, git_tree_entry_name(e),
-				    rec->doc ? "not a JSON object" : perr.message) < 0) {
 				free(rec->id);
 				status = amp_error_set(err, AMP_EIO, "", "out of memory");
 			}
@@ -750,6 +751,69 @@ static void clear_stale_ref_lock(amp_store *st, const char *ref)
 		unlink(lock);
 }
 
+/* Age after which a temporary file is nobody's (see sweep_tmp_files). */
+#define AMP_TMP_FILE_AGE_SEC 3600
+
+/* Removes the regular files of directory `path` named <prefix>...<suffix>
+ * and not modified for AMP_TMP_FILE_AGE_SEC. */
+static void sweep_dir(const char *path, const char *prefix, const char *suffix,
+		      time_t now)
+{
+	size_t np = strlen(prefix), ns = strlen(suffix), n;
+	struct dirent *d;
+	struct stat sb;
+	DIR *dir;
+
+	if (!(dir = opendir(path)))
+		return;
+	while ((d = readdir(dir))) {
+		n = strlen(d->d_name);
+		if (n >= np + ns && !strncmp(d->d_name, prefix, np) &&
+		    !strcmp(d->d_name + n - ns, suffix) &&
+		    fstatat(dirfd(dir), d->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(sb.st_mode) && now - sb.st_mtime >= AMP_TMP_FILE_AGE_SEC)
+			unlinkat(dirfd(dir), d->d_name, 0);
+	}
+	closedir(dir);
+}
+
+/*
+ * libgit2 writes each loose object to objects/tmp_object_git2_XXXXXX and
+ * renames it into place; a writer killed in between (kill -9, power loss)
+ * leaves that file behind for good, as a watcher killed while saving leaves
+ * <state dir>/watch.json.<pid>.tmp.  A successful write removes the ones
+ * older than AMP_TMP_FILE_AGE_SEC: a live writer holds such a file for the
+ * milliseconds one object takes, so an hour-old one is nobody's; and were a
+ * writer stopped for longer than that, its rename would fail and its write
+ * with it, so nothing is lost.  libgit2 makes these files in objects/ itself,
+ * never in the fan-out directories, so a sweep reads two directories; it
+ * runs at most once an hour, remembered by the mtime of
+ * <state dir>/objects-swept, so a write pays one stat() for it.
+ */
+static void sweep_tmp_files(amp_store *st)
+{
+	char stamp[PATH_MAX + 32];
+	git_buf objects = { 0 };
+	struct stat sb;
+	time_t now = time(NULL);
+	int fd;
+
+	snprintf(stamp, sizeof(stamp), "%s/objects-swept", st->state_dir);
+	if (stat(stamp, &sb) == 0 && now - sb.st_mtime < AMP_TMP_FILE_AGE_SEC)
+		return;
+	/* The stamp first, so that a sweep that fails is not retried by every
+	 * write. */
+	if ((fd = open(stamp, O_WRONLY | O_CREAT | O_CLOEXEC, 0666)) < 0)
+		return;
+	futimens(fd, NULL);
+	close(fd);
+	if (git_repository_item_path(&objects, st->repo, GIT_REPOSITORY_ITEM_OBJECTS) == 0)
+		sweep_dir(objects.ptr, "tmp_object_git2_", "", now);
+	sweep_dir(st->state_dir, "watch.json.", ".tmp", now);
+	git_buf_dispose(&objects);
+	git_error_clear();
+}
+
 /* Opens (creating it) the file whose flock amp's writers of `ref` hold
  * while they move it; returns the descriptor, or -1 with err filled. */
 static int open_writer_lock(amp_store *st, const char *ref, amp_error *err)
@@ -914,6 +978,7 @@ int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 		if (rc == 0) {
 			if (out)
 				git_oid_cpy(out, &next);
+			sweep_tmp_files(st);
 			status = AMP_OK;
 			goto cleanup;
 		}

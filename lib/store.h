@@ -88,9 +88,11 @@ typedef struct amp_entry {
 	json_t *doc; /* parsed record; owned */
 } amp_entry;
 
-/* A record whose content is not a JSON object.  amp never writes one, but a
- * fetch or a hand-made commit can bring one in, and an append-only store
- * keeps it forever: it is reported, not allowed to block the task. */
+/* A record whose content is not a JSON object, or whose blob cannot be read
+ * (missing or corrupt in the object database).  amp never writes one, but a
+ * fetch, a hand-made commit or a damaged disk can bring one in, and an
+ * append-only store keeps it forever: it is reported, not allowed to block
+ * the task. */
 typedef struct amp_bad_record {
 	int seq;
 	amp_entry_kind kind;
@@ -109,8 +111,9 @@ typedef struct amp_task_log {
 } amp_task_log;
 
 /* Reads every record of one task from `root` (a tip tree).  A task with no
- * directory yields an empty log.  Records that are not JSON objects go to
- * log->bad; only a repository that cannot be read is an error (AMP_EIO).
+ * directory yields an empty log.  Records that are not JSON objects or whose
+ * blob cannot be read go to log->bad; only a task directory whose tree
+ * cannot be read is an error (AMP_EIO): the whole task is unreadable.
  * Free with amp_task_log_free. */
 int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
 			amp_task_log *log, amp_error *err);

@@ -1,5 +1,6 @@
 #include "task.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
@@ -13,21 +14,40 @@ int64_t amp_record_time(const json_t *doc)
 	return ts && amp_time_parse(ts, &ms) == 0 ? ms : -1;
 }
 
-int amp_task_has_escalation(const amp_task_log *log, const char *type,
-			    const char *from, const char *first)
+const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz)
 {
+	const json_t *p = json_object_get(msg, "payload");
+	const char *d = amp_json_str(p, "description");
+	const char *first = json_string_value(json_array_get(json_object_get(p, "affected_msgs"), 0));
+	const char *end;
+	size_t n = strlen(AMP_RECORD_CAUSE);
+
+	if (d && !strncmp(d, AMP_RECORD_CAUSE, n) && (end = strstr(d + n, ": ")) &&
+	    (size_t)(end - d) - n < bufsz) {
+		snprintf(buf, bufsz, "%.*s", (int)(end - d - n), d + n);
+		return buf;
+	}
+	if (!first || strlen(first) >= bufsz)
+		return NULL;
+	snprintf(buf, bufsz, "%s", first);
+	return buf;
+}
+
+int amp_task_has_escalation(const amp_task_log *log, const char *type,
+			    const char *from, const char *cause)
+{
+	char buf[1024];
 	size_t i;
 
-	for (i = 0; type && from && first && i < log->count; i++) {
+	for (i = 0; type && from && cause && i < log->count; i++) {
 		const amp_entry *e = &log->entries[i];
-		const json_t *p = json_object_get(e->doc, "payload");
-		const char *kind = amp_json_str(p, "escalation_type");
+		const char *kind = amp_json_str(json_object_get(e->doc, "payload"), "escalation_type");
 		const char *by = amp_json_str(e->doc, "from");
-		const char *cause = json_string_value(json_array_get(
-			json_object_get(p, "affected_msgs"), 0));
+		const char *c;
 
-		if (e->kind == AMP_ENTRY_MSG && kind && by && cause &&
-		    !strcmp(kind, type) && !strcmp(by, from) && !strcmp(cause, first))
+		if (e->kind == AMP_ENTRY_MSG && kind && by && !strcmp(kind, type) &&
+		    !strcmp(by, from) && (c = amp_escalation_cause(e->doc, buf, sizeof(buf))) &&
+		    !strcmp(c, cause))
 			return 1;
 	}
 	return 0;

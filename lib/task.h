@@ -40,10 +40,27 @@ void amp_task_state_compute(const amp_task_log *log, amp_task_state *out);
 /* The "timestamp" of a record in Unix ms, or -1 when it has none. */
 int64_t amp_record_time(const json_t *doc);
 
-/* 1 when the log holds an escalation of `type` written by `from` whose first
- * affected message is `first`: the "once per cause" of escalations. */
+/*
+ * The cause of an escalation: what "once per cause" compares.  An escalation
+ * about a record of the SSOT (amp watch's `unknown`) begins its description
+ * with AMP_RECORD_CAUSE "<path>: " where <path> is the record's path in the
+ * tree ("tasks/2026/0/T-2026-044/000002.ctl.resume-1.json"); its cause is
+ * that path, so a record that has no msg_id (a control record, a file name
+ * that is not a msg_id) has a stable cause too, and two records naming the
+ * same msg_id (a message and its ACK) are two causes.  Any other escalation's
+ * cause is its first affected message.  The escalation schema is closed and
+ * affected_msgs holds msg_ids only, so the description is the one field that
+ * can name a path; it is inside the record, hence visible to the check in
+ * the compare-and-swap.  `msg` is a whole envelope.  Writes the cause into
+ * buf and returns it, or returns NULL when the escalation has none.
+ */
+#define AMP_RECORD_CAUSE "amp watch cannot use "
+const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz);
+
+/* 1 when the log holds an escalation of `type` written by `from` whose cause
+ * (amp_escalation_cause) is `cause`: the "once per cause" of escalations. */
 int amp_task_has_escalation(const amp_task_log *log, const char *type,
-			    const char *from, const char *first);
+			    const char *from, const char *cause);
 
 /* The ACK record of msg_id in log, or NULL (borrowed). */
 const json_t *amp_task_ack_of(const amp_task_log *log, const char *msg_id);

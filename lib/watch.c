@@ -27,6 +27,7 @@ struct watch {
 	json_t *state;  /* see load_state */
 	git_tree *tree; /* the tree being processed */
 	int failed;     /* an escalation could not be written: keep no state */
+	int broken;     /* tasks found unreadable for the first time */
 };
 
 /* ---- reading ------------------------------------------------------------ */
@@ -36,10 +37,10 @@ static void entry_name(const amp_entry *e, char *buf, size_t bufsz)
 	amp_store_entry_name(e->seq, e->kind, e->id, buf, bufsz);
 }
 
-/* 1 when the task already holds a system escalation of `type` for `first`. */
-static int has_cause(const amp_task_log *log, const char *type, const char *first)
+/* 1 when the task already holds a system escalation of `type` for `cause`. */
+static int has_cause(const amp_task_log *log, const char *type, const char *cause)
 {
-	return amp_task_has_escalation(log, type, "system", first);
+	return amp_task_has_escalation(log, type, "system", cause);
 }
 
 /* 1 when `id` has the shape of a msg_id, so it may stand in affected_msgs. */
@@ -72,20 +73,66 @@ static int need_schemas(struct watch *w)
 }
 
 /*
- * Escalates one cause as system, once.  Returns AMP_OK when the escalation
- * is in the SSOT (written now or before), else the failure, recorded in
- * w->errors.
+ * A task whose directory cannot be read (its tree is missing or corrupt) is
+ * skipped, so that the other tasks are still enforced.  No escalation can be
+ * written into it (that needs its tree), so it is reported on stderr, once:
+ * the pass that first finds it (or finds a new reason) fails with exit 4,
+ * and watch.json remembers it under "broken"; each later pass reads it
+ * again, silently, until it can be read, and then checks all its records.
+ * The caller drops the task's timers.
+ */
+static void task_broken(struct watch *w, const char *task, const amp_error *err)
+{
+	json_t *broken = json_object_get(w->state, "broken");
+	const char *before = amp_json_str(broken, task);
+
+	if (before && !strcmp(before, err->message))
+		return;
+	json_object_set_new(broken, task, json_string(err->message));
+	amp_errlist_add(w->errors, AMP_EIO, err->path,
+			"%s; task %s is skipped until it can be read", err->message, task);
+	w->broken++;
+}
+
+/* After an escalation into `task` failed: 1 when the reason is that the
+ * task's directory cannot be read (it broke after its timers were set),
+ * which task_broken then reports, 0 when the failure is another one. */
+static int escalation_broke_task(struct watch *w, const char *task)
+{
+	git_tree *tip = NULL;
+	amp_task_log log;
+	amp_error err;
+	int broke = 0;
+
+	if (amp_store_tip(w->st, amp_store_messages_ref(w->st), NULL, &tip, &err) < 0)
+		return 0;
+	if (amp_store_read_task(w->st, tip, task, &log, &err) < 0) {
+		task_broken(w, task, &err);
+		broke = 1;
+	} else {
+		amp_task_log_free(&log);
+	}
+	git_tree_free(tip);
+	return broke;
+}
+
+/*
+ * Escalates one cause as system, once.  `cause` is what the report and the
+ * commit name; NULL means the first affected message (the once-check inside
+ * the compare-and-swap derives the cause from the escalation itself, see
+ * amp_escalation_cause).  Returns AMP_OK when the escalation is in the SSOT
+ * (written now or before), else the failure, recorded in w->errors.
  */
 static int fire(struct watch *w, const char *task, const char *type,
 		const char *severity, json_t *affected, json_t *suggested,
-		const char *description)
+		const char *description, const char *cause)
 {
 	amp_escalation e = { 0 };
 	amp_send_result res;
 	amp_errlist errs = { 0 };
 	amp_watch_action a;
 	const char *first = json_string_value(json_array_get(affected, 0));
-	char trailers[600];
+	char trailers[1100];
 	int status;
 
 	if ((status = need_schemas(w)) < 0) {
@@ -103,11 +150,15 @@ static int fire(struct watch *w, const char *task, const char *type,
 	e.auto_suspended = -1;
 	e.now_ms = w->o->now_ms;
 	e.once = 1;
-	snprintf(trailers, sizeof(trailers), "Amp-Cause: %s %s\n", type, first ? first : "-");
+	if (!cause)
+		cause = first;
+	snprintf(trailers, sizeof(trailers), "Amp-Cause: %s %s\n", type, cause ? cause : "-");
 	status = amp_send_escalation(w->st, *w->set, &e, trailers, &res, &errs);
-	if (status < 0) {
+	if (status < 0 && escalation_broke_task(w, task)) {
+		/* reported by task_broken; the other tasks go on */
+	} else if (status < 0) {
 		amp_errlist_add(w->errors, AMP_EIO, "", "cannot escalate %s on %s (%s): %s",
-				type, task, first ? first : "-",
+				type, task, cause ? cause : "-",
 				errs.count ? errs.items[0].message : "unknown error");
 		w->failed = 1;
 	} else if (!res.duplicate) {
@@ -117,7 +168,7 @@ static int fire(struct watch *w, const char *task, const char *type,
 			a.escalation_type = type;
 			a.severity = severity;
 			a.task_id = task;
-			a.cause = first ? first : "";
+			a.cause = first ? first : cause ? cause : "";
 			a.msg_id = res.msg_id;
 			w->report(&a, w->ctx);
 		}
@@ -128,17 +179,28 @@ static int fire(struct watch *w, const char *task, const char *type,
 
 /* ---- message rules -------------------------------------------------------- */
 
-static void escalate_unknown(struct watch *w, const char *task, const char *cause,
+/*
+ * AMP/1.0 No Silent Failure: record `name` of the task cannot be used.  Its
+ * cause is the record's path, named first in the description
+ * (AMP_RECORD_CAUSE), so that a record with no msg_id, or one whose msg_id
+ * another record names too (a message and its ACK), is escalated exactly
+ * once.  `id` goes to affected_msgs when it is a msg_id.
+ */
+static void escalate_unknown(struct watch *w, const amp_task_log *log, const char *id,
 			     const char *name, const char *what)
 {
-	json_t *affected = looks_like_msg_id(cause) ? json_pack("[s]", cause) : json_array();
-	char description[1600], dir[128];
+	json_t *affected;
+	char description[1700], dir[128], path[512];
 
-	amp_store_task_dir(task, dir, sizeof(dir));
+	amp_store_task_dir(log->task_id, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/%.300s", dir, name);
+	if (has_cause(log, "unknown", path))
+		return;
+	affected = looks_like_msg_id(id) ? json_pack("[s]", id) : json_array();
 	snprintf(description, sizeof(description),
-		 "amp watch cannot use %s/%.300s: %.900s. Fix or supersede the record; agents must not act on it (No Silent Failure).",
-		 dir, name, what);
-	fire(w, task, "unknown", "warning", affected, NULL, description);
+		 AMP_RECORD_CAUSE "%s: %.900s. Fix or supersede the record; agents must not act on it (No Silent Failure).",
+		 path, what);
+	fire(w, log->task_id, "unknown", "warning", affected, NULL, description, path);
 	json_decref(affected);
 }
 
@@ -169,7 +231,7 @@ static void check_lock(struct watch *w, const amp_task_log *log, size_t i)
 		 s.reject_count > s.rejects_since_resume ? "since the last resume" : "in a row",
 		 w->o->lock_threshold, e->id);
 	fire(w, log->task_id, "hallucination_lock", "critical", affected, suggested,
-	     description);
+	     description, NULL);
 	json_decref(affected);
 	json_decref(suggested);
 }
@@ -187,7 +249,7 @@ static void check_confidence(struct watch *w, const amp_task_log *log, const amp
 		 "Review verdict %s (%s) has confidence %.2f < %.1f: the admin should see it before the coordinator forwards it to the executor (Confidence Threshold).",
 		 e->id, amp_json_str(json_object_get(e->doc, "payload"), "decision"),
 		 json_number_value(c), AMP_WATCH_CONFIDENCE_MIN);
-	fire(w, log->task_id, "conflict", "info", affected, NULL, description);
+	fire(w, log->task_id, "conflict", "info", affected, NULL, description, NULL);
 	json_decref(affected);
 }
 
@@ -204,6 +266,19 @@ static void check_message(struct watch *w, const amp_task_log *log, size_t i)
 	int status;
 
 	entry_name(e, name, sizeof(name));
+	/* First: a record out of its place (its name is no msg_id, say) has no
+	 * msg_id any other escalation could name. */
+	if (!looks_like_msg_id(e->id)) {
+		snprintf(what, sizeof(what), "its name holds no msg_id");
+		escalate_unknown(w, log, e->id, name, what);
+		return;
+	}
+	if (!id || strcmp(id, e->id) || !task || strcmp(task, log->task_id)) {
+		snprintf(what, sizeof(what), "its msg_id/task_id (%s, %s) do not match its place",
+			 id ? id : "none", task ? task : "none");
+		escalate_unknown(w, log, e->id, name, what);
+		return;
+	}
 	/* AMP/1.0 §01 Branch Validation, for a dispatch that did not come
 	 * through amp send. */
 	if (amp_rules_is_protected_branch(e->doc)) {
@@ -216,16 +291,9 @@ static void check_message(struct watch *w, const amp_task_log *log, size_t i)
 				 e->id, log->task_id,
 				 amp_json_str(json_object_get(e->doc, "payload"), "branch"));
 			fire(w, log->task_id, "branch_violation", "warning", affected, NULL,
-			     description);
+			     description, NULL);
 		}
 		json_decref(affected);
-		return;
-	}
-	if (!id || strcmp(id, e->id) || !task || strcmp(task, log->task_id)) {
-		snprintf(what, sizeof(what), "its msg_id/task_id (%s, %s) do not match its place",
-			 id ? id : "none", task ? task : "none");
-		if (!has_cause(log, "unknown", e->id))
-			escalate_unknown(w, log->task_id, e->id, name, what);
 		return;
 	}
 	if (need_schemas(w) < 0)
@@ -249,19 +317,17 @@ static void check_message(struct watch *w, const amp_task_log *log, size_t i)
 			 status == AMP_ESCHEMA ? "not schema-valid:" : "breaks a send-time rule:",
 			 errs.items[0].path, errs.items[0].path[0] ? ": " : "",
 			 errs.items[0].message, errs.count, errs.count > 1 ? "s" : "");
-		if (!has_cause(log, kind, e->id)) {
-			if (!strcmp(kind, "unknown")) {
-				escalate_unknown(w, log->task_id, e->id, name, what);
-			} else {
-				json_t *affected = json_pack("[s]", e->id);
-				char description[1400];
+		if (!strcmp(kind, "unknown")) {
+			escalate_unknown(w, log, e->id, name, what);
+		} else if (!has_cause(log, kind, e->id)) {
+			json_t *affected = json_pack("[s]", e->id);
+			char description[1400];
 
-				snprintf(description, sizeof(description),
-					 "%s in the SSOT asks for a review although CI failed (%s): the coordinator must re-dispatch instead (CI Gating).",
-					 e->id, errs.items[0].path);
-				fire(w, log->task_id, kind, "warning", affected, NULL, description);
-				json_decref(affected);
-			}
+			snprintf(description, sizeof(description),
+				 "%s in the SSOT asks for a review although CI failed (%s): the coordinator must re-dispatch instead (CI Gating).",
+				 e->id, errs.items[0].path);
+			fire(w, log->task_id, kind, "warning", affected, NULL, description, NULL);
+			json_decref(affected);
 		}
 	}
 	if (status == AMP_OK && type && !strcmp(type, "review_verdict")) {
@@ -300,7 +366,10 @@ static json_t *derive_timers(const amp_task_log *log)
 		const amp_entry *e = &log->entries[i];
 		int64_t deadline, sent;
 
-		if (e->kind != AMP_ENTRY_MSG ||
+		/* A message out of its place is escalated as unknown; no
+		 * ACK timeout could name it. */
+		if (e->kind != AMP_ENTRY_MSG || !looks_like_msg_id(e->id) ||
+		    strcmp(e->id, amp_json_str(e->doc, "msg_id") ? amp_json_str(e->doc, "msg_id") : "") ||
 		    (deadline = amp_message_ack_deadline(e->doc)) < 0 ||
 		    amp_task_ack_of(log, e->id) || has_cause(log, "ack_timeout", e->id))
 			continue;
@@ -399,7 +468,7 @@ static void evaluate_timers(struct watch *w, int *fired)
 				 amp_time_format(deadline, when), amp_time_format(now, at),
 				 (long long)((now - deadline) / 1000));
 			affected = json_pack("[s]", msg);
-			if (fire(w, task, "ack_timeout", "warning", affected, NULL, description) < 0)
+			if (fire(w, task, "ack_timeout", "warning", affected, NULL, description, NULL) < 0)
 				json_array_append(kept, a);
 			else
 				*fired = 1;
@@ -434,13 +503,16 @@ static void evaluate_timers(struct watch *w, int *fired)
 				 (long long)(w->o->heartbeat_ms / 1000));
 			affected = strcmp(cause, dispatch) ? json_pack("[s,s]", cause, dispatch)
 							   : json_pack("[s]", cause);
-			if (fire(w, task, "heartbeat_timeout", "warning", affected, NULL, description) == AMP_OK) {
+			if (fire(w, task, "heartbeat_timeout", "warning", affected, NULL, description, NULL) == AMP_OK) {
 				json_array_append_new(fired_list, json_string(cause));
 				*fired = 1;
 			}
 			json_decref(affected);
 		}
 	}
+	/* A task found unreadable while escalating keeps no timers. */
+	json_object_foreach(json_object_get(w->state, "broken"), task, t)
+		json_object_del(tasks, task);
 }
 
 /* ---- passes --------------------------------------------------------------- */
@@ -452,9 +524,9 @@ static void state_path(amp_store *st, char *buf, size_t bufsz)
 
 static json_t *fresh_state(struct watch *w)
 {
-	return json_pack("{s:i,s:s,s:i,s:n,s:{},s:{}}", "version", STATE_VERSION,
+	return json_pack("{s:i,s:s,s:i,s:n,s:{},s:{},s:{}}", "version", STATE_VERSION,
 			 "ref", amp_store_messages_ref(w->st), "lock_threshold",
-			 w->o->lock_threshold, "tip", "last_write", "tasks");
+			 w->o->lock_threshold, "tip", "last_write", "tasks", "broken");
 }
 
 /*
@@ -462,7 +534,8 @@ static json_t *fresh_state(struct watch *w)
  *   {"version":1, "ref":..., "lock_threshold":3, "tip":"<commit>"|null,
  *    "last_write":{"<role>":{"ms":..,"msg":..}},
  *    "tasks":{"<task_id>":{"acks":[{"msg","deadline","from","to"}],
- *                          "open":{"agent","since","dispatch","fired":[..]}}}}
+ *                          "open":{"agent","since","dispatch","fired":[..]}}},
+ *    "broken":{"<task_id>":"<why its directory cannot be read>"}}
  * Anything else (missing, unreadable, other version, ref or threshold)
  * means a fresh state, hence a full rescan.
  */
@@ -484,6 +557,8 @@ static void load_state(struct watch *w)
 		json_decref(s);
 		s = fresh_state(w);
 	}
+	if (!json_is_object(json_object_get(s, "broken")))
+		json_object_set_new(s, "broken", json_object());
 	w->state = s;
 }
 
@@ -504,6 +579,13 @@ static int save_state(struct watch *w)
 	return AMP_OK;
 }
 
+/* 1 when record `name` is new since the last pass; `new_files` NULL (a
+ * task read again after it was unreadable) means every record is. */
+static int is_new(const json_t *new_files, const char *name)
+{
+	return !json_is_object(new_files) || json_object_get(new_files, name);
+}
+
 static void process_task(struct watch *w, const char *task, const json_t *new_files)
 {
 	json_t *tasks = json_object_get(w->state, "tasks"), *timers;
@@ -513,22 +595,23 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 	size_t i;
 
 	if (amp_store_read_task(w->st, w->tree, task, &log, &err) < 0) {
-		amp_errlist_add(w->errors, err.status, err.path, "%s", err.message);
-		w->failed = 1;
+		task_broken(w, task, &err);
+		json_object_del(tasks, task);
 		return;
 	}
+	json_object_del(json_object_get(w->state, "broken"), task);
 	w->stats->tasks_read++;
 	note_writes(w, &log);
 	/* AMP/1.0 No Silent Failure: a record nobody can read is reported. */
 	for (i = 0; i < log.nbad; i++)
-		if (json_object_get(new_files, log.bad[i].name))
-			escalate_unknown(w, task, log.bad[i].kind == AMP_ENTRY_CTL ? NULL : log.bad[i].id,
-					 log.bad[i].name, log.bad[i].reason);
+		if (is_new(new_files, log.bad[i].name))
+			escalate_unknown(w, &log, log.bad[i].id, log.bad[i].name,
+					 log.bad[i].reason);
 	for (i = 0; i < log.count; i++) {
 		const amp_entry *e = &log.entries[i];
 
 		entry_name(e, name, sizeof(name));
-		if (!json_object_get(new_files, name))
+		if (!is_new(new_files, name))
 			continue;
 		if (e->kind == AMP_ENTRY_MSG) {
 			check_message(w, &log, i);
@@ -536,11 +619,10 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 			amp_errlist errs = { 0 };
 			char what[1200];
 
-			if (amp_message_validate(*w->set, e->doc, 1, &errs) == AMP_ESCHEMA &&
-			    !has_cause(&log, "unknown", e->id)) {
+			if (amp_message_validate(*w->set, e->doc, 1, &errs) == AMP_ESCHEMA) {
 				snprintf(what, sizeof(what), "ACK not schema-valid: %.200s: %.600s",
 					 errs.items[0].path, errs.items[0].message);
-				escalate_unknown(w, task, e->id, name, what);
+				escalate_unknown(w, &log, e->id, name, what);
 			}
 			amp_errlist_free(&errs);
 		}
@@ -591,9 +673,15 @@ static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
 
 			if (git_tree_lookup(&sb, repo, git_tree_entry_id(be)) < 0 ||
 			    (ae && git_tree_entry_type(ae) == GIT_OBJECT_TREE &&
-			     git_tree_lookup(&sa, repo, git_tree_entry_id(ae)) < 0))
-				rc = -1;
-			else
+			     git_tree_lookup(&sa, repo, git_tree_entry_id(ae)) < 0)) {
+				/* A task directory that cannot be read: the task is
+				 * read whole, or found broken (task_broken), alone. */
+				git_error_clear();
+				if (depth == 3)
+					json_object_set_new(touched, name, json_null());
+				else
+					rc = -1;
+			} else
 				rc = diff_trees(repo, sa, sb, path, depth + 1, touched);
 			git_tree_free(sa);
 			git_tree_free(sb);
@@ -643,6 +731,10 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 		status = amp_errlist_add(w->errors, AMP_EIO, "", "%s", err.message);
 		goto cleanup;
 	}
+	/* Tasks that were unreadable are tried again, whole. */
+	json_object_foreach(json_object_get(w->state, "broken"), task, files)
+		if (!json_object_get(touched, task))
+			json_object_set_new(touched, task, json_null());
 	json_object_foreach(touched, task, files)
 		process_task(w, task, files);
 	if (!w->failed) {
@@ -692,7 +784,7 @@ int amp_watch_pass(amp_store *st, amp_schema_set **set, const amp_watch_opts *o,
 		   amp_watch_report_fn report, void *ctx, amp_watch_stats *stats,
 		   amp_errlist *errors)
 {
-	struct watch w = { st, set, o, report, ctx, stats, errors, NULL, NULL, 0 };
+	struct watch w = { st, set, o, report, ctx, stats, errors, NULL, NULL, 0, 0 };
 	char *before = NULL;
 	git_oid tip, last;
 	int iter, rc, status = AMP_OK, fired;
@@ -717,7 +809,8 @@ int amp_watch_pass(amp_store *st, amp_schema_set **set, const amp_watch_opts *o,
 			status = amp_errlist_add(errors, AMP_EIO, "", "%s", err.message);
 			goto cleanup;
 		}
-		if (!have_last || !git_oid_equal(&tip, &last)) {
+		if (!have_last || !git_oid_equal(&tip, &last) ||
+		    (iter == 0 && json_object_size(json_object_get(w.state, "broken")))) {
 			if ((status = process_range(&w, have_last ? &last : NULL, &tip)) < 0 || w.failed)
 				goto cleanup;
 			continue;
@@ -741,7 +834,7 @@ cleanup:
 	}
 	free(before);
 	json_decref(w.state);
-	if (w.failed && status == AMP_OK)
+	if ((w.failed || w.broken) && status == AMP_OK)
 		status = AMP_EIO;
 	return status;
 }

@@ -23,12 +23,22 @@
  * is checked again against the schema and against the rules with the log
  * of its task as it stood before it, which is what `amp send` saw.
  *
- * "Once" holds across passes, restarts and concurrent watchers because
- * every escalation goes through amp_send_escalation with `once`, whose
- * check of (escalation_type, from, affected_msgs[0]) runs inside the
- * compare-and-swap.  State kept in <git common dir>/amp/watch.json (the
- * last tip processed and the open timers) only saves work: a lost or
+ * "Once" holds across passes, restarts, --full and concurrent watchers
+ * because every escalation goes through amp_send_escalation with `once`,
+ * whose check of (escalation_type, from, cause) runs inside the
+ * compare-and-swap.  The cause (amp_escalation_cause) of an `unknown`
+ * escalation about a record is the record's path, named first in its
+ * description ("amp watch cannot use <path>: <why>"), since a control
+ * record or a file whose name is no msg_id has no msg_id to name, and a
+ * message and its ACK share one; any other cause is affected_msgs[0].
+ * State kept in <git common dir>/amp/watch.json (the last tip processed,
+ * the open timers, the tasks found unreadable) only saves work: a lost or
  * corrupt file costs a full rescan, nothing else.
+ *
+ * Damage stays local: a record whose blob cannot be read is an unreadable
+ * record (escalated once); a task whose directory cannot be read is
+ * skipped, reported once through `errors` (AMP_EIO for that pass only) and
+ * read again by each later pass until it can be.
  */
 #ifndef AMP_WATCH_H
 #define AMP_WATCH_H
@@ -59,7 +69,9 @@ typedef struct amp_watch_action {
 	const char *escalation_type;
 	const char *severity;
 	const char *task_id;
-	const char *cause;           /* affected_msgs[0], "" when none */
+	const char *cause;           /* affected_msgs[0], else the record's
+				      * path (an unknown escalation about a
+				      * record without a msg_id) */
 	const char *msg_id;          /* the escalation written */
 } amp_watch_action;
 
@@ -75,9 +87,9 @@ typedef struct amp_watch_stats {
 /*
  * One pass.  *set is the schema set, loaded on first need (an unchanged
  * SSOT needs none) when NULL; the caller frees it.  Calls report (may be NULL) for each escalation written.
- * Returns AMP_OK, or AMP_EIO when the SSOT could not be read or an
- * escalation could not be written (every such failure in `errors`; what
- * could be done was done).
+ * Returns AMP_OK, or AMP_EIO when the SSOT could not be read, an
+ * escalation could not be written, or a task was newly found unreadable
+ * (every such failure in `errors`; what could be done was done).
  */
 int amp_watch_pass(amp_store *st, amp_schema_set **set, const amp_watch_opts *o,
 		   amp_watch_report_fn report, void *ctx, amp_watch_stats *stats,
