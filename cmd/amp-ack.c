@@ -43,7 +43,7 @@ int main(int argc, char **argv)
 		return amp_cli_usage_error("ack", usage, "one msg_id expected");
 	if ((code = amp_cli_load_schemas("ack", &set)) ||
 	    (code = amp_cli_check_id("ack", set, "<msg_id>", argv[optind], "msg_id")) ||
-	    (code = amp_cli_open_store("ack", repo, &st)) ||
+	    (code = amp_cli_open_ssot("ack", repo, &st)) ||
 	    (code = amp_cli_role("ack", st, set, from, 1, &from)))
 		goto cleanup;
 	if ((status = amp_clock_now_ms(&now, &err)) < 0) {

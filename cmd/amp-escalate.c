@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 		if ((code = amp_cli_check_id("escalate", set, "--affected",
 					     json_string_value(ref), "msg_id")))
 			goto cleanup;
-	if ((code = amp_cli_open_store("escalate", repo, &st)) ||
+	if ((code = amp_cli_open_ssot("escalate", repo, &st)) ||
 	    (code = amp_cli_role("escalate", st, set, from, 1, &from)))
 		goto cleanup;
 	if ((status = amp_clock_now_ms(&e.now_ms, &err)) < 0) {

@@ -48,7 +48,7 @@ int main(int argc, char **argv)
 		return amp_cli_usage_error("resume", usage, "--reason is required");
 	if ((code = amp_cli_load_schemas("resume", &set)) ||
 	    (code = amp_cli_check_id("resume", set, "<task_id>", argv[optind], "task_id")) ||
-	    (code = amp_cli_open_store("resume", repo, &st)) ||
+	    (code = amp_cli_open_ssot("resume", repo, &st)) ||
 	    (code = amp_cli_role("resume", st, set, from, 1, &from)))
 		goto cleanup;
 	if ((status = amp_clock_now_ms(&now, &err)) < 0) {

@@ -111,7 +111,7 @@ int main(int argc, char **argv)
 		if ((code = amp_cli_check_id("send", set, "--context-ref",
 					     json_string_value(ref), "msg_id")))
 			goto cleanup;
-	if ((code = amp_cli_open_store("send", repo, &st)))
+	if ((code = amp_cli_open_ssot("send", repo, &st)))
 		goto cleanup;
 
 	if (envelope_file) {

@@ -73,7 +73,7 @@ int main(int argc, char **argv)
 	    (code = amp_cli_check_id("verdict", set, "<task_id>", argv[optind], "task_id")) ||
 	    (f.context_ref &&
 	     (code = amp_cli_check_id("verdict", set, "--context-ref", f.context_ref, "msg_id"))) ||
-	    (code = amp_cli_open_store("verdict", repo, &st)) ||
+	    (code = amp_cli_open_ssot("verdict", repo, &st)) ||
 	    (code = amp_cli_role("verdict", st, set, from, 0, &f.from)))
 		goto cleanup;
 	if (payload_file &&

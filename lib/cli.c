@@ -27,6 +27,26 @@ int amp_cli_open_store(const char *cmd, const char *repo, amp_store **st)
 	return 0;
 }
 
+int amp_cli_open_ssot(const char *cmd, const char *repo, amp_store **st)
+{
+	const char *ref;
+	amp_error err;
+	git_oid oid;
+	int code;
+
+	if ((code = amp_cli_open_store(cmd, repo, st)))
+		return code;
+	ref = amp_store_messages_ref(*st);
+	if (git_reference_name_to_id(&oid, amp_store_repo(*st), ref) < 0) {
+		amp_error_set(&err, AMP_EIO, "",
+			      "no AMP store in this repository (%s is missing): run 'amp init'",
+			      ref);
+		git_error_clear();
+		return amp_cli_fail(cmd, &err);
+	}
+	return 0;
+}
+
 int amp_cli_load_schemas(const char *cmd, amp_schema_set **set)
 {
 	amp_error err;

@@ -26,6 +26,12 @@
  * git config amp.* setting). */
 int amp_cli_open_store(const char *cmd, const char *repo, amp_store **st);
 
+/* amp_cli_open_store for the commands that write messages: the SSOT must
+ * have been made by `amp init` (the messages ref present), so that a
+ * missing init is one error and not a rejection that cannot be logged
+ * either. */
+int amp_cli_open_ssot(const char *cmd, const char *repo, amp_store **st);
+
 /* Loads the AMP schemas; on failure prints and returns the exit code. */
 int amp_cli_load_schemas(const char *cmd, amp_schema_set **set);
 

@@ -299,3 +299,25 @@ NASTY=$(printf 'x\e]0;pwned\a\e[2J\nline2\r\302\233end')
 	assert_failure 4
 	assert_output "amp send: error: dir: Is a directory"
 }
+
+@test "writing before amp init is one error saying so, not the message's errors" {
+	git init -q "$BATS_TEST_TMPDIR/bare"
+	cd "$BATS_TEST_TMPDIR/bare"
+	run amp send task_dispatch --task $T --from coordinator
+	assert_failure 4
+	assert_output "amp send: error: no AMP store in this repository (refs/amp/messages is missing): run 'amp init'"
+	run amp escalate $T --from executor --type unknown --severity info --description x
+	assert_failure 4
+	assert_output "amp escalate: error: no AMP store in this repository (refs/amp/messages is missing): run 'amp init'"
+	run git for-each-ref
+	assert_output ""
+}
+
+@test "amp validate --json keeps a result for a file name that is not UTF-8" {
+	printf '{}' > $'\xff.json'
+	run amp validate --json --schema "$AMP_SRC/schemas/common.schema.json" $'\xff.json' $'\xfemissing.json'
+	assert_failure 4
+	assert_output --partial '"file": "\\xff.json"'
+	assert_output --partial '"file": "\\xfemissing.json"'
+	assert_output --partial '"message": "\\xfemissing.json: No such file or directory"'
+}
