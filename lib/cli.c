@@ -198,7 +198,7 @@ int amp_cli_check_args(const char *cmd, int argc, char **argv,
 	/* getopt_long has moved the options and their values before optind,
 	 * in order, and the operands after it. */
 	for (i = 1; i < optind && strcmp(argv[i], "--"); i++) {
-		const char *arg = argv[i], *c;
+		const char *arg = argv[i], *c, *spec;
 		char name[64];
 
 		if (!strncmp(arg, "--", 2)) {
@@ -215,7 +215,7 @@ int amp_cli_check_args(const char *cmd, int argc, char **argv,
 			/* A cluster of short options; one taking a value
 			 * ends it. */
 			for (c = arg + 1; *c; c++)
-				if ((value = strchr(optstring, *c)) && value[1] == ':')
+				if ((spec = strchr(optstring, *c)) && spec[1] == ':')
 					break;
 			if (!*c)
 				continue;
