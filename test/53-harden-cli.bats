@@ -321,3 +321,21 @@ NASTY=$(printf 'x\e]0;pwned\a\e[2J\nline2\r\302\233end')
 	assert_output --partial '"file": "\\xfemissing.json"'
 	assert_output --partial '"message": "\\xfemissing.json: No such file or directory"'
 }
+
+@test "a fetched record with control characters in its name: amp status escapes it, amp watch stays one line" {
+	load enforcer
+	send_dispatch
+	local B
+	B=$(printf 'task_result-%s-1772116400000\e]0;x\a' $T)
+	printf '{"msg_id": "\\u001b[2J", "type": "task_res' | plant "$(next_path $T "$B")"
+	run amp status $T
+	assert_success
+	refute_control_bytes
+	assert_output --partial 'unreadable record 000002.msg.task_result-T-2026-044-1772116400000\x1b]0;x\x07.json: '
+	at 10
+	run amp watch --once
+	assert_success
+	refute_control_bytes
+	assert_equal "${#lines[@]}" 1
+	assert_output --regexp "^escalated unknown $T "
+}
