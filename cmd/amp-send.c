@@ -11,7 +11,7 @@
 #include "util.h"
 
 static const char usage[] =
-	"usage: amp send <type> --task <id> [--from <role>] [--to <role>] [--payload <file>|-]\n"
+	"usage: amp send <type> --task <id> --payload <file>|- [--from <role>] [--to <role>]\n"
 	"                [--context-ref <msg_id>]... [--ack-timeout <1..604800 sec>] [--no-ack] [--json]\n"
 	"                [--repo <dir>]\n"
 	"   or: amp send --envelope <file>|- [--json] [--repo <dir>]\n"
@@ -91,6 +91,12 @@ int main(int argc, char **argv)
 		}
 		if (!task) {
 			code = amp_cli_usage_error("send", usage, "--task is required");
+			goto cleanup;
+		}
+		/* Every AMP/1.0 payload has required members: without one the
+		 * user would get an error for each of them. */
+		if (!payload_file) {
+			code = amp_cli_usage_error("send", usage, "--payload is required (the %s payload: a JSON file, or - for stdin)", type);
 			goto cleanup;
 		}
 		if (no_ack && ack_timeout >= 0) {

@@ -303,7 +303,7 @@ NASTY=$(printf 'x\e]0;pwned\a\e[2J\nline2\r\302\233end')
 @test "writing before amp init is one error saying so, not the message's errors" {
 	git init -q "$BATS_TEST_TMPDIR/bare"
 	cd "$BATS_TEST_TMPDIR/bare"
-	run amp send task_dispatch --task $T --from coordinator
+	run amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json"
 	assert_failure 4
 	assert_output "amp send: error: no AMP store in this repository (refs/amp/messages is missing): run 'amp init'"
 	run amp escalate $T --from executor --type unknown --severity info --description x
@@ -338,4 +338,15 @@ NASTY=$(printf 'x\e]0;pwned\a\e[2J\nline2\r\302\233end')
 	refute_control_bytes
 	assert_equal "${#lines[@]}" 1
 	assert_output --regexp "^escalated unknown $T "
+}
+
+@test "amp send without --payload is one usage error, not one per required member" {
+	local before
+	before=$(error_count)
+	run amp send task_dispatch --task $T --from coordinator
+	assert_failure 2
+	assert_line --index 0 "amp send: error: --payload is required (the task_dispatch payload: a JSON file, or - for stdin)"
+	assert_line --index 1 --partial "usage: amp send <type> --task <id> --payload <file>|-"
+	refute_output --partial "missing required property"
+	assert_equal "$(error_count)" "$before"
 }
