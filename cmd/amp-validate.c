@@ -240,6 +240,12 @@ int main(int argc, char **argv)
 			files[nfiles++] = a;
 		}
 	}
+	/* The AMP schemas have all they need: a --ref alone would be
+	 * silently ignored. */
+	if (nrefs && !schema_file) {
+		rc = usage_error("%s needs --schema", "--ref");
+		goto cleanup;
+	}
 	if (!nfiles) {
 		free(files);
 		files = stdin_only;

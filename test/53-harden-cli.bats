@@ -350,3 +350,10 @@ NASTY=$(printf 'x\e]0;pwned\a\e[2J\nline2\r\302\233end')
 	refute_output --partial "missing required property"
 	assert_equal "$(error_count)" "$before"
 }
+
+@test "amp validate --ref without --schema is a usage error, not silently ignored" {
+	printf '{}' > x.json
+	run amp validate --ref x.json x.json
+	assert_failure 2
+	assert_line --index 0 "amp validate: error: --ref needs --schema"
+}
