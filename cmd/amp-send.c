@@ -162,7 +162,7 @@ int main(int argc, char **argv)
 	if (status < 0) {
 		code = amp_cli_print_errors("send", &errors, status);
 		if (res.escalation_id[0])
-			fprintf(stderr, "amp send: escalation %s recorded\n", res.escalation_id);
+			fprintf(stderr, "amp send: escalation %s recorded\n", amp_term(res.escalation_id));
 		goto cleanup;
 	}
 	if (json_out) {
@@ -171,10 +171,10 @@ int main(int argc, char **argv)
 		amp_cli_print_json(out, 0);
 		json_decref(out);
 	} else {
-		puts(res.msg_id);
+		puts(amp_term(res.msg_id));
 	}
 	if (res.duplicate)
-		fprintf(stderr, "amp send: %s was already in the SSOT (nothing written)\n", res.msg_id);
+		fprintf(stderr, "amp send: %s was already in the SSOT (nothing written)\n", amp_term(res.msg_id));
 cleanup:
 	/* For benchmarks: how often the compare-and-swap had to start over. */
 	if (st && getenv("AMP_TRACE"))
