@@ -37,15 +37,15 @@ int main(int argc, char **argv)
 			return amp_cli_usage_error("ack", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
+	if ((code = amp_cli_check_args("ack", argc, argv, "h", opts)))
+		return code;
 	if (optind != argc - 1)
 		return amp_cli_usage_error("ack", usage, "one msg_id expected");
-	if ((code = amp_cli_open_store("ack", repo, &st)) ||
-	    (code = amp_cli_load_schemas("ack", &set)))
+	if ((code = amp_cli_load_schemas("ack", &set)) ||
+	    (code = amp_cli_check_id("ack", set, "<msg_id>", argv[optind], "msg_id")) ||
+	    (code = amp_cli_open_ssot("ack", repo, &st)) ||
+	    (code = amp_cli_role("ack", st, set, from, 1, &from)))
 		goto cleanup;
-	if (!(from = amp_cli_role(st, from))) {
-		code = amp_cli_usage_error("ack", usage, "--from is required (or set AMP_ROLE or git config amp.role)");
-		goto cleanup;
-	}
 	if ((status = amp_clock_now_ms(&now, &err)) < 0) {
 		code = amp_cli_fail("ack", &err);
 		goto cleanup;

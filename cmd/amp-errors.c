@@ -8,13 +8,13 @@
 #include "util.h"
 
 static const char usage[] =
-	"usage: amp errors [--json] [--limit <n>] [--repo <dir>]\n"
+	"usage: amp errors [--json] [--limit <0..1000000>] [--repo <dir>]\n"
 	"   or: amp errors --raw <id> [--repo <dir>]\n";
 
 /* Each rejection is a directory errors/<YYYY>/<MM>/<DD>/<id>/ holding raw
  * and reasons.json; one commit adds one.  Walking the commits newest first
  * lists them without reading the whole tree. */
-static int list_errors(amp_store *st, long limit, int json_out)
+static int list_errors(amp_store *st, long long limit, int json_out)
 {
 	git_repository *repo = amp_store_repo(st);
 	git_revwalk *walk = NULL;
@@ -24,7 +24,7 @@ static int list_errors(amp_store *st, long limit, int json_out)
 	git_oid oid;
 	amp_error err;
 	json_t *all = json_array();
-	long shown = 0;
+	long long shown = 0;
 	int code = 0;
 	size_t i;
 
@@ -93,17 +93,18 @@ static int list_errors(amp_store *st, long limit, int json_out)
 		json_array_foreach(all, i, e) {
 			const char *id = json_string_value(json_object_get(e, "msg_id"));
 
+			/* Everything here may come from a rejected message. */
 			printf("%s  %s  %s  exit %lld  %s\n",
-			       json_string_value(json_object_get(e, "time")),
-			       json_string_value(json_object_get(e, "command")),
-			       id ? id : "(no msg_id)",
+			       amp_term(json_string_value(json_object_get(e, "time"))),
+			       amp_term(json_string_value(json_object_get(e, "command"))),
+			       id ? amp_term(id) : "(no msg_id)",
 			       (long long)json_integer_value(json_object_get(e, "exit_code")),
-			       json_string_value(json_object_get(e, "id")));
+			       amp_term(json_string_value(json_object_get(e, "id"))));
 			json_array_foreach(json_object_get(e, "errors"), j, r) {
 				const char *p = json_string_value(json_object_get(r, "path"));
 
-				printf("    %s%s%s\n", p && *p ? p : "", p && *p ? ": " : "",
-				       json_string_value(json_object_get(r, "message")));
+				printf("    %s%s%s\n", p && *p ? amp_term(p) : "", p && *p ? ": " : "",
+				       amp_term(json_string_value(json_object_get(r, "message"))));
 			}
 		}
 		if (!json_array_size(all))
@@ -163,7 +164,7 @@ int main(int argc, char **argv)
 	};
 	const char *repo = NULL, *raw = NULL;
 	amp_store *st = NULL;
-	long limit = -1;
+	long long limit = -1;
 	int c, json_out = 0, code;
 
 	opterr = 0;
@@ -171,8 +172,8 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'j': json_out = 1; break;
 		case 'n':
-			if ((limit = amp_cli_parse_seconds(optarg)) < 0)
-				return amp_cli_usage_error("errors", usage, "--limit: not a number: %s", optarg);
+			if ((code = amp_cli_int("errors", "--limit", optarg, 0, 1000000, &limit)))
+				return code;
 			break;
 		case 'R': raw = optarg; break;
 		case 'r': repo = optarg; break;
@@ -181,6 +182,8 @@ int main(int argc, char **argv)
 			return amp_cli_usage_error("errors", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
+	if ((code = amp_cli_check_args("errors", argc, argv, "hn:", opts)))
+		return code;
 	if (optind < argc)
 		return amp_cli_usage_error("errors", usage, "unexpected argument '%s'", argv[optind]);
 	if ((code = amp_cli_open_store("errors", repo, &st)))

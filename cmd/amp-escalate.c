@@ -35,9 +35,10 @@ int main(int argc, char **argv)
 	amp_schema_set *set = NULL;
 	amp_store *st = NULL;
 	amp_error err;
-	json_t *affected = json_array(), *suggested = json_array();
+	json_t *affected = json_array(), *suggested = json_array(), *ref;
 	const char *repo = NULL, *from = NULL;
 	int c, json_out = 0, code = 0, status;
+	size_t i;
 
 	e.auto_suspended = -1;
 	opterr = 0;
@@ -58,6 +59,8 @@ int main(int argc, char **argv)
 			goto cleanup;
 		}
 	}
+	if ((code = amp_cli_check_args("escalate", argc, argv, "h", opts)))
+		goto cleanup;
 	if (optind != argc - 1) {
 		code = amp_cli_usage_error("escalate", usage, "one task id expected");
 		goto cleanup;
@@ -70,13 +73,16 @@ int main(int argc, char **argv)
 		code = amp_cli_usage_error("escalate", usage, "--severity: critical, warning or info, not '%s'", e.severity);
 		goto cleanup;
 	}
-	if ((code = amp_cli_open_store("escalate", repo, &st)) ||
-	    (code = amp_cli_load_schemas("escalate", &set)))
+	if ((code = amp_cli_load_schemas("escalate", &set)) ||
+	    (code = amp_cli_check_id("escalate", set, "<task_id>", argv[optind], "task_id")))
 		goto cleanup;
-	if (!(from = amp_cli_role(st, from))) {
-		code = amp_cli_usage_error("escalate", usage, "--from is required (or set AMP_ROLE or git config amp.role)");
+	json_array_foreach(affected, i, ref)
+		if ((code = amp_cli_check_id("escalate", set, "--affected",
+					     json_string_value(ref), "msg_id")))
+			goto cleanup;
+	if ((code = amp_cli_open_ssot("escalate", repo, &st)) ||
+	    (code = amp_cli_role("escalate", st, set, from, 1, &from)))
 		goto cleanup;
-	}
 	if ((status = amp_clock_now_ms(&e.now_ms, &err)) < 0) {
 		code = amp_cli_fail("escalate", &err);
 		goto cleanup;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "util.h"
 
 static const char usage[] = "usage: amp init [--repo <dir>]\n";
 
@@ -28,6 +29,8 @@ int main(int argc, char **argv)
 			return amp_cli_usage_error("init", usage, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	if ((code = amp_cli_check_args("init", argc, argv, "h", opts)))
+		return code;
 	if (optind < argc)
 		return amp_cli_usage_error("init", usage, "unexpected argument '%s'", argv[optind]);
 	if ((code = amp_cli_open_store("init", repo, &st)))
@@ -38,7 +41,7 @@ int main(int argc, char **argv)
 	}
 	printf("%s AMP/1.0 store in %s (%s, errors on %s)\n",
 	       created ? "Initialized" : "Already initialized",
-	       git_repository_commondir(amp_store_repo(st)),
+	       amp_term(git_repository_commondir(amp_store_repo(st))),
 	       amp_store_messages_ref(st), amp_store_errors_ref(st));
 cleanup:
 	amp_store_free(st);

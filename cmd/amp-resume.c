@@ -40,17 +40,17 @@ int main(int argc, char **argv)
 			return amp_cli_usage_error("resume", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
+	if ((code = amp_cli_check_args("resume", argc, argv, "h", opts)))
+		return code;
 	if (optind != argc - 1)
 		return amp_cli_usage_error("resume", usage, "one task id expected");
 	if (!reason || !*reason)
 		return amp_cli_usage_error("resume", usage, "--reason is required");
-	if ((code = amp_cli_open_store("resume", repo, &st)) ||
-	    (code = amp_cli_load_schemas("resume", &set)))
+	if ((code = amp_cli_load_schemas("resume", &set)) ||
+	    (code = amp_cli_check_id("resume", set, "<task_id>", argv[optind], "task_id")) ||
+	    (code = amp_cli_open_ssot("resume", repo, &st)) ||
+	    (code = amp_cli_role("resume", st, set, from, 1, &from)))
 		goto cleanup;
-	if (!(from = amp_cli_role(st, from))) {
-		code = amp_cli_usage_error("resume", usage, "--from is required (or set AMP_ROLE or git config amp.role)");
-		goto cleanup;
-	}
 	if ((status = amp_clock_now_ms(&now, &err)) < 0) {
 		code = amp_cli_fail("resume", &err);
 		goto cleanup;

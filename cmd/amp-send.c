@@ -11,8 +11,9 @@
 #include "util.h"
 
 static const char usage[] =
-	"usage: amp send <type> --task <id> [--from <role>] [--to <role>] [--payload <file>|-]\n"
-	"                [--context-ref <msg_id>]... [--ack-timeout <sec>] [--no-ack] [--json] [--repo <dir>]\n"
+	"usage: amp send <type> --task <id> --payload <file>|- [--from <role>] [--to <role>]\n"
+	"                [--context-ref <msg_id>]... [--ack-timeout <1..604800 sec>] [--no-ack] [--json]\n"
+	"                [--repo <dir>]\n"
 	"   or: amp send --envelope <file>|- [--json] [--repo <dir>]\n"
 	"types: task_dispatch task_result review_request review_verdict escalation\n";
 
@@ -41,11 +42,11 @@ int main(int argc, char **argv)
 	amp_schema_set *set = NULL;
 	amp_store *st = NULL;
 	amp_error err;
-	json_t *context = json_array(), *payload = NULL, *msg = NULL;
+	json_t *context = json_array(), *payload = NULL, *msg = NULL, *ref;
 	char *raw = NULL;
-	size_t raw_len = 0;
+	size_t raw_len = 0, i;
 	int c, json_out = 0, no_ack = 0, code = 0, status;
-	long ack_timeout = -1;
+	long long ack_timeout = -1;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -56,10 +57,9 @@ int main(int argc, char **argv)
 		case 'p': payload_file = optarg; break;
 		case 'c': json_array_append_new(context, json_string(optarg)); break;
 		case 'a':
-			if ((ack_timeout = amp_cli_parse_seconds(optarg)) <= 0) {
-				code = amp_cli_usage_error("send", usage, "--ack-timeout: not a positive number of seconds: %s", optarg);
+			if ((code = amp_cli_int("send", "--ack-timeout", optarg, 1,
+						AMP_ACK_TIMEOUT_MAX, &ack_timeout)))
 				goto cleanup;
-			}
 			break;
 		case 'n': no_ack = 1; break;
 		case 'e': envelope_file = optarg; break;
@@ -71,6 +71,8 @@ int main(int argc, char **argv)
 			goto cleanup;
 		}
 	}
+	if ((code = amp_cli_check_args("send", argc, argv, "h", opts)))
+		goto cleanup;
 	if (envelope_file) {
 		if (optind < argc || task || from || to || payload_file ||
 		    json_array_size(context) || ack_timeout >= 0 || no_ack) {
@@ -91,13 +93,31 @@ int main(int argc, char **argv)
 			code = amp_cli_usage_error("send", usage, "--task is required");
 			goto cleanup;
 		}
+		/* Every AMP/1.0 payload has required members: without one the
+		 * user would get an error for each of them. */
+		if (!payload_file) {
+			code = amp_cli_usage_error("send", usage, "--payload is required (the %s payload: a JSON file, or - for stdin)", type);
+			goto cleanup;
+		}
 		if (no_ack && ack_timeout >= 0) {
 			code = amp_cli_usage_error("send", usage, "--no-ack and --ack-timeout exclude each other");
 			goto cleanup;
 		}
 	}
-	if ((code = amp_cli_open_store("send", repo, &st)) ||
-	    (code = amp_cli_load_schemas("send", &set)))
+	if ((code = amp_cli_load_schemas("send", &set)))
+		goto cleanup;
+	/* Each value against its schema definition first: one error about
+	 * what the user typed, not several about the message built from it. */
+	if (!envelope_file &&
+	    ((code = amp_cli_check_id("send", set, "--task", task, "task_id")) ||
+	     (from && (code = amp_cli_check_id("send", set, "--from", from, "sender_role"))) ||
+	     (to && (code = amp_cli_check_id("send", set, "--to", to, "addressee_role")))))
+		goto cleanup;
+	json_array_foreach(context, i, ref)
+		if ((code = amp_cli_check_id("send", set, "--context-ref",
+					     json_string_value(ref), "msg_id")))
+			goto cleanup;
+	if ((code = amp_cli_open_ssot("send", repo, &st)))
 		goto cleanup;
 
 	if (envelope_file) {
@@ -111,10 +131,8 @@ int main(int argc, char **argv)
 		sopts.raw_len = raw_len;
 	} else {
 		source = "built";
-		if (!(from = amp_cli_role(st, from))) {
-			code = amp_cli_usage_error("send", usage, "--from is required (or set AMP_ROLE or git config amp.role)");
+		if ((code = amp_cli_role("send", st, set, from, 1, &from)))
 			goto cleanup;
-		}
 		if (!to)
 			to = amp_type_lookup(type)->default_to;
 		if (payload_file &&
@@ -144,7 +162,7 @@ int main(int argc, char **argv)
 	if (status < 0) {
 		code = amp_cli_print_errors("send", &errors, status);
 		if (res.escalation_id[0])
-			fprintf(stderr, "amp send: escalation %s recorded\n", res.escalation_id);
+			fprintf(stderr, "amp send: escalation %s recorded\n", amp_term(res.escalation_id));
 		goto cleanup;
 	}
 	if (json_out) {
@@ -153,10 +171,10 @@ int main(int argc, char **argv)
 		amp_cli_print_json(out, 0);
 		json_decref(out);
 	} else {
-		puts(res.msg_id);
+		puts(amp_term(res.msg_id));
 	}
 	if (res.duplicate)
-		fprintf(stderr, "amp send: %s was already in the SSOT (nothing written)\n", res.msg_id);
+		fprintf(stderr, "amp send: %s was already in the SSOT (nothing written)\n", amp_term(res.msg_id));
 cleanup:
 	/* For benchmarks: how often the compare-and-swap had to start over. */
 	if (st && getenv("AMP_TRACE"))

@@ -26,11 +26,12 @@ static const char *state_color(const char *state)
 
 static const char *reset(void) { return color ? "\033[0m" : ""; }
 
+/* A member for the terminal: escaped by amp_term, "-" when absent. */
 static const char *str(const json_t *o, const char *key)
 {
 	const char *s = json_string_value(json_object_get(o, key));
 
-	return s ? s : "-";
+	return s ? amp_term(s) : "-";
 }
 
 static void print_ack(const json_t *m)
@@ -117,6 +118,7 @@ int main(int argc, char **argv)
 	};
 	const char *repo = NULL;
 	amp_store *st = NULL;
+	amp_schema_set *set = NULL;
 	git_tree *tip = NULL;
 	amp_task_log log = { 0 };
 	amp_error err;
@@ -136,9 +138,15 @@ int main(int argc, char **argv)
 			return amp_cli_usage_error("status", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
+	if ((code = amp_cli_check_args("status", argc, argv, "h", opts)))
+		return code;
 	if (argc - optind > 1)
 		return amp_cli_usage_error("status", usage, "at most one task id");
 	color = !json_out && amp_use_color(stdout);
+	if (optind < argc &&
+	    ((code = amp_cli_load_schemas("status", &set)) ||
+	     (code = amp_cli_check_id("status", set, "<task_id>", argv[optind], "task_id"))))
+		goto cleanup;
 	if ((code = amp_cli_open_store("status", repo, &st)))
 		goto cleanup;
 	if (amp_clock_now_ms(&now, &err) < 0 ||
@@ -212,6 +220,7 @@ cleanup:
 	amp_task_log_free(&log);
 	amp_strv_free(ids, nids);
 	git_tree_free(tip);
+	amp_schema_set_free(set);
 	amp_store_free(st);
 	return code;
 }

@@ -17,14 +17,38 @@ static const char usage_text[] =
 static int usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "amp validate: error: ");
-	fprintf(stderr, fmt, arg);
+	fprintf(stderr, fmt, amp_term(arg));
 	fputc('\n', stderr);
 	fputs(usage_text, stderr);
 	return 2;
 }
 
+/* The schemas beside `real` (the --schema file's real path), read when a
+ * "$ref" first names one: under the directory of its file: URI and of its
+ * "$id" (`id`, may be NULL), so "common.schema.json#/definitions/x" needs
+ * no --ref. */
+static int add_siblings(amp_schema_set *set, const char *real, const char *id,
+			amp_error *err)
+{
+	char dir[4096], prefix[4096 + 16];
+	const char *slash = strrchr(real, '/');
+	int n = slash ? (int)(slash - real) : 0;
+
+	snprintf(dir, sizeof(dir), "%.*s", n, real);
+	snprintf(prefix, sizeof(prefix), "file://%s/", dir);
+	if (amp_schema_set_add_lazy(set, prefix, dir) < 0)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	if (id && (slash = strrchr(id, '/')) && strstr(id, "://")) {
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)(slash - id) + 1, id);
+		if (amp_schema_set_add_lazy(set, prefix, dir) < 0)
+			return amp_error_set(err, AMP_EIO, "", "out of memory");
+	}
+	return AMP_OK;
+}
+
 /* The set and the schema to check against: --schema's file, with --ref
- * documents and the meta-schema beside it, else the AMP message schema. */
+ * documents, the other schemas of its directory and the meta-schema beside
+ * it, else the AMP message schema. */
 static int load_schema(const char *schema_file, char **refs, int nrefs,
 		       amp_schema_set **set_out, json_t **schema_out,
 		       amp_error *err)
@@ -75,8 +99,12 @@ static int load_schema(const char *schema_file, char **refs, int nrefs,
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
 	}
-	if (uri)
+	if (uri) {
 		sprintf(uri, "file://%s", real);
+		if ((status = add_siblings(set, real, json_string_value(
+				json_object_get(schema, "$id")), err)) < 0)
+			goto cleanup;
+	}
 	if ((status = amp_schema_set_add(set, schema, uri, err)) < 0)
 		goto cleanup;
 	*schema_out = schema;
@@ -97,6 +125,13 @@ static const char *display_name(const char *file)
 	return strcmp(file, "-") ? file : "<stdin>";
 }
 
+/* A file name or reason for --json: JSON strings are UTF-8, so one that is
+ * not (a file name is any bytes) is given as amp_term() escapes it. */
+static const char *json_text(const char *s)
+{
+	return amp_utf8_valid(s) ? s : amp_term(s);
+}
+
 static void print_human(const char *file, const amp_validate_results *res)
 {
 	char where[64];
@@ -109,7 +144,7 @@ static void print_human(const char *file, const amp_validate_results *res)
 		if (r->line)
 			snprintf(where, sizeof(where), ":%zu", r->line);
 		if (r->status == AMP_OK) {
-			printf("%s%s: ok\n", display_name(file), where);
+			printf("%s%s: ok\n", amp_term(display_name(file)), where);
 			continue;
 		}
 		for (j = 0; j < r->errors.count; j++) {
@@ -120,11 +155,12 @@ static void print_human(const char *file, const amp_validate_results *res)
 			 * "/" would name a member called ""): no pointer. */
 			if (!e->path[0] || !strncmp(e->message, "invalid JSON", 12))
 				fprintf(stderr, "amp validate: error: %s%s: %s\n",
-					display_name(file), where, e->message);
+					amp_term(display_name(file)), where,
+					amp_term(e->message));
 			else
 				fprintf(stderr, "amp validate: error: %s%s: %s: "
-					"%s\n", display_name(file), where,
-					e->path[0] ? e->path : "/", e->message);
+					"%s\n", amp_term(display_name(file)), where,
+					amp_term(e->path), amp_term(e->message));
 		}
 	}
 }
@@ -136,8 +172,8 @@ static json_t *errors_json(const amp_errlist *errors)
 
 	for (i = 0; list && i < errors->count; i++)
 		json_array_append_new(list, json_pack("{s:s, s:s}", "path",
-			errors->items[i].path, "message",
-			errors->items[i].message));
+			json_text(errors->items[i].path), "message",
+			json_text(errors->items[i].message)));
 	return list;
 }
 
@@ -150,7 +186,7 @@ static void add_json(json_t *results, const char *file,
 		const struct amp_validate_result *r = &res->items[i];
 
 		json_array_append_new(results, json_pack("{s:s, s:o, s:b, s:o}",
-			"file", display_name(file),
+			"file", json_text(display_name(file)),
 			"line", r->line ? json_integer((json_int_t)r->line) :
 					  json_null(),
 			"valid", r->status == AMP_OK,
@@ -204,6 +240,12 @@ int main(int argc, char **argv)
 			files[nfiles++] = a;
 		}
 	}
+	/* The AMP schemas have all they need: a --ref alone would be
+	 * silently ignored. */
+	if (nrefs && !schema_file) {
+		rc = usage_error("%s needs --schema", "--ref");
+		goto cleanup;
+	}
 	if (!nfiles) {
 		free(files);
 		files = stdin_only;
@@ -227,9 +269,9 @@ int main(int argc, char **argv)
 			if (as_json)
 				json_array_append_new(results, json_pack(
 					"{s:s, s:n, s:b, s:[{s:s, s:s}]}",
-					"file", display_name(files[i]), "line",
+					"file", json_text(display_name(files[i])), "line",
 					"valid", 0, "errors", "path", "",
-					"message", err.message));
+					"message", json_text(err.message)));
 			else
 				amp_print_error("validate", &err);
 			continue;

@@ -37,7 +37,6 @@ int main(int argc, char **argv)
 	amp_error err;
 	const char *repo = NULL, *payload_file = NULL, *from = NULL;
 	json_t *payload = NULL;
-	char *end;
 	int c, json_out = 0, code = 0, status;
 
 	f.confidence = -1;
@@ -46,9 +45,9 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'd': f.decision = optarg; break;
 		case 'c':
-			f.confidence = strtod(optarg, &end);
-			if (!*optarg || *end || f.confidence < 0 || f.confidence > 1)
-				return amp_cli_usage_error("verdict", usage, "--confidence: a number from 0.0 to 1.0, not '%s'", optarg);
+			if ((code = amp_cli_real("verdict", "--confidence", optarg, 0, 1,
+						 &f.confidence)))
+				return code;
 			break;
 		case 'p': payload_file = optarg; break;
 		case 'a': f.architecture_notes = optarg; break;
@@ -61,6 +60,8 @@ int main(int argc, char **argv)
 			return amp_cli_usage_error("verdict", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
+	if ((code = amp_cli_check_args("verdict", argc, argv, "h", opts)))
+		return code;
 	if (optind != argc - 1)
 		return amp_cli_usage_error("verdict", usage, "one task id expected");
 	if (!f.decision || (strcmp(f.decision, "approved") && strcmp(f.decision, "approved_with_fix") &&
@@ -68,8 +69,12 @@ int main(int argc, char **argv)
 		return amp_cli_usage_error("verdict", usage, "--decision approved, approved_with_fix or rejected is required");
 	if (f.confidence < 0)
 		return amp_cli_usage_error("verdict", usage, "--confidence is required");
-	if ((code = amp_cli_open_store("verdict", repo, &st)) ||
-	    (code = amp_cli_load_schemas("verdict", &set)))
+	if ((code = amp_cli_load_schemas("verdict", &set)) ||
+	    (code = amp_cli_check_id("verdict", set, "<task_id>", argv[optind], "task_id")) ||
+	    (f.context_ref &&
+	     (code = amp_cli_check_id("verdict", set, "--context-ref", f.context_ref, "msg_id"))) ||
+	    (code = amp_cli_open_ssot("verdict", repo, &st)) ||
+	    (code = amp_cli_role("verdict", st, set, from, 0, &f.from)))
 		goto cleanup;
 	if (payload_file &&
 	    (status = amp_send_read_json(st, "verdict", payload_file, "/payload",
@@ -82,7 +87,6 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	f.task_id = argv[optind];
-	f.from = amp_cli_role(st, from);
 	f.payload = payload;
 	status = amp_verdict_send(st, set, &f, &res, &errors);
 	if (status < 0) {

@@ -6,10 +6,11 @@
 #include <time.h>
 
 #include "cli.h"
+#include "util.h"
 #include "watch.h"
 
 static const char usage[] =
-	"usage: amp watch [--once | --interval <sec>] [--full] [--json] [--repo <dir>]\n";
+	"usage: amp watch [--once | --interval <1..86400 sec>] [--full] [--json] [--repo <dir>]\n";
 
 static volatile sig_atomic_t stop;
 
@@ -30,8 +31,9 @@ static void print_action(const amp_watch_action *a, void *ctx)
 		amp_cli_print_json(o, 0);
 		json_decref(o);
 	} else {
-		printf("%s %s %s %s (%s)\n", a->action, a->escalation_type, a->task_id,
-		       a->cause[0] ? a->cause : "-", a->msg_id);
+		printf("%s %s %s %s (%s)\n", a->action, a->escalation_type,
+		       amp_term(a->task_id), a->cause[0] ? amp_term(a->cause) : "-",
+		       amp_term(a->msg_id));
 	}
 	fflush(stdout);
 }
@@ -70,7 +72,7 @@ int main(int argc, char **argv)
 	amp_schema_set *set = NULL;
 	amp_store *st = NULL;
 	struct sigaction sa;
-	long interval = -1;
+	long long interval = -1;
 	int c, once = 0, full = 0, json_out = 0, code = 0;
 
 	opterr = 0;
@@ -78,8 +80,9 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'o': once = 1; break;
 		case 'i':
-			if ((interval = amp_cli_parse_seconds(optarg)) <= 0)
-				return amp_cli_usage_error("watch", usage, "--interval: not a positive number of seconds: %s", optarg);
+			if ((code = amp_cli_int("watch", "--interval", optarg, 1, 86400,
+						&interval)))
+				return code;
 			break;
 		case 'F': full = 1; break;
 		case 'j': json_out = 1; break;
@@ -89,6 +92,8 @@ int main(int argc, char **argv)
 			return amp_cli_usage_error("watch", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
+	if ((code = amp_cli_check_args("watch", argc, argv, "h", opts)))
+		return code;
 	if (optind != argc)
 		return amp_cli_usage_error("watch", usage, "no arguments expected");
 	if (once && interval > 0)
@@ -103,7 +108,7 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	for (;;) {
 		struct timespec ts = { 0, 0 };
-		long left;
+		long long left;
 
 		code = pass(st, &set, full, &json_out);
 		full = 0;

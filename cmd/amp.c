@@ -93,16 +93,16 @@ static void run_command(const char *name, char **argv)
 		if (is_executable(path)) {
 			argv[0] = path;
 			execv(path, argv);
-			fprintf(stderr, "amp: error: cannot run %s: %s\n", path,
-				strerror(errno));
+			fprintf(stderr, "amp: error: cannot run %s: %s\n",
+				amp_term(path), strerror(errno));
 			exit(4);
 		}
 	}
 	argv[0] = prog;
 	execvp(prog, argv);
 	if (errno != ENOENT) {
-		fprintf(stderr, "amp: error: cannot run %s: %s\n", prog,
-			strerror(errno));
+		fprintf(stderr, "amp: error: cannot run %s: %s\n",
+			amp_term(prog), strerror(errno));
 		exit(4);
 	}
 }
@@ -137,16 +137,16 @@ int main(int argc, char **argv)
 
 		run_command(argv[2], help_argv);
 		fprintf(stderr, "amp: '%s' is not an amp command. See 'amp --help'.\n",
-			argv[2]);
+			amp_term(argv[2]));
 		return 2;
 	}
 	if (name[0] == '-' || strchr(name, '/')) {
-		fprintf(stderr, "amp: error: unknown option: %s\n%s", name,
-			usage_text);
+		fprintf(stderr, "amp: error: unknown option: %s\n%s",
+			amp_term(name), usage_text);
 		return 2;
 	}
 	run_command(name, argv + 1);
 	fprintf(stderr, "amp: '%s' is not an amp command. See 'amp --help'.\n",
-		name);
+		amp_term(name));
 	return 2;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "util.h"
 
 int amp_cli_fail(const char *cmd, const amp_error *err)
@@ -17,8 +18,32 @@ int amp_cli_open_store(const char *cmd, const char *repo, amp_store **st)
 {
 	amp_error err;
 
-	if (amp_store_open(st, repo, &err) < 0)
+	int64_t now;
+
+	/* AMP_NOW is checked here, before anything is read or written, so
+	 * that a bad value is a usage error and never a rejected message. */
+	if (amp_clock_now_ms(&now, &err) < 0 || amp_store_open(st, repo, &err) < 0)
 		return amp_cli_fail(cmd, &err);
+	return 0;
+}
+
+int amp_cli_open_ssot(const char *cmd, const char *repo, amp_store **st)
+{
+	const char *ref;
+	amp_error err;
+	git_oid oid;
+	int code;
+
+	if ((code = amp_cli_open_store(cmd, repo, st)))
+		return code;
+	ref = amp_store_messages_ref(*st);
+	if (git_reference_name_to_id(&oid, amp_store_repo(*st), ref) < 0) {
+		amp_error_set(&err, AMP_EIO, "",
+			      "no AMP store in this repository (%s is missing): run 'amp init'",
+			      ref);
+		git_error_clear();
+		return amp_cli_fail(cmd, &err);
+	}
 	return 0;
 }
 
@@ -47,36 +72,186 @@ int amp_cli_print_errors(const char *cmd, const amp_errlist *errors, int status)
 
 int amp_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 {
+	char reason[AMP_MSG_MAX];
 	va_list ap;
 
-	fprintf(stderr, "amp %s: error: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n%s", usage);
+	/* The reason quotes argv. */
+	fprintf(stderr, "amp %s: error: %s\n%s", cmd, amp_term(reason), usage);
 	return AMP_EXIT_USAGE;
 }
 
-const char *amp_cli_role(amp_store *st, const char *given)
+/* What a definition of common.schema.json looks like, for the error: the
+ * enum's values, else a shape. */
+static void describe(amp_schema_set *set, const char *uri, const char *def,
+		     char *buf, size_t bufsz)
 {
-	static char buf[64];
-	const char *env = getenv("AMP_ROLE");
+	const json_t *values = json_object_get(amp_schema_set_lookup(set, uri), "enum"), *v;
+	size_t i, used;
 
-	if (given)
-		return given;
-	if (env && *env)
-		return env;
-	if (st && amp_store_config(st, "amp.role", buf, sizeof(buf)))
-		return buf;
-	return NULL;
+	if (!strcmp(def, "task_id")) {
+		snprintf(buf, bufsz, "a task id (T-YYYY-NNN)");
+		return;
+	}
+	if (!strcmp(def, "msg_id")) {
+		snprintf(buf, bufsz, "a msg_id (<type>-T-YYYY-NNN-<unix_ms>)");
+		return;
+	}
+	used = (size_t)snprintf(buf, bufsz, "a role (");
+	json_array_foreach(values, i, v)
+		if (used < bufsz)
+			used += (size_t)snprintf(buf + used, bufsz - used, "%s%s",
+						 i ? ", " : "", json_string_value(v));
+	if (used < bufsz)
+		snprintf(buf + used, bufsz - used, ")");
 }
 
-long amp_cli_parse_seconds(const char *s)
+int amp_cli_check_id(const char *cmd, amp_schema_set *set, const char *what,
+		     const char *value, const char *def)
 {
-	char *end;
-	long v = strtol(s, &end, 10);
+	char uri[256], shape[256];
+	amp_errlist errors = { 0 };
+	amp_error err;
+	json_t *schema, *instance = json_string(value);
+	int status;
 
-	return *s && !*end && v >= 0 ? v : -1;
+	snprintf(uri, sizeof(uri), "%scommon.schema.json#/definitions/%s",
+		 AMP_SCHEMA_BASE, def);
+	schema = json_pack("{s:s}", "$ref", uri);
+	if (!instance)
+		status = amp_error_set(&err, AMP_EUSAGE, "", "%s: not valid UTF-8: '%s'",
+				       what, value);
+	else if (!schema)
+		status = amp_error_set(&err, AMP_EIO, "", "out of memory");
+	else if ((status = amp_schema_validate(set, schema, AMP_SCHEMA_MESSAGE,
+					       instance, &errors)) == AMP_ESCHEMA) {
+		describe(set, uri, def, shape, sizeof(shape));
+		status = amp_error_set(&err, AMP_EUSAGE, "", "%s: '%s' is not %s",
+				       what, value, shape);
+	} else if (status < 0) {
+		err = errors.items[0];
+	}
+	amp_errlist_free(&errors);
+	json_decref(schema);
+	json_decref(instance);
+	return status < 0 ? amp_cli_fail(cmd, &err) : 0;
+}
+
+int amp_cli_role(const char *cmd, amp_store *st, amp_schema_set *set,
+		 const char *given, int required, const char **role)
+{
+	static char buf[256];
+	const char *env = getenv("AMP_ROLE"), *what = "--from";
+	amp_error err;
+
+	*role = given;
+	if (!given && env && *env) {
+		*role = env;
+		what = "AMP_ROLE";
+	} else if (!given && st && amp_store_config(st, "amp.role", buf, sizeof(buf))) {
+		*role = buf;
+		what = "git config amp.role";
+	}
+	if (!*role) {
+		if (!required)
+			return 0;
+		amp_error_set(&err, AMP_EUSAGE, "",
+			      "--from is required (or set AMP_ROLE or git config amp.role)");
+		return amp_cli_fail(cmd, &err);
+	}
+	return amp_cli_check_id(cmd, set, what, *role, "sender_role");
+}
+
+/* The option of `opts` that `arg` ("--name" or "--name=value", perhaps
+ * abbreviated as getopt_long allows) names. */
+static const struct option *long_option(const struct option *opts, const char *arg)
+{
+	size_t n = strcspn(arg, "=");
+	const struct option *o, *prefix = NULL;
+
+	for (o = opts; o->name; o++) {
+		if (strncmp(o->name, arg, n))
+			continue;
+		if (!o->name[n])
+			return o;
+		if (!prefix)
+			prefix = o;
+	}
+	return prefix;
+}
+
+static int is_path_option(const char *name)
+{
+	return !strcmp(name, "repo") || !strcmp(name, "payload") ||
+	       !strcmp(name, "envelope");
+}
+
+int amp_cli_check_args(const char *cmd, int argc, char **argv,
+		       const char *optstring, const struct option *opts)
+{
+	const char *value;
+	amp_error err;
+	int i;
+
+	/* getopt_long has moved the options and their values before optind,
+	 * in order, and the operands after it. */
+	for (i = 1; i < optind && strcmp(argv[i], "--"); i++) {
+		const char *arg = argv[i], *c, *spec;
+		char name[64];
+
+		if (!strncmp(arg, "--", 2)) {
+			const struct option *o = long_option(opts, arg + 2);
+
+			if (!o || o->has_arg == no_argument)
+				continue;
+			value = strchr(arg, '=') ? strchr(arg, '=') + 1 :
+				i + 1 < optind ? argv[++i] : "";
+			snprintf(name, sizeof(name), "--%s", o->name);
+			if (is_path_option(o->name) || amp_utf8_valid(value))
+				continue;
+		} else {
+			/* A cluster of short options; one taking a value
+			 * ends it. */
+			for (c = arg + 1; *c; c++)
+				if ((spec = strchr(optstring, *c)) && spec[1] == ':')
+					break;
+			if (!*c)
+				continue;
+			value = c[1] ? c + 1 : i + 1 < optind ? argv[++i] : "";
+			snprintf(name, sizeof(name), "-%c", *c);
+			if (amp_utf8_valid(value))
+				continue;
+		}
+		amp_error_set(&err, AMP_EUSAGE, "", "%s: not valid UTF-8: '%s'", name, value);
+		return amp_cli_fail(cmd, &err);
+	}
+	for (i = optind; i < argc; i++)
+		if (!amp_utf8_valid(argv[i])) {
+			amp_error_set(&err, AMP_EUSAGE, "", "argument '%s': not valid UTF-8",
+				      argv[i]);
+			return amp_cli_fail(cmd, &err);
+		}
+	return 0;
+}
+
+int amp_cli_int(const char *cmd, const char *what, const char *s,
+		long long min, long long max, long long *out)
+{
+	amp_error err;
+
+	return amp_parse_int(what, s, min, max, out, &err) < 0 ?
+	       amp_cli_fail(cmd, &err) : 0;
+}
+
+int amp_cli_real(const char *cmd, const char *what, const char *s,
+		 double min, double max, double *out)
+{
+	amp_error err;
+
+	return amp_parse_real(what, s, min, max, out, &err) < 0 ?
+	       amp_cli_fail(cmd, &err) : 0;
 }
 
 void amp_cli_print_json(const json_t *value, int pretty)

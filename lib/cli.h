@@ -7,6 +7,7 @@
 #ifndef AMP_CLI_H
 #define AMP_CLI_H
 
+#include <getopt.h>
 #include <jansson.h>
 
 #include "error.h"
@@ -20,9 +21,16 @@
 #define AMP_EXIT_REFUSED 3
 #define AMP_EXIT_IO      4
 
-/* Opens the store (repo = --repo or NULL); on failure prints the error and
- * returns its exit code. */
+/* Checks AMP_NOW and opens the store (repo = --repo or NULL); on failure
+ * prints the error and returns its exit code (2 for a bad AMP_NOW or a bad
+ * git config amp.* setting). */
 int amp_cli_open_store(const char *cmd, const char *repo, amp_store **st);
+
+/* amp_cli_open_store for the commands that write messages: the SSOT must
+ * have been made by `amp init` (the messages ref present), so that a
+ * missing init is one error and not a rejection that cannot be logged
+ * either. */
+int amp_cli_open_ssot(const char *cmd, const char *repo, amp_store **st);
 
 /* Loads the AMP schemas; on failure prints and returns the exit code. */
 int amp_cli_load_schemas(const char *cmd, amp_schema_set **set);
@@ -33,20 +41,53 @@ int amp_cli_print_errors(const char *cmd, const amp_errlist *errors, int status)
 /* Prints one error and returns its exit code. */
 int amp_cli_fail(const char *cmd, const amp_error *err);
 
-/* Prints "amp <cmd>: error: <reason>" and the usage to stderr; returns 2. */
+/* Prints "amp <cmd>: error: <reason>" (escaped by amp_term) and the usage
+ * to stderr; returns 2. */
 int amp_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* The caller's role: `given` when not NULL, else $AMP_ROLE, else git config
- * amp.role (st may be NULL), else NULL. Returns a pointer into static or
- * given storage. */
-const char *amp_cli_role(amp_store *st, const char *given);
+/*
+ * The caller's role: `given` (--from) when not NULL, else $AMP_ROLE, else
+ * git config amp.role (st may be NULL).  The role is checked against the
+ * schemas' definition `def` ("sender_role") and an error names where it
+ * came from ("AMP_ROLE: 'x' is not a role (...)").  *role is NULL when none
+ * is set (an error when `required`).  Returns 0 or the exit code after
+ * printing the error; *role points into static or given storage.
+ */
+int amp_cli_role(const char *cmd, amp_store *st, amp_schema_set *set,
+		 const char *given, int required, const char **role);
+
+/*
+ * Checks `value` against the definition `def` of common.schema.json
+ * ("task_id", "msg_id", "sender_role", "addressee_role") with the schema
+ * validator, so that the command line accepts what the schemas accept and
+ * nothing else.  On a mismatch prints one error naming `what` (the option,
+ * or "<task_id>" for an operand) and returns 2; returns 4 when the schema
+ * cannot be read, else 0.
+ */
+int amp_cli_check_id(const char *cmd, amp_schema_set *set, const char *what,
+		     const char *value, const char *def);
+
+/*
+ * After getopt_long(argc, argv, optstring, opts): checks that every option
+ * value and operand is valid UTF-8 (messages are JSON, which is UTF-8),
+ * except the values of options naming files (--repo, --payload,
+ * --envelope), which are paths.  Prints an error naming the option ("amp
+ * send: error: --description: not valid UTF-8: 'bad\xff'") and returns 2, or
+ * returns 0.
+ */
+int amp_cli_check_args(const char *cmd, int argc, char **argv,
+		       const char *optstring, const struct option *opts);
+
+/* A number option, parsed by amp_parse_int/amp_parse_real (see util.h);
+ * on error prints it and returns 2, else 0. */
+int amp_cli_int(const char *cmd, const char *what, const char *s,
+		long long min, long long max, long long *out);
+int amp_cli_real(const char *cmd, const char *what, const char *s,
+		 double min, double max, double *out);
 
 /* Prints `value` on stdout as the --json result: one JSON document and a
  * newline, indented when `pretty`, members in their order.  Borrowed. */
 void amp_cli_print_json(const json_t *value, int pretty);
-
-/* Parses a non-negative integer option; -1 when malformed. */
-long amp_cli_parse_seconds(const char *s);
 
 #endif

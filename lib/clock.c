@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util.h"
+
 /* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
  * (Howard Hinnant's days_from_civil), so no libc time zone is involved. */
 static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
@@ -148,19 +150,23 @@ int amp_clock_now_ms(int64_t *out, amp_error *err)
 	struct timespec ts;
 
 	if (env && *env) {
-		char *end;
 		long long secs;
 
-		if (amp_time_parse(env, out) == 0)
-			return AMP_OK;
-		errno = 0;
-		secs = strtoll(env, &end, 10);
-		if (errno == 0 && *end == '\0')
-			*out = (int64_t)secs * 1000;
-		else
+		/* Years 1970..9999: what a message's timestamp can carry. */
+		if (amp_time_parse(env, out) == 0) {
+			if (*out >= 0 && *out <= AMP_CLOCK_MAX_SEC * 1000 + 999)
+				return AMP_OK;
 			return amp_error_set(err, AMP_EUSAGE, "",
-					     "AMP_NOW: not an ISO 8601 time with offset: %s",
+					     "AMP_NOW: %s is out of range (years 1970..9999)",
 					     env);
+		}
+		if (strspn(env, "-0123456789") != strlen(env))
+			return amp_error_set(err, AMP_EUSAGE, "",
+					     "AMP_NOW: '%s' is neither an ISO 8601 time with offset nor Unix seconds",
+					     env);
+		if (amp_parse_int("AMP_NOW", env, 0, AMP_CLOCK_MAX_SEC, &secs, err) < 0)
+			return AMP_EUSAGE;
+		*out = (int64_t)secs * 1000;
 		return AMP_OK;
 	}
 	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)

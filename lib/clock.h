@@ -12,9 +12,13 @@
 
 #include "error.h"
 
+/* The last second AMP_NOW may name: 9999-12-31T23:59:59Z. */
+#define AMP_CLOCK_MAX_SEC 253402300799LL
+
 /* Milliseconds since the Unix epoch: AMP_NOW when set (an ISO 8601 time with
- * offset, or an integer of Unix seconds), else the system clock.  A malformed
- * AMP_NOW is an AMP_EUSAGE error rather than a silent fallback. */
+ * offset, or an integer of Unix seconds, in the years 1970..9999), else the
+ * system clock.  A malformed or out-of-range AMP_NOW is an AMP_EUSAGE error
+ * rather than a silent fallback. */
 int amp_clock_now_ms(int64_t *out, amp_error *err);
 
 /* Parses an RFC 3339 / ISO 8601 date-time with a zone offset

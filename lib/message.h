@@ -12,6 +12,10 @@
 
 #define AMP_PROTOCOL "AMP/1.0"
 
+/* The longest ACK timeout a message may ask for, 7 days: the "maximum" of
+ * ack_timeout_sec in message.schema.json. */
+#define AMP_ACK_TIMEOUT_MAX 604800
+
 /* What AMP/1.0 says about one message type. */
 typedef struct amp_type_info {
 	const char *name;

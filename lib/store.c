@@ -92,17 +92,21 @@ static int config_ref(amp_store *st, const char *key, const char *fallback,
 	return AMP_OK;
 }
 
-static int64_t config_ms(amp_store *st, const char *key, int64_t fallback_ms)
+/* A setting in seconds (a decimal number within [min, max]), as ms. */
+static int config_ms(amp_store *st, const char *key, double min, double max,
+		     int64_t *ms, amp_error *err)
 {
-	char buf[64], *end;
+	char buf[64], what[64];
 	double secs;
+	int status;
 
 	if (!amp_store_config(st, key, buf, sizeof(buf)))
-		return fallback_ms;
-	secs = strtod(buf, &end);
-	if (*end || secs < 0)
-		return fallback_ms;
-	return (int64_t)(secs * 1000);
+		return AMP_OK;
+	snprintf(what, sizeof(what), "git config %s", key);
+	if ((status = amp_parse_real(what, buf, min, max, &secs, err)) < 0)
+		return status;
+	*ms = (int64_t)(secs * 1000);
+	return AMP_OK;
 }
 
 int amp_store_open(amp_store **out, const char *path, amp_error *err)
@@ -146,8 +150,13 @@ int amp_store_open(amp_store **out, const char *path, amp_error *err)
 				       "git config amp.ref and amp.errorsRef must differ");
 		goto cleanup;
 	}
-	st->retry_timeout_ms = config_ms(st, "amp.retryTimeout", 30000);
-	st->stale_lock_ms = config_ms(st, "amp.staleLockTimeout", 2000);
+	st->retry_timeout_ms = 30000;
+	st->stale_lock_ms = 2000;
+	if ((status = config_ms(st, "amp.retryTimeout", 0, 3600,
+				&st->retry_timeout_ms, err)) < 0 ||
+	    (status = config_ms(st, "amp.staleLockTimeout", 1, 3600,
+				&st->stale_lock_ms, err)) < 0)
+		goto cleanup;
 	st->rng = (unsigned int)getpid() ^ (unsigned int)time(NULL);
 	*out = st;
 	st = NULL;

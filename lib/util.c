@@ -1,6 +1,8 @@
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,8 +56,9 @@ int amp_read_file_max(const char *path, size_t max, char **buf, size_t *len,
 		}
 	}
 	if (ferror(f)) {
-		status = amp_error_set(err, AMP_EIO, "", "%s: read error",
-				       path);
+		/* EISDIR for a directory: say so rather than "read error". */
+		status = amp_error_set(err, AMP_EIO, "", "%s: %s", path,
+				       strerror(errno));
 		goto cleanup;
 	}
 	data[used] = '\0';
@@ -94,11 +97,13 @@ int amp_json_parse(const char *buf, size_t len, json_t **out, amp_error *err)
 
 void amp_print_error(const char *cmd, const amp_error *err)
 {
+	/* Messages quote user values (ids, option values, file contents). */
 	if (err->path[0])
-		fprintf(stderr, "amp %s: error: %s: %s\n", cmd, err->path,
-			err->message);
+		fprintf(stderr, "amp %s: error: %s: %s\n", cmd,
+			amp_term(err->path), amp_term(err->message));
 	else
-		fprintf(stderr, "amp %s: error: %s\n", cmd, err->message);
+		fprintf(stderr, "amp %s: error: %s\n", cmd,
+			amp_term(err->message));
 }
 
 int amp_use_color(FILE *stream)
@@ -211,4 +216,139 @@ int amp_data_path(const char *rel, char *buf, size_t bufsz)
 	}
 	snprintf(buf, bufsz, "%s/%s", AMP_DATADIR, rel);
 	return is_file(buf) ? 0 : -1;
+}
+
+size_t amp_utf8_seq(const char *s, unsigned *cp)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned c = p[0], min;
+	size_t n, i;
+
+	if (c == 0)
+		return 0;
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, c &= 0x1f, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, c &= 0x0f, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, c &= 0x07, min = 0x10000;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (p[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+int amp_utf8_valid(const char *s)
+{
+	unsigned cp;
+	size_t n;
+
+	for (; *s; s += n)
+		if (!(n = amp_utf8_seq(s, &cp)))
+			return 0;
+	return 1;
+}
+
+/* Code points that move the cursor, or reorder what is shown around them. */
+static int term_unsafe(unsigned cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) ||
+	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+const char *amp_term(const char *s)
+{
+	static char *ring[8];
+	static size_t size[8];
+	static unsigned turn;
+	unsigned slot = turn++ % 8, cp;
+	size_t len, used = 0, n;
+	char *out;
+
+	if (!s)
+		s = "(null)";
+	/* The longest escape, "\u202e" for 3 bytes or "\xff" for 1, is at
+	 * most 4 characters a byte. */
+	len = strlen(s) * 4 + 1;
+	if (size[slot] < len) {
+		if (!(out = realloc(ring[slot], len)))
+			return "(out of memory)";
+		ring[slot] = out;
+		size[slot] = len;
+	}
+	out = ring[slot];
+	for (; *s; s += n) {
+		if (!(n = amp_utf8_seq(s, &cp))) {
+			used += (size_t)sprintf(out + used, "\\x%02x", (unsigned char)*s);
+			n = 1;
+		} else if (cp == '\n' || cp == '\t' || cp == '\r' || cp == '\\') {
+			out[used++] = '\\';
+			out[used++] = cp == '\n' ? 'n' : cp == '\t' ? 't' : cp == '\r' ? 'r' : '\\';
+		} else if (term_unsafe(cp)) {
+			used += (size_t)sprintf(out + used, cp < 0x80 ? "\\x%02x" : "\\u%04x", cp);
+		} else {
+			memcpy(out + used, s, n);
+			used += n;
+		}
+	}
+	out[used] = '\0';
+	return out;
+}
+
+/* Only the characters of a decimal number: strtoll and strtod would also
+ * take blanks, "inf", "nan" and hexadecimal. */
+static int number_chars(const char *s, const char *allowed)
+{
+	return *s && strspn(s, allowed) == strlen(s) &&
+	       (isdigit((unsigned char)*s) || *s == '-' || *s == '.');
+}
+
+int amp_parse_int(const char *what, const char *s, long long min,
+		  long long max, long long *out, amp_error *err)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	if (!number_chars(s, "-0123456789") ||
+	    (v = strtoll(s, &end, 10), *end))
+		return amp_error_set(err, AMP_EUSAGE, "",
+				     "%s: '%s' is not an integer (%lld..%lld)",
+				     what, s, min, max);
+	if (errno == ERANGE || v < min || v > max)
+		return amp_error_set(err, AMP_EUSAGE, "",
+				     "%s: %s is out of range (%lld..%lld)",
+				     what, s, min, max);
+	*out = v;
+	return AMP_OK;
+}
+
+int amp_parse_real(const char *what, const char *s, double min, double max,
+		   double *out, amp_error *err)
+{
+	char *end;
+	double v;
+
+	if (!number_chars(s, "-+.eE0123456789") ||
+	    (v = strtod(s, &end), *end))
+		return amp_error_set(err, AMP_EUSAGE, "",
+				     "%s: '%s' is not a number (%g..%g)",
+				     what, s, min, max);
+	if (!isfinite(v) || v < min || v > max)
+		return amp_error_set(err, AMP_EUSAGE, "",
+				     "%s: %s is out of range (%g..%g)",
+				     what, s, min, max);
+	*out = v;
+	return AMP_OK;
 }

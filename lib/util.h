@@ -56,4 +56,39 @@ int amp_schema_dir(char *buf, size_t bufsz);
  * returns 0, or -1 when none exists. */
 int amp_data_path(const char *rel, char *buf, size_t bufsz);
 
+/* Length of the UTF-8 sequence at s (1..4) storing its code point in *cp,
+ * or 0 when s does not start a valid one (overlong forms, surrogates and
+ * code points above U+10FFFF are invalid; so is the NUL terminator). */
+size_t amp_utf8_seq(const char *s, unsigned *cp);
+
+/* True when all of s is valid UTF-8. */
+int amp_utf8_valid(const char *s);
+
+/*
+ * s made safe to print on a terminal, for every human-readable output: a
+ * C0 control, DEL, a C1 control (U+0080..U+009F), a bidirectional override
+ * or isolate (U+202A..U+202E, U+2066..U+2069) and a byte that is not valid
+ * UTF-8 are written as escapes ("\n", "\t", "\r", "\x1b", "\u009b",
+ * "\u202e"), and a backslash as "\\", so every value stays on its line and
+ * cannot move the cursor, change colours or rename the window.  Returns one
+ * of 8 buffers owned by this module that the next calls reuse in turn, so a
+ * printf may take up to 8 escaped arguments.  NULL gives "(null)".
+ */
+const char *amp_term(const char *s);
+
+/*
+ * The one parser of numbers given on the command line, in git config and
+ * in the environment.  `what` names the source in the error
+ * ("--ack-timeout", "git config amp.heartbeatTimeout", "AMP_NOW").
+ * amp_parse_int takes a decimal integer (an optional "-" and digits, nothing
+ * else); amp_parse_real a finite decimal number ("0.5", "1e-3"; no "inf",
+ * "nan", hexadecimal or surrounding blanks).  A value outside [min, max] is
+ * an error too.  Returns AMP_OK, or AMP_EUSAGE with the reason in err:
+ * "--ack-timeout: 4294967297 is out of range (1..604800)".
+ */
+int amp_parse_int(const char *what, const char *s, long long min,
+		  long long max, long long *out, amp_error *err);
+int amp_parse_real(const char *what, const char *s, double min, double max,
+		   double *out, amp_error *err);
+
 #endif

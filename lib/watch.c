@@ -754,25 +754,23 @@ cleanup:
 
 int amp_watch_opts_load(amp_store *st, amp_watch_opts *o, amp_error *err)
 {
-	char buf[64], *end;
-	long v;
+	char buf[64];
+	long long v;
 	int status;
 
 	memset(o, 0, sizeof(*o));
 	o->lock_threshold = AMP_WATCH_LOCK_THRESHOLD;
 	o->heartbeat_ms = (int64_t)AMP_WATCH_HEARTBEAT_SEC * 1000;
 	if (amp_store_config(st, "amp.lockThreshold", buf, sizeof(buf))) {
-		v = strtol(buf, &end, 10);
-		if (*end || v < 1 || v > 1000)
-			return amp_error_set(err, AMP_EUSAGE, "",
-					     "git config amp.lockThreshold: not a count of rejects from 1 to 1000: '%s'", buf);
+		if ((status = amp_parse_int("git config amp.lockThreshold", buf, 1,
+					    AMP_WATCH_LOCK_THRESHOLD_MAX, &v, err)) < 0)
+			return status;
 		o->lock_threshold = (int)v;
 	}
 	if (amp_store_config(st, "amp.heartbeatTimeout", buf, sizeof(buf))) {
-		v = strtol(buf, &end, 10);
-		if (*end || v < 1)
-			return amp_error_set(err, AMP_EUSAGE, "",
-					     "git config amp.heartbeatTimeout: not a positive number of seconds: '%s'", buf);
+		if ((status = amp_parse_int("git config amp.heartbeatTimeout", buf, 1,
+					    AMP_WATCH_HEARTBEAT_SEC_MAX, &v, err)) < 0)
+			return status;
 		o->heartbeat_ms = (int64_t)v * 1000;
 	}
 	if ((status = amp_clock_now_ms(&o->now_ms, err)) < 0)

@@ -51,6 +51,9 @@
 
 #define AMP_WATCH_LOCK_THRESHOLD   3
 #define AMP_WATCH_HEARTBEAT_SEC    1800
+/* The largest settings accepted: 1000 rejects, 30 days of silence. */
+#define AMP_WATCH_LOCK_THRESHOLD_MAX 1000
+#define AMP_WATCH_HEARTBEAT_SEC_MAX  2592000
 #define AMP_WATCH_CONFIDENCE_MIN   0.8
 
 typedef struct amp_watch_opts {

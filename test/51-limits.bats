@@ -230,8 +230,9 @@ assert_nothing_stored() {
 			assert_nothing_stored
 			run amp status "$task"
 			assert_failure 2
+			# a malformed operand is a usage error (exit 2)
 			run amp ack "$id" --from executor
-			assert_failure 3
+			assert_failure 2
 		fi
 	done <<EOF
 T-2026-044 1772116327000 2026-02-26T14:32:07+00:00 ok
