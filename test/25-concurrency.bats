@@ -67,9 +67,10 @@ writer() {
 		done
 		sleep 0.$((RANDOM % 5 + 2))
 		# SIGKILL the writers' loops, then every sender they started,
-		# wherever each one is in its work
+		# wherever each one is in its work; only this test's senders
+		# (their payload path is this test's own), never another run's
 		kill -KILL "${pids[@]}" 2>/dev/null || true
-		pkill -KILL -f "amp-send task_dispatch --task T-2026-10" || true
+		pkill -KILL -f "amp-send task_dispatch --task T-2026-10[0-9] .*--payload $BATS_TEST_TMPDIR/p/dispatch.json" || true
 		wait || true
 		# a killed writer may leave a lock; the next writer must get through
 		run amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json"
