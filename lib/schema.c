@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "refname.h"
 #include "util.h"
 
 struct pattern {
@@ -1708,6 +1709,16 @@ static int check_format(struct ctx *c, json_t *format, json_t *v)
 
 	if (!json_is_string(format) || !json_is_string(v))
 		return 0;
+	/* amp's own format: validators that do not know it ignore it, as
+	 * draft-07 says of unknown formats. */
+	if (!strcmp(json_string_value(format), "git-branch-name")) {
+		const char *problem = amp_refname_branch_problem(json_string_value(v));
+
+		if (!problem && json_string_length(v) == strlen(json_string_value(v)))
+			return 0;
+		return fail(c, AMP_ESCHEMA, "is not a valid git branch name: it %s (git check-ref-format --branch)",
+			    problem ? problem : "contains a NUL character");
+	}
 	/* Other formats are annotations only, as draft-07 allows. */
 	if (strcmp(json_string_value(format), "date-time"))
 		return 0;

@@ -206,7 +206,7 @@ static void check_message(struct watch *w, const amp_task_log *log, size_t i)
 	entry_name(e, name, sizeof(name));
 	/* AMP/1.0 §01 Branch Validation, for a dispatch that did not come
 	 * through amp send. */
-	if (amp_rules_is_protected_branch(e->doc)) {
+	if (amp_rules_is_protected_branch(w->st, e->doc)) {
 		json_t *affected = json_pack("[s]", e->id);
 		char description[1024];
 
