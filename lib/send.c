@@ -348,6 +348,9 @@ int amp_send_escalation(amp_store *st, amp_schema_set *set,
 	int status;
 
 	memset(res, 0, sizeof(*res));
+	if (!e->task_id || !e->from)
+		return amp_errlist_add(errors, AMP_EUSAGE, e->task_id ? "/from" : "/task_id",
+				       "an escalation needs a task and a sender");
 	/* The snapshot is filled in from the SSOT inside the compare-and-swap
 	 * (fill_snapshot); this one only lets the schema see a whole
 	 * escalation first. */
