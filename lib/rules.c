@@ -31,6 +31,17 @@ int amp_rules_is_protected_branch(amp_store *st, const json_t *msg)
 	return amp_refname_is_protected(branch, extra);
 }
 
+int amp_rules_branch_refusal(amp_store *st, const json_t *msg,
+			     const amp_errlist *schema_errors, size_t base)
+{
+	size_t i;
+
+	for (i = base; i < schema_errors->count; i++)
+		if (strcmp(schema_errors->items[i].path, "/payload/branch"))
+			return 0;
+	return amp_rules_is_protected_branch(st, msg);
+}
+
 /* The words of a CI state that mean it failed; see rules.h. */
 static const char *const ci_failing[] = {
 	"fail", "failed", "failure", "failing", "error", "errored",

@@ -59,6 +59,17 @@ int amp_rules_check_repo(const json_t *msg, amp_errlist *errors);
 int amp_rules_is_protected_branch(amp_store *st, const json_t *msg);
 
 /*
+ * The schema comes before any rule, with one exception: 1 when msg is a
+ * dispatch to a protected branch (amp_rules_is_protected_branch) whose
+ * schema errors, those of `schema_errors` from index `base` on, are all
+ * at /payload/branch (the schema states main/master too).  Such a message
+ * gets the Branch Validation refusal and escalation; any other schema
+ * error makes it a non-conforming message, which no rule looks at.
+ */
+int amp_rules_branch_refusal(amp_store *st, const json_t *msg,
+			     const amp_errlist *schema_errors, size_t base);
+
+/*
  * AMP/1.0 §03 CI Gating: 1 when a ci_status value means the CI failed:
  * after trimming whitespace, one of fail, failed, failure, failing, error,
  * errored, broken, timed_out, timedout, timeout, ignoring case.

@@ -260,17 +260,6 @@ cleanup:
 	return status;
 }
 
-/* 1 when every error from `base` on is at /payload/branch. */
-static int only_branch_errors(const amp_errlist *errors, size_t base)
-{
-	size_t i;
-
-	for (i = base; i < errors->count; i++)
-		if (strcmp(errors->items[i].path, "/payload/branch"))
-			return 0;
-	return 1;
-}
-
 /* git config amp.checkRepo: true unless set to a false value. */
 static int check_repo_enabled(amp_store *st)
 {
@@ -303,8 +292,7 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 	status = amp_message_validate(set, msg, 0, errors);
 	if (status == AMP_EIO)
 		return status;
-	if (amp_rules_is_protected_branch(st, msg) &&
-	    only_branch_errors(errors, ctx.errors_base)) {
+	if (amp_rules_branch_refusal(st, msg, errors, ctx.errors_base)) {
 		amp_errlist_truncate(errors, ctx.errors_base);
 		amp_errlist_add(errors, AMP_ERULE, "/payload/branch",
 				"must not be \"main\" or \"master\" or another protected branch (Branch Validation): \"%s\" names one; an escalation was recorded",

@@ -68,6 +68,18 @@ dispatch_on() {
 	assert_equal "$(git rev-parse refs/amp/messages)" "$msgs"
 }
 
+@test "watch: fetched junk naming branch main is escalated as unknown, not as a branch_violation" {
+	local B=task_dispatch-$T-1772116330000
+	send_dispatch
+	$PY -c 'import json,sys; print(json.dumps({"msg_id": sys.argv[1], "type": "task_dispatch", "task_id": sys.argv[2], "payload": {"branch": "main"}}))' $B $T |
+		plant "$(next_path $T $B)"
+	at 20
+	run amp watch --once
+	assert_success
+	assert_output --regexp "^escalated unknown $T $B "
+	assert_equal "$(escalation_count branch_violation)" 0
+}
+
 # ---- Defect 3: branch names --------------------------------------------------
 
 @test "every spelling of main and master is refused with exit 3 and a branch_violation each" {
