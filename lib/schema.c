@@ -1571,8 +1571,9 @@ static int check_type(struct ctx *c, json_t *type, json_t *v)
 }
 
 /* The "not" failure in the words a reader wants: the forbidden value when
- * the schema is a plain enum or const (the common "branch must not be main
- * or master"), else the value that matched. */
+ * the schema is a plain enum or const, with the schema's description when
+ * it has one (the branch: "must not be \"Main\": a protected branch ..."),
+ * else the value that matched. */
 static int fail_not(struct ctx *c, json_t *schema, json_t *v)
 {
 	struct buf value = { 0 };
@@ -1584,6 +1585,10 @@ static int fail_not(struct ctx *c, json_t *schema, json_t *v)
 	     json_object_get(schema, "const")))
 		bad = fail(c, AMP_ESCHEMA, "must not be %s",
 			   value.p ? value.p : "this value");
+	else if (json_is_string(json_object_get(schema, "description")))
+		bad = fail(c, AMP_ESCHEMA, "must not be %s: %s",
+			   value.p ? value.p : "this value",
+			   json_string_value(json_object_get(schema, "description")));
 	else
 		bad = fail(c, AMP_ESCHEMA, "%s matches the \"not\" schema, "
 			   "so it is not allowed", value.p ? value.p : "the value");

@@ -140,11 +140,15 @@ dispatch_on() {
 		run amp validate env.json
 		[ "$status" -eq "$want" ] || fail "branch '$b': amp validate exits $status, git says $want: $output"
 	done
-	dispatch_on Main
+	dispatch_on refs/remotes/origin/MASTER
 	envelope task_dispatch task_dispatch-$T-1772116327000 "$T0" d.json > env.json
 	run amp validate env.json
 	assert_failure 1
-	assert_output --partial "/payload/branch"
+	assert_output --partial '/payload/branch: must not be "refs/remotes/origin/MASTER": a protected branch (AMP/1.0 §01 Branch Validation)'
+	dispatch_on 'a..b'
+	envelope task_dispatch task_dispatch-$T-1772116327000 "$T0" d.json > env.json
+	run amp validate env.json
+	assert_output --partial '/payload/branch: is not a valid git branch name: it contains ".." (git check-ref-format --branch)'
 }
 
 @test "git config amp.protectedBranches adds protected names for send and for watch" {
