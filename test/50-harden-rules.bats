@@ -38,7 +38,7 @@ dispatch_on() {
 	msgs=$(git rev-parse refs/amp/messages) errs=$(error_count)
 	run amp send --envelope - <<< '{"type":"task_dispatch","payload":{"branch":"main"}}'
 	assert_failure 1
-	refute_output --partial "Branch Validation"
+	refute_output --partial "escalation was recorded"
 	assert_equal "$(git rev-parse refs/amp/messages)" "$msgs"
 	assert_equal "$(error_count)" $((errs + 1))
 	run git log -1 --format=%B refs/amp/errors
