@@ -79,6 +79,9 @@ int amp_message_build(json_t **out, const amp_message_fields *f,
 		return amp_error_set(err, AMP_EUSAGE, "/type",
 				     "unknown message type '%s' (task_dispatch, task_result, review_request, review_verdict, escalation)",
 				     f->type ? f->type : "");
+	if (!f->task_id || !f->from || !f->to)
+		return amp_error_set(err, AMP_EUSAGE, !f->task_id ? "/task_id" :
+				     !f->from ? "/from" : "/to", "missing");
 	requires_ack = f->requires_ack >= 0 ? f->requires_ack : t->requires_ack;
 	timeout = f->ack_timeout_sec >= 0 ? f->ack_timeout_sec : t->ack_timeout_sec;
 	if (amp_msg_id_format(msg_id, sizeof(msg_id), f->type, f->task_id, f->now_ms) < 0)

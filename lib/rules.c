@@ -1,22 +1,68 @@
 #include "rules.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 
+#include "clock.h"
 #include "message.h"
+#include "refname.h"
 #include "util.h"
 
-int amp_rules_is_protected_branch(const json_t *msg)
+/* For messages: a string that may be missing. */
+static const char *str(const char *s)
+{
+	return s ? s : "(none)";
+}
+
+int amp_rules_is_protected_branch(amp_store *st, const json_t *msg)
 {
 	const char *type = amp_json_str(msg, "type");
 	const char *branch = amp_json_str(json_object_get(msg, "payload"), "branch");
+	char extra[1024] = "";
 
-	if (!type || strcmp(type, "task_dispatch") || !branch)
+	if (!type || strcmp(type, "task_dispatch") || !branch ||
+	    amp_refname_branch_problem(branch))
 		return 0;
-	/* Git would resolve "refs/heads/main" to main as well. */
-	if (!strncmp(branch, "refs/heads/", 11))
-		branch += 11;
-	return !strcmp(branch, "main") || !strcmp(branch, "master");
+	if (st)
+		amp_store_config(st, "amp.protectedBranches", extra, sizeof(extra));
+	return amp_refname_is_protected(branch, extra);
+}
+
+int amp_rules_branch_refusal(amp_store *st, const json_t *msg,
+			     const amp_errlist *schema_errors, size_t base)
+{
+	size_t i;
+
+	for (i = base; i < schema_errors->count; i++)
+		if (strcmp(schema_errors->items[i].path, "/payload/branch"))
+			return 0;
+	return amp_rules_is_protected_branch(st, msg);
+}
+
+/* The words of a CI state that mean it failed; see rules.h. */
+static const char *const ci_failing[] = {
+	"fail", "failed", "failure", "failing", "error", "errored",
+	"broken", "timed_out", "timedout", "timeout",
+};
+
+int amp_rules_ci_failed(const char *state)
+{
+	size_t i, n;
+
+	if (!state)
+		return 0;
+	while (isspace((unsigned char)*state))
+		state++;
+	n = strlen(state);
+	while (n && isspace((unsigned char)state[n - 1]))
+		n--;
+	for (i = 0; i < sizeof(ci_failing) / sizeof(ci_failing[0]); i++)
+		if (strlen(ci_failing[i]) == n && !strncasecmp(state, ci_failing[i], n))
+			return 1;
+	return 0;
 }
 
 static int check_msg_id(const json_t *msg, amp_errlist *errors)
@@ -27,13 +73,27 @@ static int check_msg_id(const json_t *msg, amp_errlist *errors)
 	char expect[256];
 	size_t n;
 
+	const char *ts = amp_json_str(msg, "timestamp");
+	int64_t id_ms, ts_ms;
+
 	if (!id || !type || !task)
 		return AMP_OK;
 	n = (size_t)snprintf(expect, sizeof(expect), "%s-%s-", type, task);
-	if (strncmp(id, expect, n) != 0 || amp_msg_id_ms(id) < 0)
+	if (strncmp(id, expect, n) != 0 || (id_ms = amp_msg_id_ms(id)) < 0)
 		return amp_errlist_add(errors, AMP_ERULE, "/msg_id",
 				       "must be \"%s<unix_ms>\" (type and task_id of this message)",
 				       expect);
+	/* AMP/1.0 §00: msg_id is "{type}-{task_id}-{unix_ms}", the time of
+	 * sending, which the timestamp states too.  They may differ a little:
+	 * a timestamp to the second, two clock reads, and the next free
+	 * millisecond amp takes when one is used. */
+	if (ts && amp_time_parse(ts, &ts_ms) == 0 &&
+	    (id_ms > ts_ms + AMP_RULES_MSG_ID_SKEW_MS ||
+	     id_ms < ts_ms - AMP_RULES_MSG_ID_SKEW_MS))
+		return amp_errlist_add(errors, AMP_ERULE, "/msg_id",
+				       "its unix_ms %lld is %lld s away from the timestamp %s (at most %d s allowed)",
+				       (long long)id_ms, (long long)((id_ms - ts_ms) / 1000),
+				       ts, AMP_RULES_MSG_ID_SKEW_MS / 1000);
 	return AMP_OK;
 }
 
@@ -68,19 +128,23 @@ static int find_message(amp_store *st, git_tree *tip, const amp_task_log *log,
 	return status;
 }
 
-static int check_context(amp_store *st, git_tree *tip, const amp_task_log *log,
-			 const json_t *msg, amp_errlist *errors)
+/* AMP/1.0 §03 Context Completeness: each msg_id of the array `refs`
+ * (found at JSON pointer `where`) names a record of the SSOT.  A record of
+ * this task counts even when unreadable: its id is taken, and the watcher
+ * escalates exactly those (No Silent Failure). */
+static int check_refs(amp_store *st, git_tree *tip, const amp_task_log *log,
+		      const json_t *refs, const char *where, amp_errlist *errors)
 {
-	json_t *refs = json_object_get(msg, "context_ref"), *v;
-	char path[64];
+	json_t *v;
+	char path[96];
 	amp_error err;
 	size_t i;
 	int found, status = AMP_OK;
 
 	json_array_foreach(refs, i, v) {
-		if (!json_is_string(v))
+		if (!json_is_string(v) || amp_task_log_id_taken(log, json_string_value(v)))
 			continue;
-		snprintf(path, sizeof(path), "/context_ref/%zu", i);
+		snprintf(path, sizeof(path), "%s/%zu", where, i);
 		found = find_message(st, tip, log, json_string_value(v), NULL, &err);
 		if (found < 0)
 			return amp_errlist_add(errors, AMP_EIO, path, "%s", err.message);
@@ -119,7 +183,7 @@ static int check_payload_ref(amp_store *st, git_tree *tip,
 	else if (strcmp(amp_json_str(doc, "type") ? amp_json_str(doc, "type") : "", type))
 		status = amp_errlist_add(errors, AMP_ERULE, path,
 					 "%s is a %s, not a %s", ref,
-					 amp_json_str(doc, "type"), type);
+					 str(amp_json_str(doc, "type")), type);
 	/* AMP/1.0 §03 trigger: "task_result received with completion_status
 	 * = complete"; a partial or failed result goes back to dispatch. */
 	else if (!strcmp(type, "task_result") &&
@@ -128,7 +192,7 @@ static int check_payload_ref(amp_store *st, git_tree *tip,
 			"complete"))
 		status = amp_errlist_add(errors, AMP_ERULE, path,
 					 "%s is not complete (completion_status %s): re-dispatch instead of asking for review",
-					 ref, amp_json_str(json_object_get(doc, "payload"), "completion_status"));
+					 ref, str(amp_json_str(json_object_get(doc, "payload"), "completion_status")));
 	json_decref(doc);
 	return status;
 }
@@ -181,7 +245,7 @@ static int check_result(const amp_task_log *log, const json_t *payload,
 		return amp_errlist_add(errors, AMP_ERULE,
 				       "/payload/self_assessment/criteria_met",
 				       "has %zu entries; the dispatch %s has %zu acceptance criteria (one entry each)",
-				       got, amp_json_str(dispatch, "msg_id"), want);
+				       got, str(amp_json_str(dispatch, "msg_id")), want);
 	return AMP_OK;
 }
 
@@ -208,15 +272,143 @@ static int check_review_request(const amp_task_state *s, const json_t *payload,
 					 s->reject_count);
 	/* AMP/1.0 §03 CI Gating: re-dispatch instead of asking for review. */
 	json_object_foreach(ci, key, v) {
-		if (json_is_string(v) && !strcmp(json_string_value(v), "failed")) {
+		if (amp_rules_ci_failed(json_string_value(v))) {
 			path[0] = '\0';
 			snprintf(path, sizeof(path), "/payload/ci_status");
 			amp_pointer_append(path, sizeof(path), key);
 			status = amp_errlist_add(errors, AMP_ERULE, path,
-						 "CI failed: send a task_dispatch to fix it instead of a review_request (CI Gating)");
+						 "CI failed (\"%s\"): send a task_dispatch to fix it instead of a review_request (CI Gating)",
+						 json_string_value(v));
 		}
 	}
 	return status;
+}
+
+/* AMP/1.0 §02: a task_result's subtask_id must "correlate accurately and
+ * prevent ambiguity", which two subtasks of one id would defeat. */
+static int check_dispatch(const json_t *payload, amp_errlist *errors)
+{
+	json_t *subtasks = json_object_get(payload, "subtasks");
+	const char *a, *b;
+	char path[64];
+	size_t i, j;
+	int status = AMP_OK;
+
+	for (i = 0; i < json_array_size(subtasks); i++) {
+		if (!(a = amp_json_str(json_array_get(subtasks, i), "subtask_id")))
+			continue;
+		for (j = 0; j < i; j++) {
+			b = amp_json_str(json_array_get(subtasks, j), "subtask_id");
+			if (b && !strcmp(a, b)) {
+				snprintf(path, sizeof(path), "/payload/subtasks/%zu/subtask_id", i);
+				status = amp_errlist_add(errors, AMP_ERULE, path,
+							 "%s is also subtask %zu: subtask_ids are unique within a dispatch",
+							 a, j);
+				break;
+			}
+		}
+	}
+	return status;
+}
+
+/* The latest message of `type` in the log, or NULL. */
+static const json_t *latest_of(const amp_task_log *log, const char *type)
+{
+	size_t i = log->count;
+
+	while (i--) {
+		const char *t = amp_json_str(log->entries[i].doc, "type");
+
+		if (log->entries[i].kind == AMP_ENTRY_MSG && t && !strcmp(t, type))
+			return log->entries[i].doc;
+	}
+	return NULL;
+}
+
+/* AMP/1.0 §04 criteria_results: "The results are given one by one against
+ * the acceptance_criteria" of the dispatch under review (the one the
+ * task's latest review_request names).  The text is not compared: the
+ * seed's own example paraphrases its criteria. */
+static int check_verdict(const amp_task_log *log, const json_t *payload,
+			 amp_errlist *errors)
+{
+	const json_t *request = latest_of(log, "review_request");
+	const char *ref = amp_json_str(json_object_get(request, "payload"),
+				       "original_dispatch_ref");
+	const amp_entry *e = ref ? amp_task_log_find(log, AMP_ENTRY_MSG, ref) : NULL;
+	json_t *criteria, *results = json_object_get(payload, "criteria_results");
+
+	if (!e)
+		return AMP_OK; /* no review asked for: nothing to compare with */
+	criteria = json_object_get(json_object_get(e->doc, "payload"), "acceptance_criteria");
+	if (json_array_size(results) != json_array_size(criteria))
+		return amp_errlist_add(errors, AMP_ERULE, "/payload/criteria_results",
+				       "has %zu entries; the dispatch %s under review has %zu acceptance criteria (one entry each)",
+				       json_array_size(results), ref, json_array_size(criteria));
+	return AMP_OK;
+}
+
+/* AMP/1.0 §05: affected_msgs are messages, and the snapshot is the
+ * system's, not the sender's account of it. */
+static int check_escalation(amp_store *st, git_tree *tip, const amp_task_log *log,
+			    const amp_task_state *s, const json_t *payload,
+			    amp_errlist *errors)
+{
+	json_t *snap = json_object_get(payload, "system_state_snapshot");
+	json_t *count = json_object_get(snap, "reject_count");
+	json_t *last = json_object_get(snap, "last_successful_msg_id");
+	const char *status_name = amp_json_str(snap, "task_status");
+	const char *severity = amp_json_str(payload, "severity");
+	const char *want_last = s->last_successful_msg_id;
+	int status;
+
+	if ((status = check_refs(st, tip, log, json_object_get(payload, "affected_msgs"),
+				 "/payload/affected_msgs", errors)) == AMP_EIO)
+		return status;
+	if (json_is_integer(count) && json_integer_value(count) != s->reject_count)
+		status = amp_errlist_add(errors, AMP_ERULE,
+					 "/payload/system_state_snapshot/reject_count",
+					 "is %lld but the SSOT counts %d rejected verdicts for this task",
+					 (long long)json_integer_value(count), s->reject_count);
+	if ((json_is_null(last) && want_last) ||
+	    (json_is_string(last) && (!want_last || strcmp(json_string_value(last), want_last))))
+		status = amp_errlist_add(errors, AMP_ERULE,
+					 "/payload/system_state_snapshot/last_successful_msg_id",
+					 "is %s but the SSOT's is %s",
+					 json_is_string(last) ? json_string_value(last) : "null",
+					 want_last ? want_last : "null");
+	/* The state now, or the one a critical escalation puts the task in. */
+	if (status_name && strcmp(status_name, s->state) &&
+	    !(severity && !strcmp(severity, "critical") &&
+	      (!strcmp(status_name, "suspended") || !strcmp(status_name, "locked"))))
+		status = amp_errlist_add(errors, AMP_ERULE,
+					 "/payload/system_state_snapshot/task_status",
+					 "is \"%s\" but the task is %s%s", status_name, s->state,
+					 severity && !strcmp(severity, "critical") ?
+					 " (or suspended/locked by this critical escalation)" : "");
+	return status;
+}
+
+int amp_rules_check_repo(const json_t *msg, amp_errlist *errors)
+{
+	const char *type = amp_json_str(msg, "type");
+	const char *repo = amp_json_str(json_object_get(msg, "payload"), "repo");
+	char dotgit[4096];
+	struct stat sb;
+
+	if (!type || strcmp(type, "task_dispatch") || !repo)
+		return AMP_OK;
+	/* AMP/1.0 §01 repo: "must exist .git" -- a work tree's .git is a
+	 * directory, a linked worktree's or a submodule's a gitfile. */
+	if (stat(repo, &sb) < 0 || !S_ISDIR(sb.st_mode))
+		return amp_errlist_add(errors, AMP_ERULE, "/payload/repo",
+				       "%s is not a directory on this machine (git config amp.checkRepo false when the repository is on another)",
+				       repo);
+	snprintf(dotgit, sizeof(dotgit), "%s/.git", repo);
+	if (stat(dotgit, &sb) < 0 || !(S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode)))
+		return amp_errlist_add(errors, AMP_ERULE, "/payload/repo",
+				       "%s has no .git: not a git repository", repo);
+	return AMP_OK;
 }
 
 int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
@@ -238,8 +430,14 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 		amp_errlist_add(errors, AMP_ERULE, "/task_id",
 				"task %s is %s by escalation %s: only the admin may act until 'amp resume'",
 				log->task_id, s.state, s.suspended_by);
-	check_context(st, tip, log, msg, errors);
-	if (type && !strcmp(type, "task_result")) {
+	check_refs(st, tip, log, json_object_get(msg, "context_ref"), "/context_ref", errors);
+	if (type && !strcmp(type, "task_dispatch")) {
+		check_dispatch(payload, errors);
+	} else if (type && !strcmp(type, "review_verdict")) {
+		check_verdict(log, payload, errors);
+	} else if (type && !strcmp(type, "escalation")) {
+		check_escalation(st, tip, log, &s, payload, errors);
+	} else if (type && !strcmp(type, "task_result")) {
 		check_result(log, payload, errors);
 	} else if (type && !strcmp(type, "review_request")) {
 		check_payload_ref(st, tip, log, payload, "original_dispatch_ref",

@@ -10,28 +10,70 @@
 #include "store.h"
 #include "task.h"
 
+/* How far the unix_ms of a msg_id may be from its timestamp. */
+#define AMP_RULES_MSG_ID_SKEW_MS 60000
+
 /*
  * Checks a schema-valid message against the SSOT at `tip`, given the log
  * of its own task.  Appends one error per broken rule (JSON pointer of the
  * field, and the rule) and returns AMP_OK or AMP_ERULE (AMP_EIO when the
  * SSOT cannot be read).  Who may write each type to whom is the schema's
  * (message.schema.json), checked before this.  The rules:
- *   - msg_id is "{type}-{task_id}-{unix_ms}" of this very message;
+ *   - msg_id is "{type}-{task_id}-{unix_ms}" of this very message, its
+ *     unix_ms within AMP_RULES_MSG_ID_SKEW_MS of the timestamp;
  *   - Context Completeness: context_ref, original_dispatch_ref and
  *     task_result_ref name messages in the SSOT, and the payload's
  *     references belong to the envelope's task;
+ *   - a task_dispatch has unique subtask_ids;
  *   - a task_result answers a subtask of a dispatch of its task, with one
  *     criteria_met entry per acceptance criterion of that dispatch;
+ *   - a review_verdict has one criteria_results entry per acceptance
+ *     criterion of the dispatch the task's latest review_request names;
+ *   - an escalation's affected_msgs are in the SSOT and its snapshot is
+ *     the SSOT's (reject_count, last_successful_msg_id; task_status the
+ *     task's state, or suspended/locked when it is critical);
  *   - Critical = Suspend All: while a critical escalation is in force, only
  *     the admin (and escalations to the admin) may write to the task;
  *   - review_request: reject_count equals the SSOT's count, "Lock is
- *     approaching" in coordinator_notes when it is >= 2, and no failed CI.
+ *     approaching" in coordinator_notes when it is >= 2, and no failed CI
+ *     (amp_rules_ci_failed).
+ * It does not look at the file system: the watcher runs it on messages
+ * fetched from other machines.  Repository existence is amp_rules_check_repo.
  */
 int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 			 const json_t *msg, amp_errlist *errors);
 
-/* AMP/1.0 §01 Branch Validation: 1 when msg is a task_dispatch whose
- * payload branch is "main" or "master". */
-int amp_rules_is_protected_branch(const json_t *msg);
+/*
+ * AMP/1.0 §01 repo "must exist .git": for a task_dispatch, its repo is a
+ * directory on this machine holding .git (a directory or a gitfile).
+ * AMP_OK (also for other types) or AMP_ERULE with the reason in errors.
+ */
+int amp_rules_check_repo(const json_t *msg, amp_errlist *errors);
+
+/*
+ * AMP/1.0 §01 Branch Validation: 1 when msg is a task_dispatch whose
+ * payload branch is a valid git branch name that spells main, master or a
+ * name of git config amp.protectedBranches (read from st when not NULL),
+ * as amp_refname_is_protected decides.
+ */
+int amp_rules_is_protected_branch(amp_store *st, const json_t *msg);
+
+/*
+ * The schema comes before any rule, with one exception: 1 when msg is a
+ * dispatch to a protected branch (amp_rules_is_protected_branch) whose
+ * schema errors, those of `schema_errors` from index `base` on, are all
+ * at /payload/branch (the schema states main/master too).  Such a message
+ * gets the Branch Validation refusal and escalation; any other schema
+ * error makes it a non-conforming message, which no rule looks at.
+ */
+int amp_rules_branch_refusal(amp_store *st, const json_t *msg,
+			     const amp_errlist *schema_errors, size_t base);
+
+/*
+ * AMP/1.0 §03 CI Gating: 1 when a ci_status value means the CI failed:
+ * after trimming whitespace, one of fail, failed, failure, failing, error,
+ * errored, broken, timed_out, timedout, timeout, ignoring case.
+ */
+int amp_rules_ci_failed(const char *state);
 
 #endif

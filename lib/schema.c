@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "refname.h"
 #include "util.h"
 
 struct pattern {
@@ -1570,8 +1571,9 @@ static int check_type(struct ctx *c, json_t *type, json_t *v)
 }
 
 /* The "not" failure in the words a reader wants: the forbidden value when
- * the schema is a plain enum or const (the common "branch must not be main
- * or master"), else the value that matched. */
+ * the schema is a plain enum or const, with the schema's description when
+ * it has one (the branch: "must not be \"Main\": a protected branch ..."),
+ * else the value that matched. */
 static int fail_not(struct ctx *c, json_t *schema, json_t *v)
 {
 	struct buf value = { 0 };
@@ -1583,6 +1585,10 @@ static int fail_not(struct ctx *c, json_t *schema, json_t *v)
 	     json_object_get(schema, "const")))
 		bad = fail(c, AMP_ESCHEMA, "must not be %s",
 			   value.p ? value.p : "this value");
+	else if (json_is_string(json_object_get(schema, "description")))
+		bad = fail(c, AMP_ESCHEMA, "must not be %s: %s",
+			   value.p ? value.p : "this value",
+			   json_string_value(json_object_get(schema, "description")));
 	else
 		bad = fail(c, AMP_ESCHEMA, "%s matches the \"not\" schema, "
 			   "so it is not allowed", value.p ? value.p : "the value");
@@ -1708,6 +1714,16 @@ static int check_format(struct ctx *c, json_t *format, json_t *v)
 
 	if (!json_is_string(format) || !json_is_string(v))
 		return 0;
+	/* amp's own format: validators that do not know it ignore it, as
+	 * draft-07 says of unknown formats. */
+	if (!strcmp(json_string_value(format), "git-branch-name")) {
+		const char *problem = amp_refname_branch_problem(json_string_value(v));
+
+		if (!problem && json_string_length(v) == strlen(json_string_value(v)))
+			return 0;
+		return fail(c, AMP_ESCHEMA, "is not a valid git branch name: it %s (git check-ref-format --branch)",
+			    problem ? problem : "contains a NUL character");
+	}
 	/* Other formats are annotations only, as draft-07 allows. */
 	if (strcmp(json_string_value(format), "date-time"))
 		return 0;

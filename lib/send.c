@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "bounds.h"
@@ -21,7 +22,35 @@ struct message_ctx {
 	size_t errors_base;
 	const char *extra_trailers;
 	int once; /* see amp_escalation.once */
+	int snapshot; /* an escalation by amp: its snapshot is the SSOT's */
+	int check_repo; /* the dispatch's repo is on this machine */
 };
+
+/* For messages: a string that may be missing. */
+static const char *str(const char *s)
+{
+	return s ? s : "(none)";
+}
+
+/* AMP/1.0 §05 system_state_snapshot, from the log the message goes into
+ * (inside the compare-and-swap, so that a verdict landing meanwhile is
+ * counted): the state the escalation puts the task in. */
+static void fill_snapshot(json_t *msg, const amp_task_log *log)
+{
+	json_t *payload = json_object_get(msg, "payload");
+	const char *type = amp_json_str(payload, "escalation_type");
+	const char *severity = amp_json_str(payload, "severity");
+	amp_task_state s;
+
+	amp_task_state_compute(log, &s);
+	json_object_set_new(payload, "system_state_snapshot",
+			    json_pack("{s:s,s:i,s:s?}", "task_status",
+				      severity && !strcmp(severity, "critical") ?
+				      (type && !strcmp(type, "hallucination_lock") ?
+				       "locked" : "suspended") : s.state,
+				      "reject_count", s.reject_count,
+				      "last_successful_msg_id", s.last_successful_msg_id));
+}
 
 /* Reports the first new error of `errors` through err, for the store. */
 static int first_error(amp_errlist *errors, size_t base, int status,
@@ -75,6 +104,8 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	c->res->duplicate = 0;
 	if ((status = amp_store_read_task(st, tip, task, &log, err)) < 0)
 		return status;
+	if (c->snapshot)
+		fill_snapshot(c->msg, &log);
 	while (amp_task_log_id_taken(&log, c->res->msg_id)) {
 		existing = amp_task_log_find(&log, AMP_ENTRY_MSG, c->res->msg_id);
 		/* An agent re-sending its own envelope is a no-op; amp's own
@@ -109,6 +140,9 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 		goto cleanup;
 	}
 	status = amp_rules_check_send(st, tip, &log, c->msg, c->errors);
+	if (status != AMP_EIO && c->check_repo &&
+	    amp_rules_check_repo(c->msg, c->errors) < 0)
+		status = AMP_ERULE;
 	if (status < 0) {
 		first_error(c->errors, c->errors_base, status, err);
 		goto cleanup;
@@ -167,7 +201,8 @@ void amp_send_log_rejection(amp_store *st, const amp_send_opts *opts,
 
 static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 		     const amp_send_opts *opts, amp_send_result *res,
-		     amp_errlist *errors, const char *extra_trailers, int once);
+		     amp_errlist *errors, const char *extra_trailers, int once,
+		     int snapshot);
 
 int amp_send_read_json(amp_store *st, const char *command, const char *file,
 		       const char *pointer, json_t **doc, char **raw,
@@ -210,6 +245,10 @@ int amp_send_read_json(amp_store *st, const char *command, const char *file,
 	return AMP_OK;
 }
 
+/* AMP/1.0 §01 Branch Validation: "execution is refused and escalation is
+ * triggered".  The refused dispatch never enters the SSOT, so the
+ * escalation names it in its description (its bytes are on the errors
+ * ref) and affects no message. */
 static int record_branch_violation(amp_store *st, amp_schema_set *set,
 				   const json_t *msg, amp_send_result *res,
 				   amp_errlist *errors)
@@ -217,18 +256,22 @@ static int record_branch_violation(amp_store *st, amp_schema_set *set,
 	amp_escalation e = { 0 };
 	amp_send_result eres;
 	amp_errlist esc_errors = { 0 };
-	json_t *affected = json_pack("[s]", amp_json_str(msg, "msg_id"));
-	char description[512];
+	json_t *affected = json_array();
+	char description[1024];
 	int64_t now;
 	amp_error err;
 	int status;
 
-	if ((status = amp_clock_now_ms(&now, &err)) < 0)
+	if ((status = amp_clock_now_ms(&now, &err)) < 0) {
+		amp_errlist_add(errors, status, "", "could not record the branch_violation escalation: %s",
+				err.message);
 		goto cleanup;
+	}
 	snprintf(description, sizeof(description),
-		 "%s dispatched %s to protected branch '%s'; the dispatch was refused (Branch Validation). Re-dispatch it on a feature branch.",
-		 amp_json_str(msg, "from"), amp_json_str(msg, "task_id"),
-		 amp_json_str(json_object_get(msg, "payload"), "branch"));
+		 "%.40s dispatched %.40s to protected branch '%.300s' in %.300s; the dispatch was refused (Branch Validation). Re-dispatch it on a feature branch.",
+		 str(amp_json_str(msg, "from")), str(amp_json_str(msg, "task_id")),
+		 str(amp_json_str(json_object_get(msg, "payload"), "branch")),
+		 str(amp_json_str(msg, "msg_id")));
 	e.task_id = amp_json_str(msg, "task_id");
 	e.from = "system";
 	e.escalation_type = "branch_violation";
@@ -250,33 +293,52 @@ cleanup:
 	return status;
 }
 
+/* git config amp.checkRepo: true unless set to a false value. */
+static int check_repo_enabled(amp_store *st)
+{
+	char v[16];
+
+	if (!amp_store_config(st, "amp.checkRepo", v, sizeof(v)))
+		return 1;
+	return strcasecmp(v, "false") && strcasecmp(v, "no") &&
+	       strcasecmp(v, "off") && strcmp(v, "0");
+}
+
 static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 		     const amp_send_opts *opts, amp_send_result *res,
-		     amp_errlist *errors, const char *extra_trailers, int once)
+		     amp_errlist *errors, const char *extra_trailers, int once,
+		     int snapshot)
 {
 	struct message_ctx ctx = { set, msg, opts, res, errors, errors->count,
-				   extra_trailers, once };
+				   extra_trailers, once, snapshot, 0 };
 	amp_error err;
 	int status;
 
 	memset(res, 0, sizeof(*res));
 	snprintf(res->msg_id, sizeof(res->msg_id), "%s",
 		 amp_json_str(msg, "msg_id") ? amp_json_str(msg, "msg_id") : "");
-	/* AMP/1.0 §01 Branch Validation comes first: it is a refusal with an
-	 * escalation, not a mere schema error. */
-	if (amp_rules_is_protected_branch(msg)) {
+	/* The schema comes before any rule: nothing is written on behalf of
+	 * a message that is not one.  The one exception is a dispatch whose
+	 * only fault is a branch naming a protected one (the schema states
+	 * main/master too): AMP/1.0 §01 Branch Validation makes that a refusal
+	 * with an escalation. */
+	status = amp_message_validate(set, msg, 0, errors);
+	if (status == AMP_EIO)
+		return status;
+	if (amp_rules_branch_refusal(st, msg, errors, ctx.errors_base)) {
+		amp_errlist_truncate(errors, ctx.errors_base);
 		amp_errlist_add(errors, AMP_ERULE, "/payload/branch",
-				"must not be \"main\" or \"master\" (Branch Validation); an escalation was recorded");
+				"must not be \"main\" or \"master\" or another protected branch (Branch Validation): \"%s\" names one; an escalation was recorded",
+				amp_json_str(json_object_get(msg, "payload"), "branch"));
 		amp_send_log_rejection(st, opts, msg, AMP_ERULE, errors, ctx.errors_base);
 		record_branch_violation(st, set, msg, res, errors);
 		return AMP_ERULE;
 	}
-	status = amp_message_validate(set, msg, 0, errors);
 	if (status < 0) {
-		if (status == AMP_ESCHEMA)
-			amp_send_log_rejection(st, opts, msg, status, errors, ctx.errors_base);
+		amp_send_log_rejection(st, opts, msg, status, errors, ctx.errors_base);
 		return status;
 	}
+	ctx.check_repo = !snapshot && check_repo_enabled(st);
 	status = amp_store_update(st, amp_store_messages_ref(st), build_message,
 				  &ctx, NULL, &err);
 	if (status == AMP_NOOP)
@@ -293,7 +355,7 @@ int amp_send_message(amp_store *st, amp_schema_set *set, json_t *msg,
 		     const amp_send_opts *opts, amp_send_result *res,
 		     amp_errlist *errors)
 {
-	return send_with(st, set, msg, opts, res, errors, NULL, 0);
+	return send_with(st, set, msg, opts, res, errors, NULL, 0, 0);
 }
 
 int amp_send_escalation(amp_store *st, amp_schema_set *set,
@@ -302,37 +364,27 @@ int amp_send_escalation(amp_store *st, amp_schema_set *set,
 {
 	amp_message_fields f = { 0 };
 	amp_send_opts opts = { "escalate", "built", NULL, 0, 1 };
-	git_tree *tip = NULL;
-	amp_task_log log;
-	amp_task_state s;
 	amp_error err;
 	json_t *payload = NULL, *msg = NULL;
-	const char *task_status;
-	int critical = !strcmp(e->severity, "critical");
 	int status;
 
 	memset(res, 0, sizeof(*res));
-	if ((status = amp_store_tip(st, amp_store_messages_ref(st), NULL, &tip, &err)) < 0 ||
-	    (status = amp_store_read_task(st, tip, e->task_id, &log, &err)) < 0) {
-		git_tree_free(tip);
-		return amp_errlist_add(errors, status, err.path, "%s", err.message);
-	}
-	git_tree_free(tip);
-	amp_task_state_compute(&log, &s);
-	/* The snapshot shows the state the escalation puts the task in. */
-	task_status = critical ? (!strcmp(e->escalation_type, "hallucination_lock") ?
-				  "locked" : "suspended") : s.state;
-	payload = json_pack("{s:s,s:s,s:s,s:s,s:O,s:{s:s,s:i,s:s?}}",
+	if (!e->task_id || !e->from)
+		return amp_errlist_add(errors, AMP_EUSAGE, e->task_id ? "/from" : "/task_id",
+				       "an escalation needs a task and a sender");
+	/* The snapshot is filled in from the SSOT inside the compare-and-swap
+	 * (fill_snapshot); this one only lets the schema see a whole
+	 * escalation first. */
+	payload = json_pack("{s:s?,s:s?,s:s?,s:s?,s:O?,s:{s:s,s:i,s:n}}",
 			    "escalation_type", e->escalation_type,
 			    "severity", e->severity,
 			    "triggered_by", e->triggered_by ? e->triggered_by :
-					    (!strcmp(e->from, "admin") ? "system" : e->from),
+					    (e->from && !strcmp(e->from, "admin") ? "system" : e->from),
 			    "description", e->description,
 			    "affected_msgs", e->affected_msgs,
 			    "system_state_snapshot",
-			    "task_status", task_status,
-			    "reject_count", s.reject_count,
-			    "last_successful_msg_id", s.last_successful_msg_id);
+			    "task_status", "new", "reject_count", 0,
+			    "last_successful_msg_id");
 	if (!payload) {
 		status = amp_errlist_add(errors, AMP_EIO, "", "cannot build the escalation");
 		goto cleanup;
@@ -340,8 +392,8 @@ int amp_send_escalation(amp_store *st, amp_schema_set *set,
 	if (e->suggested_actions && json_array_size(e->suggested_actions))
 		json_object_set(payload, "suggested_actions", e->suggested_actions);
 	json_object_set_new(payload, "auto_suspended",
-			    json_boolean(e->auto_suspended >= 0 ? e->auto_suspended
-								: strcmp(e->severity, "info") != 0));
+			    json_boolean(e->auto_suspended >= 0 ? e->auto_suspended :
+					 !e->severity || strcmp(e->severity, "info") != 0));
 	f.type = "escalation";
 	f.task_id = e->task_id;
 	f.from = e->from;
@@ -354,9 +406,8 @@ int amp_send_escalation(amp_store *st, amp_schema_set *set,
 		amp_errlist_add(errors, status, err.path, "%s", err.message);
 		goto cleanup;
 	}
-	status = send_with(st, set, msg, &opts, res, errors, extra_trailers, e->once);
+	status = send_with(st, set, msg, &opts, res, errors, extra_trailers, e->once, 1);
 cleanup:
-	amp_task_log_free(&log);
 	json_decref(payload);
 	json_decref(msg);
 	return status;

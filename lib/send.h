@@ -35,8 +35,12 @@ typedef struct amp_send_result {
  * AMP_ESCHEMA or AMP_ERULE (every reason in `errors`, the message logged on
  * the errors ref), or AMP_EIO (the reason in errors too).
  *
- * AMP/1.0 §01 Branch Validation: a dispatch to main/master is refused
- * (AMP_ERULE) and a branch_violation escalation is recorded by system.
+ * The schema comes first: nothing is written for a message that fails
+ * it, except that a dispatch whose only fault is a protected branch
+ * (AMP/1.0 §01 Branch Validation: main, master, git config
+ * amp.protectedBranches) is refused with AMP_ERULE and a branch_violation
+ * escalation is recorded by system.  A dispatch's repo is checked on this
+ * machine unless git config amp.checkRepo is false.
  */
 int amp_send_message(amp_store *st, amp_schema_set *set, json_t *msg,
 		     const amp_send_opts *opts, amp_send_result *res,
@@ -103,9 +107,10 @@ typedef struct amp_escalation {
 } amp_escalation;
 
 /*
- * Builds an escalation to the admin with its system_state_snapshot
- * (task_status, reject_count, last_successful_msg_id) read from the SSOT,
- * then sends it like amp_send_message.  `extra_trailers` (may be NULL) are
+ * Builds an escalation to the admin and sends it like amp_send_message;
+ * its system_state_snapshot (task_status, reject_count,
+ * last_successful_msg_id) is read from the SSOT inside the
+ * compare-and-swap, so it is the state the escalation is committed on.  `extra_trailers` (may be NULL) are
  * added to the commit, e.g. "Amp-Cause: ..." lines for the watcher.
  */
 int amp_send_escalation(amp_store *st, amp_schema_set *set,

@@ -253,6 +253,21 @@ static void check_confidence(struct watch *w, const amp_task_log *log, const amp
 	json_decref(affected);
 }
 
+/* 1 for a dispatch to a protected branch that is otherwise schema-valid
+ * (amp_rules_branch_refusal): junk naming main is not a branch_violation. */
+static int branch_refused(struct watch *w, json_t *doc)
+{
+	amp_errlist errs = { 0 };
+	int refused;
+
+	if (!amp_rules_is_protected_branch(w->st, doc) || need_schemas(w) < 0)
+		return 0;
+	refused = amp_message_validate(*w->set, doc, 0, &errs) != AMP_EIO &&
+		  amp_rules_branch_refusal(w->st, doc, &errs, 0);
+	amp_errlist_free(&errs);
+	return refused;
+}
+
 /* The rules for message i of a task, new since the last pass. */
 static void check_message(struct watch *w, const amp_task_log *log, size_t i)
 {
@@ -280,8 +295,8 @@ static void check_message(struct watch *w, const amp_task_log *log, size_t i)
 		return;
 	}
 	/* AMP/1.0 §01 Branch Validation, for a dispatch that did not come
-	 * through amp send. */
-	if (amp_rules_is_protected_branch(e->doc)) {
+	 * through amp send; decided as amp send decides it. */
+	if (branch_refused(w, e->doc)) {
 		json_t *affected = json_pack("[s]", e->id);
 		char description[1024];
 

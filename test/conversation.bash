@@ -17,7 +17,7 @@ write_payloads() {
 	cat > "$p/dispatch.json" <<'JSON'
 {
   "description": "Reconstruct watchOS breathing engine timing logic",
-  "repo": "/Users/kircerta/dev/Rhylm",
+  "repo": "@REPO@",
   "branch": "feature/watch-breath-v2",
   "subtasks": [
     {"subtask_id": "T-2026-044-S1", "description": "Replace Timer with WKExtendedRuntimeSession", "estimated_lines": 60},
@@ -27,6 +27,8 @@ write_payloads() {
   "risk_level": "medium"
 }
 JSON
+	# AMP/1.0 §01 repo "must exist .git": the test's own repository.
+	sed -i "s#@REPO@#$BATS_TEST_TMPDIR/repo#" "$p/dispatch.json"
 	cat > "$p/result.json" <<'JSON'
 {
   "subtask_id": "T-2026-044-S1",
