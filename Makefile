@@ -127,6 +127,7 @@ VALGRIND_PACKAGES = valgrind
 all: $(FUZZ_TARGETS:%=$(BUILD)/test/replay_%)
 
 $(BUILD)/test/fuzz/%.o: test/fuzz/fuzz.h
+.PRECIOUS: $(BUILD)/test/fuzz/%.o
 
 $(BUILD)/test/fuzz/replay_%.o: test/fuzz/replay.c test/fuzz/fuzz.h $(wildcard lib/*.h)
 	@mkdir -p $(dir $@)

@@ -18,6 +18,9 @@
  *   - `amp status --json` always has an answer;
  *   - the watcher escalates each cause once: a second full pass over the
  *     same SSOT writes nothing.
+ * With FUZZ_LAX_WATCH=1 in the environment the two watcher promises are
+ * not checked (the passes still run): for fuzzing the readers while a
+ * known watcher defect would otherwise be all the fuzzer finds.
  */
 #include <git2.h>
 #include <stdio.h>
@@ -32,6 +35,8 @@
 #define MAX_RECORDS 16
 #define TASK "T-2026-044"
 
+static int lax_watch;
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
@@ -39,6 +44,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fuzz_env();
 	fuzz_schemas();
 	fuzz_repo();
+	lax_watch = getenv("FUZZ_LAX_WATCH") && !strcmp(getenv("FUZZ_LAX_WATCH"), "1");
 	return 0;
 }
 
@@ -158,7 +164,8 @@ static size_t watch_pass(int64_t now)
 	amp_errlist errors = { 0 };
 
 	memset(&stats, 0, sizeof(stats));
-	if (amp_watch_pass(fuzz_repo(), &set, &o, NULL, NULL, &stats, &errors) < 0)
+	if (amp_watch_pass(fuzz_repo(), &set, &o, NULL, NULL, &stats, &errors) < 0 &&
+	    !lax_watch)
 		fuzz_fail("amp watch --once --full: %s",
 			  errors.count ? errors.items[0].message : "(no reason)");
 	amp_errlist_free(&errors);
@@ -177,7 +184,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	read_task(now);
 	watch_pass(now);
 	read_task(now);
-	if ((again = watch_pass(now)))
+	if ((again = watch_pass(now)) && !lax_watch)
 		fuzz_fail("a second full watch pass escalated %zu more time(s)", again);
 	return 0;
 }
