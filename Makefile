@@ -6,6 +6,8 @@
 #   make demo       deps + build + a whole task on a throw-away repository
 #   make asan       the whole test suite under AddressSanitizer + UBSan
 #   make bench      speed figures (never part of the tests)
+#   make fuzz       deps + clang + each libFuzzer target for FUZZ_SECONDS
+#   make valgrind   deps + every command once under valgrind memcheck
 #   make install    PREFIX=/usr/local DESTDIR=
 
 VERSION   = 0.1.0
@@ -108,6 +110,60 @@ asan: deps
 
 bench: all
 	@AMP_BIN=$(CURDIR)/$(BIN) share/bench.sh
+
+# ---- fuzzing and valgrind (test/fuzz/README.md) ---------------------------
+# Each test/fuzz/fuzz_<t>.c is a libFuzzer target.  `all` also links it with
+# test/fuzz/replay.c as $(BUILD)/test/replay_<t>, which test/run runs: it
+# replays test/fuzz/corpus/<t>/ and test/fuzz/regressions/<t>/ with the
+# normal compiler, and under the sanitizers in `make asan`.
+FUZZ_TARGETS := $(patsubst test/fuzz/fuzz_%.c,%,$(sort $(wildcard test/fuzz/fuzz_*.c)))
+FUZZ_SECONDS ?= 60
+FUZZ_BIN      = $(BUILD)/fuzzers
+FUZZ_CFLAGS   = -std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer \
+	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+FUZZ_PACKAGES = clang libclang-rt-14-dev
+VALGRIND_PACKAGES = valgrind
+
+all: $(FUZZ_TARGETS:%=$(BUILD)/test/replay_%)
+
+$(BUILD)/test/fuzz/%.o: test/fuzz/fuzz.h
+.PRECIOUS: $(BUILD)/test/fuzz/%.o
+
+$(BUILD)/test/fuzz/replay_%.o: test/fuzz/replay.c test/fuzz/fuzz.h $(wildcard lib/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(AMP_CPPFLAGS) -DFUZZ_TARGET='"$*"' $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/test/replay_%: $(BUILD)/test/fuzz/replay_%.o $(BUILD)/test/fuzz/fuzz_%.o \
+		$(BUILD)/test/fuzz/fuzz.o $(LIBAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(FUZZ_BIN)/fuzz_%: $(BUILD)/test/fuzz/fuzz_%.o $(BUILD)/test/fuzz/fuzz.o $(LIBAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+.PHONY: fuzz fuzzers fuzz-merge valgrind
+fuzzers: $(FUZZ_TARGETS:%=$(FUZZ_BIN)/fuzz_%)
+
+# Runs each target in turn (FUZZ_TARGETS=validate to choose) on a working
+# copy of its corpus in build/fuzz/work/; findings go to build/fuzz/findings/.
+fuzz:
+	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(DEBIAN_PACKAGES) $(FUZZ_PACKAGES)"
+	@$(MAKE) --no-print-directory BUILD=build/fuzz BIN=build/fuzz/bin CC=clang \
+		CFLAGS="$(FUZZ_CFLAGS)" LDFLAGS="-fsanitize=fuzzer,address,undefined" fuzzers
+	@test/fuzz/run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# Folds what `make fuzz` found (build/fuzz/work/) into the committed corpus,
+# keeping only inputs that add coverage.
+fuzz-merge:
+	@$(MAKE) --no-print-directory BUILD=build/fuzz BIN=build/fuzz/bin CC=clang \
+		CFLAGS="$(FUZZ_CFLAGS)" LDFLAGS="-fsanitize=fuzzer,address,undefined" fuzzers
+	@test/fuzz/run merge $(FUZZ_TARGETS)
+
+valgrind:
+	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(DEBIAN_PACKAGES) $(VALGRIND_PACKAGES)"
+	@$(MAKE) --no-print-directory all
+	@AMP_BIN=$(CURDIR)/$(BIN) test/valgrind
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) \
