@@ -104,8 +104,15 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	c->res->duplicate = 0;
 	if ((status = amp_store_read_task(st, tip, task, &log, err)) < 0)
 		return status;
-	if (c->snapshot)
+	/* The snapshot is the SSOT's, yet it must conform like the rest of
+	 * the message: what amp writes, amp reads back without complaint. */
+	if (c->snapshot) {
 		fill_snapshot(c->msg, &log);
+		if ((status = amp_message_validate(c->set, c->msg, 0, c->errors)) < 0) {
+			first_error(c->errors, c->errors_base, status, err);
+			goto cleanup;
+		}
+	}
 	while (amp_task_log_id_taken(&log, c->res->msg_id)) {
 		existing = amp_task_log_find(&log, AMP_ENTRY_MSG, c->res->msg_id);
 		/* An agent re-sending its own envelope is a no-op; amp's own
@@ -343,7 +350,7 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 				  &ctx, NULL, &err);
 	if (status == AMP_NOOP)
 		return AMP_OK;
-	if (status == AMP_ERULE) {
+	if (status == AMP_ERULE || status == AMP_ESCHEMA) {
 		amp_send_log_rejection(st, opts, msg, status, errors, ctx.errors_base);
 	} else if (status < 0 && errors->count == ctx.errors_base) {
 		amp_errlist_add(errors, status, err.path, "%s", err.message);

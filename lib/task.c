@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bounds.h"
 #include "clock.h"
 #include "message.h"
 
@@ -66,6 +67,22 @@ static int is_acked_or_unneeded(const amp_task_log *log, const amp_entry *e)
 	       amp_task_ack_of(log, e->id);
 }
 
+int amp_task_entry_in_place(const amp_task_log *log, const amp_entry *e)
+{
+	const char *task, *named;
+	size_t task_len;
+
+	if (e->kind == AMP_ENTRY_CTL)
+		return 1;
+	if (!e->id || amp_msg_id_parse(e->id, &task, &task_len, NULL) < 0 ||
+	    strlen(log->task_id) != task_len || strncmp(task, log->task_id, task_len))
+		return 0;
+	named = amp_json_str(e->doc, e->kind == AMP_ENTRY_ACK ? "ack_for" : "msg_id");
+	return named && !strcmp(named, e->id) &&
+	       amp_json_str(e->doc, "task_id") &&
+	       !strcmp(amp_json_str(e->doc, "task_id"), log->task_id);
+}
+
 void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
 {
 	const char *dispatch_id = NULL;
@@ -79,6 +96,8 @@ void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
 		const char *type = amp_json_str(e->doc, "type");
 		int64_t t = amp_record_time(e->doc);
 
+		if (!amp_task_entry_in_place(log, e))
+			continue;
 		if (t > s->last_activity_ms)
 			s->last_activity_ms = t;
 		if (e->kind == AMP_ENTRY_ACK) {

@@ -34,7 +34,15 @@ typedef struct amp_task_state {
 	int64_t last_activity_ms;   /* time of the newest record */
 } amp_task_state;
 
-/* Computes the state from a task's log; pointers borrow from the log. */
+/* 1 when record e is what its place says it is: a message named by its
+ * own msg_id, of this task; an ACK named by the msg_id it acknowledges; any
+ * control record.  Only such records make the state: a record out of its
+ * place (a fetch, a hand-made commit) is shown and escalated, never
+ * counted. */
+int amp_task_entry_in_place(const amp_task_log *log, const amp_entry *e);
+
+/* Computes the state from a task's log, from its records in place
+ * (amp_task_entry_in_place); pointers borrow from the log. */
 void amp_task_state_compute(const amp_task_log *log, amp_task_state *out);
 
 /* The "timestamp" of a record in Unix ms, or -1 when it has none. */

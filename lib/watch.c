@@ -184,7 +184,7 @@ static int fire(struct watch *w, const char *task, const char *type,
  * cause is the record's path, named first in the description
  * (AMP_RECORD_CAUSE), so that a record with no msg_id, or one whose msg_id
  * another record names too (a message and its ACK), is escalated exactly
- * once.  `id` goes to affected_msgs when it is a msg_id.
+ * once.  `id` goes to affected_msgs when it names a message of the task.
  */
 static void escalate_unknown(struct watch *w, const amp_task_log *log, const char *id,
 			     const char *name, const char *what)
@@ -196,7 +196,10 @@ static void escalate_unknown(struct watch *w, const amp_task_log *log, const cha
 	snprintf(path, sizeof(path), "%s/%.300s", dir, name);
 	if (has_cause(log, "unknown", path))
 		return;
-	affected = looks_like_msg_id(id) ? json_pack("[s]", id) : json_array();
+	/* affected_msgs names messages in the SSOT: an ACK whose message is
+	 * not there (an orphan) affects none; its path is the cause. */
+	affected = looks_like_msg_id(id) && amp_task_log_id_taken(log, id) ?
+		   json_pack("[s]", id) : json_array();
 	snprintf(description, sizeof(description),
 		 AMP_RECORD_CAUSE "%s: %.900s. Fix or supersede the record; agents must not act on it (No Silent Failure).",
 		 path, what);
@@ -266,6 +269,28 @@ static int branch_refused(struct watch *w, json_t *doc)
 		  amp_rules_branch_refusal(w->st, doc, &errs, 0);
 	amp_errlist_free(&errs);
 	return refused;
+}
+
+/* The rules `amp ack` applies, for an ACK that reached the SSOT without
+ * it: it acknowledges a message of its task that is in the SSOT, and only
+ * the addressee ACKs.  1 with the reason in `what` when it breaks one. */
+static int ack_problem(const amp_task_log *log, const amp_entry *e, char *what,
+		       size_t whatsz)
+{
+	const amp_entry *m = amp_task_log_find(log, AMP_ENTRY_MSG, e->id);
+	const char *from = amp_json_str(e->doc, "from");
+	const char *to = m ? amp_json_str(m->doc, "to") : NULL;
+
+	if (!amp_task_entry_in_place(log, e))
+		snprintf(what, whatsz, "its ack_for/task_id do not match its place");
+	else if (!m)
+		snprintf(what, whatsz, "it acknowledges %.60s, which is not in the SSOT", e->id);
+	else if (!from || !to || strcmp(from, to))
+		snprintf(what, whatsz, "it is an ACK by %.20s, but only the addressee (%.20s) may ACK",
+			 from ? from : "nobody", to ? to : "nobody");
+	else
+		return 0;
+	return 1;
 }
 
 /* The rules for message i of a task, new since the last pass. */
@@ -383,8 +408,7 @@ static json_t *derive_timers(const amp_task_log *log)
 
 		/* A message out of its place is escalated as unknown; no
 		 * ACK timeout could name it. */
-		if (e->kind != AMP_ENTRY_MSG || !looks_like_msg_id(e->id) ||
-		    strcmp(e->id, amp_json_str(e->doc, "msg_id") ? amp_json_str(e->doc, "msg_id") : "") ||
+		if (e->kind != AMP_ENTRY_MSG || !amp_task_entry_in_place(log, e) ||
 		    (deadline = amp_message_ack_deadline(e->doc)) < 0 ||
 		    amp_task_ack_of(log, e->id) || has_cause(log, "ack_timeout", e->id))
 			continue;
@@ -637,6 +661,8 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 			if (amp_message_validate(*w->set, e->doc, 1, &errs) == AMP_ESCHEMA) {
 				snprintf(what, sizeof(what), "ACK not schema-valid: %.200s: %.600s",
 					 errs.items[0].path, errs.items[0].message);
+				escalate_unknown(w, &log, e->id, name, what);
+			} else if (ack_problem(&log, e, what, sizeof(what))) {
 				escalate_unknown(w, &log, e->id, name, what);
 			}
 			amp_errlist_free(&errs);

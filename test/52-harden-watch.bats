@@ -267,3 +267,63 @@ JSON
 	assert_file_exists "$objects/tmp_object_git2_young"
 	assert_fsck_clean
 }
+
+@test "a misplaced record never makes the state: its one escalation conforms, and escalations do not cascade" {
+	# found by fuzz_store (test/fuzz/regressions/store/watch-unknown-record-without-msg-id):
+	# a dispatch-shaped record named "x" became the task's last successful
+	# message, every escalation's snapshot named "x", which no msg_id is,
+	# and each pass escalated the escalation before it
+	plant "tasks/2026/0/$T2/000001.msg.x.json" <<JSON
+{"protocol_version": "AMP/1.0", "type": "task_dispatch", "ack_for": "task_dispatch-$T2-1772116327000",
+ "task_id": "$T2", "from": "executor", "to": "coordinator", "timestamp": "2026-02-26T14:33:10+00:00"}
+JSON
+	at 1800
+	for pass in 1 2 3; do
+		run amp watch --once --full
+		assert_success
+		if [ "$pass" = 1 ]; then
+			assert_output --regexp "^escalated unknown $T2 tasks/2026/0/$T2/000001\.msg\.x\.json \(escalation-$T2-[0-9]+\)$"
+		else
+			assert_output ""
+		fi
+	done
+	run amp status $T2 --json
+	assert_success
+	assert_equal "$(echo "$output" | json_get '[d["state"], d.get("last_successful_msg_id"), len(d["escalations"])]')" \
+		'["new", null, 1]'
+	# what amp wrote conforms to the schema
+	git show "refs/amp/messages:$(record_path $T2 .msg.escalation-)" > "$BATS_TEST_TMPDIR/esc.json"
+	run amp validate "$BATS_TEST_TMPDIR/esc.json"
+	assert_success
+}
+
+@test "an ACK whose message is not in the SSOT is escalated once as unknown, naming no message" {
+	# found by replaying the fuzz corpus after the affected_msgs rule: the
+	# escalation named the missing message, the rule refused it, and every
+	# pass failed with exit 4
+	send_dispatch
+	local M=task_dispatch-$T-1740576727001
+	plant "$(next_path $T $M ack)" <<JSON
+{"protocol_version": "AMP/1.0", "type": "ack", "ack_for": "$M", "task_id": "$T",
+ "from": "executor", "to": "coordinator", "timestamp": "2026-02-26T14:33:10+00:00"}
+JSON
+	at 60
+	for pass in 1 2; do
+		run amp watch --once --full
+		assert_success
+		[ "$pass" = 2 ] && { assert_output ""; continue; }
+		assert_output --regexp "^escalated unknown $T tasks/2026/0/$T/000002\.ack\.$M\.json \(escalation-$T-[0-9]+\)$"
+	done
+	run amp status $T --json
+	assert_equal "$(echo "$output" | json_get '[e["affected_msgs"] for e in d["escalations"]]')" '[[]]'
+	# an ACK of a message that is there, but not by its addressee
+	plant "$(next_path $T $D ack)" <<JSON
+{"protocol_version": "AMP/1.0", "type": "ack", "ack_for": "$D", "task_id": "$T",
+ "from": "reviewer", "to": "coordinator", "timestamp": "2026-02-26T14:33:10+00:00"}
+JSON
+	run amp watch --once
+	assert_success
+	assert_output --regexp "^escalated unknown $T $D \(escalation-$T-[0-9]+\)$"
+	amp status $T --json | json_get 'd["escalations"][-1]["description"]' > "$BATS_TEST_TMPDIR/why"
+	assert_file_contains "$BATS_TEST_TMPDIR/why" "only the addressee (executor) may ACK"
+}
