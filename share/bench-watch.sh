@@ -15,6 +15,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/amp-bench-watch.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 git init -q "$work/repo" && cd "$work/repo"
 amp init > /dev/null
+# the bench dispatches name a repository on another machine
+git config amp.checkRepo false
 export AMP_NOW=2026-03-01T00:00:00+00:00
 
 now_ns() { date +%s%N; }

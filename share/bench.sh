@@ -11,6 +11,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/amp-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 git init -q "$work/repo" && cd "$work/repo"
 amp init > /dev/null
+# the bench dispatches name a repository on another machine
+git config amp.checkRepo false
 cat > dispatch.json <<'JSON'
 {"description": "bench", "repo": "/srv/bench", "branch": "feature/bench",
  "subtasks": [{"subtask_id": "S1", "description": "one", "estimated_lines": 1}],

@@ -14,6 +14,10 @@ T=T-2026-044
 
 git init -q "$work/repo" && cd "$work/repo" || exit 1
 amp init > /dev/null
+# The dispatch names the executor's repository, as the seed's does
+# (/Users/kircerta/dev/Rhylm): on another machine, so amp send does not
+# look for it here.
+git config amp.checkRepo false
 cat > dispatch.json <<'JSON'
 {"description": "Reconstruct watchOS breathing engine timing logic", "repo": "/Users/kircerta/dev/Rhylm",
  "branch": "feature/watch-breath-v2",
@@ -62,6 +66,7 @@ at 1210; Q=$(amp send review_request --task $T --from coordinator --payload revi
 at 1300; V=$(show amp verdict $T --decision approved --confidence 0.93); echo "$V"
 at 1310; amp ack "$V" --from coordinator > /dev/null
 at 1320; show amp watch --once
-show amp status $T
+show amp status $T | tee status.txt
+grep -q "^$T  *approved" status.txt || { echo "demo-lock: the task did not reach approved" >&2; exit 1; }
 echo
 git log --format='%h %an: %s' refs/amp/messages | head -8

@@ -22,6 +22,10 @@ echo "(exit $?)"
 step "2. A whole task in a fresh SSOT ($work/repo)"
 git init -q "$work/repo" && cd "$work/repo" || exit 1
 show amp init
+# The dispatch names the executor's repository, as the seed's does
+# (/Users/kircerta/dev/Rhylm): on another machine, so amp send does not
+# look for it here.
+git config amp.checkRepo false
 cat > dispatch.json <<'JSON'
 {
   "description": "Reconstruct watchOS breathing engine timing logic and fix timer exception when background hangs",
@@ -73,9 +77,11 @@ echo "(exit $?)"
 step "   The audit trail (git log refs/amp/messages)"
 git log --format='%h %an: %s' refs/amp/messages
 step "   amp status T-2026-044 (the verdict's ACK is due within 60 s)"
-AMP_NOW=2026-02-26T15:05:30+00:00 show amp status T-2026-044
+AMP_NOW=2026-02-26T15:05:30+00:00 show amp status T-2026-044 | tee status.txt
+# The demo fails loudly when the main job did not get through.
+grep -q '^T-2026-044  *approved' status.txt || { echo "make demo: the task did not reach approved" >&2; exit 1; }
 
 if [ -x "$src/share/demo-lock.sh" ] && command -v amp-watch > /dev/null 2>&1; then
 	step "3. The enforcer: three rejects lock the task"
-	"$src/share/demo-lock.sh"
+	"$src/share/demo-lock.sh" || exit 1
 fi

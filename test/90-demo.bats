@@ -1,0 +1,14 @@
+#!/usr/bin/env bats
+# make demo's script is the README's first promise: it must keep working.
+
+load helpers
+
+@test "the demo runs a whole task to approved, and the enforcer demo locks and resumes" {
+	run env TMPDIR="$BATS_TEST_TMPDIR" "$AMP_SRC/share/demo.sh"
+	assert_success
+	assert_output --regexp "T-2026-044  +approved"
+	assert_output --partial "critical hallucination_lock"
+	assert_output --partial "resume by admin"
+	# the demo cleans up its throw-away repositories
+	assert_equal "$(find "$BATS_TEST_TMPDIR" -maxdepth 1 -name 'amp-demo*' | wc -l)" 0
+}
