@@ -15,10 +15,6 @@ teardown() {
 	fsck_teardown
 }
 
-error_count() {
-	git rev-list --count refs/amp/errors
-}
-
 # envelope TYPE MSG_ID TIMESTAMP PAYLOAD_FILE [FROM TO]: a whole message.
 envelope() {
 	$PY -c 'import json,sys; print(json.dumps({"msg_id": sys.argv[1], "protocol_version": "AMP/1.0", "type": sys.argv[2], "from": sys.argv[5], "to": sys.argv[6], "task_id": sys.argv[3], "timestamp": sys.argv[4], "requires_ack": sys.argv[2] != "escalation", "payload": json.load(open(sys.argv[7]))}, indent=2))' \

@@ -17,11 +17,6 @@ teardown() {
 	fsck_teardown
 }
 
-# The number of commits on the errors ref: a usage error adds none.
-error_count() {
-	git rev-list --count refs/amp/errors
-}
-
 # Fails when $output holds ESC, BEL, CR, a C1 control or a byte that is not
 # UTF-8 (the raw bytes, as a terminal would get them).
 refute_control_bytes() {

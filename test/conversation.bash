@@ -84,6 +84,11 @@ commit_count() {
 	git rev-list --count refs/amp/messages
 }
 
+# The number of commits on the errors ref (a usage error adds none).
+error_count() {
+	git rev-list --count refs/amp/errors
+}
+
 # Asserts git fsck reports no problem (dangling objects are not problems).
 assert_fsck_clean() {
 	run git fsck --no-dangling
