@@ -1,0 +1,119 @@
+#!/usr/bin/env bats
+# Issue 7, docs that claim more than the code does: one test for each
+# sentence of README.md, share/doc/ and schemas/ that says what amp checks,
+# prints or guarantees and that no other test held to it.
+
+load helpers
+load conversation
+
+setup() {
+	make_ssot
+}
+
+teardown() {
+	fsck_teardown
+}
+
+# README "Commands": amp-<command> comes "first from $AMP_EXEC_PATH, then
+# next to amp itself".
+@test "amp looks for amp-<command> in AMP_EXEC_PATH before its own directory" {
+	mkdir -p "$BATS_TEST_TMPDIR/exec"
+	printf '#!/bin/sh\necho "exec-path amp-status: $*"\nexit 5\n' > "$BATS_TEST_TMPDIR/exec/amp-status"
+	chmod +x "$BATS_TEST_TMPDIR/exec/amp-status"
+	AMP_EXEC_PATH=$BATS_TEST_TMPDIR/exec run amp status $T
+	assert_failure 5
+	assert_output "exec-path amp-status: $T"
+	# without it, amp's own amp-status answers
+	run amp status $T
+	assert_failure 2
+	assert_output "amp status: error: no task $T in the SSOT"
+}
+
+# README "Environment and configuration": git config amp.errorsRef is the
+# error log ref.
+@test "git config amp.errorsRef moves the error log, and amp errors reads it there" {
+	git config amp.errorsRef refs/amp/rejects
+	amp init > /dev/null
+	run amp send --envelope "$BATS_TEST_TMPDIR/p/dispatch.json"
+	assert_failure 1
+	run git ls-tree -r --name-only refs/amp/rejects
+	assert_success
+	assert_output --regexp 'errors/2026/02/26/[0-9]+-[0-9a-f]+/reasons.json'
+	run amp errors
+	assert_success
+	assert_line --index 0 --partial "exit 1"
+	git config --unset amp.errorsRef
+	run amp errors
+	refute_line --partial "exit 1"
+}
+
+# README "Output": a bidirectional override or isolate is written as
+# \uHHHH and a backslash as \\.
+@test "human output escapes bidi overrides and isolates and doubles a backslash; --json keeps them" {
+	desc=$'a\u202eb\u2066c\u2069d\\e\u202ae'
+	run amp escalate $T --from executor --type unknown --severity info --description "$desc"
+	assert_success
+	E=$output
+	run amp status $T
+	assert_success
+	assert_output --partial "$E: a\\u202eb\\u2066c\\u2069d\\\\e\\u202ae"
+	run /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["escalations"][0]["description"] == sys.argv[2] else 1)' \
+		<(amp status $T --json) "$desc"
+	assert_success
+}
+
+# README "Commands": amp errors lists the rejected messages newest first.
+@test "amp errors lists the rejected messages newest first" {
+	printf '{"protocol_version":"AMP/1.0","msg_id":"first"}' > "$BATS_TEST_TMPDIR/a.json"
+	printf '{"protocol_version":"AMP/1.0","msg_id":"second"}' > "$BATS_TEST_TMPDIR/b.json"
+	printf '{"protocol_version":"AMP/1.0","msg_id":"third"}' > "$BATS_TEST_TMPDIR/c.json"
+	at 10
+	run amp send --envelope "$BATS_TEST_TMPDIR/a.json"
+	assert_failure 1
+	at 20
+	run amp send --envelope "$BATS_TEST_TMPDIR/b.json"
+	assert_failure 1
+	at 30
+	run amp send --envelope "$BATS_TEST_TMPDIR/c.json"
+	assert_failure 1
+	run amp errors
+	assert_success
+	assert_line --index 0 --partial "  third  "
+	run bash -c "amp errors | grep -o '  [a-z]*  exit' | awk '{print \$1}' | tr '\n' ' '"
+	assert_output "third second first "
+	run amp errors --limit 1
+	assert_output --partial "third"
+	refute_output --partial "second"
+}
+
+# README "Exit codes": "Colour only on a terminal, never with NO_COLOR set."
+@test "amp status colours only on a terminal, and never with NO_COLOR set" {
+	send_dispatch
+	# a pipe: no colour, even with NO_COLOR unset
+	run env -u NO_COLOR TERM=xterm amp status
+	assert_success
+	refute_output --partial $'\033['
+	# a terminal (script gives amp a pty): colour
+	run env -u NO_COLOR TERM=xterm script -qec "amp status" /dev/null
+	assert_success
+	assert_output --partial $'\033['
+	assert_output --partial "dispatched"
+	# a terminal with NO_COLOR set: none
+	run env NO_COLOR=1 TERM=xterm script -qec "amp status" /dev/null
+	assert_success
+	assert_output --partial "dispatched"
+	refute_output --partial $'\033['
+}
+
+# share/doc/validator.md "Matching is by code point: when no UTF-8 locale
+# is active, creating a set switches LC_CTYPE to C.UTF-8".
+@test "patterns match code points, not bytes, also when the locale is C" {
+	cd "$BATS_TEST_TMPDIR"
+	printf '{"type": "string", "pattern": "^.$"}' > one.schema.json
+	printf '"\xc3\xa9"\n' > e.json
+	printf '"ab"\n' > ab.json
+	LC_ALL=C run amp validate --schema one.schema.json e.json ab.json
+	assert_failure 1
+	assert_line "e.json: ok"
+	assert_line "amp validate: error: ab.json: string does not match pattern ^.$"
+}
