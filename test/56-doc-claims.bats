@@ -117,3 +117,94 @@ teardown() {
 	assert_line "e.json: ok"
 	assert_line "amp validate: error: ab.json: string does not match pattern ^.$"
 }
+
+# README "Commands": "--repo DIR (default: the repository found from the
+# current directory, as git finds it ...)".
+@test "without --repo, amp finds the repository from a subdirectory, as git does" {
+	send_dispatch
+	mkdir -p deep/er
+	cd deep/er
+	run amp status $T
+	assert_success
+	assert_line --index 0 --regexp "^$T  dispatched"
+	at 5
+	run amp ack "$D" --from executor
+	assert_success
+	assert_equal "$(git rev-list --count refs/amp/messages)" 3
+}
+
+# README "Exit codes": "Errors go to stderr ...; results go to stdout."
+@test "results go to stdout and errors to stderr, never the other way" {
+	local out=$BATS_TEST_TMPDIR/out err=$BATS_TEST_TMPDIR/err rc
+	amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > "$out" 2> "$err"
+	assert_equal "$(cat "$out")" "task_dispatch-$T-1772116327000"
+	assert_equal "$(cat "$err")" ""
+	rc=0
+	amp send task_dispatch --task T-44 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > "$out" 2> "$err" || rc=$?
+	assert_equal "$rc" 2
+	assert_equal "$(cat "$out")" ""
+	assert_equal "$(cat "$err")" "amp send: error: --task: 'T-44' is not a task id (T-YYYY-NNN)"
+	printf '{}' > "$BATS_TEST_TMPDIR/empty.json"
+	rc=0
+	amp send --envelope "$BATS_TEST_TMPDIR/empty.json" > "$out" 2> "$err" || rc=$?
+	assert_equal "$rc" 1
+	assert_equal "$(cat "$out")" ""
+	grep -q '^amp send: error: missing required property "msg_id"$' "$err"
+	amp status $T > "$out" 2> "$err"
+	grep -q "^$T  dispatched" "$out"
+	assert_equal "$(cat "$err")" ""
+}
+
+# README "Environment": AMP_NOW is "ISO 8601 with offset ... or Unix seconds".
+@test "AMP_NOW in Unix seconds is the same instant as its ISO 8601 form" {
+	AMP_NOW=1772116327 run amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json"
+	assert_success
+	assert_output "task_dispatch-$T-1772116327000"
+	run git show refs/amp/messages:tasks/2026/0/$T/000001.msg.task_dispatch-$T-1772116327000.json
+	assert_output --partial '"timestamp": "2026-02-26T14:32:07+00:00"'
+}
+
+# share/doc/validator.md "Remaining differences from ECMA-262": what is
+# refused as a schema error (exit 4), and what is passed on.
+@test "amp validate refuses the pattern syntax validator.md lists, as a schema error" {
+	cd "$BATS_TEST_TMPDIR"
+	echo '"ab"' > v.json
+	for p in 'a(?=b)' 'a(?!b)' '(?<=a)b' '(?<!a)b' '(?<n>a)b' '(a)\\1' '\\p{L}' '\\Z' '[\\D]' '[\\W]' '[\\S]' '[\\d-x]'; do
+		printf '{"pattern": "%s"}' "$p" > s.json
+		run amp validate --schema s.json v.json
+		assert_failure 4
+		assert_output --partial "amp validate: error: v.json: invalid pattern "
+	done
+	# \b \B go to glibc, \xHH and \uXXXX become the characters
+	for p in '^\\bab\\b$' '^a\\Bb$' '^\\x61b$' '^\\u0061b$'; do
+		printf '{"pattern": "%s"}' "$p" > s.json
+		run amp validate --schema s.json v.json
+		assert_success
+		assert_output "v.json: ok"
+	done
+	printf '{"pattern": "^a\\\\bb$"}' > s.json
+	run amp validate --schema s.json v.json
+	assert_failure 1
+}
+
+# share/doc/rules.md "Incremental": "A missing, corrupt or foreign state
+# file (other ref, other amp.lockThreshold) costs a full rescan"; and the
+# --json keys of a watch line.
+@test "watch rescans when amp.lockThreshold changes, and --json lines carry the six documented keys" {
+	load enforcer
+	dispatch_acked
+	reject_rounds 2
+	at 500
+	run amp watch --once
+	assert_success
+	assert_output ""
+	# the SSOT has not moved: only a rescan can find the lock
+	git config amp.lockThreshold 2
+	run amp watch --once --json
+	assert_success
+	run json_get 'sorted(d.keys())' <<<"$output"
+	assert_output '["action", "cause", "escalation_type", "msg_id", "severity", "task_id"]'
+	run amp status $T --json
+	assert_output --partial '"state": "locked"'
+}
+
