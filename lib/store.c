@@ -1100,6 +1100,14 @@ static int build_rejection(amp_store *st, git_tree *tip, void *ctx,
 	return amp_store_write_add(w, path, rc->reasons, strlen(rc->reasons), err);
 }
 
+/* reasons.json is JSON, whose strings must be UTF-8; a file name (or a
+ * reason quoting one) that is not goes in as amp_term() writes it, as
+ * `amp validate --json` does, rather than losing the rejection. */
+static const char *json_text(const char *s)
+{
+	return amp_utf8_valid(s) ? s : amp_term(s);
+}
+
 int amp_store_log_rejection(amp_store *st, const char *command,
 			    const char *source, const char *raw, size_t len,
 			    size_t total, int status,
@@ -1130,10 +1138,10 @@ int amp_store_log_rejection(amp_store *st, const char *command,
 	list = json_array();
 	for (i = 0; reasons && i < reasons->count; i++)
 		json_array_append_new(list, json_pack("{s:s,s:s}",
-			"path", reasons->items[i].path,
-			"message", reasons->items[i].message));
+			"path", json_text(reasons->items[i].path),
+			"message", json_text(reasons->items[i].message)));
 	doc = json_pack("{s:s,s:s,s:s,s:i,s:I,s:o}", "time", when, "command",
-			command, "source", source ? source : "",
+			command, "source", json_text(source ? source : ""),
 			"exit_code", amp_exit_code(status), "size",
 			(json_int_t)(total > len ? total : len), "errors", list);
 	list = NULL;

@@ -208,3 +208,63 @@ teardown() {
 	assert_output --partial '"state": "locked"'
 }
 
+
+# share/doc/rules.md "send time (... amp ack, amp resume): ... a refused
+# one is logged on refs/amp/errors".
+@test "a refused ACK is logged on the error log with its reason" {
+	local before
+	send_dispatch
+	before=$(error_count)
+	run amp ack "$D" --from reviewer
+	assert_failure 3
+	run amp ack "task_dispatch-$T-1772116327999" --from executor
+	assert_failure 3
+	assert_equal "$(error_count)" $((before + 2))
+	run amp errors
+	assert_line --index 1 "    /ack_for: task_dispatch-$T-1772116327999 is not in the SSOT: nothing to acknowledge"
+	assert_line --index 3 "    /from: only the addressee (executor) may ACK $D, not reviewer"
+	assert_equal "$(git rev-list --count refs/amp/messages)" 2
+}
+
+# README: "the commands that write (send, ack, verdict, escalate, resume)
+# first check that amp init has been run"; every option value must be
+# UTF-8 "except the file names of --repo, --payload and --envelope".
+@test "ack, verdict and resume also say to run amp init; a file name need not be UTF-8" {
+	git init -q "$BATS_TEST_TMPDIR/fresh"
+	cd "$BATS_TEST_TMPDIR/fresh"
+	run amp ack "task_dispatch-$T-1772116327000" --from executor
+	assert_failure 4
+	assert_output "amp ack: error: no AMP store in this repository (refs/amp/messages is missing): run 'amp init'"
+	run amp verdict $T --from reviewer --decision approved --confidence 0.9
+	assert_failure 4
+	assert_output "amp verdict: error: no AMP store in this repository (refs/amp/messages is missing): run 'amp init'"
+	run amp resume $T --from admin --reason x
+	assert_failure 4
+	assert_output "amp resume: error: no AMP store in this repository (refs/amp/messages is missing): run 'amp init'"
+	run git for-each-ref
+	assert_output ""
+	cd "$BATS_TEST_TMPDIR/repo"
+	cp "$BATS_TEST_TMPDIR/p/dispatch.json" $'\xffdispatch.json'
+	run amp send task_dispatch --task $T --from coordinator --payload $'\xffdispatch.json' --repo "$PWD"
+	assert_success
+	assert_output "task_dispatch-$T-1772116327000"
+}
+
+# README "What amp promises", no lost message: "a refused message is never
+# lost either: its bytes and reasons go to refs/amp/errors".  It was lost
+# (exit 4, "could not write the error log: out of memory") when the file
+# name was not UTF-8: reasons.json could not hold it.
+@test "a refused envelope whose file name is not UTF-8 is logged, the name escaped" {
+	local before
+	before=$(error_count)
+	printf '{"msg_id": "x"}' > $'\xfeenv.json'
+	run amp send --envelope $'\xfeenv.json'
+	assert_failure 1
+	assert_line --index 0 'amp send: error: missing required property "protocol_version"'
+	refute_output --partial "error log"
+	assert_equal "$(error_count)" $((before + 1))
+	run amp errors --json
+	assert_success
+	assert_output --partial '"source": "\\xfeenv.json"'
+	assert_output --partial '"msg_id": "x"'
+}
