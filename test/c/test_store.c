@@ -1,5 +1,8 @@
-/* Unit tests for the pure parts of the store, clock and message modules. */
+/* Unit tests for the pure parts of the store, clock and message modules,
+ * and for the store's compare-and-swap against a writer outside amp. */
+#include <git2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
@@ -14,6 +17,81 @@ static void ok(int cond, const char *name)
 	if (!cond)
 		failed++;
 	printf("%sok %d - %s\n", cond ? "" : "not ", n, name);
+}
+
+/* A build callback that, the first time, lets a writer outside amp (a
+ * `git update-ref`, a fetch) move the ref between amp's read of the tip and
+ * its compare-and-swap. */
+struct outsider {
+	int calls;
+	git_oid outside;
+};
+
+static int build_raced(amp_store *st, git_tree *tip, void *ctx,
+		       amp_store_write *w, amp_error *err)
+{
+	struct outsider *o = ctx;
+	git_repository *repo = amp_store_repo(st);
+	const char *ref = amp_store_messages_ref(st);
+	git_signature *sig = NULL;
+	git_commit *head = NULL;
+	git_oid head_id;
+
+	(void)tip;
+	if (o->calls++ == 0) {
+		if (git_reference_name_to_id(&head_id, repo, ref) < 0 ||
+		    git_commit_lookup(&head, repo, &head_id) < 0 ||
+		    git_signature_new(&sig, "outsider", "outsider@invalid", 1772116327, 0) < 0 ||
+		    git_commit_create_v(&o->outside, repo, ref, sig, sig, NULL, "outside amp",
+					tip, 1, head) < 0) {
+			git_signature_free(sig);
+			git_commit_free(head);
+			return amp_error_set(err, AMP_EIO, "", "outsider failed");
+		}
+		git_signature_free(sig);
+		git_commit_free(head);
+	}
+	snprintf(w->subject, sizeof(w->subject), "amp's write");
+	snprintf(w->author, sizeof(w->author), "system");
+	return amp_store_write_add(w, "raced/file", "x", 1, err);
+}
+
+/* README "Writes take turns, and are a compare-and-swap": "a writer outside
+ * amp (git fetch, git update-ref) can still never be overwritten: amp
+ * rebuilds on what it wrote and tries again". */
+static void test_outside_writer(void)
+{
+	char dir[] = "/tmp/amp-test-store-XXXXXX";
+	git_repository *repo = NULL;
+	git_commit *mine = NULL;
+	amp_store *st = NULL;
+	struct outsider o = { 0, { { 0 } } };
+	amp_error err;
+	git_oid out;
+	int made = mkdtemp(dir) != NULL, rc;
+
+	if (!made || git_repository_init(&repo, dir, 1) < 0 ||
+	    amp_store_open(&st, dir, &err) < 0 || amp_store_init(st, NULL, &err) < 0) {
+		ok(0, "a store for the compare-and-swap test");
+		goto cleanup;
+	}
+	rc = amp_store_update(st, amp_store_messages_ref(st), build_raced, &o, &out, &err);
+	ok(rc == 0 && o.calls == 2 && amp_store_retries(st) == 1,
+	   "a ref moved outside amp fails the compare-and-swap, and amp rebuilds once");
+	ok(rc == 0 && git_commit_lookup(&mine, amp_store_repo(st), &out) == 0 &&
+	   git_commit_parentcount(mine) == 1 &&
+	   git_oid_equal(git_commit_parent_id(mine, 0), &o.outside),
+	   "amp's commit sits on the outside writer's: nothing is overwritten");
+cleanup:
+	git_commit_free(mine);
+	amp_store_free(st);
+	git_repository_free(repo);
+	if (made) {
+		char cmd[sizeof(dir) + 16];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			ok(0, "remove the test repository");
+	}
 }
 
 int main(void)
@@ -60,6 +138,9 @@ int main(void)
 	ok(!amp_type_lookup("escalation")->requires_ack, "escalations need no ACK");
 	ok(amp_role_in("admin", "coordinator admin") && !amp_role_in("admi", "coordinator admin"),
 	   "role lists match whole words");
+	git_libgit2_init();
+	test_outside_writer();
+	git_libgit2_shutdown();
 
 	printf("1..%d\n", n);
 	return failed ? 1 : 0;
