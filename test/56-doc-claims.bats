@@ -49,14 +49,14 @@ teardown() {
 
 # README "Output": a bidirectional override or isolate is written as
 # \uHHHH and a backslash as \\.
-@test "human output escapes bidi overrides and isolates and doubles a backslash; --json keeps them" {
-	desc=$'a\u202eb\u2066c\u2069d\\e\u202ae'
+@test "human output escapes bidi overrides and isolates, a tab, DEL and a backslash; --json keeps them" {
+	desc=$'a\u202eb\u2066c\u2069d\\e\u202ae\tf\x7fg'
 	run amp escalate $T --from executor --type unknown --severity info --description "$desc"
 	assert_success
 	E=$output
 	run amp status $T
 	assert_success
-	assert_output --partial "$E: a\\u202eb\\u2066c\\u2069d\\\\e\\u202ae"
+	assert_output --partial "$E: a\\u202eb\\u2066c\\u2069d\\\\e\\u202ae\\tf\\x7fg"
 	run /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["escalations"][0]["description"] == sys.argv[2] else 1)' \
 		<(amp status $T --json) "$desc"
 	assert_success
