@@ -5,6 +5,7 @@
 
 load helpers
 load conversation
+load enforcer
 
 setup() {
 	make_ssot
@@ -191,7 +192,6 @@ teardown() {
 # file (other ref, other amp.lockThreshold) costs a full rescan"; and the
 # --json keys of a watch line.
 @test "watch rescans when amp.lockThreshold changes, and --json lines carry the six documented keys" {
-	load enforcer
 	dispatch_acked
 	reject_rounds 2
 	at 500
@@ -267,4 +267,24 @@ teardown() {
 	assert_success
 	assert_output --partial '"source": "\\xfeenv.json"'
 	assert_output --partial '"msg_id": "x"'
+}
+
+# README "amp status --json": last_successful_msg_id is "the newest message
+# that was ACKed (or needs no ACK), not counting escalations and rejections".
+@test "last_successful_msg_id: the newest ACKed message, never an escalation or a rejected verdict" {
+	last() { amp status $T --json | json_get 'd["last_successful_msg_id"]'; }
+	dispatch_acked
+	assert_equal "$(last)" "$D"
+	at 20
+	R=$(amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json")
+	assert_equal "$(last)" "$D"
+	amp ack "$R" --from coordinator > /dev/null
+	assert_equal "$(last)" "$R"
+	at 30
+	amp escalate $T --from executor --type conflict --severity info --description "a question" > /dev/null
+	assert_equal "$(last)" "$R"
+	reject_rounds 1 100
+	run amp status $T --json
+	assert_output --partial '"reject_count": 1'
+	assert_equal "$(last)" "$Q"
 }
