@@ -288,3 +288,48 @@ teardown() {
 	assert_output --partial '"reject_count": 1'
 	assert_equal "$(last)" "$Q"
 }
+
+# share/doc/rules.md "Incremental": "A pass reads the ref; when it has not
+# moved, only the timers are evaluated against AMP_NOW (no object is read)."
+@test "a watch pass over an unchanged SSOT reads no object" {
+	dispatch_acked
+	run amp watch --once
+	assert_success
+	assert_output ""
+	# the object database goes away; the refs stay
+	mkdir "$BATS_TEST_TMPDIR/objects"
+	mv .git/objects/* "$BATS_TEST_TMPDIR/objects/"
+	at 100
+	run amp watch --once
+	assert_success
+	assert_output ""
+	mv "$BATS_TEST_TMPDIR/objects/"* .git/objects/
+	# the same pass with --full reads them, so it would have failed
+	mv .git/objects/* "$BATS_TEST_TMPDIR/objects/"
+	run amp watch --once --full
+	assert_failure 4
+	mv "$BATS_TEST_TMPDIR/objects/"* .git/objects/
+	run amp watch --once
+	assert_success
+}
+
+# share/doc/rules.md: "amp watch [--interval SEC] ... loops until
+# SIGINT/SIGTERM and exits 0" (45-watch.bats holds SIGTERM).
+@test "watch --interval stops on SIGINT too, and exits 0" {
+	send_dispatch
+	at 400
+	amp watch --interval 1 > "$BATS_TEST_TMPDIR/loop.out" 2>&1 &
+	pid=$!
+	for _ in $(seq 200); do grep -q escalated "$BATS_TEST_TMPDIR/loop.out" && break; sleep 0.05; done
+	kill -INT $pid
+	# a watcher that ignored SIGINT would loop forever: stop it, and fail
+	for _ in $(seq 100); do kill -0 $pid 2> /dev/null || break; sleep 0.1; done
+	if kill -0 $pid 2> /dev/null; then
+		kill -KILL $pid
+		fail "amp watch did not stop on SIGINT"
+	fi
+	rc=0
+	wait $pid || rc=$?
+	assert_equal "$rc" 0
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/loop.out")" "escalated ack_timeout $T $D (escalation-$T-1772116727000)"
+}
