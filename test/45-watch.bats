@@ -385,12 +385,7 @@ JSON
 @test "watch --interval loops until SIGTERM and exits 0" {
 	send_dispatch
 	at 400
-	amp watch --interval 1 > "$BATS_TEST_TMPDIR/loop.out" 2>&1 &
-	pid=$!
-	for _ in $(seq 200); do grep -q escalated "$BATS_TEST_TMPDIR/loop.out" && break; sleep 0.05; done
-	kill -TERM $pid
-	rc=0
-	wait $pid || rc=$?
+	watch_loop_stopped_by TERM
 	assert_equal "$rc" 0
 	assert_equal "$(grep -c '^escalated ack_timeout' "$BATS_TEST_TMPDIR/loop.out")" 1
 }

@@ -318,18 +318,7 @@ teardown() {
 @test "watch --interval stops on SIGINT too, and exits 0" {
 	send_dispatch
 	at 400
-	amp watch --interval 1 > "$BATS_TEST_TMPDIR/loop.out" 2>&1 &
-	pid=$!
-	for _ in $(seq 200); do grep -q escalated "$BATS_TEST_TMPDIR/loop.out" && break; sleep 0.05; done
-	kill -INT $pid
-	# a watcher that ignored SIGINT would loop forever: stop it, and fail
-	for _ in $(seq 100); do kill -0 $pid 2> /dev/null || break; sleep 0.1; done
-	if kill -0 $pid 2> /dev/null; then
-		kill -KILL $pid
-		fail "amp watch did not stop on SIGINT"
-	fi
-	rc=0
-	wait $pid || rc=$?
+	watch_loop_stopped_by INT
 	assert_equal "$rc" 0
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/loop.out")" "escalated ack_timeout $T $D (escalation-$T-1772116727000)"
 }

@@ -124,3 +124,22 @@ next_path() {
 	n=$(git ls-tree --name-only "refs/amp/messages:$dir" 2>/dev/null | wc -l)
 	printf '%s/%06d.%s.%s.json' "$dir" $((n + 1)) "${3:-msg}" "$2"
 }
+
+# watch_loop_stopped_by SIG: runs `amp watch --interval 1` in the background
+# until its first escalation, sends it SIG and sets rc to its exit code
+# (fails when it is still running 10 s later).  Its output is in loop.out.
+watch_loop_stopped_by() {
+	local pid
+	amp watch --interval 1 > "$BATS_TEST_TMPDIR/loop.out" 2>&1 &
+	pid=$!
+	for _ in $(seq 200); do grep -q escalated "$BATS_TEST_TMPDIR/loop.out" && break; sleep 0.05; done
+	kill -"$1" $pid
+	for _ in $(seq 100); do kill -0 $pid 2> /dev/null || break; sleep 0.1; done
+	if kill -0 $pid 2> /dev/null; then
+		kill -KILL $pid
+		echo "amp watch did not stop on SIG$1" >&2
+		return 1
+	fi
+	rc=0
+	wait $pid || rc=$?
+}
