@@ -118,7 +118,6 @@ int main(int argc, char **argv)
 	};
 	const char *repo = NULL;
 	amp_store *st = NULL;
-	amp_schema_set *set = NULL;
 	git_tree *tip = NULL;
 	amp_task_log log = { 0 };
 	amp_error err;
@@ -144,8 +143,7 @@ int main(int argc, char **argv)
 		return amp_cli_usage_error("status", usage, "at most one task id");
 	color = !json_out && amp_use_color(stdout);
 	if (optind < argc &&
-	    ((code = amp_cli_load_schemas("status", &set)) ||
-	     (code = amp_cli_check_id("status", set, "<task_id>", argv[optind], "task_id"))))
+	    (code = amp_cli_check_id("status", NULL, "<task_id>", argv[optind], "task_id")))
 		goto cleanup;
 	if ((code = amp_cli_open_store("status", repo, &st)))
 		goto cleanup;
@@ -220,7 +218,6 @@ cleanup:
 	amp_task_log_free(&log);
 	amp_strv_free(ids, nids);
 	git_tree_free(tip);
-	amp_schema_set_free(set);
 	amp_store_free(st);
 	return code;
 }

@@ -125,12 +125,6 @@ static const char *display_name(const char *file)
 	return strcmp(file, "-") ? file : "<stdin>";
 }
 
-/* A file name or reason for --json: JSON strings are UTF-8, so one that is
- * not (a file name is any bytes) is given as amp_term() escapes it. */
-static const char *json_text(const char *s)
-{
-	return amp_utf8_valid(s) ? s : amp_term(s);
-}
 
 static void print_human(const char *file, const amp_validate_results *res)
 {
@@ -172,8 +166,8 @@ static json_t *errors_json(const amp_errlist *errors)
 
 	for (i = 0; list && i < errors->count; i++)
 		json_array_append_new(list, json_pack("{s:s, s:s}", "path",
-			json_text(errors->items[i].path), "message",
-			json_text(errors->items[i].message)));
+			amp_json_text(errors->items[i].path), "message",
+			amp_json_text(errors->items[i].message)));
 	return list;
 }
 
@@ -186,7 +180,7 @@ static void add_json(json_t *results, const char *file,
 		const struct amp_validate_result *r = &res->items[i];
 
 		json_array_append_new(results, json_pack("{s:s, s:o, s:b, s:o}",
-			"file", json_text(display_name(file)),
+			"file", amp_json_text(display_name(file)),
 			"line", r->line ? json_integer((json_int_t)r->line) :
 					  json_null(),
 			"valid", r->status == AMP_OK,
@@ -269,9 +263,9 @@ int main(int argc, char **argv)
 			if (as_json)
 				json_array_append_new(results, json_pack(
 					"{s:s, s:n, s:b, s:[{s:s, s:s}]}",
-					"file", json_text(display_name(files[i])), "line",
+					"file", amp_json_text(display_name(files[i])), "line",
 					"valid", 0, "errors", "path", "",
-					"message", json_text(err.message)));
+					"message", amp_json_text(err.message)));
 			else
 				amp_print_error("validate", &err);
 			continue;

@@ -218,22 +218,34 @@ static void check_tree(const json_t *v, int depth, char *path, size_t pathsz,
 	}
 }
 
-int amp_bounds_check_value(const json_t *value, int base_depth,
-			   const char *pointer, amp_errlist *errors)
+/* Depth, strings and member names of a value whose parent is at
+ * `base_depth`; appends every violation. */
+static int check_value_tree(const json_t *value, int base_depth,
+			    const char *pointer, amp_errlist *errors)
 {
 	char path[AMP_PATH_MAX];
-	size_t before = errors->count, size;
+	size_t before = errors->count;
 
 	snprintf(path, sizeof(path), "%s", pointer);
 	check_tree(value, base_depth + 1, path, sizeof(path), errors);
+	return errors->count > before ? AMP_ESCHEMA : AMP_OK;
+}
+
+int amp_bounds_check_value(const json_t *value, int base_depth,
+			   const char *pointer, amp_errlist *errors)
+{
+	size_t size;
+
+	if (check_value_tree(value, base_depth, pointer, errors) < 0)
+		return AMP_ESCHEMA;
 	/* The stored form is indented, so it can be larger than a compact
 	 * input: the reader must find it within the limit too. */
-	if (base_depth == 0 && errors->count == before &&
+	if (base_depth == 0 &&
 	    (size = amp_message_dump_size(value)) > AMP_LIMIT_MESSAGE_BYTES)
-		amp_errlist_add(errors, AMP_ESCHEMA, pointer,
-				"%zu bytes as stored, more than the %d-byte message size limit",
-				size, AMP_LIMIT_MESSAGE_BYTES);
-	return errors->count > before ? AMP_ESCHEMA : AMP_OK;
+		return amp_errlist_add(errors, AMP_ESCHEMA, pointer,
+				       "%zu bytes as stored, more than the %d-byte message size limit",
+				       size, AMP_LIMIT_MESSAGE_BYTES);
+	return AMP_OK;
 }
 
 int amp_bounds_parse_record(const char *buf, size_t len, json_t **out,
@@ -248,7 +260,9 @@ int amp_bounds_parse_record(const char *buf, size_t len, json_t **out,
 	if ((status = amp_bounds_check_bytes(buf, len, len, 0, "", &why)) < 0 ||
 	    (status = amp_json_parse(buf, len, &doc, &why)) < 0)
 		goto cleanup;
-	if ((status = amp_bounds_check_value(doc, 0, "", &errors)) < 0) {
+	/* These bytes are the record as stored, and amp_bounds_check_bytes
+	 * has measured them: no need to serialise it again to know its size. */
+	if ((status = check_value_tree(doc, 0, "", &errors)) < 0) {
 		why = errors.items[0];
 		goto cleanup;
 	}

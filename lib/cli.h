@@ -59,9 +59,10 @@ int amp_cli_role(const char *cmd, amp_store *st, amp_schema_set *set,
 
 /*
  * Checks `value` against the definition `def` of common.schema.json
- * ("task_id", "msg_id", "sender_role", "addressee_role") with the schema
- * validator, so that the command line accepts what the schemas accept and
- * nothing else.  On a mismatch prints one error naming `what` (the option,
+ * ("task_id", "msg_id", "sender_role", "addressee_role"), so that the
+ * command line accepts what the schemas accept and nothing else: the roles
+ * with the schema validator, the ids with their C twins in lib/bounds.h
+ * (`set` may then be NULL).  On a mismatch prints one error naming `what` (the option,
  * or "<task_id>" for an operand) and returns 2; returns 4 when the schema
  * cannot be read, else 0.
  */

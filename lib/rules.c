@@ -11,12 +11,6 @@
 #include "refname.h"
 #include "util.h"
 
-/* For messages: a string that may be missing. */
-static const char *str(const char *s)
-{
-	return s ? s : "(none)";
-}
-
 int amp_rules_is_protected_branch(amp_store *st, const json_t *msg)
 {
 	const char *type = amp_json_str(msg, "type");
@@ -183,7 +177,7 @@ static int check_payload_ref(amp_store *st, git_tree *tip,
 	else if (strcmp(amp_json_str(doc, "type") ? amp_json_str(doc, "type") : "", type))
 		status = amp_errlist_add(errors, AMP_ERULE, path,
 					 "%s is a %s, not a %s", ref,
-					 str(amp_json_str(doc, "type")), type);
+					 amp_or_none(amp_json_str(doc, "type")), type);
 	/* AMP/1.0 §03 trigger: "task_result received with completion_status
 	 * = complete"; a partial or failed result goes back to dispatch. */
 	else if (!strcmp(type, "task_result") &&
@@ -192,7 +186,7 @@ static int check_payload_ref(amp_store *st, git_tree *tip,
 			"complete"))
 		status = amp_errlist_add(errors, AMP_ERULE, path,
 					 "%s is not complete (completion_status %s): re-dispatch instead of asking for review",
-					 ref, str(amp_json_str(json_object_get(doc, "payload"), "completion_status")));
+					 ref, amp_or_none(amp_json_str(json_object_get(doc, "payload"), "completion_status")));
 	json_decref(doc);
 	return status;
 }
@@ -245,7 +239,7 @@ static int check_result(const amp_task_log *log, const json_t *payload,
 		return amp_errlist_add(errors, AMP_ERULE,
 				       "/payload/self_assessment/criteria_met",
 				       "has %zu entries; the dispatch %s has %zu acceptance criteria (one entry each)",
-				       got, str(amp_json_str(dispatch, "msg_id")), want);
+				       got, amp_or_none(amp_json_str(dispatch, "msg_id")), want);
 	return AMP_OK;
 }
 

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 
 #include "bounds.h"
@@ -25,12 +24,6 @@ struct message_ctx {
 	int snapshot; /* an escalation by amp: its snapshot is the SSOT's */
 	int check_repo; /* the dispatch's repo is on this machine */
 };
-
-/* For messages: a string that may be missing. */
-static const char *str(const char *s)
-{
-	return s ? s : "(none)";
-}
 
 /* AMP/1.0 §05 system_state_snapshot, from the log the message goes into
  * (inside the compare-and-swap, so that a verdict landing meanwhile is
@@ -67,6 +60,7 @@ int amp_send_add_record(amp_store_write *w, const amp_task_log *log,
 			amp_error *err)
 {
 	char dir[128], name[320], path[AMP_PATH_MAX], *text;
+	size_t size;
 	int status, n;
 
 	if (amp_store_task_dir(log->task_id, dir, sizeof(dir)) < 0 ||
@@ -79,12 +73,13 @@ int amp_send_add_record(amp_store_write *w, const amp_task_log *log,
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
 	/* amp_message_validate checked the size; a reassigned msg_id with one
 	 * more digit must not slip past the reader's limit either. */
-	if (strlen(text) > AMP_LIMIT_MESSAGE_BYTES)
+	size = strlen(text);
+	if (size > AMP_LIMIT_MESSAGE_BYTES)
 		status = amp_error_set(err, AMP_ESCHEMA, "",
 				       "%zu bytes as stored, more than the %d-byte message size limit",
-				       strlen(text), AMP_LIMIT_MESSAGE_BYTES);
+				       size, AMP_LIMIT_MESSAGE_BYTES);
 	else
-		status = amp_store_write_add(w, path, text, strlen(text), err);
+		status = amp_store_write_add(w, path, text, size, err);
 	free(text);
 	return status;
 }
@@ -276,9 +271,9 @@ static int record_branch_violation(amp_store *st, amp_schema_set *set,
 	}
 	snprintf(description, sizeof(description),
 		 "%.40s dispatched %.40s to protected branch '%.300s' in %.300s; the dispatch was refused (Branch Validation). Re-dispatch it on a feature branch.",
-		 str(amp_json_str(msg, "from")), str(amp_json_str(msg, "task_id")),
-		 str(amp_json_str(json_object_get(msg, "payload"), "branch")),
-		 str(amp_json_str(msg, "msg_id")));
+		 amp_or_none(amp_json_str(msg, "from")), amp_or_none(amp_json_str(msg, "task_id")),
+		 amp_or_none(amp_json_str(json_object_get(msg, "payload"), "branch")),
+		 amp_or_none(amp_json_str(msg, "msg_id")));
 	e.task_id = amp_json_str(msg, "task_id");
 	e.from = "system";
 	e.escalation_type = "branch_violation";
@@ -298,17 +293,6 @@ cleanup:
 	amp_errlist_free(&esc_errors);
 	json_decref(affected);
 	return status;
-}
-
-/* git config amp.checkRepo: true unless set to a false value. */
-static int check_repo_enabled(amp_store *st)
-{
-	char v[16];
-
-	if (!amp_store_config(st, "amp.checkRepo", v, sizeof(v)))
-		return 1;
-	return strcasecmp(v, "false") && strcasecmp(v, "no") &&
-	       strcasecmp(v, "off") && strcmp(v, "0");
 }
 
 static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
@@ -345,7 +329,10 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 		amp_send_log_rejection(st, opts, msg, status, errors, ctx.errors_base);
 		return status;
 	}
-	ctx.check_repo = !snapshot && check_repo_enabled(st);
+	/* amp's own escalations name no repository; a sender's dispatch does. */
+	if (!snapshot &&
+	    amp_store_config_bool(st, "amp.checkRepo", 1, &ctx.check_repo, &err) < 0)
+		return amp_errlist_add(errors, err.status, err.path, "%s", err.message);
 	status = amp_store_update(st, amp_store_messages_ref(st), build_message,
 				  &ctx, NULL, &err);
 	if (status == AMP_NOOP)

@@ -76,6 +76,26 @@ cleanup:
 	return found;
 }
 
+int amp_store_config_bool(amp_store *st, const char *key, int fallback,
+			  int *out, amp_error *err)
+{
+	char buf[64];
+	int value;
+
+	*out = fallback;
+	if (!amp_store_config(st, key, buf, sizeof(buf)))
+		return AMP_OK;
+	/* git's own spellings: true/yes/on/1, false/no/off/0. */
+	if (git_config_parse_bool(&value, buf) < 0) {
+		git_error_clear();
+		return amp_error_set(err, AMP_EUSAGE, "",
+				     "git config %s: '%s' is not a boolean (true or false)",
+				     key, buf);
+	}
+	*out = value;
+	return AMP_OK;
+}
+
 static int config_ref(amp_store *st, const char *key, const char *fallback,
 		      char *out, size_t outsz, amp_error *err)
 {
@@ -1100,13 +1120,6 @@ static int build_rejection(amp_store *st, git_tree *tip, void *ctx,
 	return amp_store_write_add(w, path, rc->reasons, strlen(rc->reasons), err);
 }
 
-/* reasons.json is JSON, whose strings must be UTF-8; a file name (or a
- * reason quoting one) that is not goes in as amp_term() writes it, as
- * `amp validate --json` does, rather than losing the rejection. */
-static const char *json_text(const char *s)
-{
-	return amp_utf8_valid(s) ? s : amp_term(s);
-}
 
 int amp_store_log_rejection(amp_store *st, const char *command,
 			    const char *source, const char *raw, size_t len,
@@ -1138,10 +1151,10 @@ int amp_store_log_rejection(amp_store *st, const char *command,
 	list = json_array();
 	for (i = 0; reasons && i < reasons->count; i++)
 		json_array_append_new(list, json_pack("{s:s,s:s}",
-			"path", json_text(reasons->items[i].path),
-			"message", json_text(reasons->items[i].message)));
+			"path", amp_json_text(reasons->items[i].path),
+			"message", amp_json_text(reasons->items[i].message)));
 	doc = json_pack("{s:s,s:s,s:s,s:i,s:I,s:o}", "time", when, "command",
-			command, "source", json_text(source ? source : ""),
+			command, "source", amp_json_text(source ? source : ""),
 			"exit_code", amp_exit_code(status), "size",
 			(json_int_t)(total > len ? total : len), "errors", list);
 	list = NULL;

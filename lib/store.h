@@ -56,6 +56,11 @@ const char *amp_store_state_dir(const amp_store *st);
 /* Reads git config `key` into buf ("" when unset); returns 1 when set. */
 int amp_store_config(amp_store *st, const char *key, char *buf, size_t bufsz);
 
+/* Reads boolean git config `key` into *out (`fallback` when unset), as git
+ * spells booleans.  AMP_EUSAGE naming the key when it is not one. */
+int amp_store_config_bool(amp_store *st, const char *key, int fallback,
+			  int *out, amp_error *err);
+
 /* Creates both refs with a root commit when missing.  *created (optional)
  * is set to 1 when anything was created.  Idempotent. */
 int amp_store_init(amp_store *st, int *created, amp_error *err);

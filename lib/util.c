@@ -352,3 +352,8 @@ int amp_parse_real(const char *what, const char *s, double min, double max,
 	*out = v;
 	return AMP_OK;
 }
+
+const char *amp_json_text(const char *s)
+{
+	return amp_utf8_valid(s) ? s : amp_term(s);
+}

@@ -10,6 +10,17 @@
 
 #include "error.h"
 
+/* `s` for a JSON string: itself when it is UTF-8, else as amp_term()
+ * escapes it (a file name is any bytes; JSON strings are UTF-8).  The
+ * result may be amp_term's buffer: use it before the eighth next call. */
+const char *amp_json_text(const char *s);
+
+/* A string that may be missing, for messages: "(none)" when NULL. */
+static inline const char *amp_or_none(const char *s)
+{
+	return s ? s : "(none)";
+}
+
 /* Reads all of `path` ("-" = stdin) into a NUL-terminated buffer the caller
  * frees; *len excludes the terminator.  AMP_EIO on failure. */
 int amp_read_file(const char *path, char **buf, size_t *len, amp_error *err);

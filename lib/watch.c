@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bounds.h"
 #include "clock.h"
 #include "message.h"
 #include "rules.h"
@@ -43,20 +44,10 @@ static int has_cause(const amp_task_log *log, const char *type, const char *caus
 	return amp_task_has_escalation(log, type, "system", cause);
 }
 
-/* 1 when `id` has the shape of a msg_id, so it may stand in affected_msgs. */
-static int looks_like_msg_id(const char *id)
+/* 1 when `id` is a msg_id, so it may stand in affected_msgs. */
+static int is_msg_id(const char *id)
 {
-	static const char *const types[] = { "task_dispatch-", "task_result-",
-		"review_request-", "review_verdict-", "escalation-" };
-	char task[64];
-	size_t i;
-
-	if (!id || amp_msg_id_task(id, task, sizeof(task)) < 0 || amp_msg_id_ms(id) < 0)
-		return 0;
-	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-		if (!strncmp(id, types[i], strlen(types[i])))
-			return 1;
-	return 0;
+	return id && amp_msg_id_parse(id, NULL, NULL, NULL) == 0;
 }
 
 /* ---- escalating ---------------------------------------------------------- */
@@ -198,7 +189,7 @@ static void escalate_unknown(struct watch *w, const amp_task_log *log, const cha
 		return;
 	/* affected_msgs names messages in the SSOT: an ACK whose message is
 	 * not there (an orphan) affects none; its path is the cause. */
-	affected = looks_like_msg_id(id) && amp_task_log_id_taken(log, id) ?
+	affected = is_msg_id(id) && amp_task_log_id_taken(log, id) ?
 		   json_pack("[s]", id) : json_array();
 	snprintf(description, sizeof(description),
 		 AMP_RECORD_CAUSE "%s: %.900s. Fix or supersede the record; agents must not act on it (No Silent Failure).",
@@ -308,7 +299,7 @@ static void check_message(struct watch *w, const amp_task_log *log, size_t i)
 	entry_name(e, name, sizeof(name));
 	/* First: a record out of its place (its name is no msg_id, say) has no
 	 * msg_id any other escalation could name. */
-	if (!looks_like_msg_id(e->id)) {
+	if (!is_msg_id(e->id)) {
 		snprintf(what, sizeof(what), "its name holds no msg_id");
 		escalate_unknown(w, log, e->id, name, what);
 		return;

@@ -352,3 +352,17 @@ NASTY=$(printf 'x\e]0;pwned\a\e[2J\nline2\r\302\233end')
 	assert_failure 2
 	assert_line --index 0 "amp validate: error: --ref needs --schema"
 }
+
+@test "git config amp.checkRepo takes git's booleans; anything else is an error naming the key" {
+	git config amp.checkRepo maybe
+	run amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json"
+	assert_failure 2
+	assert_output "amp send: error: git config amp.checkRepo: 'maybe' is not a boolean (true or false)"
+	assert_equal "$(error_count)" 1
+	assert_equal "$(commit_count)" 1
+	# "off" is git's false: a dispatch naming another machine's repository goes in
+	git config amp.checkRepo off
+	sed 's#"repo": "[^"]*"#"repo": "/nowhere/on/this/machine"#' "$BATS_TEST_TMPDIR/p/dispatch.json" > "$BATS_TEST_TMPDIR/p/far.json"
+	run amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/far.json"
+	assert_success
+}
