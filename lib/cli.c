@@ -7,6 +7,7 @@
 
 #include "bounds.h"
 #include "clock.h"
+#include "control.h"
 #include "util.h"
 
 int amp_cli_fail(const char *cmd, const amp_error *err)
@@ -274,4 +275,100 @@ void amp_cli_print_json(const json_t *value, int pretty)
 	json_dumpf(value, stdout, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |
 		   JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
 	putchar('\n');
+}
+
+int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "reason", required_argument, NULL, 'R' },
+		{ "note", required_argument, NULL, 'N' },
+		{ "from", required_argument, NULL, 'f' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "repo", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *repo = NULL, *from = NULL, *reason = NULL, *note = NULL, *text;
+	int heartbeat = !strcmp(type, "heartbeat");
+	int reason_required = !strcmp(type, "resume") || !strcmp(type, "abort");
+	amp_control_result res;
+	amp_errlist errors = { 0 };
+	amp_schema_set *set = NULL;
+	amp_store *st = NULL;
+	amp_error err;
+	int64_t now;
+	int c, json_out = 0, code = 0, status;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'R': reason = optarg; break;
+		case 'N': note = optarg; break;
+		case 'f': from = optarg; break;
+		case 'j': json_out = 1; break;
+		case 'r': repo = optarg; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default:
+			return amp_cli_usage_error(type, usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+		}
+	}
+	if ((code = amp_cli_check_args(type, argc, argv, "h", opts)))
+		return code;
+	if (optind != argc - 1)
+		return amp_cli_usage_error(type, usage, "one task id expected");
+	if (heartbeat ? reason != NULL : note != NULL)
+		return amp_cli_usage_error(type, usage, "%s takes %s", type,
+					   heartbeat ? "--note, not --reason" : "--reason, not --note");
+	text = heartbeat ? note : reason;
+	if (text && !*text)
+		return amp_cli_usage_error(type, usage, "--%s must not be empty",
+					   heartbeat ? "note" : "reason");
+	if (reason_required && !text)
+		return amp_cli_usage_error(type, usage, "--reason is required");
+	if ((code = amp_cli_load_schemas(type, &set)) ||
+	    (code = amp_cli_check_id(type, set, "<task_id>", argv[optind], "task_id")) ||
+	    (code = amp_cli_open_ssot(type, repo, &st)) ||
+	    (code = amp_cli_role(type, st, set, from, 1, &from)))
+		goto cleanup;
+	if ((status = amp_clock_now_ms(&now, &err)) < 0) {
+		code = amp_cli_fail(type, &err);
+		goto cleanup;
+	}
+	status = amp_control_write(st, set, type, argv[optind], from, text, now, &res, &errors);
+	if (status < 0) {
+		code = amp_cli_print_errors(type, &errors, status);
+		goto cleanup;
+	}
+	if (json_out) {
+		json_t *out = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "task_id", argv[optind],
+					"type", type, "control", res.name, "from", from,
+					"was", res.was, "state", res.now);
+
+		if (!strcmp(type, "resume"))
+			json_object_set_new(out, "lifts", json_string(res.target));
+		if (!strcmp(type, "approve"))
+			json_object_set_new(out, "approves", json_string(res.target));
+		json_object_set_new(out, "escalation", res.escalation_id[0] ?
+				    json_string(res.escalation_id) : json_null());
+		amp_cli_print_json(out, 0);
+		json_decref(out);
+	} else if (!strcmp(type, "resume")) {
+		if (res.escalation_id[0])
+			printf("recorded the due hallucination lock %s\n", res.escalation_id);
+		printf("resumed %s (%s -> %s): lifted %s\n", argv[optind], res.was, res.now,
+		       res.target);
+	} else if (!strcmp(type, "approve")) {
+		printf("approved %s: %s may start (%s -> %s)\n", argv[optind], res.target,
+		       res.was, res.now);
+	} else if (!strcmp(type, "abort")) {
+		printf("aborted %s (%s -> aborted): only the admin may write to it now\n",
+		       argv[optind], res.was);
+	} else {
+		printf("heartbeat %s %s (%s)\n", argv[optind], from, res.name);
+	}
+cleanup:
+	amp_errlist_free(&errors);
+	amp_schema_set_free(set);
+	amp_store_free(st);
+	return code;
 }

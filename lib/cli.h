@@ -87,6 +87,13 @@ int amp_cli_int(const char *cmd, const char *what, const char *s,
 int amp_cli_real(const char *cmd, const char *what, const char *s,
 		 double min, double max, double *out);
 
+/*
+ * The whole of `amp resume|approve|abort|heartbeat TASK [--reason TEXT |
+ * --note TEXT] [--from ROLE] [--json] [--repo DIR]`: writes the control
+ * record `type` (control.h) and prints what it did.  Returns the exit code.
+ */
+int amp_cli_control(const char *type, const char *usage, int argc, char **argv);
+
 /* Prints `value` on stdout as the --json result: one JSON document and a
  * newline, indented when `pretty`, members in their order.  Borrowed. */
 void amp_cli_print_json(const json_t *value, int pretty);

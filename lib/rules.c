@@ -191,44 +191,35 @@ static int check_payload_ref(amp_store *st, git_tree *tip,
 	return status;
 }
 
-/* The latest dispatch of the task listing `subtask_id`, or NULL. */
-static const json_t *dispatch_with_subtask(const amp_task_log *log,
-					   const char *subtask_id)
+/* A refusal by the transition table: `event` on subtask `sub` in `state`. */
+static int refuse_transition(amp_errlist *errors, const char *path, const char *event,
+			     const char *sub, const char *state)
 {
-	const json_t *best = NULL;
-	size_t i, j;
+	const amp_transition *t = amp_transition_find(event, state);
 
-	for (i = 0; i < log->count; i++) {
-		const amp_entry *e = &log->entries[i];
-		json_t *subtasks, *st;
-		const char *type = amp_json_str(e->doc, "type");
-
-		if (e->kind != AMP_ENTRY_MSG || !type || strcmp(type, "task_dispatch"))
-			continue;
-		subtasks = json_object_get(json_object_get(e->doc, "payload"), "subtasks");
-		json_array_foreach(subtasks, j, st) {
-			const char *id = amp_json_str(st, "subtask_id");
-
-			if (id && !strcmp(id, subtask_id))
-				best = e->doc;
-		}
-	}
-	return best;
+	return amp_errlist_add(errors, AMP_ERULE, path,
+			       "a %s is refused while subtask %s is %s: %s",
+			       event, sub, state, t ? t->effect : "no such transition");
 }
 
-static int check_result(const amp_task_log *log, const json_t *payload,
-			amp_errlist *errors)
+static int check_result(const amp_task_log *log, const amp_task_state *s,
+			const json_t *payload, amp_errlist *errors)
 {
 	const char *subtask = amp_json_str(payload, "subtask_id");
+	const amp_subtask *sub;
 	const json_t *dispatch, *criteria, *met;
 	size_t want, got;
 
 	if (!subtask)
 		return AMP_OK;
-	if (!(dispatch = dispatch_with_subtask(log, subtask)))
+	if (!(sub = amp_task_subtask(s, subtask)))
 		return amp_errlist_add(errors, AMP_ERULE, "/payload/subtask_id",
 				       "%s is not a subtask of any task_dispatch of %s",
 				       subtask, log->task_id);
+	if (!amp_transition_find("task_result", sub->state)->allowed)
+		return refuse_transition(errors, "/payload/subtask_id", "task_result",
+					 subtask, sub->state);
+	dispatch = sub->dispatch;
 	criteria = json_object_get(json_object_get(dispatch, "payload"),
 				   "acceptance_criteria");
 	met = json_object_get(json_object_get(payload, "self_assessment"),
@@ -241,6 +232,57 @@ static int check_result(const amp_task_log *log, const json_t *payload,
 				       "has %zu entries; the dispatch %s has %zu acceptance criteria (one entry each)",
 				       got, amp_or_none(amp_json_str(dispatch, "msg_id")), want);
 	return AMP_OK;
+}
+
+/* A review_request names the current round of one subtask: its dispatch,
+ * and its latest result (complete: check_payload_ref), and the subtask must
+ * be waiting for a review. */
+static int check_request_round(const amp_task_log *log, const amp_task_state *s,
+			       const json_t *payload, amp_errlist *errors)
+{
+	const char *result_id = amp_json_str(payload, "task_result_ref");
+	const char *dispatch_id = amp_json_str(payload, "original_dispatch_ref");
+	const amp_entry *r = result_id ? amp_task_log_find(log, AMP_ENTRY_MSG, result_id) : NULL;
+	const char *subtask = r ? amp_json_str(json_object_get(r->doc, "payload"), "subtask_id") : NULL;
+	const amp_subtask *sub = amp_task_subtask(s, subtask);
+	const char *latest, *current;
+
+	if (!r || !sub)
+		return AMP_OK; /* check_payload_ref says what is wrong */
+	latest = amp_json_str(sub->result, "msg_id");
+	current = amp_json_str(sub->dispatch, "msg_id");
+	if (!strcmp(sub->state, "submitted") && (!latest || strcmp(latest, result_id)))
+		return amp_errlist_add(errors, AMP_ERULE, "/payload/task_result_ref",
+				       "%s is not the latest task_result of subtask %s: review %s",
+				       result_id, subtask, amp_or_none(latest));
+	if (!amp_transition_find("review_request", sub->state)->allowed)
+		return refuse_transition(errors, "/payload/task_result_ref", "review_request",
+					 subtask, sub->state);
+	if (dispatch_id && current && strcmp(dispatch_id, current))
+		return amp_errlist_add(errors, AMP_ERULE, "/payload/original_dispatch_ref",
+				       "%s is not the dispatch of subtask %s's current round (%s)",
+				       dispatch_id, subtask, current);
+	return AMP_OK;
+}
+
+/* Every subtask a dispatch lists may be dispatched (again). */
+static int check_dispatch_round(const amp_task_state *s, const json_t *payload,
+				amp_errlist *errors)
+{
+	json_t *subtasks = json_object_get(payload, "subtasks"), *v;
+	char path[64];
+	size_t i;
+	int status = AMP_OK;
+
+	json_array_foreach(subtasks, i, v) {
+		const amp_subtask *sub = amp_task_subtask(s, amp_json_str(v, "subtask_id"));
+
+		if (!sub || amp_transition_find("task_dispatch", sub->state)->allowed)
+			continue;
+		snprintf(path, sizeof(path), "/payload/subtasks/%zu/subtask_id", i);
+		status = refuse_transition(errors, path, "task_dispatch", sub->id, sub->state);
+	}
+	return status;
 }
 
 static int check_review_request(const amp_task_state *s, const json_t *payload,
@@ -305,35 +347,50 @@ static int check_dispatch(const json_t *payload, amp_errlist *errors)
 	return status;
 }
 
-/* The latest message of `type` in the log, or NULL. */
-static const json_t *latest_of(const amp_task_log *log, const char *type)
+/* AMP/1.0 §04: a review_verdict answers a review_request, one verdict per
+ * request; and its criteria_results "are given one by one against the
+ * acceptance_criteria" of the dispatch under review.  The text is not
+ * compared: the seed's own example paraphrases its criteria. */
+static int check_verdict(const amp_task_log *log, const amp_task_state *s,
+			 const json_t *msg, amp_errlist *errors)
 {
-	size_t i = log->count;
-
-	while (i--) {
-		const char *t = amp_json_str(log->entries[i].doc, "type");
-
-		if (log->entries[i].kind == AMP_ENTRY_MSG && t && !strcmp(t, type))
-			return log->entries[i].doc;
-	}
-	return NULL;
-}
-
-/* AMP/1.0 §04 criteria_results: "The results are given one by one against
- * the acceptance_criteria" of the dispatch under review (the one the
- * task's latest review_request names).  The text is not compared: the
- * seed's own example paraphrases its criteria. */
-static int check_verdict(const amp_task_log *log, const json_t *payload,
-			 amp_errlist *errors)
-{
-	const json_t *request = latest_of(log, "review_request");
-	const char *ref = amp_json_str(json_object_get(request, "payload"),
-				       "original_dispatch_ref");
-	const amp_entry *e = ref ? amp_task_log_find(log, AMP_ENTRY_MSG, ref) : NULL;
+	const json_t *payload = json_object_get(msg, "payload"), *refs, *v;
+	const amp_subtask *sub;
+	const json_t *request = amp_task_verdict_request(log, s, msg, &sub);
+	const char *ref, *named = NULL;
+	const amp_entry *e;
 	json_t *criteria, *results = json_object_get(payload, "criteria_results");
+	size_t i, open = 0;
 
+	if (!sub) {
+		refs = json_object_get(msg, "context_ref");
+		json_array_foreach(refs, i, v) {
+			const amp_entry *q = amp_task_log_find(log, AMP_ENTRY_MSG, json_string_value(v));
+			const char *t = q ? amp_json_str(q->doc, "type") : NULL;
+
+			if (t && !strcmp(t, "review_request")) {
+				named = q->id;
+				break;
+			}
+		}
+		for (i = 0; i < s->nsubtasks; i++)
+			open += !strcmp(s->subtasks[i].state, "in_review");
+		if (named)
+			return amp_errlist_add(errors, AMP_ERULE, "/context_ref",
+					       "review_request %s is not awaiting a verdict (it has one, or its subtask moved on): one verdict answers one review_request",
+					       named);
+		if (open > 1)
+			return amp_errlist_add(errors, AMP_ERULE, "/context_ref",
+					       "%zu review_requests of task %s await a verdict: name the one this verdict answers in context_ref",
+					       open, log->task_id);
+		return amp_errlist_add(errors, AMP_ERULE, "/context_ref",
+				       "no review_request of task %s awaits a verdict: a review_verdict answers one",
+				       log->task_id);
+	}
+	ref = amp_json_str(json_object_get(request, "payload"), "original_dispatch_ref");
+	e = ref ? amp_task_log_find(log, AMP_ENTRY_MSG, ref) : NULL;
 	if (!e)
-		return AMP_OK; /* no review asked for: nothing to compare with */
+		return AMP_OK;
 	criteria = json_object_get(json_object_get(e->doc, "payload"), "acceptance_criteria");
 	if (json_array_size(results) != json_array_size(criteria))
 		return amp_errlist_add(errors, AMP_ERULE, "/payload/criteria_results",
@@ -413,35 +470,74 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 	const json_t *payload = json_object_get(msg, "payload");
 	size_t before = errors->count, i;
 	amp_task_state s;
+	char why[512];
+	int closed;
 
 	amp_task_state_compute(log, &s);
 	check_msg_id(msg, errors);
 	/* AMP/1.0 §05 Critical = Suspend All: nothing moves until the admin
 	 * resumes.  Escalations stay open: they are how anyone tells the admin
-	 * (No Silent Failure). */
-	if (s.suspended && from && strcmp(from, "admin") &&
-	    (!type || strcmp(type, "escalation")))
-		amp_errlist_add(errors, AMP_ERULE, "/task_id",
-				"task %s is %s by escalation %s: only the admin may act until 'amp resume'",
-				log->task_id, s.state, s.suspended_by);
+	 * (No Silent Failure).  An aborted task takes the admin's writes, and
+	 * the enforcer's escalations about what reached it anyway. */
+	closed = amp_task_closed_to(&s, from, why, sizeof(why));
+	if ((closed == 1 && (!type || strcmp(type, "escalation"))) ||
+	    (closed == 2 && !(type && !strcmp(type, "escalation") && from &&
+			      !strcmp(from, "system"))))
+		amp_errlist_add(errors, AMP_ERULE, "/task_id", "task %s: %s", log->task_id, why);
 	check_refs(st, tip, log, json_object_get(msg, "context_ref"), "/context_ref", errors);
 	if (type && !strcmp(type, "task_dispatch")) {
 		check_dispatch(payload, errors);
+		check_dispatch_round(&s, payload, errors);
 	} else if (type && !strcmp(type, "review_verdict")) {
-		check_verdict(log, payload, errors);
+		check_verdict(log, &s, msg, errors);
 	} else if (type && !strcmp(type, "escalation")) {
 		check_escalation(st, tip, log, &s, payload, errors);
 	} else if (type && !strcmp(type, "task_result")) {
-		check_result(log, payload, errors);
+		check_result(log, &s, payload, errors);
 	} else if (type && !strcmp(type, "review_request")) {
+		size_t base = errors->count;
+
 		check_payload_ref(st, tip, log, payload, "original_dispatch_ref",
 				  "task_dispatch", errors);
 		check_payload_ref(st, tip, log, payload, "task_result_ref",
 				  "task_result", errors);
+		if (errors->count == base)
+			check_request_round(log, &s, payload, errors);
 		check_review_request(&s, payload, errors);
 	}
+	amp_task_state_free(&s);
 	for (i = before; i < errors->count; i++)
 		if (errors->items[i].status == AMP_EIO)
 			return AMP_EIO;
 	return errors->count > before ? AMP_ERULE : AMP_OK;
+}
+
+const char *amp_rules_unapproved_dispatch(const amp_task_log *log, const json_t *msg,
+					  const char *ack_for)
+{
+	const char *type = amp_json_str(msg, "type");
+	const char *found = NULL;
+	const amp_subtask *sub = NULL;
+	amp_task_state s;
+	static char id[256];
+
+	amp_task_state_compute(log, &s);
+	if (ack_for) {
+		size_t i;
+
+		for (i = 0; i < s.nsubtasks; i++)
+			if (!strcmp(s.subtasks[i].state, "awaiting_approval") &&
+			    !strcmp(amp_or_none(amp_json_str(s.subtasks[i].dispatch, "msg_id")), ack_for))
+				sub = &s.subtasks[i];
+	} else if (type && !strcmp(type, "task_result")) {
+		sub = amp_task_subtask(&s, amp_json_str(json_object_get(msg, "payload"), "subtask_id"));
+		if (sub && strcmp(sub->state, "awaiting_approval"))
+			sub = NULL;
+	}
+	if (sub && amp_json_str(sub->dispatch, "msg_id")) {
+		snprintf(id, sizeof(id), "%s", amp_json_str(sub->dispatch, "msg_id"));
+		found = id;
+	}
+	amp_task_state_free(&s);
+	return found;
 }

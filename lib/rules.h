@@ -25,10 +25,18 @@
  *     task_result_ref name messages in the SSOT, and the payload's
  *     references belong to the envelope's task;
  *   - a task_dispatch has unique subtask_ids;
- *   - a task_result answers a subtask of a dispatch of its task, with one
- *     criteria_met entry per acceptance criterion of that dispatch;
- *   - a review_verdict has one criteria_results entry per acceptance
- *     criterion of the dispatch the task's latest review_request names;
+ *   - the transition table (task.h): every subtask a dispatch lists may be
+ *     dispatched; a task_result answers a subtask that takes one (its
+ *     dispatch ACKed and approved when it had to be; not in review,
+ *     approved or rejected), with one criteria_met entry per acceptance
+ *     criterion of that dispatch; a review_request names the current round
+ *     of a submitted subtask (its dispatch, its latest result, complete);
+ *     a review_verdict answers an open review_request (named in
+ *     context_ref, or the only one open), with one criteria_results entry
+ *     per acceptance criterion of the dispatch under review;
+ *   - an aborted task takes only the admin's writes (and system's
+ *     escalations); a task due to lock (amp.lockThreshold reached) is
+ *     treated as locked;
  *   - an escalation's affected_msgs are in the SSOT and its snapshot is
  *     the SSOT's (reject_count, last_successful_msg_id; task_status the
  *     task's state, or suspended/locked when it is critical);
@@ -42,6 +50,16 @@
  */
 int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 			 const json_t *msg, amp_errlist *errors);
+
+/*
+ * AMP/1.0 §01 risk_level "determines the approval path": the msg_id of the
+ * dispatch awaiting the admin's approval that `msg` (a task_result) or an
+ * ACK of `ack_for` (when not NULL) acts on, or NULL.  Such an act is beyond
+ * what the task's risk level allows (permission_denied).  Returns static
+ * storage.
+ */
+const char *amp_rules_unapproved_dispatch(const amp_task_log *log, const json_t *msg,
+					  const char *ack_for);
 
 /*
  * AMP/1.0 §01 repo "must exist .git": for a task_dispatch, its repo is a

@@ -7,6 +7,7 @@
 
 #include "bounds.h"
 #include "clock.h"
+#include "control.h"
 #include "message.h"
 #include "rules.h"
 #include "task.h"
@@ -23,6 +24,7 @@ struct message_ctx {
 	int once; /* see amp_escalation.once */
 	int snapshot; /* an escalation by amp: its snapshot is the SSOT's */
 	int check_repo; /* the dispatch's repo is on this machine */
+	char denied[256]; /* the unapproved dispatch a refused result acts on */
 };
 
 /* AMP/1.0 §05 system_state_snapshot, from the log the message goes into
@@ -43,6 +45,7 @@ static void fill_snapshot(json_t *msg, const amp_task_log *log)
 				       "locked" : "suspended") : s.state,
 				      "reject_count", s.reject_count,
 				      "last_successful_msg_id", s.last_successful_msg_id));
+	amp_task_state_free(&s);
 }
 
 /* Reports the first new error of `errors` through err, for the store. */
@@ -84,6 +87,197 @@ int amp_send_add_record(amp_store_write *w, const amp_task_log *log,
 	return status;
 }
 
+
+/* A shallow copy of log with one more record at its end: the log a write
+ * leaves.  Free only out->entries. */
+static int log_plus(const amp_task_log *log, amp_entry_kind kind, const char *id,
+		    json_t *doc, amp_task_log *out, amp_error *err)
+{
+	*out = *log;
+	if (!(out->entries = malloc((log->count + 1) * sizeof(*out->entries))))
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	if (log->count)
+		memcpy(out->entries, log->entries, log->count * sizeof(*out->entries));
+	out->entries[log->count].seq = log->next_seq;
+	out->entries[log->count].kind = kind;
+	out->entries[log->count].id = (char *)id;
+	out->entries[log->count].doc = doc;
+	out->count++;
+	out->next_seq++;
+	return AMP_OK;
+}
+
+/*
+ * An escalation by system to the admin, written in the same commit as the
+ * record that caused it: `log` holds every record of the task that commit
+ * writes before it (log_plus), and gives the snapshot.  Its msg_id is the
+ * first free one from now_ms on.  Added to w as the next record; its id goes
+ * to res.
+ */
+int amp_send_add_escalation(amp_schema_set *set, amp_store_write *w,
+				 const amp_task_log *log, const char *type,
+				 const char *severity, const char *description,
+				 json_t *affected, json_t *suggested, int64_t now_ms,
+				 amp_send_result *res, amp_error *err)
+{
+	amp_message_fields f = { 0 };
+	amp_errlist errors = { 0 };
+	json_t *payload, *msg = NULL;
+	int64_t ms = now_ms;
+	int status;
+
+	payload = json_pack("{s:s,s:s,s:s,s:s,s:O,s:{s:s,s:i,s:n},s:b}",
+			    "escalation_type", type, "severity", severity,
+			    "triggered_by", "system", "description", description,
+			    "affected_msgs", affected, "system_state_snapshot",
+			    "task_status", "new", "reject_count", 0, "last_successful_msg_id",
+			    "auto_suspended", strcmp(severity, "info") != 0);
+	if (!payload)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	if (suggested)
+		json_object_set(payload, "suggested_actions", suggested);
+	f.type = "escalation";
+	f.task_id = log->task_id;
+	f.from = "system";
+	f.to = "admin";
+	f.payload = payload;
+	f.requires_ack = -1;
+	f.ack_timeout_sec = -1;
+	do {
+		f.now_ms = ms++;
+		json_decref(msg);
+		msg = NULL;
+		if ((status = amp_message_build(&msg, &f, err)) < 0)
+			goto cleanup;
+	} while (amp_task_log_id_taken(log, amp_json_str(msg, "msg_id")));
+	fill_snapshot(msg, log);
+	if ((status = amp_message_validate(set, msg, 0, &errors)) < 0) {
+		status = first_error(&errors, 0, status, err);
+		goto cleanup;
+	}
+	if ((status = amp_send_add_record(w, log, AMP_ENTRY_MSG, amp_json_str(msg, "msg_id"),
+					   msg, err)) < 0)
+		goto cleanup;
+	snprintf(res->escalation_id, sizeof(res->escalation_id), "%s", amp_json_str(msg, "msg_id"));
+	snprintf(res->escalation_type, sizeof(res->escalation_type), "%s", type);
+cleanup:
+	amp_errlist_free(&errors);
+	json_decref(payload);
+	json_decref(msg);
+	return status;
+}
+
+/*
+ * AMP/1.0 §05 hallucination_lock, at write time: when the verdict in
+ * `after` (the log with it) brings the rejects since the last resume to
+ * amp.lockThreshold (>=, so that no missed count dodges it), the lock is
+ * written in the same commit.
+ */
+int amp_send_add_lock_if_due(amp_schema_set *set, amp_store_write *w,
+			   const amp_task_log *after, const char *verdict_id,
+			   int64_t now_ms, amp_send_result *res, amp_error *err)
+{
+	amp_task_state s;
+	json_t *affected = NULL, *suggested = NULL;
+	char description[1024];
+	const char *dispatch;
+	int status = AMP_OK;
+
+	amp_task_state_compute(after, &s);
+	if (!s.lock_due)
+		goto cleanup;
+	dispatch = s.last_dispatch ? amp_json_str(s.last_dispatch, "msg_id") : NULL;
+	affected = dispatch ? json_pack("[s,s]", verdict_id, dispatch)
+			    : json_pack("[s]", verdict_id);
+	suggested = amp_lock_suggestions();
+	amp_lock_description(description, sizeof(description), after->task_id, &s,
+			     after->policy->lock_threshold, verdict_id);
+	status = amp_send_add_escalation(set, w, after, "hallucination_lock", "critical",
+				       description, affected, suggested, now_ms, res, err);
+cleanup:
+	json_decref(affected);
+	json_decref(suggested);
+	amp_task_state_free(&s);
+	return status;
+}
+
+/* The name of the control record of an idempotency key: "key-<sha1 of
+ * the key>", and the hash of a message's content without its msg_id and
+ * timestamp (what a retry rebuilds). */
+static int key_names(const char *key, const json_t *msg, char name[48], char content[41])
+{
+	json_t *copy = json_deep_copy(msg);
+	char *text;
+	git_oid oid;
+	int rc = -1;
+
+	if (!copy)
+		return -1;
+	json_object_del(copy, "msg_id");
+	json_object_del(copy, "timestamp");
+	text = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS);
+	if (text && git_odb_hash(&oid, text, strlen(text), GIT_OBJECT_BLOB) == 0) {
+		git_oid_tostr(content, 41, &oid);
+		if (git_odb_hash(&oid, key, strlen(key), GIT_OBJECT_BLOB) == 0) {
+			memcpy(name, "key-", 4);
+			git_oid_tostr(name + 4, 41, &oid);
+			rc = 0;
+		}
+	}
+	free(text);
+	json_decref(copy);
+	return rc;
+}
+
+/* Looks the key up in the task: AMP_OK (unused: the caller writes it),
+ * AMP_NOOP (a retry: res->msg_id is the first write's) or AMP_ERULE. */
+static int check_key(struct message_ctx *c, const amp_task_log *log, const char *name,
+		     const char *content, amp_error *err)
+{
+	const amp_entry *e = amp_task_log_find(log, AMP_ENTRY_CTL, name);
+	const char *first, *hash;
+
+	if (!e)
+		return AMP_OK;
+	first = amp_json_str(e->doc, "msg_id");
+	hash = amp_json_str(e->doc, "content_sha1");
+	if (first && hash && !strcmp(hash, content)) {
+		snprintf(c->res->msg_id, sizeof(c->res->msg_id), "%s", first);
+		c->res->duplicate = 1;
+		return AMP_NOOP;
+	}
+	amp_errlist_add(c->errors, AMP_ERULE, "/idempotency_key",
+			"'%s' was used for %s, whose content differs: a key names one message",
+			c->opts->idempotency_key, amp_or_none(first));
+	return first_error(c->errors, c->errors_base, AMP_ERULE, err);
+}
+
+static int add_key_record(struct message_ctx *c, amp_store_write *w,
+			  const amp_task_log *log, const char *name,
+			  const char *content, amp_error *err)
+{
+	char when[AMP_TIME_BUFSZ];
+	json_t *doc;
+	int status;
+
+	doc = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "protocol_version", AMP_PROTOCOL,
+			"type", "idempotency_key", "task_id", log->task_id,
+			"from", amp_json_str(c->msg, "from"),
+			"timestamp", amp_time_format(amp_record_time(c->msg) >= 0 ?
+						     amp_record_time(c->msg) : 0, when),
+			"key", c->opts->idempotency_key, "msg_id", c->res->msg_id,
+			"content_sha1", content);
+	if (!doc)
+		return amp_error_set(err, AMP_ESCHEMA, "/idempotency_key",
+				     "the key must be valid UTF-8");
+	if ((status = amp_control_validate(c->set, doc, c->errors)) < 0)
+		status = first_error(c->errors, c->errors_base, status, err);
+	else
+		status = amp_send_add_record(w, log, AMP_ENTRY_CTL, name, doc, err);
+	json_decref(doc);
+	return status;
+}
+
 static int build_message(amp_store *st, git_tree *tip, void *vctx,
 			 amp_store_write *w, amp_error *err)
 {
@@ -91,11 +285,12 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	const char *task = amp_json_str(c->msg, "task_id");
 	const char *type = amp_json_str(c->msg, "type");
 	const amp_entry *existing;
-	amp_task_log log;
-	char cause[1024];
-	int status;
+	amp_task_log log, after = { 0 };
+	char cause[1024], key_name[48], key_content[41];
+	int status = AMP_OK;
 
 	amp_errlist_truncate(c->errors, c->errors_base);
+	c->denied[0] = '\0';
 	c->res->duplicate = 0;
 	if ((status = amp_store_read_task(st, tip, task, &log, err)) < 0)
 		return status;
@@ -133,6 +328,13 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 		}
 		json_object_set_new(c->msg, "msg_id", json_string(c->res->msg_id));
 	}
+	if (c->opts->idempotency_key &&
+	    (key_names(c->opts->idempotency_key, c->msg, key_name, key_content) < 0 ||
+	     (status = check_key(c, &log, key_name, key_content, err)) != AMP_OK)) {
+		if (status == AMP_OK)
+			status = amp_error_set(err, AMP_EIO, "", "cannot hash the idempotency key");
+		goto cleanup;
+	}
 	if (c->once && amp_task_has_escalation(&log,
 			amp_json_str(json_object_get(c->msg, "payload"), "escalation_type"),
 			amp_json_str(c->msg, "from"),
@@ -146,20 +348,39 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	    amp_rules_check_repo(c->msg, c->errors) < 0)
 		status = AMP_ERULE;
 	if (status < 0) {
+		const char *denied = status == AMP_ERULE ?
+				     amp_rules_unapproved_dispatch(&log, c->msg, NULL) : NULL;
+
+		snprintf(c->denied, sizeof(c->denied), "%s", denied ? denied : "");
 		first_error(c->errors, c->errors_base, status, err);
 		goto cleanup;
 	}
 	if ((status = amp_send_add_record(w, &log, AMP_ENTRY_MSG, c->res->msg_id,
-					   c->msg, err)) < 0)
+					   c->msg, err)) < 0 ||
+	    (status = log_plus(&log, AMP_ENTRY_MSG, c->res->msg_id, c->msg, &after, err)) < 0)
 		goto cleanup;
-	snprintf(w->subject, sizeof(w->subject), "%s %s %s -> %s", type, task,
-		 amp_json_str(c->msg, "from"), amp_json_str(c->msg, "to"));
+	c->res->escalation_id[0] = c->res->escalation_type[0] = '\0';
+	if (!strcmp(type, "review_verdict") &&
+	    (status = amp_send_add_lock_if_due(c->set, w, &after, c->res->msg_id,
+				      amp_msg_id_ms(c->res->msg_id), c->res, err)) < 0)
+		goto cleanup;
+	if (c->opts->idempotency_key) {
+		after.next_seq = log.next_seq + (int)w->nfiles;
+		if ((status = add_key_record(c, w, &after, key_name, key_content, err)) < 0)
+			goto cleanup;
+	}
+	snprintf(w->subject, sizeof(w->subject), "%s %s %s -> %s%s", type, task,
+		 amp_json_str(c->msg, "from"), amp_json_str(c->msg, "to"),
+		 c->res->escalation_id[0] ? " (locks the task)" : "");
 	snprintf(w->trailers, sizeof(w->trailers),
-		 "Amp-Msg-Id: %s\nAmp-Type: %s\nAmp-Task: %s\n%s", c->res->msg_id,
-		 type, task, c->extra_trailers ? c->extra_trailers : "");
+		 "Amp-Msg-Id: %s\nAmp-Type: %s\nAmp-Task: %s\n%s%s%s%s", c->res->msg_id,
+		 type, task, c->res->escalation_id[0] ? "Amp-Escalation: " : "",
+		 c->res->escalation_id, c->res->escalation_id[0] ? "\n" : "",
+		 c->extra_trailers ? c->extra_trailers : "");
 	snprintf(w->author, sizeof(w->author), "%s", amp_json_str(c->msg, "from"));
 	status = AMP_OK;
 cleanup:
+	free(after.entries);
 	amp_task_log_free(&log);
 	return status;
 }
@@ -210,7 +431,7 @@ int amp_send_read_json(amp_store *st, const char *command, const char *file,
 		       const char *pointer, json_t **doc, char **raw,
 		       size_t *raw_len, amp_errlist *errors)
 {
-	amp_send_opts opts = { command, file, NULL, 0, 0 };
+	amp_send_opts opts = { command, file, NULL, 0, 0, NULL };
 	amp_error err;
 	struct stat sb;
 	char *data = NULL;
@@ -295,13 +516,80 @@ cleanup:
 	return status;
 }
 
+/* AMP/1.0 §05 permission_denied: "operation exceeds risk_level
+ * authorization scope".  `role` tried to `act` on `dispatch`, which awaits
+ * the admin's approval; the act was refused.  Once per dispatch. */
+static void record_permission_denied(amp_store *st, amp_schema_set *set,
+				     const char *task, const char *role,
+				     const char *act, const char *dispatch,
+				     amp_send_result *res, amp_errlist *errors)
+{
+	amp_escalation e = { 0 };
+	amp_send_result eres;
+	amp_errlist esc_errors = { 0 };
+	json_t *affected = json_pack("[s]", dispatch);
+	char description[1024];
+	amp_error err;
+	int64_t now;
+
+	if (amp_clock_now_ms(&now, &err) < 0) {
+		amp_errlist_add(errors, AMP_EIO, "", "could not record the permission_denied escalation: %s",
+				err.message);
+		goto cleanup;
+	}
+	snprintf(description, sizeof(description),
+		 "The %.20s tried to %s %s, whose risk_level needs the admin's approval (git config amp.approvalRequired), before the admin approved it; it was refused. The admin approves with 'amp approve %s'.",
+		 role, act, dispatch, task);
+	e.task_id = task;
+	e.from = "system";
+	e.escalation_type = "permission_denied";
+	e.severity = "warning";
+	e.triggered_by = "system";
+	e.description = description;
+	e.affected_msgs = affected;
+	e.auto_suspended = 0;
+	e.now_ms = now;
+	e.once = 1;
+	if (amp_send_escalation(st, set, &e, NULL, &eres, &esc_errors) == AMP_OK) {
+		snprintf(res->escalation_id, sizeof(res->escalation_id), "%s", eres.msg_id);
+		snprintf(res->escalation_type, sizeof(res->escalation_type), "permission_denied");
+	} else {
+		amp_errlist_add(errors, AMP_EIO, "", "could not record the permission_denied escalation: %s",
+				esc_errors.count ? esc_errors.items[0].message : "unknown error");
+	}
+cleanup:
+	amp_errlist_free(&esc_errors);
+	json_decref(affected);
+}
+
+/* The sender's clock: a timestamp further than amp.maxClockSkew from this
+ * machine's would move every deadline measured from it. */
+static int check_clock(amp_store *st, const json_t *msg, amp_errlist *errors)
+{
+	int64_t now, ts = amp_record_time(msg), skew = amp_store_policy(st)->max_clock_skew_ms;
+	amp_error err;
+
+	if (ts < 0)
+		return AMP_OK;
+	if (amp_clock_now_ms(&now, &err) < 0)
+		return amp_errlist_add(errors, err.status, err.path, "%s", err.message);
+	if (ts > now + skew || ts < now - skew)
+		return amp_errlist_add(errors, AMP_ERULE, "/timestamp",
+				       "%s is %lld s %s this machine's clock (at most %lld s: git config amp.maxClockSkew)",
+				       amp_json_str(msg, "timestamp"),
+				       (long long)((ts > now ? ts - now : now - ts) / 1000),
+				       ts > now ? "ahead of" : "behind",
+				       (long long)(skew / 1000));
+	return AMP_OK;
+}
+
 static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 		     const amp_send_opts *opts, amp_send_result *res,
 		     amp_errlist *errors, const char *extra_trailers, int once,
 		     int snapshot)
 {
 	struct message_ctx ctx = { set, msg, opts, res, errors, errors->count,
-				   extra_trailers, once, snapshot, 0 };
+				   extra_trailers, once, snapshot, 0, "" };
 	amp_error err;
 	int status;
 
@@ -333,12 +621,21 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 	if (!snapshot &&
 	    amp_store_config_bool(st, "amp.checkRepo", 1, &ctx.check_repo, &err) < 0)
 		return amp_errlist_add(errors, err.status, err.path, "%s", err.message);
+	if (!snapshot && (status = check_clock(st, msg, errors)) < 0) {
+		if (status == AMP_ERULE)
+			amp_send_log_rejection(st, opts, msg, status, errors, ctx.errors_base);
+		return status;
+	}
 	status = amp_store_update(st, amp_store_messages_ref(st), build_message,
 				  &ctx, NULL, &err);
 	if (status == AMP_NOOP)
 		return AMP_OK;
 	if (status == AMP_ERULE || status == AMP_ESCHEMA) {
 		amp_send_log_rejection(st, opts, msg, status, errors, ctx.errors_base);
+		if (ctx.denied[0])
+			record_permission_denied(st, set, amp_json_str(msg, "task_id"),
+						 amp_or_none(amp_json_str(msg, "from")),
+						 "report a task_result for", ctx.denied, res, errors);
 	} else if (status < 0 && errors->count == ctx.errors_base) {
 		amp_errlist_add(errors, status, err.path, "%s", err.message);
 	}
@@ -357,7 +654,7 @@ int amp_send_escalation(amp_store *st, amp_schema_set *set,
 			amp_send_result *res, amp_errlist *errors)
 {
 	amp_message_fields f = { 0 };
-	amp_send_opts opts = { "escalate", "built", NULL, 0, 1 };
+	amp_send_opts opts = { "escalate", "built", NULL, 0, 1, NULL };
 	amp_error err;
 	json_t *payload = NULL, *msg = NULL;
 	int status;
@@ -417,6 +714,7 @@ struct ack_ctx {
 	amp_errlist *errors;
 	size_t errors_base;
 	json_t *ack; /* the record built by the last attempt */
+	char denied[256]; /* the unapproved dispatch a refused ACK names */
 };
 
 static int build_ack(amp_store *st, git_tree *tip, void *vctx,
@@ -424,14 +722,16 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 {
 	struct ack_ctx *c = vctx;
 	const amp_entry *target;
-	amp_task_log log;
-	amp_task_state s;
-	char when[AMP_TIME_BUFSZ];
-	const char *to;
+	amp_task_log log, after = { 0 };
+	amp_task_state s = { 0 };
+	char when[AMP_TIME_BUFSZ], why[512];
+	const char *to, *denied;
+	int64_t deadline;
 	int status;
 
 	amp_errlist_truncate(c->errors, c->errors_base);
 	c->res->duplicate = 0;
+	c->denied[0] = '\0';
 	if ((status = amp_store_read_task(st, tip, c->task, &log, err)) < 0)
 		return status;
 	if (!(target = amp_task_log_find(&log, AMP_ENTRY_MSG, c->msg_id))) {
@@ -454,10 +754,16 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 		goto cleanup;
 	}
 	amp_task_state_compute(&log, &s);
-	if (s.suspended && strcmp(c->from, "admin")) {
-		amp_errlist_add(c->errors, AMP_ERULE, "/task_id",
-				"task %s is %s by escalation %s: only the admin may act until 'amp resume'",
-				c->task, s.state, s.suspended_by);
+	if (amp_task_closed_to(&s, c->from, why, sizeof(why))) {
+		amp_errlist_add(c->errors, AMP_ERULE, "/task_id", "task %s: %s", c->task, why);
+		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
+		goto cleanup;
+	}
+	if ((denied = amp_rules_unapproved_dispatch(&log, NULL, c->msg_id))) {
+		snprintf(c->denied, sizeof(c->denied), "%s", denied);
+		amp_errlist_add(c->errors, AMP_ERULE, "/ack_for",
+				"%s awaits the admin's approval (its risk_level is in git config amp.approvalRequired): it cannot be ACKed before 'amp approve %s'",
+				c->msg_id, c->task);
 		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
 		goto cleanup;
 	}
@@ -474,13 +780,41 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 	if ((status = amp_send_add_record(w, &log, AMP_ENTRY_ACK, c->msg_id, c->ack,
 					   err)) < 0)
 		goto cleanup;
-	snprintf(w->subject, sizeof(w->subject), "ack %s %s -> %s", c->msg_id,
-		 c->from, amp_json_str(target->doc, "from"));
+	/* AMP/1.0 requires_ack: a late ACK is accepted (it is the truth),
+	 * and the timeout is reported with it unless it was already. */
+	c->res->escalation_id[0] = '\0';
+	deadline = amp_task_ack_deadline(&log, &s, target, -1);
+	if (deadline >= 0 && c->now_ms > deadline &&
+	    !amp_task_has_escalation(&log, "ack_timeout", "system", c->msg_id)) {
+		char description[1024], due[AMP_TIME_BUFSZ];
+		json_t *affected = json_pack("[s]", c->msg_id);
+
+		snprintf(description, sizeof(description),
+			 "%s from %s to %s required an ACK by %s; the ACK came %lld s late, at %s (AMP/1.0 requires_ack).",
+			 c->msg_id, amp_or_none(amp_json_str(target->doc, "from")), c->from,
+			 amp_time_format(deadline, due), (long long)((c->now_ms - deadline + 999) / 1000),
+			 when);
+		status = log_plus(&log, AMP_ENTRY_ACK, c->msg_id, c->ack, &after, err);
+		if (status == AMP_OK)
+			status = amp_send_add_escalation(c->set, w, &after, "ack_timeout", "warning",
+						       description, affected, NULL, c->now_ms,
+						       c->res, err);
+		json_decref(affected);
+		if (status < 0)
+			goto cleanup;
+	}
+	snprintf(w->subject, sizeof(w->subject), "ack %s %s -> %s%s", c->msg_id,
+		 c->from, amp_json_str(target->doc, "from"),
+		 c->res->escalation_id[0] ? " (late)" : "");
 	snprintf(w->trailers, sizeof(w->trailers),
-		 "Amp-Ack-For: %s\nAmp-Type: ack\nAmp-Task: %s\n", c->msg_id, c->task);
+		 "Amp-Ack-For: %s\nAmp-Type: ack\nAmp-Task: %s\n%s%s%s", c->msg_id, c->task,
+		 c->res->escalation_id[0] ? "Amp-Escalation: " : "", c->res->escalation_id,
+		 c->res->escalation_id[0] ? "\n" : "");
 	snprintf(w->author, sizeof(w->author), "%s", c->from);
 	status = AMP_OK;
 cleanup:
+	free(after.entries);
+	amp_task_state_free(&s);
 	amp_task_log_free(&log);
 	return status;
 }
@@ -490,8 +824,8 @@ int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
 		 amp_errlist *errors)
 {
 	struct ack_ctx c = { set, msg_id, from, now_ms, "", res, errors,
-			     errors->count, NULL };
-	amp_send_opts opts = { "ack", "built", NULL, 0, 0 };
+			     errors->count, NULL, "" };
+	amp_send_opts opts = { "ack", "built", NULL, 0, 0, NULL };
 	amp_error err;
 	int status;
 
@@ -513,6 +847,8 @@ int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
 						    "ack_for", msg_id, "from", from);
 		amp_send_log_rejection(st, &opts, attempt, status, errors, c.errors_base);
 		json_decref(attempt);
+		if (c.denied[0])
+			record_permission_denied(st, set, c.task, from, "ACK", c.denied, res, errors);
 	} else if (status < 0 && errors->count == c.errors_base) {
 		amp_errlist_add(errors, status, err.path, "%s", err.message);
 	}

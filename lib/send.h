@@ -21,12 +21,24 @@ typedef struct amp_send_opts {
 	 * millisecond), move on to the next free millisecond instead of
 	 * refusing. */
 	int assign_msg_id;
+	/* --idempotency-key: a retry of the same key with the same content
+	 * (the message but its msg_id and timestamp) returns the msg_id of
+	 * the first write instead of writing again; other content under the
+	 * key is refused.  NULL: none.  The key is kept in the task as a
+	 * control record (type idempotency_key). */
+	const char *idempotency_key;
 } amp_send_opts;
 
 typedef struct amp_send_result {
 	char msg_id[256];    /* the id the message was stored under */
 	int duplicate;       /* it was already there, byte for byte */
-	char escalation_id[256]; /* an escalation amp recorded ("" if none) */
+	char escalation_id[256]; /* an escalation amp recorded ("" if none):
+				  * a branch_violation or permission_denied
+				  * after a refusal, or written in the same
+				  * commit as the message: the
+				  * hallucination_lock its rejecting verdict
+				  * reaches, the ack_timeout of a late ACK */
+	char escalation_type[32]; /* its escalation_type */
 } amp_send_result;
 
 /*
@@ -40,7 +52,13 @@ typedef struct amp_send_result {
  * (AMP/1.0 §01 Branch Validation: main, master, git config
  * amp.protectedBranches) is refused with AMP_ERULE and a branch_violation
  * escalation is recorded by system.  A dispatch's repo is checked on this
- * machine unless git config amp.checkRepo is false.
+ * machine unless git config amp.checkRepo is false.  A timestamp further
+ * than amp.maxClockSkew from this machine's clock is refused.  A rejecting
+ * verdict that brings the task's rejects since the last resume to
+ * amp.lockThreshold is committed with the hallucination_lock escalation
+ * (res->escalation_id): the task is locked the instant the verdict lands.
+ * A task_result for a dispatch awaiting the admin's approval is refused
+ * and a permission_denied escalation recorded.
  */
 int amp_send_message(amp_store *st, amp_schema_set *set, json_t *msg,
 		     const amp_send_opts *opts, amp_send_result *res,
@@ -49,7 +67,11 @@ int amp_send_message(amp_store *st, amp_schema_set *set, json_t *msg,
 /*
  * Writes the ACK of msg_id by role `from` at now_ms.  Only the addressee
  * may ACK; a second ACK is a no-op (res->duplicate); an unknown msg_id is
- * refused.  Statuses as amp_send_message.
+ * refused, and so is the ACK of a dispatch awaiting the admin's approval
+ * (a permission_denied escalation is recorded, once per dispatch).  An ACK
+ * after its deadline is the truth: it is written, with the ack_timeout
+ * escalation in the same commit unless the message has one already.
+ * Statuses as amp_send_message.
  */
 int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
 		 const char *from, int64_t now_ms, amp_send_result *res,
@@ -62,6 +84,30 @@ int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
 int amp_send_add_record(amp_store_write *w, const amp_task_log *log,
 			amp_entry_kind kind, const char *id, const json_t *doc,
 			amp_error *err);
+
+/*
+ * For build callbacks: an escalation by system to the admin, written in
+ * the same commit as the record that caused it.  `log` holds every record of
+ * the task that commit writes before it, and gives the snapshot; the
+ * msg_id is the first free one from now_ms on.  Added to w as the next
+ * record (seq log->next_seq); its id and type go to res->escalation_*.
+ */
+int amp_send_add_escalation(amp_schema_set *set, amp_store_write *w,
+			    const amp_task_log *log, const char *type,
+			    const char *severity, const char *description,
+			    json_t *affected, json_t *suggested, int64_t now_ms,
+			    amp_send_result *res, amp_error *err);
+
+/*
+ * For build callbacks: AMP/1.0 §05 hallucination_lock at write time.  When
+ * `log` (the task with every record of this commit, the rejecting verdict
+ * `verdict_id` last among them) has its rejects since the last resume at or
+ * past amp.lockThreshold and no lock in force, adds the lock escalation
+ * (critical, affected [verdict, latest dispatch]) to w.
+ */
+int amp_send_add_lock_if_due(amp_schema_set *set, amp_store_write *w,
+			     const amp_task_log *log, const char *verdict_id,
+			     int64_t now_ms, amp_send_result *res, amp_error *err);
 
 /*
  * Reads the JSON document a command was handed (a --payload or --envelope

@@ -26,7 +26,22 @@ struct amp_store {
 	int64_t stale_lock_ms;
 	unsigned long retries;
 	unsigned int rng;
+	amp_policy policy;
 };
+
+const amp_policy amp_policy_default = {
+	AMP_POLICY_LOCK_THRESHOLD, (int64_t)AMP_POLICY_HEARTBEAT_SEC * 1000,
+	(int64_t)AMP_POLICY_CLOCK_SKEW_SEC * 1000, AMP_RISK_HIGH,
+};
+
+unsigned amp_risk_bit(const char *risk_level)
+{
+	if (!risk_level)
+		return 0;
+	return !strcmp(risk_level, "low") ? AMP_RISK_LOW :
+	       !strcmp(risk_level, "medium") ? AMP_RISK_MEDIUM :
+	       !strcmp(risk_level, "high") ? AMP_RISK_HIGH : 0;
+}
 
 /* ---- opening ------------------------------------------------------------ */
 
@@ -112,6 +127,63 @@ static int config_ref(amp_store *st, const char *key, const char *fallback,
 	return AMP_OK;
 }
 
+/* An integer setting within [min, max]; *out keeps its value when unset. */
+static int config_int(amp_store *st, const char *key, long long min, long long max,
+		      long long *out, amp_error *err)
+{
+	char buf[64], what[64];
+
+	if (!amp_store_config(st, key, buf, sizeof(buf)))
+		return AMP_OK;
+	snprintf(what, sizeof(what), "git config %s", key);
+	return amp_parse_int(what, buf, min, max, out, err);
+}
+
+/* amp.approvalRequired: risk levels separated by spaces or commas, or
+ * "none". */
+static int config_risks(amp_store *st, unsigned *out, amp_error *err)
+{
+	char buf[256], *word, *save = NULL;
+	unsigned bits = 0, bit;
+
+	if (!amp_store_config(st, "amp.approvalRequired", buf, sizeof(buf)))
+		return AMP_OK;
+	for (word = strtok_r(buf, " ,\t", &save); word; word = strtok_r(NULL, " ,\t", &save)) {
+		if (!strcmp(word, "none"))
+			continue;
+		if (!(bit = amp_risk_bit(word)))
+			return amp_error_set(err, AMP_EUSAGE, "",
+					     "git config amp.approvalRequired: '%s' is not a risk level (low, medium, high or none)",
+					     word);
+		bits |= bit;
+	}
+	*out = bits;
+	return AMP_OK;
+}
+
+static int load_policy(amp_store *st, amp_error *err)
+{
+	amp_policy *p = &st->policy;
+	long long threshold = AMP_POLICY_LOCK_THRESHOLD;
+	long long heartbeat = AMP_POLICY_HEARTBEAT_SEC;
+	long long skew = AMP_POLICY_CLOCK_SKEW_SEC;
+	int status;
+
+	*p = amp_policy_default;
+	if ((status = config_int(st, "amp.lockThreshold", 1, AMP_POLICY_LOCK_THRESHOLD_MAX,
+				 &threshold, err)) < 0 ||
+	    (status = config_int(st, "amp.heartbeatTimeout", 1, AMP_POLICY_HEARTBEAT_SEC_MAX,
+				 &heartbeat, err)) < 0 ||
+	    (status = config_int(st, "amp.maxClockSkew", 1, AMP_POLICY_CLOCK_SKEW_SEC_MAX,
+				 &skew, err)) < 0 ||
+	    (status = config_risks(st, &p->approval_levels, err)) < 0)
+		return status;
+	p->lock_threshold = (int)threshold;
+	p->heartbeat_ms = (int64_t)heartbeat * 1000;
+	p->max_clock_skew_ms = (int64_t)skew * 1000;
+	return AMP_OK;
+}
+
 /* A setting in seconds (a decimal number within [min, max]), as ms. */
 static int config_ms(amp_store *st, const char *key, double min, double max,
 		     int64_t *ms, amp_error *err)
@@ -175,7 +247,8 @@ int amp_store_open(amp_store **out, const char *path, amp_error *err)
 	if ((status = config_ms(st, "amp.retryTimeout", 0, 3600,
 				&st->retry_timeout_ms, err)) < 0 ||
 	    (status = config_ms(st, "amp.staleLockTimeout", 1, 3600,
-				&st->stale_lock_ms, err)) < 0)
+				&st->stale_lock_ms, err)) < 0 ||
+	    (status = load_policy(st, err)) < 0)
 		goto cleanup;
 	st->rng = (unsigned int)getpid() ^ (unsigned int)time(NULL);
 	*out = st;
@@ -198,6 +271,7 @@ git_repository *amp_store_repo(amp_store *st) { return st->repo; }
 const char *amp_store_messages_ref(const amp_store *st) { return st->ref; }
 const char *amp_store_errors_ref(const amp_store *st) { return st->errors_ref; }
 const char *amp_store_state_dir(const amp_store *st) { return st->state_dir; }
+const amp_policy *amp_store_policy(const amp_store *st) { return &st->policy; }
 unsigned long amp_store_retries(const amp_store *st) { return st->retries; }
 
 /* ---- names -------------------------------------------------------------- */
@@ -360,6 +434,7 @@ int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
 		return amp_error_set(err, AMP_EUSAGE, "",
 				     "not a task id (T-YYYY-NNN): %s", task_id);
 	snprintf(log->task_id, sizeof(log->task_id), "%s", task_id);
+	log->policy = &st->policy;
 	if (!root)
 		return AMP_OK;
 	rc = git_tree_entry_bypath(&dir_entry, root, dir);

@@ -39,6 +39,38 @@
 
 typedef struct amp_store amp_store;
 
+/* Risk levels of a dispatch (AMP/1.0 §01 risk_level), as bits. */
+#define AMP_RISK_LOW    1u
+#define AMP_RISK_MEDIUM 2u
+#define AMP_RISK_HIGH   4u
+
+/* The protocol settings of a repository (git config), read and checked once
+ * when the store is opened, so every command applies the same ones. */
+typedef struct amp_policy {
+	int lock_threshold;        /* amp.lockThreshold: rejects since the last
+				    * resume that lock a task, 1..1000 (3) */
+	int64_t heartbeat_ms;      /* amp.heartbeatTimeout, 1..2592000 s (1800) */
+	int64_t max_clock_skew_ms; /* amp.maxClockSkew, 1..86400 s (300): how far
+				    * a written timestamp may be from the
+				    * writer's clock */
+	unsigned approval_levels;  /* amp.approvalRequired: the risk levels
+				    * whose dispatch waits for the admin's
+				    * approval (AMP_RISK_* bits; "high") */
+} amp_policy;
+
+#define AMP_POLICY_LOCK_THRESHOLD     3
+#define AMP_POLICY_LOCK_THRESHOLD_MAX 1000
+#define AMP_POLICY_HEARTBEAT_SEC      1800
+#define AMP_POLICY_HEARTBEAT_SEC_MAX  2592000
+#define AMP_POLICY_CLOCK_SKEW_SEC     300
+#define AMP_POLICY_CLOCK_SKEW_SEC_MAX 86400
+
+/* The defaults, for a log read without a store. */
+extern const amp_policy amp_policy_default;
+
+/* The risk level bit of a risk_level string, 0 when it is none. */
+unsigned amp_risk_bit(const char *risk_level);
+
 /*
  * Opens the repository holding the SSOT: `path` when not NULL, else
  * $AMP_REPO, else the repository found from the current directory the way
@@ -50,6 +82,8 @@ void amp_store_free(amp_store *st);
 git_repository *amp_store_repo(amp_store *st);
 const char *amp_store_messages_ref(const amp_store *st);
 const char *amp_store_errors_ref(const amp_store *st);
+/* The settings of this repository (never NULL). */
+const amp_policy *amp_store_policy(const amp_store *st);
 /* The directory amp keeps private state in: <git common dir>/amp. */
 const char *amp_store_state_dir(const amp_store *st);
 
@@ -113,6 +147,7 @@ typedef struct amp_task_log {
 	int next_seq;       /* what the next record of the task gets */
 	amp_bad_record *bad; /* unreadable records, in sequence order */
 	size_t nbad;
+	const amp_policy *policy; /* the store's settings (borrowed) */
 } amp_task_log;
 
 /* Reads every record of one task from `root` (a tip tree).  A task with no

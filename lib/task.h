@@ -1,15 +1,27 @@
 /*
- * task.h - the state of a task, derived from its records in the SSOT.
+ * task.h - the state of a task and of each of its subtasks, derived from
+ * the task's records in the SSOT, and the one table of the transitions the
+ * protocol allows (AMP/1.0 §01-§05).
  *
- *   (none) --task_dispatch--> dispatched --ACK by executor--> in_progress
+ * A subtask (one subtask_id of a dispatch) goes
+ *
+ *   (new) --task_dispatch--> dispatched --ACK of the dispatch--> in_progress
  *   in_progress --task_result--> submitted --review_request--> in_review
  *   in_review --review_verdict--> approved | rejected
- *   rejected --task_dispatch (re-dispatch)--> dispatched ...
- *   any --critical escalation--> suspended (hallucination_lock: locked)
- *   suspended | locked --admin resume--> the state it had before
+ *   rejected (or dispatched, in_progress, submitted) --task_dispatch--> a new round
+ *
+ * and waits in awaiting_approval instead of dispatched when the dispatch's
+ * risk_level is one of git config amp.approvalRequired, until the admin's
+ * approve record.  The task is approved when every subtask it ever
+ * dispatched is approved; a critical escalation suspends it (a
+ * hallucination_lock locks it) until the admin's resume; an abort record
+ * ends it.
  *
  * Nothing here is stored: the state is always recomputed from the task's
- * records, so it cannot drift from the audit trail.
+ * records, so it cannot drift from the audit trail.  The same table decides
+ * what a write may do (lib/rules.c, inside the compare-and-swap) and what a
+ * record in the SSOT did (the replay below): a record that the table refuses
+ * (one that came by a fetch or a hand-made commit) moves nothing.
  */
 #ifndef AMP_TASK_H
 #define AMP_TASK_H
@@ -19,19 +31,59 @@
 
 #include "store.h"
 
+/* One row of the transition table: `event` in `state` is allowed or not;
+ * `effect` says what it does, or why it is refused. */
+typedef struct amp_transition {
+	const char *event;  /* task_dispatch, ack, task_result, review_request,
+			     * review_verdict, approve, abort, heartbeat, resume */
+	const char *state;  /* the subtask's state (the task's for approve,
+			     * abort, heartbeat, resume) */
+	int allowed;
+	const char *effect;
+} amp_transition;
+
+/* The table, terminated by a row whose event is NULL. */
+extern const amp_transition amp_transitions[];
+
+/* The row of (event, state), or NULL when the table has none. */
+const amp_transition *amp_transition_find(const char *event, const char *state);
+
+/* The state of one subtask. */
+typedef struct amp_subtask {
+	const char *id;         /* subtask_id (borrowed from the log) */
+	const char *state;      /* new, awaiting_approval, dispatched,
+				 * in_progress, submitted, in_review,
+				 * approved, rejected (static) */
+	const json_t *dispatch; /* the dispatch of its current round */
+	const json_t *result;   /* the round's latest task_result, or NULL */
+	const json_t *request;  /* the round's review_request, or NULL */
+	const json_t *verdict;  /* the verdict of that request, or NULL */
+	int round;              /* dispatches that listed it so far */
+	int rejects;            /* rejected verdicts it received */
+} amp_subtask;
+
 typedef struct amp_task_state {
 	const char *state;      /* what `amp status` shows (static string) */
-	const char *flow_state; /* the same, ignoring suspension and lock */
+	const char *flow_state; /* the same, ignoring abort, suspension, lock */
 	int reject_count;       /* rejected verdicts, ever */
 	int rejects_since_resume; /* rejected verdicts since the last resume */
 	int suspended;          /* a critical escalation is in force */
 	int locked;             /* ... and it is a hallucination lock */
+	int lock_due;           /* rejects_since_resume reached the policy's
+				 * lockThreshold but no lock is recorded (a
+				 * fetched verdict): treated as locked */
 	int messages;           /* number of messages (not ACKs/controls) */
 	const char *suspended_by;   /* msg_id of that escalation (borrowed) */
 	const json_t *last_dispatch; /* latest task_dispatch (borrowed) */
+	const json_t *awaiting;  /* the latest dispatch, when it awaits the
+				  * admin's approval; else NULL */
+	const json_t *aborted;   /* the abort record, or NULL */
 	const char *last_successful_msg_id; /* borrowed, NULL when none */
 	const char *last_msg_id;    /* borrowed, NULL when none */
 	int64_t last_activity_ms;   /* time of the newest record */
+	int64_t resume_ms;          /* time of the last resume, or -1 */
+	amp_subtask *subtasks;      /* in order of first dispatch; owned */
+	size_t nsubtasks;
 } amp_task_state;
 
 /* 1 when record e is what its place says it is: a message named by its
@@ -42,8 +94,41 @@ typedef struct amp_task_state {
 int amp_task_entry_in_place(const amp_task_log *log, const amp_entry *e);
 
 /* Computes the state from a task's log, from its records in place
- * (amp_task_entry_in_place); pointers borrow from the log. */
+ * (amp_task_entry_in_place), applying each as the transition table allows
+ * (log->policy gives the lock threshold and the approval levels); pointers
+ * borrow from the log.  Free with amp_task_state_free. */
 void amp_task_state_compute(const amp_task_log *log, amp_task_state *out);
+void amp_task_state_free(amp_task_state *s);
+
+/* The subtask `id` of s, or NULL. */
+const amp_subtask *amp_task_subtask(const amp_task_state *s, const char *id);
+
+/* The review_request a verdict answers: the one its context_ref names, else
+ * the task's one open review_request (NULL when none or several are open).
+ * The subtask under review goes to *sub (NULL when the request is not an
+ * open one).  Borrowed. */
+const json_t *amp_task_verdict_request(const amp_task_log *log,
+				       const amp_task_state *s,
+				       const json_t *verdict,
+				       const amp_subtask **sub);
+
+/* The approve record of dispatch msg_id, or NULL (borrowed). */
+const json_t *amp_task_approval_of(const amp_task_log *log, const char *dispatch_id);
+
+/* Who holds the ball (AMP/1.0 heartbeat_timeout: "Agent 30min no SSOT
+ * write"): the dispatch's addressee while a subtask is dispatched or in
+ * progress, the reviewer while one is in review, the coordinator while one
+ * is submitted or rejected.  None while the task is new, awaiting approval,
+ * approved, aborted, suspended or locked.  For each role: the message that
+ * handed it the ball first (of those it still holds) and that time. */
+typedef struct amp_holder {
+	const char *role;       /* static or borrowed */
+	const json_t *handed_by; /* the message (borrowed) */
+	int64_t since_ms;
+} amp_holder;
+#define AMP_MAX_HOLDERS 4
+size_t amp_task_holders(const amp_task_log *log, const amp_task_state *s,
+			amp_holder out[AMP_MAX_HOLDERS]);
 
 /* The "timestamp" of a record in Unix ms, or -1 when it has none. */
 int64_t amp_record_time(const json_t *doc);
@@ -63,12 +148,36 @@ int64_t amp_record_time(const json_t *doc);
  * buf and returns it, or returns NULL when the escalation has none.
  */
 #define AMP_RECORD_CAUSE "amp watch cannot use "
+/* The same for a heartbeat_timeout whose cause is a record with no msg_id
+ * (the holder's last write was a heartbeat). */
+#define AMP_SILENCE_CAUSE "no write since "
 const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz);
 
 /* 1 when the log holds an escalation of `type` written by `from` whose cause
  * (amp_escalation_cause) is `cause`: the "once per cause" of escalations. */
 int amp_task_has_escalation(const amp_task_log *log, const char *type,
 			    const char *from, const char *cause);
+
+/* The ACK deadline of message e in Unix ms, or -1 when it needs none: its
+ * timestamp (or `arrival_ms` when later: when the SSOT first held it) plus
+ * its ack_timeout_sec; the clock starts again at the admin's approval of a
+ * dispatch that waited for it, and at a resume after it (no clock runs
+ * while a task is suspended). */
+int64_t amp_task_ack_deadline(const amp_task_log *log, const amp_task_state *s,
+			      const amp_entry *e, int64_t arrival_ms);
+
+/* 1 when the task is closed to `role`: aborted, suspended, locked or due
+ * to lock, and the role is not the admin.  *why gets the reason (static or
+ * borrowed) naming the state and the record that put it there. */
+int amp_task_closed_to(const amp_task_state *s, const char *role,
+		       char *why, size_t whysz);
+
+/* AMP/1.0 §05 hallucination_lock: the escalation's description (the
+ * task's rejects in s, the threshold, the verdict that reached it) into
+ * buf, and its suggested_actions (the seed's three; the caller frees). */
+void amp_lock_description(char *buf, size_t bufsz, const char *task_id,
+			  const amp_task_state *s, int threshold, const char *verdict_id);
+json_t *amp_lock_suggestions(void);
 
 /* The ACK record of msg_id in log, or NULL (borrowed). */
 const json_t *amp_task_ack_of(const amp_task_log *log, const char *msg_id);

@@ -1,0 +1,10 @@
+/* amp heartbeat: an agent says it is alive on a task. */
+#include "cli.h"
+
+int main(int argc, char **argv)
+{
+	return amp_cli_control("heartbeat",
+		"usage: amp heartbeat <task_id> [--note <text>] [--from coordinator|executor|reviewer] [--json] [--repo <dir>]\n"
+		"Resets amp watch's heartbeat_timeout for the writing role (git config amp.heartbeatTimeout).\n",
+		argc, argv);
+}
