@@ -53,16 +53,20 @@ int main(int argc, char **argv)
 	status = amp_send_ack(st, set, argv[optind], from, now, &res, &errors);
 	if (status < 0) {
 		code = amp_cli_print_errors("ack", &errors, status);
+		amp_cli_report_escalation("ack", &res);
 		goto cleanup;
 	}
 	if (json_out) {
 		json_t *out = json_pack("{s:s,s:b}", "ack_for", res.msg_id,
 					"duplicate", res.duplicate);
 
+		json_object_set_new(out, "escalation", res.escalation_id[0] ?
+				    json_string(res.escalation_id) : json_null());
 		amp_cli_print_json(out, 0);
 		json_decref(out);
 	} else
 		printf("%s %s\n", res.duplicate ? "already acked" : "acked", res.msg_id);
+	amp_cli_report_escalation("ack", &res);
 cleanup:
 	amp_errlist_free(&errors);
 	amp_schema_set_free(set);

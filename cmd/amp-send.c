@@ -12,9 +12,9 @@
 
 static const char usage[] =
 	"usage: amp send <type> --task <id> --payload <file>|- [--from <role>] [--to <role>]\n"
-	"                [--context-ref <msg_id>]... [--ack-timeout <1..604800 sec>] [--no-ack] [--json]\n"
-	"                [--repo <dir>]\n"
-	"   or: amp send --envelope <file>|- [--json] [--repo <dir>]\n"
+	"                [--context-ref <msg_id>]... [--ack-timeout <1..604800 sec>] [--no-ack]\n"
+	"                [--idempotency-key <key>] [--json] [--repo <dir>]\n"
+	"   or: amp send --envelope <file>|- [--idempotency-key <key>] [--json] [--repo <dir>]\n"
 	"types: task_dispatch task_result review_request review_verdict escalation\n";
 
 int main(int argc, char **argv)
@@ -28,6 +28,7 @@ int main(int argc, char **argv)
 		{ "ack-timeout", required_argument, NULL, 'a' },
 		{ "no-ack", no_argument, NULL, 'n' },
 		{ "envelope", required_argument, NULL, 'e' },
+		{ "idempotency-key", required_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
@@ -63,6 +64,7 @@ int main(int argc, char **argv)
 			break;
 		case 'n': no_ack = 1; break;
 		case 'e': envelope_file = optarg; break;
+		case 'k': sopts.idempotency_key = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); goto cleanup;
@@ -71,7 +73,8 @@ int main(int argc, char **argv)
 			goto cleanup;
 		}
 	}
-	if ((code = amp_cli_check_args("send", argc, argv, "h", opts)))
+	if ((code = amp_cli_check_args("send", argc, argv, "h", opts)) ||
+	    (code = amp_cli_idempotency_key("send", &sopts.idempotency_key)))
 		goto cleanup;
 	if (envelope_file) {
 		if (optind < argc || task || from || to || payload_file ||
@@ -168,11 +171,15 @@ int main(int argc, char **argv)
 	if (json_out) {
 		json_t *out = json_pack("{s:s,s:b}", "msg_id", res.msg_id,
 					"duplicate", res.duplicate);
+
+		json_object_set_new(out, "escalation", res.escalation_id[0] ?
+				    json_string(res.escalation_id) : json_null());
 		amp_cli_print_json(out, 0);
 		json_decref(out);
 	} else {
 		puts(amp_term(res.msg_id));
 	}
+	amp_cli_report_escalation("send", &res);
 	if (res.duplicate)
 		fprintf(stderr, "amp send: %s was already in the SSOT (nothing written)\n", amp_term(res.msg_id));
 cleanup:

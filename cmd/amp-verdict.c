@@ -12,7 +12,7 @@
 static const char usage[] =
 	"usage: amp verdict <task_id> --decision approved|approved_with_fix|rejected --confidence <0..1>\n"
 	"                   [--payload <file>|-] [--architecture-notes <text>] [--context-ref <msg_id>]\n"
-	"                   [--from <role>] [--json] [--repo <dir>]\n"
+	"                   [--from <role>] [--idempotency-key <key>] [--json] [--repo <dir>]\n"
 	"The payload file holds criteria_results, issues, direct_fixes, architecture_notes.\n";
 
 int main(int argc, char **argv)
@@ -24,6 +24,7 @@ int main(int argc, char **argv)
 		{ "architecture-notes", required_argument, NULL, 'a' },
 		{ "context-ref", required_argument, NULL, 'x' },
 		{ "from", required_argument, NULL, 'f' },
+		{ "idempotency-key", required_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
@@ -53,6 +54,7 @@ int main(int argc, char **argv)
 		case 'a': f.architecture_notes = optarg; break;
 		case 'x': f.context_ref = optarg; break;
 		case 'f': from = optarg; break;
+		case 'k': f.idempotency_key = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
@@ -60,7 +62,8 @@ int main(int argc, char **argv)
 			return amp_cli_usage_error("verdict", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
-	if ((code = amp_cli_check_args("verdict", argc, argv, "h", opts)))
+	if ((code = amp_cli_check_args("verdict", argc, argv, "h", opts)) ||
+	    (code = amp_cli_idempotency_key("verdict", &f.idempotency_key)))
 		return code;
 	if (optind != argc - 1)
 		return amp_cli_usage_error("verdict", usage, "one task id expected");
@@ -91,16 +94,20 @@ int main(int argc, char **argv)
 	status = amp_verdict_send(st, set, &f, &res, &errors);
 	if (status < 0) {
 		code = amp_cli_print_errors("verdict", &errors, status);
+		amp_cli_report_escalation("verdict", &res);
 		goto cleanup;
 	}
 	if (json_out) {
 		json_t *out = json_pack("{s:s,s:b}", "msg_id", res.msg_id, "duplicate", res.duplicate);
 
+		json_object_set_new(out, "escalation", res.escalation_id[0] ?
+				    json_string(res.escalation_id) : json_null());
 		amp_cli_print_json(out, 0);
 		json_decref(out);
 	} else {
 		puts(res.msg_id);
 	}
+	amp_cli_report_escalation("verdict", &res);
 cleanup:
 	amp_errlist_free(&errors);
 	json_decref(payload);

@@ -372,3 +372,34 @@ cleanup:
 	amp_store_free(st);
 	return code;
 }
+
+int amp_cli_idempotency_key(const char *cmd, const char **key)
+{
+	const char *env = getenv("AMP_IDEMPOTENCY_KEY");
+
+	if (!*key && env && *env)
+		*key = env;
+	if (!*key)
+		return 0;
+	if (!**key || strlen(*key) > AMP_IDEMPOTENCY_KEY_MAX || !amp_utf8_valid(*key)) {
+		fprintf(stderr, "amp %s: error: --idempotency-key: '%s' is not a key (1..%d bytes of UTF-8)\n",
+			cmd, amp_term(*key), AMP_IDEMPOTENCY_KEY_MAX);
+		return AMP_EXIT_USAGE;
+	}
+	return 0;
+}
+
+void amp_cli_report_escalation(const char *cmd, const amp_send_result *res)
+{
+	if (!res->escalation_id[0])
+		return;
+	if (!strcmp(res->escalation_type, "hallucination_lock"))
+		fprintf(stderr, "amp %s: the task is locked: hallucination_lock escalation %s recorded with it\n",
+			cmd, amp_term(res->escalation_id));
+	else if (!strcmp(res->escalation_type, "ack_timeout"))
+		fprintf(stderr, "amp %s: the ACK is late: ack_timeout escalation %s recorded with it\n",
+			cmd, amp_term(res->escalation_id));
+	else
+		fprintf(stderr, "amp %s: %s escalation %s recorded\n", cmd,
+			amp_term(res->escalation_type), amp_term(res->escalation_id));
+}

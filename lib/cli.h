@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "schema.h"
+#include "send.h"
 #include "store.h"
 
 /* Exit codes, documented in README.md. */
@@ -93,6 +94,17 @@ int amp_cli_real(const char *cmd, const char *what, const char *s,
  * record `type` (control.h) and prints what it did.  Returns the exit code.
  */
 int amp_cli_control(const char *type, const char *usage, int argc, char **argv);
+
+/* The longest idempotency key, in bytes. */
+#define AMP_IDEMPOTENCY_KEY_MAX 256
+
+/* --idempotency-key: *key (the option), else $AMP_IDEMPOTENCY_KEY.  A key
+ * is 1..256 bytes of UTF-8; else prints an error and returns 2. */
+int amp_cli_idempotency_key(const char *cmd, const char **key);
+
+/* Says on stderr which escalation a successful write recorded with it (a
+ * lock, a late ACK's timeout), if any. */
+void amp_cli_report_escalation(const char *cmd, const amp_send_result *res);
 
 /* Prints `value` on stdout as the --json result: one JSON document and a
  * newline, indented when `pretty`, members in their order.  Borrowed. */

@@ -48,7 +48,7 @@ int amp_verdict_send(amp_store *st, amp_schema_set *set,
 		     amp_errlist *errors)
 {
 	amp_message_fields mf = { 0 };
-	amp_send_opts opts = { "verdict", "built", NULL, 0, 1, NULL };
+	amp_send_opts opts = { "verdict", "built", NULL, 0, 1, f->idempotency_key };
 	amp_task_log log = { 0 };
 	const amp_entry *request;
 	git_tree *tip = NULL;
@@ -62,7 +62,23 @@ int amp_verdict_send(amp_store *st, amp_schema_set *set,
 		amp_errlist_add(errors, status, err.path, "%s", err.message);
 		goto cleanup;
 	}
-	request = find(&log, f->context_ref, "review_request");
+	/* The request awaiting a verdict, when the reviewer names none. */
+	if (!f->context_ref) {
+		amp_task_state s;
+		const amp_subtask *sub;
+		json_t *probe = json_object();
+		const json_t *open;
+
+		amp_task_state_compute(&log, &s);
+		open = amp_task_verdict_request(&log, &s, probe, &sub);
+		request = open ? amp_task_log_find(&log, AMP_ENTRY_MSG, amp_json_str(open, "msg_id")) : NULL;
+		amp_task_state_free(&s);
+		json_decref(probe);
+		if (!request)
+			request = find(&log, NULL, "review_request");
+	} else {
+		request = find(&log, f->context_ref, "review_request");
+	}
 	if (!request || strcmp(amp_json_str(request->doc, "type") ?
 			       amp_json_str(request->doc, "type") : "", "review_request")) {
 		status = amp_errlist_add(errors, AMP_ERULE, "/context_ref",

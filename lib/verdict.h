@@ -18,7 +18,10 @@ typedef struct amp_verdict_fields {
 	const char *architecture_notes; /* NULL: the payload's, if any */
 	json_t *payload;         /* borrowed; criteria_results, issues,
 				  * direct_fixes, architecture_notes; may be NULL */
-	const char *context_ref; /* the review_request; NULL: the task's latest */
+	const char *context_ref; /* the review_request; NULL: the one awaiting a
+				  * verdict (else the task's latest, which the
+				  * rules then refuse, saying why) */
+	const char *idempotency_key; /* see amp_send_opts; NULL: none */
 	int64_t now_ms;
 } amp_verdict_fields;
 

@@ -20,8 +20,7 @@ write_payloads() {
   "repo": "@REPO@",
   "branch": "feature/watch-breath-v2",
   "subtasks": [
-    {"subtask_id": "T-2026-044-S1", "description": "Replace Timer with WKExtendedRuntimeSession", "estimated_lines": 60},
-    {"subtask_id": "T-2026-044-S2", "description": "Add applicationDidEnterBackground handling", "estimated_lines": 30}
+    {"subtask_id": "T-2026-044-S1", "description": "Replace Timer with WKExtendedRuntimeSession", "estimated_lines": 60}
   ],
   "acceptance_criteria": ["timing error < 500ms", "all tests passed", "no memory leak"],
   "risk_level": "medium"
@@ -29,6 +28,13 @@ write_payloads() {
 JSON
 	# AMP/1.0 §01 repo "must exist .git": the test's own repository.
 	sed -i "s#@REPO@#$BATS_TEST_TMPDIR/repo#" "$p/dispatch.json"
+	# The same task in two subtasks: it is approved when both are.
+	python3 - "$p/dispatch.json" "$p/dispatch2.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["subtasks"].append({"subtask_id": "T-2026-044-S2", "description": "Add applicationDidEnterBackground handling", "estimated_lines": 30})
+json.dump(d, open(sys.argv[2], "w"), indent=2)
+PY
 	cat > "$p/result.json" <<'JSON'
 {
   "subtask_id": "T-2026-044-S1",
@@ -39,6 +45,7 @@ JSON
   "commit_hash": "a3f8d21"
 }
 JSON
+	sed 's/"T-2026-044-S1"/"T-2026-044-S2"/' "$p/result.json" > "$p/result2.json"
 	cat > "$p/verdict.json" <<'JSON'
 {
   "decision": "approved",
