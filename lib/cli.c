@@ -340,14 +340,16 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 		goto cleanup;
 	}
 	if (json_out) {
-		json_t *out = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "task_id", argv[optind],
-					"type", type, "control", res.name, "from", from,
-					"was", res.was, "state", res.now);
+		json_t *out = json_pack("{s:s,s:s}", "task_id", argv[optind], "control", res.name);
 
 		if (!strcmp(type, "resume"))
 			json_object_set_new(out, "lifts", json_string(res.target));
 		if (!strcmp(type, "approve"))
 			json_object_set_new(out, "approves", json_string(res.target));
+		json_object_set_new(out, "was", json_string(res.was));
+		json_object_set_new(out, "state", json_string(res.now));
+		json_object_set_new(out, "type", json_string(type));
+		json_object_set_new(out, "from", json_string(from));
 		json_object_set_new(out, "escalation", res.escalation_id[0] ?
 				    json_string(res.escalation_id) : json_null());
 		amp_cli_print_json(out, 0);

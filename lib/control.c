@@ -106,12 +106,12 @@ static int build_control(amp_store *st, git_tree *tip, void *vctx,
 	 * records only (resume is the admin's). */
 	if (strcmp(c->type, "resume") && strcmp(state, "new") && strcmp(state, "aborted") &&
 	    amp_task_closed_to(&s, c->from, why, sizeof(why))) {
-		status = REFUSE(c, err, "/task_id", "task %s: %s", c->task_id, why);
+		status = REFUSE(c, err, "/task_id", "task %s %s", c->task_id, why);
 		goto cleanup;
 	}
 	t = amp_transition_find(c->type, state);
 	if (!t || !t->allowed) {
-		status = REFUSE(c, err, "/task_id", "%s refused: task %s is %s: %s", c->type,
+		status = REFUSE(c, err, "/task_id", "a %s is refused while task %s is %s: %s", c->type,
 				c->task_id, state, t ? t->effect : "no such transition");
 		goto cleanup;
 	}

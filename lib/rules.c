@@ -483,7 +483,7 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 	if ((closed == 1 && (!type || strcmp(type, "escalation"))) ||
 	    (closed == 2 && !(type && !strcmp(type, "escalation") && from &&
 			      !strcmp(from, "system"))))
-		amp_errlist_add(errors, AMP_ERULE, "/task_id", "task %s: %s", log->task_id, why);
+		amp_errlist_add(errors, AMP_ERULE, "/task_id", "task %s %s", log->task_id, why);
 	check_refs(st, tip, log, json_object_get(msg, "context_ref"), "/context_ref", errors);
 	if (type && !strcmp(type, "task_dispatch")) {
 		check_dispatch(payload, errors);

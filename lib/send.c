@@ -755,7 +755,7 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 	}
 	amp_task_state_compute(&log, &s);
 	if (amp_task_closed_to(&s, c->from, why, sizeof(why))) {
-		amp_errlist_add(c->errors, AMP_ERULE, "/task_id", "task %s: %s", c->task, why);
+		amp_errlist_add(c->errors, AMP_ERULE, "/task_id", "task %s %s", c->task, why);
 		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
 		goto cleanup;
 	}

@@ -495,19 +495,19 @@ int amp_task_closed_to(const amp_task_state *s, const char *role, char *why,
 	if (role && !strcmp(role, "admin"))
 		return 0;
 	if (s->aborted) {
-		snprintf(why, whysz, "it was aborted by the %.20s at %.40s (\"%.200s\"): only the admin may write to it",
+		snprintf(why, whysz, "was aborted by the %.20s at %.40s (\"%.200s\"): only the admin may write to it",
 			 amp_or_none(amp_json_str(s->aborted, "from")),
 			 amp_or_none(amp_json_str(s->aborted, "timestamp")),
 			 amp_or_none(amp_json_str(s->aborted, "reason")));
 		return 2;
 	}
 	if (s->suspended) {
-		snprintf(why, whysz, "it is %s by escalation %s: only the admin may act until 'amp resume'",
+		snprintf(why, whysz, "is %s by escalation %s: only the admin may act until 'amp resume'",
 			 s->state, s->suspended_by);
 		return 1;
 	}
 	if (s->lock_due) {
-		snprintf(why, whysz, "it is locked: %d rejected verdicts since the last resume reach amp.lockThreshold; only the admin may act until 'amp resume'",
+		snprintf(why, whysz, "is locked: its %d rejected verdicts since the last resume reach amp.lockThreshold; only the admin may act until 'amp resume'",
 			 s->rejects_since_resume);
 		return 1;
 	}

@@ -267,6 +267,11 @@ print("fields ok")' "$output"
 	run amp send task_result --task $T --from executor --payload r.json
 	assert_failure 3
 	assert_output --partial "/payload/subtask_id: T-2026-044-S9 is not a subtask"
+	# AMP/1.0 §01 ACK on Start: no result before the dispatch's ACK.
+	run amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json"
+	assert_failure 3
+	assert_output --partial "/payload/subtask_id: a task_result is refused while subtask T-2026-044-S1 is dispatched: its dispatch has no ACK: ACK the dispatch first"
+	amp ack "$D" --from executor
 	sed 's/\[true, null, null\]/[true, null]/' "$BATS_TEST_TMPDIR/p/result.json" > r.json
 	run amp send task_result --task $T --from executor --payload r.json
 	assert_failure 3
@@ -290,6 +295,7 @@ print("fields ok")' "$output"
 
 @test "a review_request needs a complete task_result" {
 	send_dispatch
+	amp ack "$D" --from executor
 	sed 's/"completion_status": "complete"/"completion_status": "partial", "blockers": ["CI down"]/' "$BATS_TEST_TMPDIR/p/result.json" > r.json
 	R=$(amp send task_result --task $T --from executor --payload r.json)
 	run amp send review_request --task $T --from coordinator --payload "$(review_payload "$D" "$R")"

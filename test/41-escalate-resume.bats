@@ -61,7 +61,7 @@ setup() {
 @test "resume: only the admin, only a suspended or locked task; recorded, visible in status and git log" {
 	run amp resume $T --from admin --reason "nothing to lift"
 	assert_failure 3
-	assert_output --partial "task $T is in_progress, not suspended or locked"
+	assert_output --partial "a resume is refused while task $T is in_progress: it is not suspended or locked"
 	E=$(amp escalate $T --from coordinator --type conflict --severity critical --description "stop")
 	run amp resume $T --from coordinator --reason "let me"
 	assert_failure 3
@@ -69,7 +69,7 @@ setup() {
 	at 120
 	AMP_ROLE=admin run amp resume $T --reason "Admin decided: carry on" --json
 	assert_success
-	assert_output "{\"task_id\":\"$T\",\"control\":\"resume-1772116447000\",\"lifts\":\"$E\",\"was\":\"suspended\",\"state\":\"in_progress\"}"
+	assert_output "{\"task_id\":\"$T\",\"control\":\"resume-1772116447000\",\"lifts\":\"$E\",\"was\":\"suspended\",\"state\":\"in_progress\",\"type\":\"resume\",\"from\":\"admin\",\"escalation\":null}"
 	run git show "refs/amp/messages:tasks/2026/0/$T/000004.ctl.resume-1772116447000.json"
 	assert_success
 	assert_output --partial '"type": "resume"'
@@ -94,15 +94,24 @@ setup() {
 
 @test "a locked task refuses the executor's next result and accepts the admin's resume" {
 	reject_rounds 3 100
-	at 500; amp watch --once
 	run amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json"
 	assert_failure 3
 	assert_output --partial "is locked by escalation"
+	# The verdict that locked the task cannot be ACKed until the resume.
 	run amp ack "$V" --from coordinator
-	assert_success
+	assert_failure 3
+	assert_output --partial "is locked by escalation"
 	run amp resume $T --from admin --reason "Admin gives the fix"
 	assert_success
 	assert_output --partial "(locked -> rejected)"
+	run amp ack "$V" --from coordinator
+	assert_success
+	# A rejected subtask takes its next result in a new round.
+	run amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json"
+	assert_failure 3
+	assert_output --partial "it was rejected: a new task_dispatch starts the next round"
+	send_dispatch
+	amp ack "$D" --from executor
 	run amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json"
 	assert_success
 }

@@ -178,8 +178,11 @@ dispatch_on() {
 # ---- Defect 9: CI gating -----------------------------------------------------
 
 @test "rule 5: every failing CI word, in any case and spacing, refuses the review_request" {
-	local r v
-	send_dispatch
+	local r v n=0 R
+	# One subtask per word that passes: each takes one review_request.
+	$PY -c 'import json,sys; p=json.load(open(sys.argv[1])); p["subtasks"]=[dict(p["subtasks"][0], subtask_id="T-2026-044-S%d" % i) for i in range(1, 7)]; print(json.dumps(p))' \
+		"$BATS_TEST_TMPDIR/p/dispatch.json" > d6.json
+	D=$(amp send task_dispatch --task $T --from coordinator --payload d6.json)
 	at 5; amp ack "$D" --from executor > /dev/null
 	at 10; R=$(amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json")
 	review_payload "$D" "$R" 0 > /dev/null
@@ -191,9 +194,13 @@ dispatch_on() {
 		assert_output --partial "/payload/ci_status/gh: CI failed"
 	done
 	for v in passed success pending running cancelled skipped; do
+		n=$((n + 1))
+		at $((20 + n))
+		sed "s/T-2026-044-S1/T-2026-044-S$n/" "$BATS_TEST_TMPDIR/p/result.json" > r$n.json
+		R=$(amp send task_result --task $T --from executor --payload r$n.json)
+		review_payload "$D" "$R" 0 > /dev/null
 		$PY -c 'import json,sys; p=json.load(open(sys.argv[1])); p["ci_status"]={"gh":sys.argv[2]}; print(json.dumps(p))' \
 			"$BATS_TEST_TMPDIR/p/review.json" "$v" > rr.json
-		at $((20 + ${#v}))
 		run amp send review_request --task $T --from coordinator --payload rr.json
 		assert_success
 	done
@@ -202,6 +209,7 @@ dispatch_on() {
 @test "rule 5: watch escalates ci_failure for a fetched review_request whose CI says FAILURE" {
 	local Q=review_request-$T-1772116340000
 	send_dispatch
+	at 5; amp ack "$D" --from executor > /dev/null
 	at 10; R=$(amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json")
 	review_payload "$D" "$R" 0 > /dev/null
 	$PY -c 'import json,sys; p=json.load(open(sys.argv[1])); p["ci_status"]={"xcode_cloud":" FAILURE"}; print(json.dumps(p))' \
@@ -281,7 +289,7 @@ dispatch_on() {
 
 @test "a dispatch with two subtasks of one subtask_id is refused at the second" {
 	$PY -c 'import json,sys; p=json.load(open(sys.argv[1])); p["subtasks"][1]["subtask_id"]=p["subtasks"][0]["subtask_id"]; print(json.dumps(p))' \
-		"$BATS_TEST_TMPDIR/p/dispatch.json" > d.json
+		"$BATS_TEST_TMPDIR/p/dispatch2.json" > d.json
 	run amp send task_dispatch --task $T --from coordinator --payload d.json
 	assert_failure 3
 	assert_output --partial "/payload/subtasks/1/subtask_id: T-2026-044-S1 is also subtask 0: subtask_ids are unique within a dispatch"
@@ -347,7 +355,7 @@ escalation_payload() {
 	dispatch_acked
 	write_reject_payload
 	for i in 1 2; do
-		at $((i * 100)); review_round $((i - 1))
+		at $((i * 100)); redispatch_if_rejected; review_round $((i - 1))
 		at $((i * 100 + 50))
 		amp verdict $T --decision rejected --confidence 0.9 --payload "$BATS_TEST_TMPDIR/p/reject.json" > /dev/null &
 		amp escalate $T --from executor --type conflict --severity warning --description "race $i" > /dev/null &

@@ -36,6 +36,19 @@ JSON
 	amp ack "$Q" --from reviewer > /dev/null
 }
 
+# task_state [TASK]: the task's state, as amp status --json says it.
+task_state() {
+	amp status "${1:-$T}" --json | $PY -c 'import json,sys; print(json.load(sys.stdin)["state"])'
+}
+
+# redispatch_if_rejected: a rejected subtask takes no result, so the
+# coordinator re-dispatches it (a new round) and the executor ACKs; sets D.
+redispatch_if_rejected() {
+	[ "$(task_state)" = rejected ] || return 0
+	send_dispatch || return 1
+	amp ack "$D" --from executor > /dev/null
+}
+
 # reject_rounds K [START]: K rounds each ending in a rejected verdict (ACKed),
 # AMP_NOW moving 100 s a round from START (default 10); sets V to the last.
 reject_rounds() {
@@ -43,10 +56,16 @@ reject_rounds() {
 	base=$(amp status $T --json | $PY -c 'import json,sys; print(json.load(sys.stdin)["reject_count"])')
 	write_reject_payload
 	for ((i = 0; i < k; i++)); do
-		at $((t + i * 100)); review_round $((base + i)) || return 1
+		at $((t + i * 100))
+		redispatch_if_rejected || return 1
+		review_round $((base + i)) || return 1
 		at $((t + i * 100 + 50))
 		V=$(amp verdict $T --decision rejected --confidence 0.9 --payload "$BATS_TEST_TMPDIR/p/reject.json") || return 1
-		amp ack "$V" --from coordinator > /dev/null || return 1
+		# The verdict that locks the task is committed with the lock
+		# (AMP/1.0 §05 Critical = Suspend All): its ACK is refused.
+		amp ack "$V" --from coordinator > /dev/null 2>&1 ||
+			[ "$(task_state)" = locked ] ||
+			return 1
 	done
 }
 
