@@ -19,7 +19,7 @@ static const char *state_color(const char *state)
 	if (!strcmp(state, "approved"))
 		return "\033[32m";
 	if (!strcmp(state, "rejected") || !strcmp(state, "locked") ||
-	    !strcmp(state, "suspended"))
+	    !strcmp(state, "suspended") || !strcmp(state, "aborted"))
 		return "\033[31m";
 	return "\033[33m";
 }
@@ -39,8 +39,14 @@ static void print_ack(const json_t *m)
 	const char *state = str(m, "ack_state");
 	json_int_t secs = json_integer_value(json_object_get(m, "ack_seconds"));
 
-	if (!strcmp(state, "acked"))
+	if (!strcmp(state, "acked") && json_is_integer(json_object_get(m, "ack_late_seconds")))
+		printf("%sacked after %lld s, %lld s late%s", color ? "\033[31m" : "",
+		       (long long)secs,
+		       (long long)json_integer_value(json_object_get(m, "ack_late_seconds")), reset());
+	else if (!strcmp(state, "acked"))
 		printf("acked after %lld s", (long long)secs);
+	else if (!strcmp(state, "awaiting_approval"))
+		printf("no ACK before the admin's approval");
 	else if (!strcmp(state, "pending"))
 		printf("pending, due in %lld s", (long long)secs);
 	else if (!strcmp(state, "overdue"))
@@ -61,6 +67,19 @@ static void print_task(const json_t *t)
 	       (long long)json_integer_value(json_object_get(t, "reject_count")),
 	       json_is_string(json_object_get(t, "suspended_by")) ? "  suspended by " : "",
 	       json_is_string(json_object_get(t, "suspended_by")) ? str(t, "suspended_by") : "");
+	if (json_is_string(json_object_get(t, "awaiting_approval")))
+		printf("awaiting the admin's approval of %s ('amp approve %s')\n",
+		       str(t, "awaiting_approval"), str(t, "task_id"));
+	json_array_foreach(json_object_get(t, "subtasks"), i, m) {
+		const char *sub_state = str(m, "state");
+
+		printf("  subtask %-16s %s%-17s%s round %lld", str(m, "subtask_id"),
+		       state_color(sub_state), sub_state, reset(),
+		       (long long)json_integer_value(json_object_get(m, "round")));
+		if (json_integer_value(json_object_get(m, "rejects")))
+			printf(", %lld rejected", (long long)json_integer_value(json_object_get(m, "rejects")));
+		putchar('\n');
+	}
 	json_array_foreach(json_object_get(t, "messages"), i, m) {
 		printf("  %s  %-14s  %-11s -> %-11s  %s  ", str(m, "timestamp"),
 		       str(m, "type"), str(m, "from"), str(m, "to"), str(m, "msg_id"));
@@ -79,9 +98,20 @@ static void print_task(const json_t *t)
 	json_array_foreach(json_object_get(t, "unreadable"), i, m)
 		printf("%sunreadable record%s %s: %s\n", color ? "\033[31m" : "", reset(),
 		       str(m, "name"), str(m, "reason"));
-	json_array_foreach(json_object_get(t, "controls"), i, m)
-		printf("control: %s  %s by %s: %s\n", str(m, "timestamp"),
-		       str(m, "type"), str(m, "from"), str(m, "reason"));
+	json_array_foreach(json_object_get(t, "controls"), i, m) {
+		const char *what = str(m, "type");
+
+		if (!strcmp(what, "idempotency_key"))
+			continue; /* bookkeeping of `amp send --idempotency-key` */
+		printf("control: %s  %s by %s", str(m, "timestamp"), what, str(m, "from"));
+		if (json_is_string(json_object_get(m, "approves")))
+			printf(" of %s", str(m, "approves"));
+		if (json_is_string(json_object_get(m, "reason")))
+			printf(": %s", str(m, "reason"));
+		else if (json_is_string(json_object_get(m, "note")))
+			printf(": %s", str(m, "note"));
+		putchar('\n');
+	}
 }
 
 /* A summary of a task for the one-line-per-task listing. */

@@ -104,7 +104,7 @@ static int build_control(amp_store *st, git_tree *tip, void *vctx,
 	state = control_state(c->type, &log, &s);
 	/* Before the table: an aborted or suspended task takes the admin's
 	 * records only (resume is the admin's). */
-	if (strcmp(c->type, "resume") && strcmp(state, "new") && strcmp(state, "aborted") &&
+	if (strcmp(c->type, "resume") && strcmp(state, "new") &&
 	    amp_task_closed_to(&s, c->from, why, sizeof(why))) {
 		status = REFUSE(c, err, "/task_id", "task %s %s", c->task_id, why);
 		goto cleanup;

@@ -547,10 +547,12 @@ static void record_permission_denied(amp_store *st, amp_schema_set *set,
 	e.triggered_by = "system";
 	e.description = description;
 	e.affected_msgs = affected;
-	e.auto_suspended = 0;
+	e.auto_suspended = -1;
 	e.now_ms = now;
 	e.once = 1;
 	if (amp_send_escalation(st, set, &e, NULL, &eres, &esc_errors) == AMP_OK) {
+		if (eres.duplicate)
+			goto cleanup; /* recorded by an earlier attempt */
 		snprintf(res->escalation_id, sizeof(res->escalation_id), "%s", eres.msg_id);
 		snprintf(res->escalation_type, sizeof(res->escalation_type), "permission_denied");
 	} else {
