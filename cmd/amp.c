@@ -33,6 +33,9 @@ static const struct {
 	{ "verdict", "send a review_verdict for a task" },
 	{ "escalate", "send an escalation to the admin" },
 	{ "resume", "lift a suspension or a lock (admin only)" },
+	{ "approve", "approve a dispatch whose risk level needs it (admin only)" },
+	{ "abort", "end a task (admin or coordinator)" },
+	{ "heartbeat", "say an agent is alive on a task" },
 	{ "watch", "enforce the protocol's timeouts and rules" },
 };
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The enforcer at work, on a throw-away repository: a dispatch, three
-# rejected verdicts, `amp watch` escalating the Hallucination Lock, the
-# executor refused, `amp status` showing locked, the admin's resume and
-# the approval.  Takes the binaries from $AMP_BIN (default: ../bin).
+# The lock at work, on a throw-away repository: a dispatch, three rounds
+# each ending in a rejected verdict (the coordinator re-dispatches after
+# each), the third verdict committed with the Hallucination Lock (no
+# watcher needed), the executor refused, `amp status` showing locked, the
+# admin's resume, a new round and the approval.  Takes the binaries from $AMP_BIN (default: ../bin).
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 export PATH=${AMP_BIN:-$src/bin}:$PATH
@@ -39,20 +40,27 @@ JSON
 
 at 0; D=$(show amp send task_dispatch --task $T --from coordinator --payload dispatch.json); echo "$D"
 at 5; show amp ack "$D" --from executor
-# round ROUND: result, review request with the SSOT's reject count, rejected verdict
+# round N: a new dispatch after a rejection, the result, a review request
+# with the SSOT's reject count, a rejected verdict
 round() {
 	local n=$1 t=$((100 + $1 * 300)) notes=""
+	if [ "$n" -gt 0 ]; then
+		at $((t - 20)); D=$(amp send task_dispatch --task $T --from coordinator --payload dispatch.json) &&
+			amp ack "$D" --from executor > /dev/null
+	fi
 	at $t; R=$(amp send task_result --task $T --from executor --payload result.json) && amp ack "$R" --from coordinator > /dev/null
 	[ "$n" -ge 2 ] && notes=', "coordinator_notes": "Lock is approaching: two rejects already"'
 	printf '{"original_dispatch_ref": "%s", "task_result_ref": "%s", "review_scope": "full", "diff_url": "https://github.com/kircerta/Rhylm/compare/main...feature/watch-breath-v2", "reject_count": %d%s}\n' \
 		"$D" "$R" "$n" "$notes" > review.json
 	at $((t + 10)); Q=$(amp send review_request --task $T --from coordinator --payload review.json) && amp ack "$Q" --from reviewer > /dev/null
 	at $((t + 200)); V=$(show amp verdict $T --decision rejected --confidence 0.9 --payload reject.json); echo "$V"
-	at $((t + 210)); amp ack "$V" --from coordinator > /dev/null
+	at $((t + 210)); amp ack "$V" --from coordinator > /dev/null 2>&1
 }
 for n in 0 1 2; do round $n; done
 echo
-echo "# three rejected verdicts; amp watch applies the Hallucination Lock"
+echo "# the third rejected verdict was committed with the Hallucination Lock: no watcher needed"
+git log -1 --format='%h %an: %s' refs/amp/messages
+git show --stat --format= refs/amp/messages | sed 's/^/   /'
 at 1000; show amp watch --once
 show amp status $T | head -1
 echo
@@ -60,6 +68,8 @@ echo "# the executor is refused until the admin resumes (exit 3)"
 show amp send task_result --task $T --from executor --payload result.json
 echo "(exit $?)"
 at 1100; show amp resume $T --from admin --reason "Admin reviewed the diff: hold the session in a property of the engine"
+at 1110; amp ack "$V" --from coordinator > /dev/null
+at 1150; D=$(amp send task_dispatch --task $T --from coordinator --payload dispatch.json) && amp ack "$D" --from executor > /dev/null
 at 1200; R=$(amp send task_result --task $T --from executor --payload result.json) && amp ack "$R" --from coordinator > /dev/null
 printf '{"original_dispatch_ref": "%s", "task_result_ref": "%s", "review_scope": "incremental", "diff_url": "https://github.com/kircerta/Rhylm/compare/main...feature/watch-breath-v2", "reject_count": 3, "coordinator_notes": "Lock is approaching: resumed by the admin after a lock"}\n' "$D" "$R" > review.json
 at 1210; Q=$(amp send review_request --task $T --from coordinator --payload review.json) && amp ack "$Q" --from reviewer > /dev/null

@@ -9,7 +9,9 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 export PATH=${AMP_BIN:-$src/bin}:$PATH NO_COLOR=${NO_COLOR:-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/amp-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Bold headings only on a terminal, and never with NO_COLOR set.
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then bold='\033[1m' plain='\033[0m'; else bold='' plain=''; fi
+step() { printf "\n${bold}== %s${plain}\n" "$*"; }
 show() { printf '$ %s\n' "$*" >&2; "$@"; }
 
 step "1. The AMP/1.0 seed's example messages validate"
@@ -32,7 +34,8 @@ cat > dispatch.json <<'JSON'
   "repo": "/Users/kircerta/dev/Rhylm",
   "branch": "feature/watch-breath-v2",
   "subtasks": [
-    {"subtask_id": "T-2026-044-S1", "description": "Replace Timer with WKExtendedRuntimeSession", "estimated_lines": 60}
+    {"subtask_id": "T-2026-044-S1", "description": "Replace Timer with WKExtendedRuntimeSession", "estimated_lines": 60},
+    {"subtask_id": "T-2026-044-S2", "description": "Add applicationDidEnterBackground handling", "estimated_lines": 30}
   ],
   "acceptance_criteria": ["Resume after background suspension, timing error < 500ms", "XCode Cloud all tests passed"],
   "risk_level": "medium"
@@ -58,26 +61,45 @@ cat > verdict.json <<'JSON'
   "confidence": 0.92
 }
 JSON
+sed 's/T-2026-044-S1/T-2026-044-S2/; s/BreathEngine.swift/AppDelegate.swift/g' result.json > result2.json
 export AMP_NOW=2026-02-26T14:32:07+00:00
 D=$(show amp send task_dispatch --task T-2026-044 --from coordinator --to executor --payload dispatch.json); echo "$D"
+step "   Out of order: a result before the dispatch's ACK is refused (exit 3)"
+AMP_NOW=2026-02-26T14:32:15+00:00 show amp send task_result --task T-2026-044 --from executor --payload result.json
+echo "(exit $?)"
 AMP_NOW=2026-02-26T14:32:20+00:00 show amp ack "$D" --from executor
 R=$(AMP_NOW=2026-02-26T14:50:00+00:00 show amp send task_result --task T-2026-044 --from executor --to coordinator --payload result.json); echo "$R"
 AMP_NOW=2026-02-26T14:50:30+00:00 show amp ack "$R" --from coordinator
-cat > review.json <<JSON
-{"original_dispatch_ref": "$D", "task_result_ref": "$R", "review_scope": "full",
+review() {
+	cat > review.json <<JSON
+{"original_dispatch_ref": "$D", "task_result_ref": "$1", "review_scope": "full",
  "diff_url": "https://github.com/kircerta/Rhylm/compare/main...feature/watch-breath-v2", "reject_count": 0}
 JSON
+}
+review "$R"
 Q=$(AMP_NOW=2026-02-26T14:51:00+00:00 show amp send review_request --task T-2026-044 --from coordinator --to reviewer --context-ref "$D" --payload review.json); echo "$Q"
 AMP_NOW=2026-02-26T14:52:00+00:00 show amp ack "$Q" --from reviewer
 V=$(AMP_NOW=2026-02-26T15:05:00+00:00 show amp send review_verdict --task T-2026-044 --from reviewer --to coordinator --context-ref "$Q" --payload verdict.json); echo "$V"
+AMP_NOW=2026-02-26T15:05:20+00:00 show amp ack "$V" --from coordinator
+step "   Subtask by subtask: S1 is approved, S2 still in progress, so the task is not"
+AMP_NOW=2026-02-26T15:05:30+00:00 show amp status T-2026-044 | sed -n '1,3p'
+step "   A second verdict on the same review_request is refused (exit 3)"
+AMP_NOW=2026-02-26T15:06:00+00:00 show amp verdict T-2026-044 --decision approved --confidence 0.9 --context-ref "$Q" --payload verdict.json
+echo "(exit $?)"
+R2=$(AMP_NOW=2026-02-26T15:20:00+00:00 show amp send task_result --task T-2026-044 --from executor --payload result2.json); echo "$R2"
+AMP_NOW=2026-02-26T15:20:30+00:00 show amp ack "$R2" --from coordinator
+review "$R2"
+Q2=$(AMP_NOW=2026-02-26T15:21:00+00:00 show amp send review_request --task T-2026-044 --from coordinator --payload review.json); echo "$Q2"
+AMP_NOW=2026-02-26T15:22:00+00:00 show amp ack "$Q2" --from reviewer
+V2=$(AMP_NOW=2026-02-26T15:30:00+00:00 show amp send review_verdict --task T-2026-044 --from reviewer --context-ref "$Q2" --payload verdict.json); echo "$V2"
 step "   A dispatch to master is refused (exit 3) and escalated"
 sed 's#feature/watch-breath-v2#master#' dispatch.json > bad.json
-AMP_NOW=2026-02-26T15:05:10+00:00 show amp send task_dispatch --task T-2026-044 --from coordinator --payload bad.json
+AMP_NOW=2026-02-26T15:30:10+00:00 show amp send task_dispatch --task T-2026-044 --from coordinator --payload bad.json
 echo "(exit $?)"
 step "   The audit trail (git log refs/amp/messages)"
 git log --format='%h %an: %s' refs/amp/messages
 step "   amp status T-2026-044 (the verdict's ACK is due within 60 s)"
-AMP_NOW=2026-02-26T15:05:30+00:00 show amp status T-2026-044 | tee status.txt
+AMP_NOW=2026-02-26T15:30:30+00:00 show amp status T-2026-044 | tee status.txt
 # The demo fails loudly when the main job did not get through.
 grep -q '^T-2026-044  *approved' status.txt || { echo "make demo: the task did not reach approved" >&2; exit 1; }
 

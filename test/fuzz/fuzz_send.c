@@ -174,6 +174,7 @@ static void show_all(amp_store *st)
 		if (amp_store_read_task(st, tip, ids[i], &log, &err) < 0)
 			fuzz_fail("cannot read task %s: %s", ids[i], err.message);
 		amp_task_state_compute(&log, &state);
+		amp_task_state_free(&state);
 		if (!(out = amp_task_status_json(&log, 1772116800000LL)) ||
 		    !(text = json_dumps(out, JSON_PRESERVE_ORDER)))
 			fuzz_fail("no status for task %s", ids[i]);

@@ -145,6 +145,7 @@ static void read_task(int64_t now)
 	    amp_store_read_task(st, tip, TASK, &log, &err) < 0)
 		fuzz_fail("cannot read the task: %s", err.message);
 	amp_task_state_compute(&log, &state);
+	amp_task_state_free(&state);
 	if (!(out = amp_task_status_json(&log, now)) ||
 	    !(text = json_dumps(out, JSON_PRESERVE_ORDER)))
 		fuzz_fail("no status for the task");
