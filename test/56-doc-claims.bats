@@ -322,3 +322,14 @@ teardown() {
 	assert_equal "$rc" 0
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/loop.out")" "escalated ack_timeout $T $D (escalation-$T-1772116727000)"
 }
+
+# README "Task states": the transition table is the one of lib/task.c,
+# row for row, so the README states exactly what amp enforces.
+@test "README's transition table is amp_transitions[] of lib/task.c, row for row" {
+	python3 "$AMP_SRC/test/transitions-table.py" "$AMP_SRC/lib/task.c" > want.md
+	[ "$(wc -l < want.md)" -ge 30 ]
+	grep -E '^\| (task_dispatch|ack|task_result|review_request|review_verdict|approve|abort|heartbeat|resume) \|' \
+		"$AMP_SRC/README.md" > have.md
+	run diff want.md have.md
+	assert_success
+}
