@@ -432,8 +432,17 @@ void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
 				s->rejects_since_resume = 0;
 				s->resume_ms = t;
 			} else if (type && !strcmp(type, "approve") && from && !strcmp(from, "admin")) {
-				dispatch_moves(s, amp_json_str(e->doc, "approves"), "approve",
-					       "awaiting_approval", "dispatched");
+				const char *d = amp_json_str(e->doc, "approves");
+				const amp_entry *m = d ? amp_task_log_find(log, AMP_ENTRY_MSG, d) : NULL;
+				const json_t *ack = d ? amp_task_ack_of(log, d) : NULL;
+
+				dispatch_moves(s, d, "approve", "awaiting_approval", "dispatched");
+				/* An ACK that came before the approval (by a fetch:
+				 * amp refuses it) cannot be written again, since a
+				 * second ACK is a no-op: it counts from now on. */
+				if (m && ack && amp_json_str(ack, "from") && amp_json_str(m->doc, "to") &&
+				    !strcmp(amp_json_str(ack, "from"), amp_json_str(m->doc, "to")))
+					dispatch_moves(s, d, "ack", "dispatched", "in_progress");
 			} else if (type && !strcmp(type, "abort") && !s->aborted) {
 				s->aborted = e->doc;
 			}
