@@ -468,6 +468,52 @@ int amp_send_read_json(amp_store *st, const char *command, const char *file,
 	return AMP_OK;
 }
 
+/*
+ * After a refusal, the escalation the protocol asks for: `type` (warning)
+ * by system about task, with `description` and `affected` (borrowed);
+ * `once`: not again for the same cause.  Its id goes to res unless an
+ * earlier attempt recorded it; a failure is added to errors (the refusal
+ * stands either way).
+ */
+static int record_refusal_escalation(amp_store *st, amp_schema_set *set,
+				     const char *task, const char *type,
+				     const char *description, json_t *affected,
+				     int once, amp_send_result *res, amp_errlist *errors)
+{
+	amp_escalation e = { 0 };
+	amp_send_result eres;
+	amp_errlist esc_errors = { 0 };
+	amp_error err;
+	int64_t now;
+	int status;
+
+	if ((status = amp_clock_now_ms(&now, &err)) < 0) {
+		amp_errlist_add(errors, status, "", "could not record the %s escalation: %s",
+				type, err.message);
+		return status;
+	}
+	e.task_id = task;
+	e.from = "system";
+	e.escalation_type = type;
+	e.severity = "warning";
+	e.triggered_by = "system";
+	e.description = description;
+	e.affected_msgs = affected;
+	e.auto_suspended = -1;
+	e.now_ms = now;
+	e.once = once;
+	status = amp_send_escalation(st, set, &e, NULL, &eres, &esc_errors);
+	if (status == AMP_OK && !eres.duplicate) {
+		snprintf(res->escalation_id, sizeof(res->escalation_id), "%s", eres.msg_id);
+		snprintf(res->escalation_type, sizeof(res->escalation_type), "%s", type);
+	} else if (status < 0) {
+		amp_errlist_add(errors, AMP_EIO, "", "could not record the %s escalation: %s", type,
+				esc_errors.count ? esc_errors.items[0].message : "unknown error");
+	}
+	amp_errlist_free(&esc_errors);
+	return status;
+}
+
 /* AMP/1.0 §01 Branch Validation: "execution is refused and escalation is
  * triggered".  The refused dispatch never enters the SSOT, so the
  * escalation names it in its description (its bytes are on the errors
@@ -476,42 +522,18 @@ static int record_branch_violation(amp_store *st, amp_schema_set *set,
 				   const json_t *msg, amp_send_result *res,
 				   amp_errlist *errors)
 {
-	amp_escalation e = { 0 };
-	amp_send_result eres;
-	amp_errlist esc_errors = { 0 };
 	json_t *affected = json_array();
 	char description[1024];
-	int64_t now;
-	amp_error err;
 	int status;
 
-	if ((status = amp_clock_now_ms(&now, &err)) < 0) {
-		amp_errlist_add(errors, status, "", "could not record the branch_violation escalation: %s",
-				err.message);
-		goto cleanup;
-	}
 	snprintf(description, sizeof(description),
 		 "%.40s dispatched %.40s to protected branch '%.300s' in %.300s; the dispatch was refused (Branch Validation). Re-dispatch it on a feature branch.",
 		 amp_or_none(amp_json_str(msg, "from")), amp_or_none(amp_json_str(msg, "task_id")),
 		 amp_or_none(amp_json_str(json_object_get(msg, "payload"), "branch")),
 		 amp_or_none(amp_json_str(msg, "msg_id")));
-	e.task_id = amp_json_str(msg, "task_id");
-	e.from = "system";
-	e.escalation_type = "branch_violation";
-	e.severity = "warning";
-	e.triggered_by = "system";
-	e.description = description;
-	e.affected_msgs = affected;
-	e.auto_suspended = -1;
-	e.now_ms = now;
-	status = amp_send_escalation(st, set, &e, NULL, &eres, &esc_errors);
-	if (status == AMP_OK)
-		snprintf(res->escalation_id, sizeof(res->escalation_id), "%s", eres.msg_id);
-	else
-		amp_errlist_add(errors, AMP_EIO, "", "could not record the branch_violation escalation: %s",
-				esc_errors.count ? esc_errors.items[0].message : "unknown error");
-cleanup:
-	amp_errlist_free(&esc_errors);
+	status = record_refusal_escalation(st, set, amp_json_str(msg, "task_id"),
+					   "branch_violation", description, affected, 0,
+					   res, errors);
 	json_decref(affected);
 	return status;
 }
@@ -524,43 +546,14 @@ static void record_permission_denied(amp_store *st, amp_schema_set *set,
 				     const char *act, const char *dispatch,
 				     amp_send_result *res, amp_errlist *errors)
 {
-	amp_escalation e = { 0 };
-	amp_send_result eres;
-	amp_errlist esc_errors = { 0 };
 	json_t *affected = json_pack("[s]", dispatch);
 	char description[1024];
-	amp_error err;
-	int64_t now;
 
-	if (amp_clock_now_ms(&now, &err) < 0) {
-		amp_errlist_add(errors, AMP_EIO, "", "could not record the permission_denied escalation: %s",
-				err.message);
-		goto cleanup;
-	}
 	snprintf(description, sizeof(description),
 		 "The %.20s tried to %s %s, whose risk_level needs the admin's approval (git config amp.approvalRequired), before the admin approved it; it was refused. The admin approves with 'amp approve %s'.",
 		 role, act, dispatch, task);
-	e.task_id = task;
-	e.from = "system";
-	e.escalation_type = "permission_denied";
-	e.severity = "warning";
-	e.triggered_by = "system";
-	e.description = description;
-	e.affected_msgs = affected;
-	e.auto_suspended = -1;
-	e.now_ms = now;
-	e.once = 1;
-	if (amp_send_escalation(st, set, &e, NULL, &eres, &esc_errors) == AMP_OK) {
-		if (eres.duplicate)
-			goto cleanup; /* recorded by an earlier attempt */
-		snprintf(res->escalation_id, sizeof(res->escalation_id), "%s", eres.msg_id);
-		snprintf(res->escalation_type, sizeof(res->escalation_type), "permission_denied");
-	} else {
-		amp_errlist_add(errors, AMP_EIO, "", "could not record the permission_denied escalation: %s",
-				esc_errors.count ? esc_errors.items[0].message : "unknown error");
-	}
-cleanup:
-	amp_errlist_free(&esc_errors);
+	record_refusal_escalation(st, set, task, "permission_denied", description, affected,
+				  1, res, errors);
 	json_decref(affected);
 }
 
