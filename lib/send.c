@@ -547,7 +547,7 @@ static void record_permission_denied(amp_store *st, amp_schema_set *set,
 	e.triggered_by = "system";
 	e.description = description;
 	e.affected_msgs = affected;
-	e.auto_suspended = 0;
+	e.auto_suspended = -1; /* true: "auto_suspended: false is for info level only" */
 	e.now_ms = now;
 	e.once = 1;
 	if (amp_send_escalation(st, set, &e, NULL, &eres, &esc_errors) == AMP_OK) {
