@@ -551,8 +551,12 @@ static void record_permission_denied(amp_store *st, amp_schema_set *set,
 	e.now_ms = now;
 	e.once = 1;
 	if (amp_send_escalation(st, set, &e, NULL, &eres, &esc_errors) == AMP_OK) {
-		snprintf(res->escalation_id, sizeof(res->escalation_id), "%s", eres.msg_id);
-		snprintf(res->escalation_type, sizeof(res->escalation_type), "permission_denied");
+		/* A second try: the first one's escalation stands, none is
+		 * written, none is reported. */
+		if (!eres.duplicate) {
+			snprintf(res->escalation_id, sizeof(res->escalation_id), "%s", eres.msg_id);
+			snprintf(res->escalation_type, sizeof(res->escalation_type), "permission_denied");
+		}
 	} else {
 		amp_errlist_add(errors, AMP_EIO, "", "could not record the permission_denied escalation: %s",
 				esc_errors.count ? esc_errors.items[0].message : "unknown error");
@@ -762,7 +766,7 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 	if ((denied = amp_rules_unapproved_dispatch(&log, NULL, c->msg_id))) {
 		snprintf(c->denied, sizeof(c->denied), "%s", denied);
 		amp_errlist_add(c->errors, AMP_ERULE, "/ack_for",
-				"%s awaits the admin's approval (its risk_level is in git config amp.approvalRequired): it cannot be ACKed before 'amp approve %s'",
+				"%s is awaiting_approval: it awaits the admin's approval (its risk_level is in git config amp.approvalRequired) and cannot be ACKed before 'amp approve %s'",
 				c->msg_id, c->task);
 		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
 		goto cleanup;
