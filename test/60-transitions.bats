@@ -638,6 +638,42 @@ race() {
 	[ "$(head_files | grep -c "$E2")" = 1 ]
 }
 
+@test "lock: a malformed third reject planted by a hand-made commit still counts: the task is locked and resume records the lock" {
+	reject_round 0
+	reject_round 1
+	review_ready 2
+	# a rejecting verdict that does not conform (no criteria_results,
+	# confidence 7), as a fetch or another tool would have committed it
+	V3=review_verdict-$T-1772117547000
+	cat > "$BATS_TEST_TMPDIR/v3.json" <<JSON
+{"msg_id": "$V3", "protocol_version": "AMP/1.0", "type": "review_verdict", "from": "reviewer",
+ "to": "coordinator", "task_id": "$T", "timestamp": "2026-02-26T14:52:27+00:00",
+ "context_ref": ["$Q"], "payload": {"decision": "rejected", "confidence": 7}}
+JSON
+	run amp validate "$BATS_TEST_TMPDIR/v3.json"
+	assert_failure 1
+	plant "$(next_path $T "$V3")" < "$BATS_TEST_TMPDIR/v3.json"
+	[ "$(task_field state)" = locked ]
+	[ "$(task_field reject_count)" = 3 ]
+	[ "$(escalation_count hallucination_lock)" = 0 ]
+	at 1300
+	refused "it is locked: 3 rejected verdicts since the last resume reach amp.lockThreshold" "" \
+		amp send task_result --task $T --from executor --payload "$(P result.json)"
+	refused "it is locked" "" amp verdict $T --decision approved --confidence 0.9 --payload "$(P verdict.json)"
+	# the admin's resume records the due lock first, in its own commit
+	at 1400
+	run amp resume $T --from admin --reason "Admin reviewed the malformed verdict"
+	assert_success
+	E=$(the_escalation hallucination_lock)
+	assert_line --index 0 "recorded the due hallucination lock $E"
+	run head_files
+	assert_equal "${#lines[@]}" 2
+	assert_line --index 0 --regexp "\.msg\.$E\.json$"
+	assert_line --index 1 --regexp '\.ctl\.resume-[0-9]+\.json$'
+	[ "$(task_field locked)" = false ]
+	[ "$(task_field state)" = rejected ]
+}
+
 # ---- late ACKs -----------------------------------------------------------------
 
 @test "late ACK: accepted, and its ack_timeout escalation is in the same commit" {
@@ -727,6 +763,23 @@ race() {
 		[[ $stderr == *"git config amp.maxClockSkew: "*"(1..86400)"* ]] || fail "$bad: $stderr"
 		[ "$(commit_count)" = "$m" ] && [ "$(error_count)" = "$e" ]
 	done
+}
+
+@test "clock: re-sending a stored envelope later than amp.maxClockSkew is still a no-op" {
+	at 0
+	f=$(envelope 0)
+	allowed amp send --envelope "$f"
+	at 3600
+	m=$(commit_count) e=$(error_count)
+	run --separate-stderr amp send --envelope "$f" --json
+	assert_success
+	assert_output "{\"msg_id\":\"task_dispatch-$T-1772116327000\",\"duplicate\":true,\"escalation\":null}"
+	[ "$(commit_count)" = "$m" ] && [ "$(error_count)" = "$e" ]
+	# the same msg_id with other content is still refused, as before
+	sed 's/"risk_level": "medium"/"risk_level": "low"/' "$f" > "$BATS_TEST_TMPDIR/other.json"
+	run --separate-stderr amp send --envelope "$BATS_TEST_TMPDIR/other.json"
+	assert_failure 3
+	[[ $stderr == *"/msg_id: task_dispatch-$T-1772116327000 is already in the SSOT with other content"* ]]
 }
 
 # ---- idempotent retries --------------------------------------------------------

@@ -112,19 +112,25 @@ to_approved() { to_in_review && at 20 && verdict approved; }
 to_rejected() { to_in_review && at 20 && verdict rejected; }
 to_awaiting_approval() { at 0; dispatch "$(basename "$(risk_payload high)")"; }
 
-# reject_round N: one whole round ending in a rejected verdict, N rejects
-# before it: a dispatch (a new round after the first), its ACK, a result
-# (ACKed), a review_request (ACKed), the verdict.  AMP_NOW moves 100 s a
-# round from 1000.  Sets D, R, Q, V.
-reject_round() {
+# review_ready N: round N+1 up to its review, N rejects before it: a
+# dispatch (a new round after the first), its ACK, a result (ACKed), a
+# review_request (ACKed).  AMP_NOW moves 100 s a round from 1000.  Sets D,
+# R, Q.
+review_ready() {
 	local t=$((1000 + $1 * 100))
 	at $t; dispatch || return 1
 	at $((t + 5)); amp ack "$D" --from executor > /dev/null || return 1
 	at $((t + 10)); result || return 1
 	amp ack "$R" --from coordinator > /dev/null || return 1
 	at $((t + 15)); request "$D" "$R" "$1" || return 1
-	amp ack "$Q" --from reviewer > /dev/null || return 1
-	at $((t + 20)); verdict rejected
+	amp ack "$Q" --from reviewer > /dev/null
+}
+
+# reject_round N: review_ready N, then the rejected verdict 5 s later; sets
+# V too.
+reject_round() {
+	review_ready "$1" || return 1
+	at $((1000 + $1 * 100 + 20)); verdict rejected
 }
 
 # envelope OFFSET [TASK]: the path of a whole task_dispatch envelope whose
