@@ -103,8 +103,10 @@ static int build_control(amp_store *st, git_tree *tip, void *vctx,
 	amp_task_state_compute(&log, &s);
 	state = control_state(c->type, &log, &s);
 	/* Before the table: an aborted or suspended task takes the admin's
-	 * records only (resume is the admin's). */
+	 * records only (resume is the admin's; a second abort is the table's
+	 * "aborted already"). */
 	if (strcmp(c->type, "resume") && strcmp(state, "new") &&
+	    !(!strcmp(c->type, "abort") && !strcmp(state, "aborted")) &&
 	    amp_task_closed_to(&s, c->from, why, sizeof(why))) {
 		status = REFUSE(c, err, "/task_id", "task %s %s", c->task_id, why);
 		goto cleanup;

@@ -214,7 +214,7 @@ static int check_result(const amp_task_log *log, const amp_task_state *s,
 		return AMP_OK;
 	if (!(sub = amp_task_subtask(s, subtask)))
 		return amp_errlist_add(errors, AMP_ERULE, "/payload/subtask_id",
-				       "%s is not a subtask of any task_dispatch of %s",
+				       "%s is not a subtask of any task_dispatch of %s: a task_result is refused while its subtask is new",
 				       subtask, log->task_id);
 	if (!amp_transition_find("task_result", sub->state)->allowed)
 		return refuse_transition(errors, "/payload/subtask_id", "task_result",
@@ -247,8 +247,13 @@ static int check_request_round(const amp_task_log *log, const amp_task_state *s,
 	const amp_subtask *sub = amp_task_subtask(s, subtask);
 	const char *latest, *current;
 
-	if (!r || !sub)
+	if (!r)
 		return AMP_OK; /* check_payload_ref says what is wrong */
+	/* A result in the SSOT that no dispatch asked for (it came by a fetch
+	 * or a hand-made commit): its subtask is new. */
+	if (!sub)
+		return refuse_transition(errors, "/payload/task_result_ref", "review_request",
+					 amp_or_none(subtask), "new");
 	latest = amp_json_str(sub->result, "msg_id");
 	current = amp_json_str(sub->dispatch, "msg_id");
 	if (!strcmp(sub->state, "submitted") && (!latest || strcmp(latest, result_id)))
@@ -347,6 +352,27 @@ static int check_dispatch(const json_t *payload, amp_errlist *errors)
 	return status;
 }
 
+/* A verdict naming review_request `named`, which awaits none: the table's
+ * refusal for the state of the subtask it reviewed (approved or rejected:
+ * it has its verdict; any other, or in review under a newer request: it is
+ * not open). */
+static int refuse_answered(const amp_task_log *log, const amp_task_state *s,
+			   const char *named, amp_errlist *errors)
+{
+	const amp_entry *q = amp_task_log_find(log, AMP_ENTRY_MSG, named);
+	const char *rid = q ? amp_json_str(json_object_get(q->doc, "payload"), "task_result_ref") : NULL;
+	const amp_entry *r = rid ? amp_task_log_find(log, AMP_ENTRY_MSG, rid) : NULL;
+	const char *sid = r ? amp_json_str(json_object_get(r->doc, "payload"), "subtask_id") : NULL;
+	const amp_subtask *sub = amp_task_subtask(s, sid);
+	const char *state = sub ? sub->state : "new";
+	const amp_transition *t = amp_transition_find("review_verdict",
+						      strcmp(state, "in_review") ? state : "*");
+
+	return amp_errlist_add(errors, AMP_ERULE, "/context_ref",
+			       "review_request %s is not awaiting a verdict: a review_verdict is refused while subtask %s is %s: %s (one verdict answers one review_request)",
+			       named, amp_or_none(sid), state, t ? t->effect : "no such transition");
+}
+
 /* AMP/1.0 §04: a review_verdict answers a review_request, one verdict per
  * request; and its criteria_results "are given one by one against the
  * acceptance_criteria" of the dispatch under review.  The text is not
@@ -376,16 +402,14 @@ static int check_verdict(const amp_task_log *log, const amp_task_state *s,
 		for (i = 0; i < s->nsubtasks; i++)
 			open += !strcmp(s->subtasks[i].state, "in_review");
 		if (named)
-			return amp_errlist_add(errors, AMP_ERULE, "/context_ref",
-					       "review_request %s is not awaiting a verdict (it has one, or its subtask moved on): one verdict answers one review_request",
-					       named);
+			return refuse_answered(log, s, named, errors);
 		if (open > 1)
 			return amp_errlist_add(errors, AMP_ERULE, "/context_ref",
 					       "%zu review_requests of task %s await a verdict: name the one this verdict answers in context_ref",
 					       open, log->task_id);
 		return amp_errlist_add(errors, AMP_ERULE, "/context_ref",
-				       "no review_request of task %s awaits a verdict: a review_verdict answers one",
-				       log->task_id);
+				       "no review_request of task %s awaits a verdict (the task is %s): a review_verdict answers one",
+				       log->task_id, s->state);
 	}
 	ref = amp_json_str(json_object_get(request, "payload"), "original_dispatch_ref");
 	e = ref ? amp_task_log_find(log, AMP_ENTRY_MSG, ref) : NULL;

@@ -278,6 +278,29 @@ static int add_key_record(struct message_ctx *c, amp_store_write *w,
 	return status;
 }
 
+/* The sender's clock: a timestamp further than amp.maxClockSkew from this
+ * machine's would move every deadline measured from it.  Checked after the
+ * look-up of a stored copy, so that re-sending a stored envelope stays a
+ * no-op however late the retry. */
+static int check_clock(amp_store *st, const json_t *msg, amp_errlist *errors)
+{
+	int64_t now, ts = amp_record_time(msg), skew = amp_store_policy(st)->max_clock_skew_ms;
+	amp_error err;
+
+	if (ts < 0)
+		return AMP_OK;
+	if (amp_clock_now_ms(&now, &err) < 0)
+		return amp_errlist_add(errors, err.status, err.path, "%s", err.message);
+	if (ts > now + skew || ts < now - skew)
+		return amp_errlist_add(errors, AMP_ERULE, "/timestamp",
+				       "%s is %lld s %s this machine's clock (at most %lld s: git config amp.maxClockSkew)",
+				       amp_json_str(msg, "timestamp"),
+				       (long long)((ts > now ? ts - now : now - ts) / 1000),
+				       ts > now ? "ahead of" : "behind",
+				       (long long)(skew / 1000));
+	return AMP_OK;
+}
+
 static int build_message(amp_store *st, git_tree *tip, void *vctx,
 			 amp_store_write *w, amp_error *err)
 {
@@ -341,6 +364,10 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 			amp_escalation_cause(c->msg, cause, sizeof(cause)))) {
 		c->res->duplicate = 1;
 		status = AMP_NOOP;
+		goto cleanup;
+	}
+	if (!c->snapshot && (status = check_clock(st, c->msg, c->errors)) < 0) {
+		first_error(c->errors, c->errors_base, status, err);
 		goto cleanup;
 	}
 	status = amp_rules_check_send(st, tip, &log, c->msg, c->errors);
@@ -557,27 +584,6 @@ static void record_permission_denied(amp_store *st, amp_schema_set *set,
 	json_decref(affected);
 }
 
-/* The sender's clock: a timestamp further than amp.maxClockSkew from this
- * machine's would move every deadline measured from it. */
-static int check_clock(amp_store *st, const json_t *msg, amp_errlist *errors)
-{
-	int64_t now, ts = amp_record_time(msg), skew = amp_store_policy(st)->max_clock_skew_ms;
-	amp_error err;
-
-	if (ts < 0)
-		return AMP_OK;
-	if (amp_clock_now_ms(&now, &err) < 0)
-		return amp_errlist_add(errors, err.status, err.path, "%s", err.message);
-	if (ts > now + skew || ts < now - skew)
-		return amp_errlist_add(errors, AMP_ERULE, "/timestamp",
-				       "%s is %lld s %s this machine's clock (at most %lld s: git config amp.maxClockSkew)",
-				       amp_json_str(msg, "timestamp"),
-				       (long long)((ts > now ? ts - now : now - ts) / 1000),
-				       ts > now ? "ahead of" : "behind",
-				       (long long)(skew / 1000));
-	return AMP_OK;
-}
-
 static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 		     const amp_send_opts *opts, amp_send_result *res,
 		     amp_errlist *errors, const char *extra_trailers, int once,
@@ -616,11 +622,6 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 	if (!snapshot &&
 	    amp_store_config_bool(st, "amp.checkRepo", 1, &ctx.check_repo, &err) < 0)
 		return amp_errlist_add(errors, err.status, err.path, "%s", err.message);
-	if (!snapshot && (status = check_clock(st, msg, errors)) < 0) {
-		if (status == AMP_ERULE)
-			amp_send_log_rejection(st, opts, msg, status, errors, ctx.errors_base);
-		return status;
-	}
 	status = amp_store_update(st, amp_store_messages_ref(st), build_message,
 				  &ctx, NULL, &err);
 	if (status == AMP_NOOP)
@@ -757,7 +758,7 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 	if ((denied = amp_rules_unapproved_dispatch(&log, NULL, c->msg_id))) {
 		snprintf(c->denied, sizeof(c->denied), "%s", denied);
 		amp_errlist_add(c->errors, AMP_ERULE, "/ack_for",
-				"%s awaits the admin's approval (its risk_level is in git config amp.approvalRequired): it cannot be ACKed before 'amp approve %s'",
+				"%s is awaiting_approval: it awaits the admin's approval (its risk_level is in git config amp.approvalRequired) and cannot be ACKed before 'amp approve %s'",
 				c->msg_id, c->task);
 		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
 		goto cleanup;
