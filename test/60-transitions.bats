@@ -657,9 +657,9 @@ JSON
 	[ "$(task_field reject_count)" = 3 ]
 	[ "$(escalation_count hallucination_lock)" = 0 ]
 	at 1300
-	refused "it is locked: 3 rejected verdicts since the last resume reach amp.lockThreshold" "" \
+	refused "is locked: its 3 rejected verdicts since the last resume reach amp.lockThreshold" "" \
 		amp send task_result --task $T --from executor --payload "$(P result.json)"
-	refused "it is locked" "" amp verdict $T --decision approved --confidence 0.9 --payload "$(P verdict.json)"
+	refused "is locked" "" amp verdict $T --decision approved --confidence 0.9 --payload "$(P verdict.json)"
 	# the admin's resume records the due lock first, in its own commit
 	at 1400
 	run amp resume $T --from admin --reason "Admin reviewed the malformed verdict"

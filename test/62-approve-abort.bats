@@ -70,7 +70,7 @@ escalation $T system -> admin"
 	run --separate-stderr amp approve $T --from admin --reason "blast radius checked" --json
 	assert_success
 	C=approve-1772116387000
-	assert_output "{\"task_id\":\"$T\",\"type\":\"approve\",\"control\":\"$C\",\"from\":\"admin\",\"was\":\"awaiting_approval\",\"state\":\"dispatched\",\"approves\":\"$D\",\"escalation\":null}"
+	assert_output "{\"task_id\":\"$T\",\"control\":\"$C\",\"approves\":\"$D\",\"was\":\"awaiting_approval\",\"state\":\"dispatched\",\"type\":\"approve\",\"from\":\"admin\",\"escalation\":null}"
 	run git log -1 --format='%an|%s' refs/amp/messages
 	assert_output "admin|approve $T admin: approves $D"
 	run git log -1 --format=%b refs/amp/messages
@@ -84,7 +84,7 @@ escalation $T system -> admin"
 	[ "$(json_get "d['messages'][0]['ack_deadline']" <<< "$output")" = "2026-02-26T14:38:07+00:00" ]
 	run amp status $T
 	assert_line --index 0 "$T  dispatched  rejects 0"
-	assert_output --partial "control: 2026-02-26T14:33:07+00:00  approve by admin: blast radius checked"
+	assert_output --partial "control: 2026-02-26T14:33:07+00:00  approve by admin of $D: blast radius checked"
 	at 350
 	allowed amp ack "$D" --from executor
 	[ "$(head_files | wc -l)" -eq 1 ]
@@ -169,7 +169,7 @@ escalation $T system -> admin"
 	at 15; request "$D" "$R"
 	at 60
 	amp abort $T --from coordinator --reason "plan changed"
-	why="it was aborted by the coordinator at 2026-02-26T14:33:07+00:00 (\"plan changed\"): only the admin may write to it"
+	why="was aborted by the coordinator at 2026-02-26T14:33:07+00:00 (\"plan changed\"): only the admin may write to it"
 	at 70
 	refused "$why" "" amp ack "$Q" --from reviewer
 	refused "$why" "" amp verdict $T --decision approved --confidence 0.9 --payload "$(P verdict.json)"
@@ -230,6 +230,6 @@ escalation $T system -> admin"
 	[ "$(commit_count)" = "$m" ] && [ "$(error_count)" = $((e + 1)) ]
 	at 700
 	amp abort $T --from coordinator --reason "plan changed"
-	refused "/task_id: task $T: it was aborted by the coordinator" "" amp heartbeat $T --from executor
+	refused "/task_id: task $T was aborted by the coordinator" "" amp heartbeat $T --from executor
 	[ "$(amp status $T --json | json_get "[c['type'] for c in d['controls']]")" = '["heartbeat", "abort"]' ]
 }
