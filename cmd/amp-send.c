@@ -164,8 +164,7 @@ int main(int argc, char **argv)
 	status = amp_send_message(st, set, msg, &sopts, &res, &errors);
 	if (status < 0) {
 		code = amp_cli_print_errors("send", &errors, status);
-		if (res.escalation_id[0])
-			fprintf(stderr, "amp send: escalation %s recorded\n", amp_term(res.escalation_id));
+		amp_cli_report_escalation("send", &res);
 		goto cleanup;
 	}
 	if (json_out) {

@@ -270,15 +270,46 @@ static int check_request_round(const amp_task_log *log, const amp_task_state *s,
 	return AMP_OK;
 }
 
-/* Every subtask a dispatch lists may be dispatched (again). */
-static int check_dispatch_round(const amp_task_state *s, const json_t *payload,
-				amp_errlist *errors)
+/* AMP/1.0 §01 risk_level "Determines the approval path": the current
+ * dispatch of a subtask `msg` (a dispatch not by the admin) lists again,
+ * whose risk level needs the admin's approval while msg's does not: msg
+ * would take the subtask out of the approval path.  NULL when none. */
+static const json_t *lowered_risk(const amp_task_log *log, const amp_task_state *s,
+				  const json_t *msg)
 {
+	json_t *subtasks = json_object_get(json_object_get(msg, "payload"), "subtasks"), *v;
+	const char *from = amp_json_str(msg, "from");
+	size_t i;
+
+	if ((from && !strcmp(from, "admin")) || amp_task_needs_approval(log, msg))
+		return NULL;
+	json_array_foreach(subtasks, i, v) {
+		const amp_subtask *sub = amp_task_subtask(s, amp_json_str(v, "subtask_id"));
+
+		if (sub && sub->dispatch && amp_task_needs_approval(log, sub->dispatch))
+			return sub->dispatch;
+	}
+	return NULL;
+}
+
+/* Every subtask a dispatch lists may be dispatched (again), and not out
+ * of the approval path. */
+static int check_dispatch_round(const amp_task_log *log, const amp_task_state *s,
+				const json_t *msg, amp_errlist *errors)
+{
+	const json_t *payload = json_object_get(msg, "payload");
 	json_t *subtasks = json_object_get(payload, "subtasks"), *v;
+	const json_t *before = lowered_risk(log, s, msg);
 	char path[64];
 	size_t i;
 	int status = AMP_OK;
 
+	if (before)
+		status = amp_errlist_add(errors, AMP_ERULE, "/payload/risk_level",
+					 "is %s, but %s (risk_level %s) needs the admin's approval: only the admin may dispatch its subtasks again at a level that needs none (git config amp.approvalRequired)",
+					 amp_or_none(amp_json_str(payload, "risk_level")),
+					 amp_or_none(amp_json_str(before, "msg_id")),
+					 amp_or_none(amp_json_str(json_object_get(before, "payload"), "risk_level")));
 	json_array_foreach(subtasks, i, v) {
 		const amp_subtask *sub = amp_task_subtask(s, amp_json_str(v, "subtask_id"));
 
@@ -511,7 +542,7 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 	check_refs(st, tip, log, json_object_get(msg, "context_ref"), "/context_ref", errors);
 	if (type && !strcmp(type, "task_dispatch")) {
 		check_dispatch(payload, errors);
-		check_dispatch_round(&s, payload, errors);
+		check_dispatch_round(log, &s, msg, errors);
 	} else if (type && !strcmp(type, "review_verdict")) {
 		check_verdict(log, &s, msg, errors);
 	} else if (type && !strcmp(type, "escalation")) {
@@ -557,6 +588,13 @@ const char *amp_rules_unapproved_dispatch(const amp_task_log *log, const json_t 
 		sub = amp_task_subtask(&s, amp_json_str(json_object_get(msg, "payload"), "subtask_id"));
 		if (sub && strcmp(sub->state, "awaiting_approval"))
 			sub = NULL;
+	} else if (type && !strcmp(type, "task_dispatch")) {
+		const json_t *before = lowered_risk(log, &s, msg);
+
+		if (before && amp_json_str(before, "msg_id")) {
+			snprintf(id, sizeof(id), "%s", amp_json_str(before, "msg_id"));
+			found = id;
+		}
 	}
 	if (sub && amp_json_str(sub->dispatch, "msg_id")) {
 		snprintf(id, sizeof(id), "%s", amp_json_str(sub->dispatch, "msg_id"));

@@ -54,9 +54,12 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 /*
  * AMP/1.0 §01 risk_level "determines the approval path": the msg_id of the
  * dispatch awaiting the admin's approval that `msg` (a task_result) or an
- * ACK of `ack_for` (when not NULL) acts on, or NULL.  Such an act is beyond
- * what the task's risk level allows (permission_denied).  Returns static
- * storage.
+ * ACK of `ack_for` (when not NULL) acts on; or, for `msg` a task_dispatch
+ * not by the admin at a risk level that needs no approval, the current
+ * dispatch of one of its subtasks whose level needs it (the re-dispatch
+ * would lower the level out of the approval path).  NULL when none.  Such
+ * an act is beyond what the task's risk level allows (permission_denied).
+ * Returns static storage.
  */
 const char *amp_rules_unapproved_dispatch(const amp_task_log *log, const json_t *msg,
 					  const char *ack_for);

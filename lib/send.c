@@ -567,7 +567,8 @@ static int record_branch_violation(amp_store *st, amp_schema_set *set,
 
 /* AMP/1.0 §05 permission_denied: "operation exceeds risk_level
  * authorization scope".  `role` tried to `act` on `dispatch`, which awaits
- * the admin's approval; the act was refused.  Once per dispatch. */
+ * the admin's approval, or (act "dispatch") to dispatch its subtasks again
+ * at a level that needs none; the act was refused.  Once per dispatch. */
 static void record_permission_denied(amp_store *st, amp_schema_set *set,
 				     const char *task, const char *role,
 				     const char *act, const char *dispatch,
@@ -576,9 +577,14 @@ static void record_permission_denied(amp_store *st, amp_schema_set *set,
 	json_t *affected = json_pack("[s]", dispatch);
 	char description[1024];
 
-	snprintf(description, sizeof(description),
-		 "The %.20s tried to %s %s, whose risk_level needs the admin's approval (git config amp.approvalRequired), before the admin approved it; it was refused. The admin approves with 'amp approve %s'.",
-		 role, act, dispatch, task);
+	if (!strcmp(act, "dispatch"))
+		snprintf(description, sizeof(description),
+			 "The %.20s tried to dispatch again the subtasks of %s, whose risk_level needs the admin's approval (git config amp.approvalRequired), at a level that needs none; it was refused. Only the admin may lower it.",
+			 role, dispatch);
+	else
+		snprintf(description, sizeof(description),
+			 "The %.20s tried to %s %s, whose risk_level needs the admin's approval (git config amp.approvalRequired), before the admin approved it; it was refused. The admin approves with 'amp approve %s'.",
+			 role, act, dispatch, task);
 	record_refusal_escalation(st, set, task, "permission_denied", description, affected,
 				  1, res, errors);
 	json_decref(affected);
@@ -631,7 +637,8 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 		if (ctx.denied[0])
 			record_permission_denied(st, set, amp_json_str(msg, "task_id"),
 						 amp_or_none(amp_json_str(msg, "from")),
-						 "report a task_result for", ctx.denied, res, errors);
+						 !strcmp(amp_or_none(amp_json_str(msg, "type")), "task_dispatch") ?
+						 "dispatch" : "report a task_result for", ctx.denied, res, errors);
 	} else if (status < 0 && errors->count == ctx.errors_base) {
 		amp_errlist_add(errors, status, err.path, "%s", err.message);
 	}

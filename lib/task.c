@@ -214,6 +214,11 @@ static int needs_approval(const amp_policy *p, const json_t *dispatch)
 		p->approval_levels) != 0;
 }
 
+int amp_task_needs_approval(const amp_task_log *log, const json_t *dispatch)
+{
+	return needs_approval(log->policy ? log->policy : &amp_policy_default, dispatch);
+}
+
 const json_t *amp_task_approval_of(const amp_task_log *log, const char *dispatch_id)
 {
 	size_t i;

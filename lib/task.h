@@ -112,6 +112,10 @@ const json_t *amp_task_verdict_request(const amp_task_log *log,
 				       const json_t *verdict,
 				       const amp_subtask **sub);
 
+/* 1 when dispatch doc waits for the admin's approval under log->policy
+ * (its risk_level is one of amp.approvalRequired). */
+int amp_task_needs_approval(const amp_task_log *log, const json_t *dispatch);
+
 /* The approve record of dispatch msg_id, or NULL (borrowed). */
 const json_t *amp_task_approval_of(const amp_task_log *log, const char *dispatch_id);
 

@@ -81,10 +81,20 @@ int amp_verdict_send(amp_store *st, amp_schema_set *set,
 	}
 	if (!request || strcmp(amp_json_str(request->doc, "type") ?
 			       amp_json_str(request->doc, "type") : "", "review_request")) {
+		size_t base = errors->count;
+		json_t *attempt;
+
 		status = amp_errlist_add(errors, AMP_ERULE, "/context_ref",
 					 f->context_ref ? "%s is not a review_request of task %s in the SSOT"
 							: "%sno review_request of task %s in the SSOT: nothing to give a verdict on",
 					 f->context_ref ? f->context_ref : "", f->task_id);
+		/* Refused before a message could be built: the error log keeps
+		 * what was asked for, as for any refused message. */
+		attempt = json_pack("{s:s,s:s,s:s?,s:s?,s:s?}", "type", "review_verdict",
+				    "task_id", f->task_id, "from", f->from ? f->from : "reviewer",
+				    "decision", f->decision, "context_ref", f->context_ref);
+		amp_send_log_rejection(st, &opts, attempt, status, errors, base);
+		json_decref(attempt);
 		goto cleanup;
 	}
 	payload = f->payload ? json_deep_copy(f->payload) : json_object();

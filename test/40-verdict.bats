@@ -53,9 +53,16 @@ setup() {
 }
 
 @test "verdict on a task with no review_request is refused with exit 3" {
+	local before
+	before=$(error_count)
 	run amp verdict T-2026-099 --decision approved --confidence 0.9
 	assert_failure 3
 	assert_output --partial "no review_request of task T-2026-099 in the SSOT"
+	# refused before a message is built, and still logged
+	assert_equal "$(error_count)" $((before + 1))
+	run amp errors --json
+	assert_output --partial '"command": "verdict"'
+	assert_output --partial "nothing to give a verdict on"
 }
 
 @test "a rejected verdict must list issues (exit 1, schema)" {

@@ -92,3 +92,33 @@ teardown() {
 	assert_failure 2
 	assert_output --partial "heartbeat takes --note, not --reason"
 }
+
+@test "only the admin may dispatch a subtask out of the approval path: the coordinator's lower risk_level is refused and escalated once" {
+	sed 's/"risk_level": "medium"/"risk_level": "high"/' "$BATS_TEST_TMPDIR/p/dispatch.json" > high.json
+	at 0; D=$(amp send task_dispatch --task $T --from coordinator --payload high.json)
+	[ "$(task_state)" = awaiting_approval ]
+	before=$(commit_count)
+	at 10; run amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json"
+	assert_failure 3
+	assert_line --partial "amp send: error: /payload/risk_level: is medium, but $D (risk_level high) needs the admin's approval: only the admin may dispatch its subtasks again"
+	assert_line --regexp "^amp send: permission_denied escalation escalation-$T-[0-9]+ recorded$"
+	# the refusal wrote the escalation only
+	assert_equal "$(commit_count)" $((before + 1))
+	assert_equal "$(escalation_count permission_denied)" 1
+	at 20; run amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json"
+	assert_failure 3
+	assert_equal "$(escalation_count permission_denied)" 1
+	# at the same level (or higher) the coordinator may re-dispatch; the admin at any
+	at 30; run amp send task_dispatch --task $T --from coordinator --payload high.json
+	assert_success
+	[ "$(task_state)" = awaiting_approval ]
+	at 40; run amp send task_dispatch --task $T --from admin --payload "$BATS_TEST_TMPDIR/p/dispatch.json"
+	assert_success
+	[ "$(task_state)" = dispatched ]
+	# once approved, the coordinator still may not lower it
+	at 50; D=$(amp send task_dispatch --task $T --from admin --payload high.json)
+	at 60; amp approve $T --from admin > /dev/null
+	at 70; run amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json"
+	assert_failure 3
+	assert_output --partial "/payload/risk_level: is medium, but $D (risk_level high)"
+}
