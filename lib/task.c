@@ -519,6 +519,19 @@ static int64_t later(int64_t a, int64_t b)
 	return a > b ? a : b;
 }
 
+int64_t amp_task_trusted_time(const amp_task_log *log, int64_t sent, int64_t arrival_ms,
+			      int *skewed)
+{
+	const amp_policy *policy = log->policy ? log->policy : &amp_policy_default;
+	int off = arrival_ms >= 0 && sent >= 0 &&
+		  (sent < arrival_ms - policy->max_clock_skew_ms ||
+		   sent >= arrival_ms + 1000 + policy->max_clock_skew_ms);
+
+	if (skewed)
+		*skewed = off;
+	return off ? arrival_ms : later(sent, arrival_ms);
+}
+
 int64_t amp_task_ack_deadline(const amp_task_log *log, const amp_task_state *s,
 			      const amp_entry *e, int64_t arrival_ms)
 {
@@ -529,7 +542,7 @@ int64_t amp_task_ack_deadline(const amp_task_log *log, const amp_task_state *s,
 
 	if (deadline < 0 || sent < 0)
 		return -1;
-	base = later(sent, arrival_ms);
+	base = amp_task_trusted_time(log, sent, arrival_ms, NULL);
 	/* A dispatch that waits for the admin cannot be ACKed: its clock
 	 * starts with the approval. */
 	if (type && !strcmp(type, "task_dispatch") && needs_approval(policy, e->doc)) {
