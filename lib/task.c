@@ -17,19 +17,34 @@ int64_t amp_record_time(const json_t *doc)
 	return ts && amp_time_parse(ts, &ms) == 0 ? ms : -1;
 }
 
+/* The path a description names after `prefix` ("<prefix><path>: ..."),
+ * into buf; NULL when it names none or it does not fit. */
+static const char *cause_path(const char *d, const char *prefix, char *buf, size_t bufsz)
+{
+	size_t n = strlen(prefix);
+	const char *end;
+
+	if (!d || strncmp(d, prefix, n) || !(end = strstr(d + n, ": ")) ||
+	    (size_t)(end - d) - n >= bufsz)
+		return NULL;
+	snprintf(buf, bufsz, "%.*s", (int)(end - d - n), d + n);
+	return buf;
+}
+
 const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz)
 {
 	const json_t *p = json_object_get(msg, "payload");
 	const char *d = amp_json_str(p, "description");
+	const char *kind = amp_json_str(p, "escalation_type");
 	const char *first = json_string_value(json_array_get(json_object_get(p, "affected_msgs"), 0));
-	const char *end;
-	size_t n = strlen(AMP_RECORD_CAUSE);
 
-	if (d && !strncmp(d, AMP_RECORD_CAUSE, n) && (end = strstr(d + n, ": ")) &&
-	    (size_t)(end - d) - n < bufsz) {
-		snprintf(buf, bufsz, "%.*s", (int)(end - d - n), d + n);
+	if (cause_path(d, AMP_RECORD_CAUSE, buf, bufsz))
 		return buf;
-	}
+	/* A heartbeat_timeout whose holder last wrote a heartbeat, a record
+	 * with no msg_id: its cause is that record. */
+	if (kind && !strcmp(kind, "heartbeat_timeout") &&
+	    cause_path(d, AMP_SILENCE_CAUSE, buf, bufsz))
+		return buf;
 	if (!first || strlen(first) >= bufsz)
 		return NULL;
 	snprintf(buf, bufsz, "%s", first);

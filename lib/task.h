@@ -149,7 +149,8 @@ int64_t amp_record_time(const json_t *doc);
  */
 #define AMP_RECORD_CAUSE "amp watch cannot use "
 /* The same for a heartbeat_timeout whose cause is a record with no msg_id
- * (the holder's last write was a heartbeat). */
+ * (the holder's last write was a heartbeat): its description begins with
+ * AMP_SILENCE_CAUSE "<path>: ", and its cause is that path. */
 #define AMP_SILENCE_CAUSE "no write since "
 const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz);
 
