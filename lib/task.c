@@ -17,19 +17,34 @@ int64_t amp_record_time(const json_t *doc)
 	return ts && amp_time_parse(ts, &ms) == 0 ? ms : -1;
 }
 
+/* The path a description names after `prefix` ("<prefix><path>: ..."),
+ * into buf; NULL when it names none or it does not fit. */
+static const char *cause_path(const char *d, const char *prefix, char *buf, size_t bufsz)
+{
+	size_t n = strlen(prefix);
+	const char *end;
+
+	if (!d || strncmp(d, prefix, n) || !(end = strstr(d + n, ": ")) ||
+	    (size_t)(end - d) - n >= bufsz)
+		return NULL;
+	snprintf(buf, bufsz, "%.*s", (int)(end - d - n), d + n);
+	return buf;
+}
+
 const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz)
 {
 	const json_t *p = json_object_get(msg, "payload");
 	const char *d = amp_json_str(p, "description");
+	const char *kind = amp_json_str(p, "escalation_type");
 	const char *first = json_string_value(json_array_get(json_object_get(p, "affected_msgs"), 0));
-	const char *end;
-	size_t n = strlen(AMP_RECORD_CAUSE);
 
-	if (d && !strncmp(d, AMP_RECORD_CAUSE, n) && (end = strstr(d + n, ": ")) &&
-	    (size_t)(end - d) - n < bufsz) {
-		snprintf(buf, bufsz, "%.*s", (int)(end - d - n), d + n);
+	if (cause_path(d, AMP_RECORD_CAUSE, buf, bufsz))
 		return buf;
-	}
+	/* A heartbeat_timeout whose holder last wrote a heartbeat, a record
+	 * with no msg_id: its cause is that record. */
+	if (kind && !strcmp(kind, "heartbeat_timeout") &&
+	    cause_path(d, AMP_SILENCE_CAUSE, buf, bufsz))
+		return buf;
 	if (!first || strlen(first) >= bufsz)
 		return NULL;
 	snprintf(buf, bufsz, "%s", first);
@@ -533,6 +548,19 @@ static int64_t later(int64_t a, int64_t b)
 	return a > b ? a : b;
 }
 
+int64_t amp_task_trusted_time(const amp_task_log *log, int64_t sent, int64_t arrival_ms,
+			      int *skewed)
+{
+	const amp_policy *policy = log->policy ? log->policy : &amp_policy_default;
+	int off = arrival_ms >= 0 && sent >= 0 &&
+		  (sent < arrival_ms - policy->max_clock_skew_ms ||
+		   sent >= arrival_ms + 1000 + policy->max_clock_skew_ms);
+
+	if (skewed)
+		*skewed = off;
+	return off ? arrival_ms : later(sent, arrival_ms);
+}
+
 int64_t amp_task_ack_deadline(const amp_task_log *log, const amp_task_state *s,
 			      const amp_entry *e, int64_t arrival_ms)
 {
@@ -543,7 +571,7 @@ int64_t amp_task_ack_deadline(const amp_task_log *log, const amp_task_state *s,
 
 	if (deadline < 0 || sent < 0)
 		return -1;
-	base = later(sent, arrival_ms);
+	base = amp_task_trusted_time(log, sent, arrival_ms, NULL);
 	/* A dispatch that waits for the admin cannot be ACKed: its clock
 	 * starts with the approval. */
 	if (type && !strcmp(type, "task_dispatch") && needs_approval(policy, e->doc)) {

@@ -153,7 +153,8 @@ int64_t amp_record_time(const json_t *doc);
  */
 #define AMP_RECORD_CAUSE "amp watch cannot use "
 /* The same for a heartbeat_timeout whose cause is a record with no msg_id
- * (the holder's last write was a heartbeat). */
+ * (the holder's last write was a heartbeat): its description begins with
+ * AMP_SILENCE_CAUSE "<path>: ", and its cause is that path. */
 #define AMP_SILENCE_CAUSE "no write since "
 const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz);
 
@@ -162,8 +163,21 @@ const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz);
 int amp_task_has_escalation(const amp_task_log *log, const char *type,
 			    const char *from, const char *cause);
 
+/*
+ * The time a record counts from, given its timestamp `sent` and
+ * `arrival_ms`, the committer time of the commit that first held it (-1:
+ * unknown): the later of the two (AMP/1.0 leaves the clock to the sender;
+ * a backdated record is not overdue at once).  A timestamp further than
+ * amp.maxClockSkew from the arrival (a commit time has whole seconds: the
+ * record was committed within [arrival_ms, arrival_ms + 1 s)) is not
+ * trusted at all: the arrival counts alone, so a dispatch dated 2099 is not
+ * "never overdue".  *skewed (may be NULL) is set to 1 in that case.
+ */
+int64_t amp_task_trusted_time(const amp_task_log *log, int64_t sent, int64_t arrival_ms,
+			      int *skewed);
+
 /* The ACK deadline of message e in Unix ms, or -1 when it needs none: its
- * timestamp (or `arrival_ms` when later: when the SSOT first held it) plus
+ * timestamp (or `arrival_ms`, as amp_task_trusted_time decides) plus
  * its ack_timeout_sec; the clock starts again at the admin's approval of a
  * dispatch that waited for it, and at a resume after it (no clock runs
  * while a task is suspended). */

@@ -15,7 +15,7 @@
 #include "task.h"
 #include "util.h"
 
-#define STATE_VERSION 1
+#define STATE_VERSION 2
 
 struct watch {
 	amp_store *st;
@@ -25,10 +25,20 @@ struct watch {
 	void *ctx;
 	amp_watch_stats *stats;
 	amp_errlist *errors;
-	json_t *state;  /* see load_state */
-	git_tree *tree; /* the tree being processed */
-	int failed;     /* an escalation could not be written: keep no state */
-	int broken;     /* tasks found unreadable for the first time */
+	json_t *state;    /* see load_state */
+	git_tree *tree;   /* the tree being processed */
+	json_t *arrivals; /* {task: {record name: ms}}: when the commits of the
+			   * range being processed first held each record */
+	int failed;       /* an escalation could not be written: keep no state */
+	int broken;       /* tasks found unreadable for the first time */
+};
+
+/* One task being read again. */
+struct task_pass {
+	struct watch *w;
+	const amp_task_log *log;
+	const json_t *arrived; /* w->arrivals of this task (may be NULL) */
+	const json_t *old;     /* its timers of the last pass (may be NULL) */
 };
 
 /* ---- reading ------------------------------------------------------------ */
@@ -36,6 +46,15 @@ struct watch {
 static void entry_name(const amp_entry *e, char *buf, size_t bufsz)
 {
 	amp_store_entry_name(e->seq, e->kind, e->id, buf, bufsz);
+}
+
+/* The path of record `name` of the task, into buf. */
+static void record_path(const amp_task_log *log, const char *name, char *buf, size_t bufsz)
+{
+	char dir[128];
+
+	amp_store_task_dir(log->task_id, dir, sizeof(dir));
+	snprintf(buf, bufsz, "%s/%.300s", dir, name);
 }
 
 /* 1 when the task already holds a system escalation of `type` for `cause`. */
@@ -48,6 +67,57 @@ static int has_cause(const amp_task_log *log, const char *type, const char *caus
 static int is_msg_id(const char *id)
 {
 	return id && amp_msg_id_parse(id, NULL, NULL, NULL) == 0;
+}
+
+static int is_type(const json_t *doc, const char *type)
+{
+	const char *t = amp_json_str(doc, "type");
+
+	return t && !strcmp(t, type);
+}
+
+/* The "arrival" of the entry of `list` whose `key` is id, or -1. */
+static int64_t saved_arrival(const json_t *list, const char *key, const char *id)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(list, i, v) {
+		const char *k = amp_json_str(v, key);
+
+		if (k && !strcmp(k, id) && json_is_integer(json_object_get(v, "arrival")))
+			return json_integer_value(json_object_get(v, "arrival"));
+	}
+	return -1;
+}
+
+/*
+ * When the SSOT first held record e: the committer time (ms) of the commit
+ * that brought it, found by this pass's walk of the new commits, else kept
+ * from the last pass by the task's timers (for the messages they wait on
+ * and hand-offs they time); -1 when unknown, and the timestamp alone
+ * counts.
+ */
+static int64_t arrival_of(const struct task_pass *t, const amp_entry *e)
+{
+	char name[300];
+	const json_t *v;
+	int64_t ms;
+
+	entry_name(e, name, sizeof(name));
+	if ((v = json_object_get(t->arrived, name)) && json_is_integer(v))
+		return json_integer_value(v);
+	if (e->kind != AMP_ENTRY_MSG || !e->id)
+		return -1;
+	if ((ms = saved_arrival(json_object_get(t->old, "acks"), "msg", e->id)) >= 0)
+		return ms;
+	return saved_arrival(json_object_get(t->old, "holders"), "by", e->id);
+}
+
+/* The time record e counts from (amp_task_trusted_time). */
+static int64_t trusted_time(const struct task_pass *t, const amp_entry *e, int *skewed)
+{
+	return amp_task_trusted_time(t->log, amp_record_time(e->doc), arrival_of(t, e), skewed);
 }
 
 /* ---- escalating ---------------------------------------------------------- */
@@ -111,8 +181,8 @@ static int escalation_broke_task(struct watch *w, const char *task)
  * Escalates one cause as system, once.  `cause` is what the report and the
  * commit name; NULL means the first affected message (the once-check inside
  * the compare-and-swap derives the cause from the escalation itself, see
- * amp_escalation_cause).  Returns AMP_OK when the escalation is in the SSOT
- * (written now or before), else the failure, recorded in w->errors.
+ * amp_escalation_cause).  Returns AMP_OK when the escalation is in the SSOT (written now or
+ * before), else the failure, recorded in w->errors.
  */
 static int fire(struct watch *w, const char *task, const char *type,
 		const char *severity, json_t *affected, json_t *suggested,
@@ -168,7 +238,7 @@ static int fire(struct watch *w, const char *task, const char *type,
 	return status;
 }
 
-/* ---- message rules -------------------------------------------------------- */
+/* ---- record rules --------------------------------------------------------- */
 
 /*
  * AMP/1.0 No Silent Failure: record `name` of the task cannot be used.  Its
@@ -176,17 +246,17 @@ static int fire(struct watch *w, const char *task, const char *type,
  * (AMP_RECORD_CAUSE), so that a record with no msg_id, or one whose msg_id
  * another record names too (a message and its ACK), is escalated exactly
  * once.  `id` goes to affected_msgs when it names a message of the task.
+ * Returns 1 (the record is escalated).
  */
-static void escalate_unknown(struct watch *w, const amp_task_log *log, const char *id,
-			     const char *name, const char *what)
+static int escalate_unknown(struct watch *w, const amp_task_log *log, const char *id,
+			    const char *name, const char *what)
 {
 	json_t *affected;
-	char description[1700], dir[128], path[512];
+	char description[1700], path[512];
 
-	amp_store_task_dir(log->task_id, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/%.300s", dir, name);
+	record_path(log, name, path, sizeof(path));
 	if (has_cause(log, "unknown", path))
-		return;
+		return 1;
 	/* affected_msgs names messages in the SSOT: an ACK whose message is
 	 * not there (an orphan) affects none; its path is the cause. */
 	affected = is_msg_id(id) && amp_task_log_id_taken(log, id) ?
@@ -196,38 +266,36 @@ static void escalate_unknown(struct watch *w, const amp_task_log *log, const cha
 		 path, what);
 	fire(w, log->task_id, "unknown", "warning", affected, NULL, description, path);
 	json_decref(affected);
+	return 1;
 }
 
-static void check_lock(struct watch *w, const amp_task_log *log, size_t i)
+/*
+ * AMP/1.0 §05 permission_denied ("operation exceeds risk_level
+ * authorization scope"): record e, which reached the SSOT without amp (a
+ * fetch, a hand-made commit), acts on `dispatch` before the admin approved
+ * it (git config amp.approvalRequired).  `amp send` and `amp ack` refuse
+ * such an act and record the same escalation: its cause is the dispatch,
+ * so there is one per dispatch, whoever found it.
+ */
+static void escalate_unapproved(struct watch *w, const amp_task_log *log,
+				const amp_entry *e, const char *dispatch)
 {
-	const amp_entry *e = &log->entries[i];
-	amp_task_log upto = *log;
-	amp_task_state s;
-	json_t *affected, *suggested;
-	const char *dispatch;
-	char description[1024];
+	json_t *affected;
+	char description[1024], id[256], act[200];
 
-	upto.count = i + 1;
-	amp_task_state_compute(&upto, &s);
-	/* Exactly at the threshold: the verdict that reaches it is the cause;
-	 * later ones cannot be sent while the lock holds. */
-	if (s.locked || s.rejects_since_resume != w->o->lock_threshold)
+	snprintf(id, sizeof(id), "%s", dispatch); /* static storage of rules.c */
+	if (has_cause(log, "permission_denied", id))
 		return;
-	dispatch = s.last_dispatch ? amp_json_str(s.last_dispatch, "msg_id") : NULL;
-	affected = dispatch ? json_pack("[s,s]", e->id, dispatch) : json_pack("[s]", e->id);
-	suggested = json_pack("[s,s,s]",
-			      "Admin directly reviews the diff and gives specific code modification guidance",
-			      "Split the task into smaller subtasks and re-issue them",
-			      "Roll back to checkpoint and terminate the current task branch");
+	affected = json_pack("[s]", id);
+	if (e->kind == AMP_ENTRY_ACK)
+		snprintf(act, sizeof(act), "ACKed");
+	else
+		snprintf(act, sizeof(act), "reported %.100s on", e->id);
 	snprintf(description, sizeof(description),
-		 "%s Hallucination Lock has been triggered: %d rejected verdicts %s (amp.lockThreshold %d), the last %s. The task is locked: only the admin may act until 'amp resume'.",
-		 log->task_id, s.rejects_since_resume,
-		 s.reject_count > s.rejects_since_resume ? "since the last resume" : "in a row",
-		 w->o->lock_threshold, e->id);
-	fire(w, log->task_id, "hallucination_lock", "critical", affected, suggested,
-	     description, NULL);
+		 "The %.20s %s %s, whose risk_level needs the admin's approval (git config amp.approvalRequired), before the admin approved it; the record reached the SSOT without amp (a fetch or a hand-made commit). The admin approves with 'amp approve %s' or aborts the task.",
+		 amp_or_none(amp_json_str(e->doc, "from")), act, id, log->task_id);
+	fire(w, log->task_id, "permission_denied", "warning", affected, NULL, description, NULL);
 	json_decref(affected);
-	json_decref(suggested);
 }
 
 static void check_confidence(struct watch *w, const amp_task_log *log, const amp_entry *e)
@@ -284,31 +352,31 @@ static int ack_problem(const amp_task_log *log, const amp_entry *e, char *what,
 	return 1;
 }
 
-/* The rules for message i of a task, new since the last pass. */
-static void check_message(struct watch *w, const amp_task_log *log, size_t i)
+/* The rules for message i of a task, new since the last pass.  Returns 1
+ * when the record was escalated as unknown. */
+static int check_message(struct watch *w, const amp_task_log *log, size_t i)
 {
 	const amp_entry *e = &log->entries[i];
 	const char *type = amp_json_str(e->doc, "type");
 	const char *id = amp_json_str(e->doc, "msg_id");
 	const char *task = amp_json_str(e->doc, "task_id");
+	const char *denied;
 	amp_task_log before = *log;
 	amp_errlist errs = { 0 };
 	char name[300], what[1200];
-	int status;
+	int status, unknown = 0;
 
 	entry_name(e, name, sizeof(name));
 	/* First: a record out of its place (its name is no msg_id, say) has no
 	 * msg_id any other escalation could name. */
 	if (!is_msg_id(e->id)) {
 		snprintf(what, sizeof(what), "its name holds no msg_id");
-		escalate_unknown(w, log, e->id, name, what);
-		return;
+		return escalate_unknown(w, log, e->id, name, what);
 	}
 	if (!id || strcmp(id, e->id) || !task || strcmp(task, log->task_id)) {
 		snprintf(what, sizeof(what), "its msg_id/task_id (%s, %s) do not match its place",
 			 id ? id : "none", task ? task : "none");
-		escalate_unknown(w, log, e->id, name, what);
-		return;
+		return escalate_unknown(w, log, e->id, name, what);
 	}
 	/* AMP/1.0 §01 Branch Validation, for a dispatch that did not come
 	 * through amp send; decided as amp send decides it. */
@@ -325,12 +393,19 @@ static void check_message(struct watch *w, const amp_task_log *log, size_t i)
 			     description, NULL);
 		}
 		json_decref(affected);
-		return;
+		return 0;
 	}
 	if (need_schemas(w) < 0)
-		return;
+		return 0;
 	before.count = i;
 	status = amp_message_validate(*w->set, e->doc, 0, &errs);
+	/* A result for a subtask whose dispatch awaits the admin's approval
+	 * is an act beyond the task's risk level, not an unknown record. */
+	if (status == AMP_OK && type && !strcmp(type, "task_result") &&
+	    (denied = amp_rules_unapproved_dispatch(&before, e->doc, NULL))) {
+		escalate_unapproved(w, log, e, denied);
+		goto done;
+	}
 	if (status == AMP_OK)
 		status = amp_rules_check_send(w->st, w->tree, &before, e->doc, &errs);
 	if (status == AMP_EIO) {
@@ -349,7 +424,7 @@ static void check_message(struct watch *w, const amp_task_log *log, size_t i)
 			 errs.items[0].path, errs.items[0].path[0] ? ": " : "",
 			 errs.items[0].message, errs.count, errs.count > 1 ? "s" : "");
 		if (!strcmp(kind, "unknown")) {
-			escalate_unknown(w, log, e->id, name, what);
+			unknown = escalate_unknown(w, log, e->id, name, what);
 		} else if (!has_cause(log, kind, e->id)) {
 			json_t *affected = json_pack("[s]", e->id);
 			char description[1400];
@@ -361,184 +436,373 @@ static void check_message(struct watch *w, const amp_task_log *log, size_t i)
 			json_decref(affected);
 		}
 	}
-	if (status == AMP_OK && type && !strcmp(type, "review_verdict")) {
-		const char *d = amp_json_str(json_object_get(e->doc, "payload"), "decision");
+	if (status == AMP_OK && type && !strcmp(type, "review_verdict") &&
+	    !has_cause(log, "conflict", e->id))
+		check_confidence(w, log, e);
+done:
+	amp_errlist_free(&errs);
+	return unknown;
+}
 
-		if (d && !strcmp(d, "rejected") && !has_cause(log, "hallucination_lock", e->id))
-			check_lock(w, log, i);
-		if (!has_cause(log, "conflict", e->id))
-			check_confidence(w, log, e);
+/*
+ * AMP/1.0 requires_ack: an ACK that reached the SSOT without `amp ack` (a
+ * fetch, a hand-made commit) after its message's deadline is the truth, and
+ * late.  `amp ack` writes the ack_timeout escalation with a late ACK; this
+ * is the same for the others, once per message (none when the message was
+ * escalated already).  No clock runs while the task is aborted, suspended or
+ * due to lock.
+ */
+static void check_late_ack(const struct task_pass *t, size_t i)
+{
+	const amp_entry *e = &t->log->entries[i];
+	const amp_entry *m = amp_task_log_find(t->log, AMP_ENTRY_MSG, e->id);
+	amp_task_log before = *t->log;
+	amp_task_state s;
+	char description[1024], due[AMP_TIME_BUFSZ], when[AMP_TIME_BUFSZ];
+	int64_t deadline, at;
+	json_t *affected;
+
+	if (!m || has_cause(t->log, "ack_timeout", e->id))
+		return;
+	before.count = i;
+	amp_task_state_compute(&before, &s);
+	deadline = s.aborted || s.suspended || s.lock_due ? -1 :
+		   amp_task_ack_deadline(&before, &s, m, arrival_of(t, m));
+	at = trusted_time(t, e, NULL);
+	if (deadline >= 0 && at > deadline) {
+		snprintf(description, sizeof(description),
+			 "%s from %s to %s required an ACK by %s; the ACK came %lld s late, at %s, and reached the SSOT without 'amp ack' (AMP/1.0 requires_ack).",
+			 e->id, amp_or_none(amp_json_str(m->doc, "from")),
+			 amp_or_none(amp_json_str(e->doc, "from")), amp_time_format(deadline, due),
+			 (long long)((at - deadline + 999) / 1000), amp_time_format(at, when));
+		affected = json_pack("[s]", e->id);
+		fire(t->w, t->log->task_id, "ack_timeout", "warning", affected, NULL,
+		     description, NULL);
+		json_decref(affected);
+	}
+	amp_task_state_free(&s);
+}
+
+/* The rules for ACK i of a task, new since the last pass.  Returns 1 when
+ * the record was escalated as unknown. */
+static int check_ack(const struct task_pass *t, size_t i)
+{
+	const amp_entry *e = &t->log->entries[i];
+	amp_task_log before = *t->log;
+	amp_errlist errs = { 0 };
+	const char *denied;
+	char name[300], what[1200];
+	int unknown = 0;
+
+	if (need_schemas(t->w) < 0)
+		return 0;
+	entry_name(e, name, sizeof(name));
+	before.count = i;
+	if (amp_message_validate(*t->w->set, e->doc, 1, &errs) == AMP_ESCHEMA) {
+		snprintf(what, sizeof(what), "ACK not schema-valid: %.200s: %.600s",
+			 errs.items[0].path, errs.items[0].message);
+		unknown = escalate_unknown(t->w, t->log, e->id, name, what);
+	} else if (ack_problem(t->log, e, what, sizeof(what))) {
+		unknown = escalate_unknown(t->w, t->log, e->id, name, what);
+	} else if ((denied = amp_rules_unapproved_dispatch(&before, NULL, e->id))) {
+		escalate_unapproved(t->w, t->log, e, denied);
+	} else {
+		check_late_ack(t, i);
 	}
 	amp_errlist_free(&errs);
+	return unknown;
+}
+
+/*
+ * Sender clocks: AMP/1.0 deadlines run from a timestamp the sender wrote.
+ * `amp send` refuses one further than amp.maxClockSkew from the writer's
+ * clock; a message, ACK or heartbeat that came otherwise and is that far
+ * from the commit that brought it is escalated as unknown (its deadlines
+ * run from the commit time: amp_task_trusted_time).
+ */
+static void check_clock(const struct task_pass *t, const amp_entry *e, const char *name)
+{
+	int64_t sent = amp_record_time(e->doc), arrival = arrival_of(t, e);
+	int64_t off = sent > arrival ? sent - arrival : arrival - sent;
+	char what[700], at[AMP_TIME_BUFSZ];
+	int skewed;
+
+	amp_task_trusted_time(t->log, sent, arrival, &skewed);
+	if (!skewed)
+		return;
+	snprintf(what, sizeof(what),
+		 "its timestamp %.40s is %lld s %s the commit that brought it (%s), more than git config amp.maxClockSkew (%lld s): the sender's clock is wrong, and amp measures the record's deadlines from the commit time",
+		 amp_json_str(e->doc, "timestamp"), (long long)(off / 1000),
+		 sent > arrival ? "ahead of" : "behind", amp_time_format(arrival, at),
+		 (long long)(t->log->policy->max_clock_skew_ms / 1000));
+	escalate_unknown(t->w, t->log, e->id, name, what);
+}
+
+/*
+ * AMP/1.0 §05 hallucination_lock for what reached the SSOT without `amp
+ * send` (which writes the lock with the verdict that reaches the
+ * threshold): when the task is due to lock (s->lock_due: its rejecting
+ * verdicts since the last resume, malformed ones included, reach
+ * amp.lockThreshold, and no lock is in force), the lock is written.  Its
+ * cause is the first rejecting verdict after the last resume at which the
+ * count reached the threshold; affected [verdict, latest dispatch].
+ */
+static void check_lock(struct watch *w, const amp_task_log *log, const amp_task_state *s)
+{
+	amp_task_log upto = *log;
+	size_t i, from = 0;
+
+	/* An aborted task takes no more work: there is nothing to lock. */
+	if (!s->lock_due || s->aborted)
+		return;
+	for (i = 0; i < log->count; i++)
+		if (log->entries[i].kind == AMP_ENTRY_CTL && is_type(log->entries[i].doc, "resume"))
+			from = i + 1;
+	for (i = from; i < log->count; i++) {
+		const amp_entry *e = &log->entries[i];
+		const char *d = amp_json_str(json_object_get(e->doc, "payload"), "decision");
+		json_t *affected, *suggested;
+		char description[1024];
+		const char *dispatch;
+		amp_task_state at;
+
+		if (e->kind != AMP_ENTRY_MSG || !is_type(e->doc, "review_verdict") || !d ||
+		    strcmp(d, "rejected") || !amp_task_entry_in_place(log, e))
+			continue;
+		upto.count = i + 1;
+		amp_task_state_compute(&upto, &at);
+		if (!at.lock_due) {
+			amp_task_state_free(&at);
+			continue;
+		}
+		dispatch = at.last_dispatch ? amp_json_str(at.last_dispatch, "msg_id") : NULL;
+		affected = dispatch ? json_pack("[s,s]", e->id, dispatch) : json_pack("[s]", e->id);
+		suggested = amp_lock_suggestions();
+		amp_lock_description(description, sizeof(description), log->task_id, &at,
+				     log->policy->lock_threshold, e->id);
+		fire(w, log->task_id, "hallucination_lock", "critical", affected, suggested,
+		     description, NULL);
+		json_decref(affected);
+		json_decref(suggested);
+		amp_task_state_free(&at);
+		return;
+	}
 }
 
 /* ---- timers ---------------------------------------------------------------- */
 
-/* The timers of a task from its whole log: ACKs awaited and the open
- * dispatch; NULL when it has none (or is suspended: Critical = Suspend
- * All stops the clocks too, and a resume restarts them). */
-static json_t *derive_timers(const amp_task_log *log)
+/* Sets "arrival" of timer entry o when it is known. */
+static json_t *with_arrival(json_t *o, int64_t arrival)
 {
-	amp_task_state s;
-	json_t *acks = json_array(), *out = NULL;
-	int64_t resume_ms = -1;
-	size_t i;
+	if (o && arrival >= 0)
+		json_object_set_new(o, "arrival", json_integer(arrival));
+	return o;
+}
 
-	amp_task_state_compute(log, &s);
-	if (s.suspended)
-		goto done;
-	for (i = 0; i < log->count; i++) {
-		const char *t = amp_json_str(log->entries[i].doc, "type");
+/*
+ * The timers of a task from its whole log (state s): the ACKs awaited with
+ * their deadlines, and who holds the ball (amp_task_holders) since when,
+ * each with the arrival of its message (arrival_of) so that the next
+ * derivation keeps it; "fired" lists the causes of the task's
+ * heartbeat_timeout escalations.  NULL when it has none: an aborted task
+ * runs no clock, nor does a suspended or locked one (Critical = Suspend
+ * All stops the clocks too; a resume restarts them).
+ */
+static json_t *derive_timers(const struct task_pass *t, const amp_task_state *s)
+{
+	const amp_task_log *log = t->log;
+	amp_holder holders[AMP_MAX_HOLDERS];
+	json_t *acks, *held, *fired, *out;
+	size_t i, n;
 
-		if (log->entries[i].kind == AMP_ENTRY_CTL && t && !strcmp(t, "resume"))
-			resume_ms = amp_record_time(log->entries[i].doc);
-	}
+	if (s->aborted || s->suspended || s->lock_due)
+		return NULL;
+	acks = json_array();
+	held = json_array();
+	fired = json_array();
 	for (i = 0; i < log->count; i++) {
 		const amp_entry *e = &log->entries[i];
-		int64_t deadline, sent;
+		int64_t arrival, deadline;
 
 		/* A message out of its place is escalated as unknown; no
 		 * ACK timeout could name it. */
 		if (e->kind != AMP_ENTRY_MSG || !amp_task_entry_in_place(log, e) ||
-		    (deadline = amp_message_ack_deadline(e->doc)) < 0 ||
 		    amp_task_ack_of(log, e->id) || has_cause(log, "ack_timeout", e->id))
 			continue;
-		sent = amp_record_time(e->doc);
-		if (resume_ms > sent)
-			deadline = resume_ms + (deadline - sent);
-		json_array_append_new(acks, json_pack("{s:s,s:I,s:s?,s:s?}", "msg", e->id,
-						      "deadline", (json_int_t)deadline,
-						      "from", amp_json_str(e->doc, "from"),
-						      "to", amp_json_str(e->doc, "to")));
+		arrival = arrival_of(t, e);
+		if ((deadline = amp_task_ack_deadline(log, s, e, arrival)) < 0)
+			continue;
+		json_array_append_new(acks, with_arrival(json_pack("{s:s,s:I,s:s?,s:s?}",
+			"msg", e->id, "deadline", (json_int_t)deadline,
+			"from", amp_json_str(e->doc, "from"), "to", amp_json_str(e->doc, "to")),
+			arrival));
+	}
+	/* AMP/1.0 heartbeat_timeout "Agent 30min no SSOT write": the clock of
+	 * a holder starts when the ball was handed to it (amp_task_trusted_time
+	 * of the message, or the approval, or a resume, when later). */
+	n = amp_task_holders(log, s, holders);
+	for (i = 0; i < n; i++) {
+		const char *by = amp_json_str(holders[i].handed_by, "msg_id");
+		const amp_entry *e = by ? amp_task_log_find(log, AMP_ENTRY_MSG, by) : NULL;
+		const json_t *approval = is_type(holders[i].handed_by, "task_dispatch") ?
+					 amp_task_approval_of(log, by) : NULL;
+		int64_t arrival = e ? arrival_of(t, e) : -1, since;
+
+		if (!e)
+			continue;
+		since = trusted_time(t, e, NULL);
+		if (s->resume_ms > since)
+			since = s->resume_ms;
+		if (approval && amp_record_time(approval) > since)
+			since = amp_record_time(approval);
+		json_array_append_new(held, with_arrival(json_pack("{s:s,s:s,s:I}",
+			"role", holders[i].role, "by", by, "since", (json_int_t)since), arrival));
+	}
+	for (i = 0; n && i < log->count; i++) {
+		const amp_entry *e = &log->entries[i];
+		const char *kind = amp_json_str(json_object_get(e->doc, "payload"), "escalation_type");
+		const char *by = amp_json_str(e->doc, "from");
+		char buf[1024];
+
+		if (e->kind == AMP_ENTRY_MSG && kind && !strcmp(kind, "heartbeat_timeout") &&
+		    by && !strcmp(by, "system") && amp_escalation_cause(e->doc, buf, sizeof(buf)))
+			json_array_append_new(fired, json_string(buf));
 	}
 	out = json_object();
 	if (json_array_size(acks))
 		json_object_set(out, "acks", acks);
-	/* Heartbeat: the assignee of a dispatch holds the task until it
-	 * reports (task_result). */
-	if (s.last_dispatch && (!strcmp(s.flow_state, "dispatched") ||
-				!strcmp(s.flow_state, "in_progress"))) {
-		int64_t since = amp_record_time(s.last_dispatch);
-		json_t *fired = json_array();
-
-		if (resume_ms > since)
-			since = resume_ms;
-		for (i = 0; i < log->count; i++) {
-			const json_t *p = json_object_get(log->entries[i].doc, "payload");
-			const char *k = amp_json_str(p, "escalation_type");
-
-			if (k && !strcmp(k, "heartbeat_timeout") &&
-			    json_string_value(json_array_get(json_object_get(p, "affected_msgs"), 0)))
-				json_array_append(fired, json_array_get(json_object_get(p, "affected_msgs"), 0));
-		}
-		json_object_set_new(out, "open", json_pack("{s:s?,s:I,s:s?,s:o}",
-			"agent", amp_json_str(s.last_dispatch, "to"), "since", (json_int_t)since,
-			"dispatch", amp_json_str(s.last_dispatch, "msg_id"), "fired", fired));
+	if (json_array_size(held)) {
+		json_object_set(out, "holders", held);
+		json_object_set(out, "fired", fired);
 	}
+	json_decref(acks);
+	json_decref(held);
+	json_decref(fired);
 	if (!json_object_size(out)) {
 		json_decref(out);
 		out = NULL;
 	}
-done:
-	json_decref(acks);
 	return out;
 }
 
-/* Remembers the newest SSOT write of each role (for heartbeats). */
-static void note_writes(struct watch *w, const amp_task_log *log)
+/*
+ * Remembers the newest SSOT write of each role (for heartbeats): a message,
+ * an ACK (it stands for the message it acknowledges) or a heartbeat record
+ * (named by its path: it has no msg_id), at its amp_task_trusted_time.
+ */
+static void note_write(const struct task_pass *t, const amp_entry *e, const char *name)
 {
-	json_t *lw = json_object_get(w->state, "last_write");
+	json_t *lw = json_object_get(t->w->state, "last_write"), *cur;
+	const char *from = amp_json_str(e->doc, "from");
+	int64_t at = trusted_time(t, e, NULL);
+	char path[512];
+
+	if ((e->kind == AMP_ENTRY_CTL && !is_type(e->doc, "heartbeat")) || !from ||
+	    amp_record_time(e->doc) < 0 || !amp_task_entry_in_place(t->log, e))
+		return;
+	cur = json_object_get(lw, from);
+	if (cur && json_integer_value(json_object_get(cur, "ms")) >= at)
+		return;
+	record_path(t->log, name, path, sizeof(path));
+	json_object_set_new(lw, from, e->kind == AMP_ENTRY_CTL ?
+			    json_pack("{s:I,s:s}", "ms", (json_int_t)at, "path", path) :
+			    json_pack("{s:I,s:s}", "ms", (json_int_t)at, "msg", e->id));
+}
+
+static void evaluate_acks(struct watch *w, const char *task, json_t *t, int *fired)
+{
+	json_t *acks = json_object_get(t, "acks"), *kept = json_array(), *a;
+	int64_t now = w->o->now_ms;
+	char when[AMP_TIME_BUFSZ], at[AMP_TIME_BUFSZ], description[1024];
 	size_t i;
 
-	for (i = 0; i < log->count; i++) {
-		const amp_entry *e = &log->entries[i];
-		const char *from = amp_json_str(e->doc, "from");
-		int64_t t = amp_record_time(e->doc);
-		json_t *cur;
+	json_array_foreach(acks, i, a) {
+		int64_t deadline = json_integer_value(json_object_get(a, "deadline"));
+		const char *msg = amp_json_str(a, "msg");
+		json_t *affected;
 
-		if (e->kind == AMP_ENTRY_CTL || !from || t < 0)
+		if (!msg || now <= deadline) {
+			json_array_append(kept, a);
 			continue;
-		cur = json_object_get(lw, from);
-		if (cur && json_integer_value(json_object_get(cur, "ms")) >= t)
+		}
+		snprintf(description, sizeof(description),
+			 "%s from %s to %s required an ACK by %s; none was in the SSOT at %s (%lld s late). The Coordinator reports it automatically (AMP/1.0 requires_ack).",
+			 msg, amp_or_none(amp_json_str(a, "from")), amp_or_none(amp_json_str(a, "to")),
+			 amp_time_format(deadline, when), amp_time_format(now, at),
+			 (long long)((now - deadline) / 1000));
+		affected = json_pack("[s]", msg);
+		if (fire(w, task, "ack_timeout", "warning", affected, NULL, description, NULL) < 0)
+			json_array_append(kept, a);
+		else
+			*fired = 1;
+		json_decref(affected);
+	}
+	if (json_array_size(kept) != json_array_size(acks))
+		json_object_set(t, "acks", kept);
+	json_decref(kept);
+}
+
+/*
+ * AMP/1.0 heartbeat_timeout: a holder that wrote nothing anywhere in the
+ * SSOT for amp.heartbeatTimeout since the later of the hand-off and its
+ * last write.  The cause is that last write (a message, or the message an
+ * ACK acknowledges; a heartbeat record by its path, AMP_SILENCE_CAUSE), or
+ * the hand-off when it wrote nothing since; affected [last write, hand-off].
+ */
+static void evaluate_holders(struct watch *w, const char *task, json_t *t, int *fired)
+{
+	json_t *lw = json_object_get(w->state, "last_write"), *h, *f;
+	json_t *fired_list = json_object_get(t, "fired");
+	int64_t now = w->o->now_ms;
+	char when[AMP_TIME_BUFSZ], handed[AMP_TIME_BUFSZ], description[1400], prefix[600];
+	size_t i, j;
+
+	json_array_foreach(json_object_get(t, "holders"), i, h) {
+		const char *role = amp_json_str(h, "role"), *by = amp_json_str(h, "by");
+		int64_t since = json_integer_value(json_object_get(h, "since")), base = since;
+		json_t *last = json_object_get(lw, role ? role : ""), *affected;
+		const char *msg = by, *path = NULL, *cause;
+		int seen = 0;
+
+		if (!role || !by || !json_is_array(fired_list))
 			continue;
-		/* An ACK stands for the message it acknowledges. */
-		json_object_set_new(lw, from, json_pack("{s:I,s:s}", "ms", (json_int_t)t,
-							"msg", e->id));
+		if (last && json_integer_value(json_object_get(last, "ms")) >= base) {
+			base = json_integer_value(json_object_get(last, "ms"));
+			msg = amp_json_str(last, "msg");
+			path = amp_json_str(last, "path");
+		}
+		if (!(cause = msg ? msg : path))
+			continue;
+		json_array_foreach(fired_list, j, f)
+			seen |= json_string_value(f) && !strcmp(json_string_value(f), cause);
+		if (seen || now <= base + w->o->heartbeat_ms)
+			continue;
+		prefix[0] = '\0';
+		if (!msg)
+			snprintf(prefix, sizeof(prefix), AMP_SILENCE_CAUSE "%.500s: ", path);
+		snprintf(description, sizeof(description),
+			 "%sThe %s holds %s (handed over by %s at %s) and has written nothing to the SSOT (a message, an ACK or a heartbeat) since %s (%lld min; amp.heartbeatTimeout %lld s).",
+			 prefix, role, task, by, amp_time_format(since, handed),
+			 amp_time_format(base, when), (long long)((now - base) / 60000),
+			 (long long)(w->o->heartbeat_ms / 1000));
+		affected = msg && strcmp(msg, by) ? json_pack("[s,s]", msg, by) : json_pack("[s]", by);
+		if (fire(w, task, "heartbeat_timeout", "warning", affected, NULL, description,
+			 cause) == AMP_OK) {
+			json_array_append_new(fired_list, json_string(cause));
+			*fired = 1;
+		}
+		json_decref(affected);
 	}
 }
 
 static void evaluate_timers(struct watch *w, int *fired)
 {
 	json_t *tasks = json_object_get(w->state, "tasks"), *t;
-	json_t *lw = json_object_get(w->state, "last_write");
 	const char *task;
-	int64_t now = w->o->now_ms;
-	char when[AMP_TIME_BUFSZ], at[AMP_TIME_BUFSZ], description[1024];
 
 	json_object_foreach(tasks, task, t) {
-		json_t *acks = json_object_get(t, "acks"), *open = json_object_get(t, "open");
-		json_t *kept = json_array(), *a;
-		size_t i;
-
-		json_array_foreach(acks, i, a) {
-			int64_t deadline = json_integer_value(json_object_get(a, "deadline"));
-			const char *msg = amp_json_str(a, "msg");
-			json_t *affected;
-			char type[64];
-
-			if (now <= deadline) {
-				json_array_append(kept, a);
-				continue;
-			}
-			snprintf(type, sizeof(type), "%.*s", (int)(strcspn(msg, "-")), msg);
-			snprintf(description, sizeof(description),
-				 "%s from %s to %s required an ACK by %s; none was in the SSOT at %s (%lld s late). The Coordinator reports it automatically (AMP/1.0 requires_ack).",
-				 msg, amp_json_str(a, "from") ? amp_json_str(a, "from") : "?",
-				 amp_json_str(a, "to") ? amp_json_str(a, "to") : "?",
-				 amp_time_format(deadline, when), amp_time_format(now, at),
-				 (long long)((now - deadline) / 1000));
-			affected = json_pack("[s]", msg);
-			if (fire(w, task, "ack_timeout", "warning", affected, NULL, description, NULL) < 0)
-				json_array_append(kept, a);
-			else
-				*fired = 1;
-			json_decref(affected);
-		}
-		if (json_array_size(kept) != json_array_size(acks))
-			json_object_set(t, "acks", kept);
-		json_decref(kept);
-		if (open) {
-			const char *agent = amp_json_str(open, "agent");
-			const char *dispatch = amp_json_str(open, "dispatch");
-			int64_t base = json_integer_value(json_object_get(open, "since"));
-			json_t *last = json_object_get(lw, agent ? agent : "");
-			json_t *fired_list = json_object_get(open, "fired"), *f, *affected;
-			const char *cause = dispatch;
-			int seen = 0;
-
-			if (!agent || !dispatch)
-				continue;
-			if (last && json_integer_value(json_object_get(last, "ms")) >= base) {
-				base = json_integer_value(json_object_get(last, "ms"));
-				cause = amp_json_str(last, "msg");
-			}
-			json_array_foreach(fired_list, i, f)
-				seen |= !strcmp(json_string_value(f) ? json_string_value(f) : "", cause);
-			if (seen || now <= base + w->o->heartbeat_ms)
-				continue;
-			snprintf(description, sizeof(description),
-				 "The %s holds %s (dispatch %s) and has written nothing to the SSOT since %s (%lld min; amp.heartbeatTimeout %lld s).",
-				 agent, task, dispatch, amp_time_format(base, when),
-				 (long long)((now - base) / 60000),
-				 (long long)(w->o->heartbeat_ms / 1000));
-			affected = strcmp(cause, dispatch) ? json_pack("[s,s]", cause, dispatch)
-							   : json_pack("[s]", cause);
-			if (fire(w, task, "heartbeat_timeout", "warning", affected, NULL, description, NULL) == AMP_OK) {
-				json_array_append_new(fired_list, json_string(cause));
-				*fired = 1;
-			}
-			json_decref(affected);
-		}
+		evaluate_acks(w, task, t, fired);
+		evaluate_holders(w, task, t, fired);
 	}
 	/* A task found unreadable while escalating keeps no timers. */
 	json_object_foreach(json_object_get(w->state, "broken"), task, t)
@@ -552,27 +816,41 @@ static void state_path(amp_store *st, char *buf, size_t bufsz)
 	snprintf(buf, bufsz, "%s/watch.json", amp_store_state_dir(st));
 }
 
+/* The settings the timers were derived with: a state kept under others is
+ * foreign. */
+static json_t *policy_key(struct watch *w)
+{
+	const amp_policy *p = amp_store_policy(w->st);
+
+	return json_pack("{s:i,s:I,s:i}", "lock_threshold", w->o->lock_threshold,
+			 "max_clock_skew_ms", (json_int_t)p->max_clock_skew_ms,
+			 "approval_levels", (int)p->approval_levels);
+}
+
 static json_t *fresh_state(struct watch *w)
 {
-	return json_pack("{s:i,s:s,s:i,s:n,s:{},s:{},s:{}}", "version", STATE_VERSION,
-			 "ref", amp_store_messages_ref(w->st), "lock_threshold",
-			 w->o->lock_threshold, "tip", "last_write", "tasks", "broken");
+	return json_pack("{s:i,s:s,s:o,s:n,s:{},s:{},s:{}}", "version", STATE_VERSION,
+			 "ref", amp_store_messages_ref(w->st), "policy", policy_key(w),
+			 "tip", "last_write", "tasks", "broken");
 }
 
 /*
  * The saved state:
- *   {"version":1, "ref":..., "lock_threshold":3, "tip":"<commit>"|null,
- *    "last_write":{"<role>":{"ms":..,"msg":..}},
- *    "tasks":{"<task_id>":{"acks":[{"msg","deadline","from","to"}],
- *                          "open":{"agent","since","dispatch","fired":[..]}}},
+ *   {"version":2, "ref":..., "policy":{"lock_threshold","max_clock_skew_ms",
+ *    "approval_levels"}, "tip":"<commit>"|null,
+ *    "last_write":{"<role>":{"ms":..,"msg":..|"path":..}},
+ *    "tasks":{"<task_id>":{"acks":[{"msg","deadline","from","to","arrival"}],
+ *                          "holders":[{"role","by","since","arrival"}],
+ *                          "fired":[<heartbeat causes>]}},
  *    "broken":{"<task_id>":"<why its directory cannot be read>"}}
- * Anything else (missing, unreadable, other version, ref or threshold)
+ * ("arrival": when the SSOT first held the message, when known.)
+ * Anything else (missing, unreadable, other version, ref or settings)
  * means a fresh state, hence a full rescan.
  */
 static void load_state(struct watch *w)
 {
 	char path[4200];
-	json_t *s;
+	json_t *s, *key = policy_key(w);
 	const char *ref;
 
 	state_path(w->st, path, sizeof(path));
@@ -581,12 +859,13 @@ static void load_state(struct watch *w)
 	if (!json_is_object(s) ||
 	    json_integer_value(json_object_get(s, "version")) != STATE_VERSION ||
 	    !ref || strcmp(ref, amp_store_messages_ref(w->st)) ||
-	    json_integer_value(json_object_get(s, "lock_threshold")) != w->o->lock_threshold ||
+	    !json_equal(json_object_get(s, "policy"), key) ||
 	    !json_is_object(json_object_get(s, "tasks")) ||
 	    !json_is_object(json_object_get(s, "last_write"))) {
 		json_decref(s);
 		s = fresh_state(w);
 	}
+	json_decref(key);
 	if (!json_is_object(json_object_get(s, "broken")))
 		json_object_set_new(s, "broken", json_object());
 	w->state = s;
@@ -619,6 +898,8 @@ static int is_new(const json_t *new_files, const char *name)
 static void process_task(struct watch *w, const char *task, const json_t *new_files)
 {
 	json_t *tasks = json_object_get(w->state, "tasks"), *timers;
+	struct task_pass t;
+	amp_task_state s;
 	amp_task_log log;
 	amp_error err;
 	char name[300];
@@ -631,7 +912,10 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 	}
 	json_object_del(json_object_get(w->state, "broken"), task);
 	w->stats->tasks_read++;
-	note_writes(w, &log);
+	t.w = w;
+	t.log = &log;
+	t.arrived = json_object_get(w->arrivals, task);
+	t.old = json_object_get(tasks, task);
 	/* AMP/1.0 No Silent Failure: a record nobody can read is reported. */
 	for (i = 0; i < log.nbad; i++)
 		if (is_new(new_files, log.bad[i].name))
@@ -639,41 +923,55 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 					 log.bad[i].reason);
 	for (i = 0; i < log.count; i++) {
 		const amp_entry *e = &log.entries[i];
+		int unknown = 0;
 
 		entry_name(e, name, sizeof(name));
 		if (!is_new(new_files, name))
 			continue;
-		if (e->kind == AMP_ENTRY_MSG) {
-			check_message(w, &log, i);
-		} else if (e->kind == AMP_ENTRY_ACK && need_schemas(w) == AMP_OK) {
-			amp_errlist errs = { 0 };
-			char what[1200];
-
-			if (amp_message_validate(*w->set, e->doc, 1, &errs) == AMP_ESCHEMA) {
-				snprintf(what, sizeof(what), "ACK not schema-valid: %.200s: %.600s",
-					 errs.items[0].path, errs.items[0].message);
-				escalate_unknown(w, &log, e->id, name, what);
-			} else if (ack_problem(&log, e, what, sizeof(what))) {
-				escalate_unknown(w, &log, e->id, name, what);
-			}
-			amp_errlist_free(&errs);
-		}
+		if (e->kind == AMP_ENTRY_MSG)
+			unknown = check_message(w, &log, i);
+		else if (e->kind == AMP_ENTRY_ACK)
+			unknown = check_ack(&t, i);
+		if (!unknown && (e->kind != AMP_ENTRY_CTL || is_type(e->doc, "heartbeat")))
+			check_clock(&t, e, name);
+		note_write(&t, e, name);
 	}
-	if ((timers = derive_timers(&log)))
+	amp_task_state_compute(&log, &s);
+	check_lock(w, &log, &s);
+	if ((timers = derive_timers(&t, &s)))
 		json_object_set_new(tasks, task, timers);
 	else
 		json_object_del(tasks, task);
+	amp_task_state_free(&s);
 	amp_task_log_free(&log);
+}
+
+/* Marks record `name` of `task` in `touched`: true, or (ms >= 0) the least
+ * ms seen for it. */
+static void touch(json_t *touched, const char *task, const char *name, int64_t ms)
+{
+	json_t *files = json_object_get(touched, task), *cur;
+
+	if (!json_is_object(files))
+		json_object_set_new(touched, task, files = json_object());
+	cur = json_object_get(files, name);
+	if (ms < 0)
+		json_object_set_new(files, name, json_true());
+	else if (!json_is_integer(cur) || json_integer_value(cur) > ms)
+		json_object_set_new(files, name, json_integer(ms));
 }
 
 /*
  * Adds to `touched` ({task: {file name: true}}) every record that differs
  * between trees a (NULL: empty) and b, `prefix` being their path.  Subtrees
  * with the same id are skipped, so the cost follows the change, not the
- * size of the SSOT (libgit2's tree diff reads more than that).
+ * size of the SSOT (libgit2's tree diff reads more than that).  With `ms`
+ * >= 0 (a commit of the walk, walk_arrivals) each record gets the least ms
+ * seen for it instead, and a tree that cannot be read is passed over: the
+ * diff of the tips reports it.
  */
 static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
-		      const char *prefix, int depth, json_t *touched)
+		      const char *prefix, int depth, json_t *touched, int64_t ms)
 {
 	size_t i, n = git_tree_entrycount(b);
 	int rc = 0;
@@ -689,12 +987,7 @@ static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
 		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
 		if (depth == 4) {
 			/* tasks/<year>/<shard>/<task>/<record> */
-			const char *task = strrchr(prefix, '/') + 1;
-			json_t *files = json_object_get(touched, task);
-
-			if (!files)
-				json_object_set_new(touched, task, files = json_object());
-			json_object_set_new(files, name, json_true());
+			touch(touched, strrchr(prefix, '/') + 1, name, ms);
 			continue;
 		}
 		if (git_tree_entry_type(be) != GIT_OBJECT_TREE ||
@@ -709,18 +1002,20 @@ static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
 				/* A task directory that cannot be read: the task is
 				 * read whole, or found broken (task_broken), alone. */
 				git_error_clear();
-				if (depth == 3)
+				if (ms >= 0)
+					;
+				else if (depth == 3)
 					json_object_set_new(touched, name, json_null());
 				else
 					rc = -1;
 			} else
-				rc = diff_trees(repo, sa, sb, path, depth + 1, touched);
+				rc = diff_trees(repo, sa, sb, path, depth + 1, touched, ms);
 			git_tree_free(sa);
 			git_tree_free(sb);
 		}
 	}
 	/* A task whose records vanished (history rewritten) is re-read too. */
-	if (a && depth == 3 && rc == 0) {
+	if (a && depth == 3 && rc == 0 && ms < 0) {
 		n = git_tree_entrycount(a);
 		for (i = 0; i < n; i++) {
 			const char *name = git_tree_entry_name(git_tree_entry_byindex(a, i));
@@ -730,6 +1025,46 @@ static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
 		}
 	}
 	return rc;
+}
+
+/*
+ * Sender clocks ("amp watch measures deadlines from the later of the
+ * timestamp and the commit time it first saw"): for each record added by
+ * the commits between `from` (NULL: the beginning) and `to`, the committer
+ * time of the commit that added it (the oldest wins), into w->arrivals, as
+ * {task: {record name: ms}}.  Each commit is compared with its first parent,
+ * reading only the subtrees that differ.  Best effort: a commit that cannot
+ * be read adds nothing, and its records count from their timestamps.
+ */
+static void walk_arrivals(struct watch *w, const git_oid *from, const git_oid *to)
+{
+	git_repository *repo = amp_store_repo(w->st);
+	git_revwalk *walk = NULL;
+	git_oid id;
+
+	/* Newest first, each commit's parent next: libgit2's object cache
+	 * then reads each tree once. */
+	if (git_revwalk_new(&walk, repo) < 0 || git_revwalk_push(walk, to) < 0 ||
+	    (from && git_revwalk_hide(walk, from) < 0))
+		goto cleanup;
+	while (git_revwalk_next(&id, walk) == 0) {
+		git_commit *c = NULL, *parent = NULL;
+		git_tree *tree = NULL, *ptree = NULL;
+
+		if (git_commit_lookup(&c, repo, &id) == 0 && git_commit_tree(&tree, c) == 0 &&
+		    (!git_commit_parentcount(c) ||
+		     (git_commit_parent(&parent, c, 0) == 0 && git_commit_tree(&ptree, parent) == 0)))
+			diff_trees(repo, ptree, tree, "", 0, w->arrivals,
+				   (int64_t)git_commit_time(c) * 1000);
+		git_error_clear();
+		git_tree_free(ptree);
+		git_tree_free(tree);
+		git_commit_free(parent);
+		git_commit_free(c);
+	}
+cleanup:
+	git_error_clear();
+	git_revwalk_free(walk);
 }
 
 /* Reads what changed between the trees of `from` (NULL: nothing) and `to`
@@ -756,13 +1091,15 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 	}
 	if (git_commit_lookup(&new_c, repo, to) < 0 ||
 	    git_commit_tree(&w->tree, new_c) < 0 ||
-	    diff_trees(repo, from ? old_t : NULL, w->tree, "", 0, touched) < 0) {
+	    diff_trees(repo, from ? old_t : NULL, w->tree, "", 0, touched, -1) < 0) {
 		amp_error err;
 
 		amp_error_git(&err, AMP_EIO, "cannot read %s", amp_store_messages_ref(w->st));
 		status = amp_errlist_add(w->errors, AMP_EIO, "", "%s", err.message);
 		goto cleanup;
 	}
+	w->arrivals = json_object();
+	walk_arrivals(w, from, to);
 	/* Tasks that were unreadable are tried again, whole. */
 	json_object_foreach(json_object_get(w->state, "broken"), task, files)
 		if (!json_object_get(touched, task))
@@ -775,6 +1112,8 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 		json_object_set_new(w->state, "tip", json_string(git_oid_tostr(hex, sizeof(hex), to)));
 	}
 cleanup:
+	json_decref(w->arrivals);
+	w->arrivals = NULL;
 	git_tree_free(w->tree);
 	w->tree = NULL;
 	git_tree_free(old_t);
@@ -786,35 +1125,19 @@ cleanup:
 
 int amp_watch_opts_load(amp_store *st, amp_watch_opts *o, amp_error *err)
 {
-	char buf[64];
-	long long v;
-	int status;
+	const amp_policy *p = amp_store_policy(st);
 
 	memset(o, 0, sizeof(*o));
-	o->lock_threshold = AMP_WATCH_LOCK_THRESHOLD;
-	o->heartbeat_ms = (int64_t)AMP_WATCH_HEARTBEAT_SEC * 1000;
-	if (amp_store_config(st, "amp.lockThreshold", buf, sizeof(buf))) {
-		if ((status = amp_parse_int("git config amp.lockThreshold", buf, 1,
-					    AMP_WATCH_LOCK_THRESHOLD_MAX, &v, err)) < 0)
-			return status;
-		o->lock_threshold = (int)v;
-	}
-	if (amp_store_config(st, "amp.heartbeatTimeout", buf, sizeof(buf))) {
-		if ((status = amp_parse_int("git config amp.heartbeatTimeout", buf, 1,
-					    AMP_WATCH_HEARTBEAT_SEC_MAX, &v, err)) < 0)
-			return status;
-		o->heartbeat_ms = (int64_t)v * 1000;
-	}
-	if ((status = amp_clock_now_ms(&o->now_ms, err)) < 0)
-		return status;
-	return AMP_OK;
+	o->lock_threshold = p->lock_threshold;
+	o->heartbeat_ms = p->heartbeat_ms;
+	return amp_clock_now_ms(&o->now_ms, err);
 }
 
 int amp_watch_pass(amp_store *st, amp_schema_set **set, const amp_watch_opts *o,
 		   amp_watch_report_fn report, void *ctx, amp_watch_stats *stats,
 		   amp_errlist *errors)
 {
-	struct watch w = { st, set, o, report, ctx, stats, errors, NULL, NULL, 0, 0 };
+	struct watch w = { st, set, o, report, ctx, stats, errors, NULL, NULL, NULL, 0, 0 };
 	char *before = NULL;
 	git_oid tip, last;
 	int iter, rc, status = AMP_OK, fired;

@@ -1,27 +1,39 @@
 /*
- * watch.h - the enforcer: the AMP/1.0 rules that hold by themselves.
+ * watch.h - the enforcer: the AMP/1.0 rules that need a clock, and a second
+ * look at whatever reached the SSOT without `amp send` (a fetch, an older
+ * amp, a hand-made commit).
  *
  * A pass reads what changed in the SSOT since the previous pass and
  * escalates, as `system`, each cause it finds, once:
  *
- *   ack_timeout        a message with requires_ack and no ACK after
- *                      timestamp + ack_timeout_sec          (cause: it)
- *   heartbeat_timeout  the assignee of an open dispatch wrote nothing to
- *                      the SSOT for amp.heartbeatTimeout s  (cause: its
- *                      last record, or the dispatch)
- *   hallucination_lock a task's rejected verdicts since the last resume
- *                      reach amp.lockThreshold (critical: the task locks)
- *                                                           (cause: that verdict)
+ *   ack_timeout        a message with requires_ack and no ACK after its
+ *                      deadline (amp_task_ack_deadline), or an ACK that
+ *                      came by fetch after it                (cause: it)
+ *   heartbeat_timeout  whoever holds the ball (amp_task_holders) wrote
+ *                      nothing to the SSOT (a message, an ACK, a heartbeat)
+ *                      for amp.heartbeatTimeout             (cause: its
+ *                      last write, or the hand-off)
+ *   hallucination_lock a task due to lock (rejecting verdicts since the
+ *                      last resume reach amp.lockThreshold, malformed ones
+ *                      included, and no lock recorded; amp send writes the
+ *                      lock with the verdict, a fetch cannot) (cause: the
+ *                      verdict that reached it)
  *   conflict (info)    a verdict with confidence < 0.8      (cause: it)
+ *   permission_denied  an ACK or a result that came by fetch for a dispatch
+ *                      awaiting the admin's approval  (cause: the dispatch)
  *   branch_violation   a task_dispatch to main/master in the SSOT
  *   ci_failure         a review_request in the SSOT despite failed CI
- *   unknown            a record that is not JSON, not schema-valid, or
- *                      breaks another send-time rule (No Silent Failure)
+ *   unknown            a record that is not JSON, not schema-valid, breaks
+ *                      another send-time rule, or whose timestamp is
+ *                      further than amp.maxClockSkew from the commit that
+ *                      brought it (No Silent Failure)
  *
- * The last three catch messages that reached the SSOT without passing
- * `amp send` (a fetch, an older amp, a hand-made commit): each new message
- * is checked again against the schema and against the rules with the log
- * of its task as it stood before it, which is what `amp send` saw.
+ * Each new message is checked again against the schema and against the
+ * rules with the log of its task as it stood before it, which is what
+ * `amp send` saw.  Deadlines run from the later of a record's timestamp and
+ * the committer time of the commit that first held it (found by walking
+ * the new commits), from the commit time alone when the two are further
+ * apart than amp.maxClockSkew (amp_task_trusted_time).
  *
  * "Once" holds across passes, restarts, --full and concurrent watchers
  * because every escalation goes through amp_send_escalation with `once`,
@@ -30,10 +42,13 @@
  * escalation about a record is the record's path, named first in its
  * description ("amp watch cannot use <path>: <why>"), since a control
  * record or a file whose name is no msg_id has no msg_id to name, and a
- * message and its ACK share one; any other cause is affected_msgs[0].
+ * message and its ACK share one; so is that of a heartbeat_timeout whose
+ * holder last wrote a heartbeat ("no write since <path>: ..."); any other
+ * cause is affected_msgs[0].
  * State kept in <git common dir>/amp/watch.json (the last tip processed,
- * the open timers, the tasks found unreadable) only saves work: a lost or
- * corrupt file costs a full rescan, nothing else.
+ * the open timers with the arrival of their messages, the tasks found
+ * unreadable) only saves work: a lost or corrupt file costs a full rescan,
+ * nothing else.
  *
  * Damage stays local: a record whose blob cannot be read is an unreadable
  * record (escalated once); a task whose directory cannot be read is
@@ -49,21 +64,23 @@
 #include "schema.h"
 #include "store.h"
 
-#define AMP_WATCH_LOCK_THRESHOLD   3
-#define AMP_WATCH_HEARTBEAT_SEC    1800
-/* The largest settings accepted: 1000 rejects, 30 days of silence. */
-#define AMP_WATCH_LOCK_THRESHOLD_MAX 1000
-#define AMP_WATCH_HEARTBEAT_SEC_MAX  2592000
+/* The defaults of the store's policy (store.h). */
+#define AMP_WATCH_LOCK_THRESHOLD   AMP_POLICY_LOCK_THRESHOLD
+#define AMP_WATCH_HEARTBEAT_SEC    AMP_POLICY_HEARTBEAT_SEC
 #define AMP_WATCH_CONFIDENCE_MIN   0.8
 
 typedef struct amp_watch_opts {
 	int64_t now_ms;
-	int lock_threshold;     /* git config amp.lockThreshold */
-	int64_t heartbeat_ms;   /* git config amp.heartbeatTimeout (seconds) */
+	int lock_threshold;     /* the policy's amp.lockThreshold (the state
+				 * of a task is computed with the policy of
+				 * the store; this keys the saved state and
+				 * must be the same) */
+	int64_t heartbeat_ms;   /* the policy's amp.heartbeatTimeout */
 	int full;               /* ignore the saved state */
 } amp_watch_opts;
 
-/* Fills o from git config (defaults above) and the clock. */
+/* Fills o from the store's policy (amp_store_policy: git config, checked
+ * when the store was opened) and the clock. */
 int amp_watch_opts_load(amp_store *st, amp_watch_opts *o, amp_error *err);
 
 /* One thing a pass did. */

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Benchmark of amp watch (never part of the tests): an SSOT of 10,000
 # messages (2,500 tasks, each dispatch -> result -> review_request ->
-# approved verdict, every one ACKed: 20,000 records, one commit each) is
-# written with git fast-import, then:
-#   1. the first `amp watch --once`: a full scan, every message checked;
+# approved verdict, every one ACKed: 20,000 records, one commit each, dated
+# as its record, as amp writes them) is written with git fast-import, then:
+#   1. the first `amp watch --once`: a full scan, every message checked and
+#      every commit of the history walked (when each record arrived);
 #   2. `amp watch --once` on the unchanged SSOT: whole-process median of 20
 #      runs (hyperfine when installed, else date +%s%N);
 #   3. `amp watch --once` after one new message: median of 20 runs.
@@ -31,12 +32,12 @@ def ts(ms):
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00")
 out = sys.stdout
 mark = 0
-def commit(path, doc, author, subject):
+def commit(path, doc, author, subject, ms):
     global mark, parent
     data = (json.dumps(doc, indent=2) + "\n").encode()
     mark += 1
     msg = subject.encode()
-    out.write(f"commit refs/amp/messages\nmark :{mark}\ncommitter amp <amp@amp.invalid> 1772116327 +0000\n")
+    out.write(f"commit refs/amp/messages\nmark :{mark}\ncommitter amp <amp@amp.invalid> {ms // 1000} +0000\n")
     out.write(f"data {len(msg)}\n"); out.flush(); sys.stdout.buffer.write(msg); out.write("\n")
     if mark == 1:
         out.write(f"from {parent}\n")
@@ -55,11 +56,11 @@ for n in range(tasks):
                "task_id": task, "timestamp": ts(ms), "requires_ack": True}
         doc.update(extra or {})
         doc["payload"] = payload
-        commit(f"{d}/{seq:06d}.msg.{mid}.json", doc, frm, f"{kind} {task} {frm} -> {to}")
+        commit(f"{d}/{seq:06d}.msg.{mid}.json", doc, frm, f"{kind} {task} {frm} -> {to}", ms)
         seq += 1
         ack = {"protocol_version": "AMP/1.0", "type": "ack", "ack_for": mid, "task_id": task,
                "from": to, "to": frm, "timestamp": ts(ms + 5000)}
-        commit(f"{d}/{seq:06d}.ack.{mid}.json", ack, to, f"ack {mid} {to} -> {frm}")
+        commit(f"{d}/{seq:06d}.ack.{mid}.json", ack, to, f"ack {mid} {to} -> {frm}", ms + 5000)
         return mid
     D = msg("task_dispatch", "coordinator", "executor", base, {
         "description": "bench", "repo": "/srv/bench", "branch": "feature/bench",

@@ -90,21 +90,37 @@ setup() {
 	assert_escalation "$E" heartbeat_timeout warning "[\"$X\", \"$D\"]" in_progress 0 true
 }
 
-@test "rule 2: a task whose executor reported is not held, so no heartbeat" {
+@test "rule 2: after its result the executor holds nothing; the coordinator holds the ball and is escalated once" {
 	dispatch_acked
 	at 60; R=$(amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json")
 	at 61; amp ack "$R" --from coordinator
+	at 1861
+	run amp watch --once
+	assert_success
+	assert_output ""
 	at 99999
 	run amp watch --once
 	assert_success
-	refute_output --partial heartbeat_timeout
+	assert_output --regexp "^escalated heartbeat_timeout $T $R \(escalation-$T-[0-9]+\)$"
+	E=$(the_escalation heartbeat_timeout)
+	assert_escalation "$E" heartbeat_timeout warning "[\"$R\"]" submitted 0 true
+	run escalation_file "$E"
+	assert_output --partial "The coordinator holds $T (handed over by $R"
+	refute_output --partial "The executor"
+	run amp watch --once
+	assert_output ""
+	assert_equal "$(escalation_count heartbeat_timeout)" 1
 }
 
-@test "rule 3 hallucination lock: the third rejected verdict locks the task (critical, auto_suspended)" {
+@test "rule 3 hallucination lock: a third rejected verdict that came by fetch locks the task (critical, auto_suspended)" {
 	dispatch_acked
 	reject_rounds 2
 	at 400; run amp watch --once; assert_output ""
-	reject_rounds 1 400
+	at 410; review_round 2
+	at 450; plant_reject
+	run amp status $T --json
+	assert_output --partial '"state": "locked"'
+	assert_output --partial '"locked": false'
 	at 500
 	run amp watch --once
 	assert_success
@@ -126,12 +142,17 @@ setup() {
 @test "rule 3: git config amp.lockThreshold sets the threshold" {
 	git config amp.lockThreshold 2
 	dispatch_acked
-	reject_rounds 2
+	reject_rounds 1
+	at 200; review_round 1
+	at 250; plant_reject
 	at 500
 	run amp watch --once
-	assert_output --partial "escalated hallucination_lock $T $V"
+	assert_output --regexp "^escalated hallucination_lock $T $V "
+	run escalation_file "$(the_escalation hallucination_lock)"
+	assert_output --partial "2 rejected verdicts in a row (amp.lockThreshold 2)"
 	run amp status $T --json
 	assert_output --partial '"state": "locked"'
+	assert_output --partial '"locked": true'
 }
 
 @test "rule 3: after an admin resume, rejects count again from zero" {
@@ -146,17 +167,22 @@ setup() {
 	run amp status $T --json
 	assert_output --partial '"state": "rejected"'
 	assert_output --partial '"reject_count": 5'
-	reject_rounds 1 700
+	at 700; review_round 5
+	at 750; plant_reject
 	at 800
 	run amp watch --once
-	assert_output --partial "escalated hallucination_lock $T $V"
+	assert_output --regexp "^escalated hallucination_lock $T $V "
 	assert_equal "$(escalation_count hallucination_lock)" 2
+	run escalation_file "$(amp status $T --json | json_get "[e['msg_id'] for e in d['escalations'] if e['escalation_type'] == 'hallucination_lock'][-1]")"
+	assert_output --partial "3 rejected verdicts since the last resume (amp.lockThreshold 3), the last $V"
 }
 
 @test "rule 4 lock warning: a review_request at reject_count >= 2 must say 'Lock is approaching', with the SSOT's count" {
 	dispatch_acked
 	reject_rounds 2
 	at 300
+	send_dispatch
+	amp ack "$D" --from executor
 	R=$(amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json")
 	printf '{"original_dispatch_ref":"%s","task_result_ref":"%s","review_scope":"full","diff_url":"https://example.invalid/c","reject_count":2}' "$D" "$R" > "$BATS_TEST_TMPDIR/p/rr.json"
 	run amp send review_request --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/rr.json"
@@ -179,7 +205,7 @@ setup() {
 	assert_failure 3
 	assert_output --partial "/payload/ci_status/xcode_cloud: CI failed"
 	run amp status $T --json
-	refute_output --partial '"review_request"'
+	assert_equal "$(echo "$output" | json_get '[m["type"] for m in d["messages"]]')" '["task_dispatch", "task_result"]'
 }
 
 @test "rule 5: watch escalates ci_failure for a review_request with failed CI that arrived by a fetch" {
@@ -203,11 +229,6 @@ JSON
 
 @test "rule 6 confidence threshold: a verdict below 0.8 is escalated to the admin (info), one at 0.8 is not" {
 	dispatch_acked
-	at 60; review_round 0
-	at 100; V=$(amp verdict $T --decision approved --confidence 0.8 --payload "$BATS_TEST_TMPDIR/p/verdict.json")
-	at 110; amp ack "$V" --from coordinator
-	run amp watch --once
-	assert_output ""
 	write_reject_payload
 	at 200; review_round 0
 	at 210; V=$(amp verdict $T --decision rejected --confidence 0.55 --payload "$BATS_TEST_TMPDIR/p/reject.json")
@@ -220,6 +241,13 @@ JSON
 	assert_output --partial "confidence 0.55 < 0.8"
 	run amp status $T --json
 	assert_output --partial '"state": "rejected"'
+	at 220; amp ack "$V" --from coordinator
+	at 300; review_round 1
+	at 400; V=$(amp verdict $T --decision approved --confidence 0.8 --payload "$BATS_TEST_TMPDIR/p/verdict.json")
+	at 410; amp ack "$V" --from coordinator
+	run amp watch --once
+	assert_output ""
+	assert_equal "$(escalation_count conflict)" 1
 }
 
 @test "rule 7 critical = suspend all: after the lock only the admin acts; watch's own escalations still go in" {
@@ -229,7 +257,7 @@ JSON
 	E=$(the_escalation hallucination_lock)
 	run amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json"
 	assert_failure 3
-	assert_output --partial "task $T is locked by escalation $E: only the admin may act until 'amp resume'"
+	assert_output --partial "task $T: it is locked by escalation $E: only the admin may act until 'amp resume'"
 	# the suspension stops the clocks: no ACK or heartbeat escalation piles up
 	at 99999
 	run amp watch --once
@@ -302,7 +330,8 @@ JSON
 	assert_success
 	assert_output --regexp "^escalated unknown $T $B "
 	E=$(the_escalation unknown)
-	assert_escalation "$E" unknown warning "[\"$B\"]" submitted 0 true
+	# the transition table refuses it (the dispatch has no ACK): it moves nothing
+	assert_escalation "$E" unknown warning "[\"$B\"]" dispatched 0 true
 	run escalation_file "$E"
 	assert_output --partial "not schema-valid"
 	assert_output --partial "/payload"
@@ -348,7 +377,9 @@ JSON
 	send_dispatch
 	D1=$D
 	dispatch_acked
-	reject_rounds 3
+	reject_rounds 2
+	at 300; review_round 2
+	at 350; plant_reject
 	for i in 1 2 3 4; do
 		amp send task_dispatch --task T-2026-05$i --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
 	done
@@ -393,9 +424,12 @@ JSON
 @test "the long scenario: dispatch, three rejects, lock, refused result, resume, approval" {
 	dispatch_acked
 	reject_rounds 3
+	# the third verdict locked the task as it landed: watch has nothing to add
+	assert_equal "$(escalation_count hallucination_lock)" 1
+	assert_escalation "$(the_escalation hallucination_lock)" hallucination_lock critical "[\"$V\", \"$D\"]" locked 3 true
 	at 400
 	run amp watch --once
-	assert_output --partial "escalated hallucination_lock $T $V"
+	assert_output ""
 	run amp status $T
 	assert_line --index 0 --regexp "^$T  locked  rejects 3  suspended by escalation-"
 	at 410

@@ -22,9 +22,17 @@ JSON
 }
 
 # review_round N: the executor's result (ACKed), then a review request with
-# reject_count N (ACKed); sets R and Q.  Uses the current AMP_NOW.
+# reject_count N (ACKed); sets R and Q.  After a rejection, a new dispatch
+# (ACKed) starts the round first, as the transition table wants; it sets D.
+# Uses the current AMP_NOW.
 review_round() {
 	local n=$1 notes=""
+	if [ "$(amp status $T --json | json_get '[s["state"] for s in d["subtasks"]][:1]')" = '["rejected"]' ]; then
+		# the verdict that locked the task could not be ACKed before the resume
+		[ -z "${V:-}" ] || amp ack "$V" --from coordinator > /dev/null || return 1
+		send_dispatch || return 1
+		amp ack "$D" --from executor > /dev/null || return 1
+	fi
 	R=$(amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json") || return 1
 	amp ack "$R" --from coordinator > /dev/null || return 1
 	[ "$n" -ge 2 ] && notes=', "coordinator_notes": "Lock is approaching: two rejects already"'
@@ -45,28 +53,45 @@ task_state() {
 # coordinator re-dispatches it (a new round) and the executor ACKs; sets D.
 redispatch_if_rejected() {
 	[ "$(task_state)" = rejected ] || return 0
+	[ -z "${V:-}" ] || amp ack "$V" --from coordinator > /dev/null || return 1
 	send_dispatch || return 1
 	amp ack "$D" --from executor > /dev/null
 }
 
-# reject_rounds K [START]: K rounds each ending in a rejected verdict (ACKed),
-# AMP_NOW moving 100 s a round from START (default 10); sets V to the last.
+# reject_rounds K [START]: K rounds each ending in a rejected verdict (ACKed,
+# but for one that locks the task with it: AMP/1.0 Critical = Suspend All
+# refuses the ACK until the resume), AMP_NOW moving 100 s a round from START
+# (default 10); sets V to the last.
 reject_rounds() {
 	local k=$1 t=${2:-10} i base
 	base=$(amp status $T --json | $PY -c 'import json,sys; print(json.load(sys.stdin)["reject_count"])')
 	write_reject_payload
 	for ((i = 0; i < k; i++)); do
-		at $((t + i * 100))
-		redispatch_if_rejected || return 1
-		review_round $((base + i)) || return 1
+		at $((t + i * 100)); review_round $((base + i)) || return 1
 		at $((t + i * 100 + 50))
 		V=$(amp verdict $T --decision rejected --confidence 0.9 --payload "$BATS_TEST_TMPDIR/p/reject.json") || return 1
-		# The verdict that locks the task is committed with the lock
-		# (AMP/1.0 §05 Critical = Suspend All): its ACK is refused.
 		amp ack "$V" --from coordinator > /dev/null 2>&1 ||
-			[ "$(task_state)" = locked ] ||
-			return 1
+			[ "$(amp status $T --json | json_get 'd["state"]')" = locked ] || return 1
 	done
+}
+
+# plant_reject [malformed]: a rejecting verdict of the reviewer answering $Q,
+# dated AMP_NOW, committed by hand as a fetch brings it (no lock comes with
+# it); "malformed": without criteria_results, so not schema-valid.  Sets V.
+plant_reject() {
+	V=review_verdict-$T-$(($(date -u -d "$AMP_NOW" +%s) * 1000))
+	write_reject_payload
+	$PY - "$V" "$T" "$AMP_NOW" "$Q" "$BATS_TEST_TMPDIR/p/reject.json" "${1:-}" <<'PY' | plant "$(next_path $T "$V")"
+import json, sys
+v, t, now, q, payload, malformed = sys.argv[1:]
+p = json.load(open(payload))
+p.update(decision="rejected", confidence=0.9)
+if malformed:
+    del p["criteria_results"]
+print(json.dumps({"msg_id": v, "protocol_version": "AMP/1.0", "type": "review_verdict",
+                  "from": "reviewer", "to": "coordinator", "task_id": t, "timestamp": now,
+                  "requires_ack": True, "ack_timeout_sec": 60, "context_ref": [q], "payload": p}, indent=2))
+PY
 }
 
 # dispatch_acked: the dispatch, ACKed by the executor 5 s later; sets D.
@@ -125,14 +150,17 @@ if d["to"] != "admin" or d["type"] != "escalation":
 }
 
 # plant PATH: commits stdin at PATH on the messages ref with git plumbing,
-# as a fetch or an older amp would have, bypassing amp send.
+# as a fetch or an older amp would have, bypassing amp send.  The commit is
+# dated $GIT_COMMITTER_DATE when set, else $AMP_NOW (amp watch measures
+# deadlines from the commit that brought a record, too).
 plant() {
-	local idx=$BATS_TEST_TMPDIR/plant.idx blob tree commit
+	local idx=$BATS_TEST_TMPDIR/plant.idx blob tree commit when=${GIT_COMMITTER_DATE:-$AMP_NOW}
+	[[ $when =~ ^[0-9]+$ ]] && when="@$when"
 	blob=$(git hash-object -w --stdin)
 	GIT_INDEX_FILE=$idx git read-tree refs/amp/messages
 	GIT_INDEX_FILE=$idx git update-index --add --cacheinfo "100644,$blob,$1"
 	tree=$(GIT_INDEX_FILE=$idx git write-tree)
-	commit=$(git commit-tree "$tree" -p refs/amp/messages -m "fetched: $1")
+	commit=$(GIT_COMMITTER_DATE=$when git commit-tree "$tree" -p refs/amp/messages -m "fetched: $1")
 	git update-ref refs/amp/messages "$commit"
 	rm -f "$idx"
 }
