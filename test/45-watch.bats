@@ -257,7 +257,7 @@ JSON
 	E=$(the_escalation hallucination_lock)
 	run amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json"
 	assert_failure 3
-	assert_output --partial "task $T: it is locked by escalation $E: only the admin may act until 'amp resume'"
+	assert_output --partial "task $T is locked by escalation $E: only the admin may act until 'amp resume'"
 	# the suspension stops the clocks: no ACK or heartbeat escalation piles up
 	at 99999
 	run amp watch --once

@@ -38,10 +38,18 @@ teardown() {
 	to_awaiting_approval
 	assert_sub $S1 awaiting_approval 1
 	at 10
-	allowed amp send task_dispatch --task $T --from coordinator --to executor --payload "$(P dispatch.json)"
+	# the coordinator at the same level: the new dispatch waits in turn
+	allowed amp send task_dispatch --task $T --from coordinator --to executor --payload "$(risk_payload high)"
 	D2=$output
-	assert_sub $S1 dispatched 2
+	assert_sub $S1 awaiting_approval 2
 	[ "$(sub $S1 dispatch)" = "$D2" ]
+	[ "$(task_field awaiting_approval)" = "$D2" ]
+	# the admin may lower the level: the new round needs no approval
+	at 20
+	allowed amp send task_dispatch --task $T --from admin --to executor --payload "$(P dispatch.json)"
+	D3=$output
+	assert_sub $S1 dispatched 3
+	[ "$(sub $S1 dispatch)" = "$D3" ]
 	[ "$(task_field awaiting_approval)" = null ]
 }
 

@@ -77,10 +77,10 @@ high_risk() {
 	at 360
 	run amp verdict $T --decision rejected --confidence 0.9 --payload "$BATS_TEST_TMPDIR/p/reject.json"
 	assert_failure 3
-	assert_output --partial "it is locked: 3 rejected verdicts since the last resume reach amp.lockThreshold"
+	assert_output --partial "is locked: its 3 rejected verdicts since the last resume reach amp.lockThreshold"
 	run amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json"
 	assert_failure 3
-	assert_output --partial "it is locked"
+	assert_output --partial "is locked"
 	# a fetch may bring a fourth: the count is past the threshold, not at it
 	V3=$V
 	at 355; plant_reject
@@ -101,11 +101,11 @@ high_risk() {
 	at 370
 	run amp verdict $T --decision rejected --confidence 0.9 --payload "$BATS_TEST_TMPDIR/p/reject.json"
 	assert_failure 3
-	assert_output --partial "it is locked by escalation $E"
+	assert_output --partial "is locked by escalation $E"
 	at 380
 	run amp verdict $T --decision approved --confidence 0.95 --payload "$BATS_TEST_TMPDIR/p/verdict.json"
 	assert_failure 3
-	assert_output --partial "it is locked by escalation $E"
+	assert_output --partial "is locked by escalation $E"
 	run amp status $T --json
 	assert_equal "$(echo "$output" | json_get '[d["state"], d["reject_count"], d["locked"], d["suspended_by"]]')" "[\"locked\", 4, true, \"$E\"]"
 	for pass in 1 2; do
