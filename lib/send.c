@@ -118,7 +118,7 @@ int amp_send_add_escalation(amp_schema_set *set, amp_store_write *w,
 				 const amp_task_log *log, const char *type,
 				 const char *severity, const char *description,
 				 json_t *affected, json_t *suggested, int64_t now_ms,
-				 amp_send_result *res, amp_error *err)
+				 amp_send_result *res, json_t **out, amp_error *err)
 {
 	amp_message_fields f = { 0 };
 	amp_errlist errors = { 0 };
@@ -160,6 +160,8 @@ int amp_send_add_escalation(amp_schema_set *set, amp_store_write *w,
 		goto cleanup;
 	snprintf(res->escalation_id, sizeof(res->escalation_id), "%s", amp_json_str(msg, "msg_id"));
 	snprintf(res->escalation_type, sizeof(res->escalation_type), "%s", type);
+	if (out)
+		*out = json_incref(msg);
 cleanup:
 	amp_errlist_free(&errors);
 	json_decref(payload);
@@ -175,7 +177,7 @@ cleanup:
  */
 int amp_send_add_lock_if_due(amp_schema_set *set, amp_store_write *w,
 			   const amp_task_log *after, const char *verdict_id,
-			   int64_t now_ms, amp_send_result *res, amp_error *err)
+			   int64_t now_ms, amp_send_result *res, json_t **out, amp_error *err)
 {
 	amp_task_state s;
 	json_t *affected = NULL, *suggested = NULL;
@@ -193,7 +195,7 @@ int amp_send_add_lock_if_due(amp_schema_set *set, amp_store_write *w,
 	amp_lock_description(description, sizeof(description), after->task_id, &s,
 			     after->policy->lock_threshold, verdict_id);
 	status = amp_send_add_escalation(set, w, after, "hallucination_lock", "critical",
-				       description, affected, suggested, now_ms, res, err);
+				       description, affected, suggested, now_ms, res, out, err);
 cleanup:
 	json_decref(affected);
 	json_decref(suggested);
@@ -309,7 +311,9 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	const char *type = amp_json_str(c->msg, "type");
 	const amp_entry *existing;
 	amp_task_log log, after = { 0 };
-	char cause[1024], key_name[48], key_content[41];
+	char cause[1024], key_name[48], key_content[41], description[1024];
+	char doubt[256] = "";
+	json_t *lock = NULL;
 	int status = AMP_OK;
 
 	amp_errlist_truncate(c->errors, c->errors_base);
@@ -389,8 +393,37 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	c->res->escalation_id[0] = c->res->escalation_type[0] = '\0';
 	if (!strcmp(type, "review_verdict") &&
 	    (status = amp_send_add_lock_if_due(c->set, w, &after, c->res->msg_id,
-				      amp_msg_id_ms(c->res->msg_id), c->res, err)) < 0)
+				      amp_msg_id_ms(c->res->msg_id), c->res, &lock, err)) < 0)
 		goto cleanup;
+	if (lock) {
+		/* What follows in this commit sees the task locked. */
+		amp_task_log with_lock;
+
+		if ((status = log_plus(&after, AMP_ENTRY_MSG, amp_json_str(lock, "msg_id"), lock,
+				       &with_lock, err)) < 0)
+			goto cleanup;
+		free(after.entries);
+		after = with_lock;
+	}
+	/* AMP/1.0 §04 Confidence Threshold: the admin hears of a doubtful
+	 * verdict the moment it lands (conflict, info: nothing stops). */
+	if (!strcmp(type, "review_verdict") &&
+	    amp_confidence_low(c->msg, description, sizeof(description))) {
+		amp_send_result low = { 0 };
+		json_t *affected = json_pack("[s]", c->res->msg_id);
+
+		status = amp_send_add_escalation(c->set, w, &after, "conflict", "info", description,
+						 affected, NULL, amp_msg_id_ms(c->res->msg_id),
+						 &low, NULL, err);
+		json_decref(affected);
+		if (status < 0)
+			goto cleanup;
+		snprintf(doubt, sizeof(doubt), "%s", low.escalation_id);
+		if (!c->res->escalation_id[0]) {
+			snprintf(c->res->escalation_id, sizeof(c->res->escalation_id), "%s", low.escalation_id);
+			snprintf(c->res->escalation_type, sizeof(c->res->escalation_type), "%s", low.escalation_type);
+		}
+	}
 	if (c->opts->idempotency_key) {
 		after.next_seq = log.next_seq + (int)w->nfiles;
 		if ((status = add_key_record(c, w, &after, key_name, key_content, err)) < 0)
@@ -398,16 +431,19 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	}
 	snprintf(w->subject, sizeof(w->subject), "%s %s %s -> %s%s", type, task,
 		 amp_json_str(c->msg, "from"), amp_json_str(c->msg, "to"),
-		 c->res->escalation_id[0] ? " (locks the task)" : "");
+		 lock ? " (locks the task)" : "");
+	/* One trailer per escalation this commit writes with the message. */
 	snprintf(w->trailers, sizeof(w->trailers),
-		 "Amp-Msg-Id: %s\nAmp-Type: %s\nAmp-Task: %s\n%s%s%s%s", c->res->msg_id,
-		 type, task, c->res->escalation_id[0] ? "Amp-Escalation: " : "",
-		 c->res->escalation_id, c->res->escalation_id[0] ? "\n" : "",
+		 "Amp-Msg-Id: %s\nAmp-Type: %s\nAmp-Task: %s\n%s%s%s%s%s%s%s", c->res->msg_id,
+		 type, task, lock ? "Amp-Escalation: " : "",
+		 lock ? amp_json_str(lock, "msg_id") : "", lock ? "\n" : "",
+		 doubt[0] ? "Amp-Escalation: " : "", doubt, doubt[0] ? "\n" : "",
 		 c->extra_trailers ? c->extra_trailers : "");
 	snprintf(w->author, sizeof(w->author), "%s", amp_json_str(c->msg, "from"));
 	status = AMP_OK;
 cleanup:
 	free(after.entries);
+	json_decref(lock);
 	amp_task_log_free(&log);
 	return status;
 }
@@ -801,7 +837,7 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 		if (status == AMP_OK)
 			status = amp_send_add_escalation(c->set, w, &after, "ack_timeout", "warning",
 						       description, affected, NULL, c->now_ms,
-						       c->res, err);
+						       c->res, NULL, err);
 		json_decref(affected);
 		if (status < 0)
 			goto cleanup;

@@ -90,24 +90,27 @@ int amp_send_add_record(amp_store_write *w, const amp_task_log *log,
  * the same commit as the record that caused it.  `log` holds every record of
  * the task that commit writes before it, and gives the snapshot; the
  * msg_id is the first free one from now_ms on.  Added to w as the next
- * record (seq log->next_seq); its id and type go to res->escalation_*.
+ * record (seq log->next_seq); its id and type go to res->escalation_*, and
+ * the escalation itself to *out (a new reference) when out is not NULL.
  */
 int amp_send_add_escalation(amp_schema_set *set, amp_store_write *w,
 			    const amp_task_log *log, const char *type,
 			    const char *severity, const char *description,
 			    json_t *affected, json_t *suggested, int64_t now_ms,
-			    amp_send_result *res, amp_error *err);
+			    amp_send_result *res, json_t **out, amp_error *err);
 
 /*
  * For build callbacks: AMP/1.0 §05 hallucination_lock at write time.  When
  * `log` (the task with every record of this commit, the rejecting verdict
  * `verdict_id` last among them) has its rejects since the last resume at or
  * past amp.lockThreshold and no lock in force, adds the lock escalation
- * (critical, affected [verdict, latest dispatch]) to w.
+ * (critical, affected [verdict, latest dispatch]) to w, and to *out as
+ * amp_send_add_escalation does.
  */
 int amp_send_add_lock_if_due(amp_schema_set *set, amp_store_write *w,
 			     const amp_task_log *log, const char *verdict_id,
-			     int64_t now_ms, amp_send_result *res, amp_error *err);
+			     int64_t now_ms, amp_send_result *res, json_t **out,
+			     amp_error *err);
 
 /*
  * Reads the JSON document a command was handed (a --payload or --envelope

@@ -642,6 +642,21 @@ void amp_lock_description(char *buf, size_t bufsz, const char *task_id,
 		 threshold, verdict_id);
 }
 
+int amp_confidence_low(const json_t *verdict, char *buf, size_t bufsz)
+{
+	const json_t *payload = json_object_get(verdict, "payload");
+	json_t *c = json_object_get(payload, "confidence");
+
+	if (!json_is_number(c) || json_number_value(c) >= AMP_CONFIDENCE_MIN)
+		return 0;
+	snprintf(buf, bufsz,
+		 "Review verdict %s (%s) has confidence %.2f < %.1f: the admin should see it before the coordinator forwards it to the executor (Confidence Threshold).",
+		 amp_or_none(amp_json_str(verdict, "msg_id")),
+		 amp_or_none(amp_json_str(payload, "decision")),
+		 json_number_value(c), AMP_CONFIDENCE_MIN);
+	return 1;
+}
+
 json_t *amp_lock_suggestions(void)
 {
 	return json_pack("[s,s,s]",

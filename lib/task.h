@@ -190,6 +190,15 @@ int64_t amp_task_ack_deadline(const amp_task_log *log, const amp_task_state *s,
 int amp_task_closed_to(const amp_task_state *s, const char *role,
 		       char *why, size_t whysz);
 
+/* AMP/1.0 §04 Confidence Threshold: "Reviewer's confidence < 0.8 When, the
+ * Coordinator should report to the Admin before forwarding it". */
+#define AMP_CONFIDENCE_MIN 0.8
+
+/* 1 when review_verdict `verdict` (a whole envelope) has a confidence
+ * below AMP_CONFIDENCE_MIN; the description of its `conflict` escalation
+ * (info) then goes to buf. */
+int amp_confidence_low(const json_t *verdict, char *buf, size_t bufsz);
+
 /* AMP/1.0 §05 hallucination_lock: the escalation's description (the
  * task's rejects in s, the threshold, the verdict that reached it) into
  * buf, and its suggested_actions (the seed's three; the caller frees). */

@@ -298,19 +298,16 @@ static void escalate_unapproved(struct watch *w, const amp_task_log *log,
 	json_decref(affected);
 }
 
+/* AMP/1.0 §04 Confidence Threshold, for a verdict that came without amp
+ * (amp send and amp verdict write the escalation with it). */
 static void check_confidence(struct watch *w, const amp_task_log *log, const amp_entry *e)
 {
-	json_t *c = json_object_get(json_object_get(e->doc, "payload"), "confidence");
 	json_t *affected;
 	char description[1024];
 
-	if (!json_is_number(c) || json_number_value(c) >= AMP_WATCH_CONFIDENCE_MIN)
+	if (!amp_confidence_low(e->doc, description, sizeof(description)))
 		return;
 	affected = json_pack("[s]", e->id);
-	snprintf(description, sizeof(description),
-		 "Review verdict %s (%s) has confidence %.2f < %.1f: the admin should see it before the coordinator forwards it to the executor (Confidence Threshold).",
-		 e->id, amp_json_str(json_object_get(e->doc, "payload"), "decision"),
-		 json_number_value(c), AMP_WATCH_CONFIDENCE_MIN);
 	fire(w, log->task_id, "conflict", "info", affected, NULL, description, NULL);
 	json_decref(affected);
 }

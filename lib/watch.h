@@ -63,11 +63,12 @@
 #include "error.h"
 #include "schema.h"
 #include "store.h"
+#include "task.h"
 
 /* The defaults of the store's policy (store.h). */
 #define AMP_WATCH_LOCK_THRESHOLD   AMP_POLICY_LOCK_THRESHOLD
 #define AMP_WATCH_HEARTBEAT_SEC    AMP_POLICY_HEARTBEAT_SEC
-#define AMP_WATCH_CONFIDENCE_MIN   0.8
+#define AMP_WATCH_CONFIDENCE_MIN   AMP_CONFIDENCE_MIN
 
 typedef struct amp_watch_opts {
 	int64_t now_ms;

@@ -227,27 +227,43 @@ JSON
 	assert_output ""
 }
 
-@test "rule 6 confidence threshold: a verdict below 0.8 is escalated to the admin (info), one at 0.8 is not" {
+@test "rule 6 confidence threshold: a verdict below 0.8 is escalated to the admin (info) with it, one at 0.8 is not; watch does it for a fetched one" {
 	dispatch_acked
 	write_reject_payload
 	at 200; review_round 0
-	at 210; V=$(amp verdict $T --decision rejected --confidence 0.55 --payload "$BATS_TEST_TMPDIR/p/reject.json")
-	run amp watch --once
+	at 210; run amp verdict $T --decision rejected --confidence 0.55 --payload "$BATS_TEST_TMPDIR/p/reject.json"
 	assert_success
-	assert_output --regexp "^escalated conflict $T $V "
+	assert_line --regexp "^amp verdict: conflict escalation escalation-$T-[0-9]+ recorded$"
+	V=${lines[1]}
+	# in the verdict's own commit: no watcher needed
 	E=$(the_escalation conflict)
+	run git show --name-only --format=%s refs/amp/messages
+	assert_line --index 0 "review_verdict $T reviewer -> coordinator"
+	assert_output --partial ".msg.$V.json"
+	assert_output --partial ".msg.$E.json"
 	assert_escalation "$E" conflict info "[\"$V\"]" rejected 1 false
 	run escalation_file "$E"
 	assert_output --partial "confidence 0.55 < 0.8"
+	run amp watch --once
+	assert_success
+	assert_output ""
 	run amp status $T --json
 	assert_output --partial '"state": "rejected"'
 	at 220; amp ack "$V" --from coordinator
+	# a fetched doubtful verdict: watch escalates it
 	at 300; review_round 1
-	at 400; V=$(amp verdict $T --decision approved --confidence 0.8 --payload "$BATS_TEST_TMPDIR/p/verdict.json")
-	at 410; amp ack "$V" --from coordinator
+	at 350; plant_reject "" 0.5
+	run amp watch --once
+	assert_output --regexp "^escalated conflict $T $V "
+	assert_equal "$(escalation_count conflict)" 2
+	at 360; amp ack "$V" --from coordinator
+	at 400; review_round 2
+	sed 's/"confidence": 0.95/"confidence": 0.8/' "$BATS_TEST_TMPDIR/p/verdict.json" > v8.json
+	at 420; V=$(amp verdict $T --decision approved --confidence 0.8 --payload v8.json)
+	at 430; amp ack "$V" --from coordinator
 	run amp watch --once
 	assert_output ""
-	assert_equal "$(escalation_count conflict)" 1
+	assert_equal "$(escalation_count conflict)" 2
 }
 
 @test "rule 7 critical = suspend all: after the lock only the admin acts; watch's own escalations still go in" {

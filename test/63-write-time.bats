@@ -122,3 +122,27 @@ teardown() {
 	assert_failure 3
 	assert_output --partial "/payload/risk_level: is medium, but $D (risk_level high)"
 }
+
+@test "a doubtful verdict that also locks the task lands with both escalations, the conflict seeing the task locked" {
+	dispatch_acked
+	reject_rounds 2
+	at 400; review_round 2
+	at 450; run amp verdict $T --decision rejected --confidence 0.5 --payload "$BATS_TEST_TMPDIR/p/reject.json"
+	assert_success
+	V=$(amp status $T --json | json_get '[m["msg_id"] for m in d["messages"] if m["type"] == "review_verdict"][-1]')
+	L=$(the_escalation hallucination_lock)
+	C=$(the_escalation conflict)
+	run git show --name-only --format=%B refs/amp/messages
+	assert_line --index 0 "review_verdict $T reviewer -> coordinator (locks the task)"
+	assert_line "Amp-Escalation: $L"
+	assert_line "Amp-Escalation: $C"
+	assert_output --partial ".msg.$V.json"
+	assert_output --partial ".msg.$L.json"
+	assert_output --partial ".msg.$C.json"
+	assert_escalation "$L" hallucination_lock critical "[\"$V\", \"$D\"]" locked 3 true
+	assert_escalation "$C" conflict info "[\"$V\"]" locked 3 false
+	# amp's own records pass amp's own second look
+	run amp watch --once
+	assert_success
+	assert_output ""
+}

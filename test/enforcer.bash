@@ -75,17 +75,17 @@ reject_rounds() {
 	done
 }
 
-# plant_reject [malformed]: a rejecting verdict of the reviewer answering $Q,
+# plant_reject [malformed] [CONFIDENCE]: a rejecting verdict of the reviewer answering $Q,
 # dated AMP_NOW, committed by hand as a fetch brings it (no lock comes with
 # it); "malformed": without criteria_results, so not schema-valid.  Sets V.
 plant_reject() {
 	V=review_verdict-$T-$(($(date -u -d "$AMP_NOW" +%s) * 1000))
 	write_reject_payload
-	$PY - "$V" "$T" "$AMP_NOW" "$Q" "$BATS_TEST_TMPDIR/p/reject.json" "${1:-}" <<'PY' | plant "$(next_path $T "$V")"
+	$PY - "$V" "$T" "$AMP_NOW" "$Q" "$BATS_TEST_TMPDIR/p/reject.json" "${1:-}" "${2:-0.9}" <<'PY' | plant "$(next_path $T "$V")"
 import json, sys
-v, t, now, q, payload, malformed = sys.argv[1:]
+v, t, now, q, payload, malformed, confidence = sys.argv[1:]
 p = json.load(open(payload))
-p.update(decision="rejected", confidence=0.9)
+p.update(decision="rejected", confidence=float(confidence))
 if malformed:
     del p["criteria_results"]
 print(json.dumps({"msg_id": v, "protocol_version": "AMP/1.0", "type": "review_verdict",
