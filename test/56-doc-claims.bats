@@ -229,7 +229,7 @@ teardown() {
 # README: "the commands that write (send, ack, verdict, escalate, resume)
 # first check that amp init has been run"; every option value must be
 # UTF-8 "except the file names of --repo, --payload and --envelope".
-@test "ack, verdict and resume also say to run amp init; a file name need not be UTF-8" {
+@test "ack, verdict, resume, approve, abort and heartbeat also say to run amp init; a file name need not be UTF-8" {
 	git init -q "$BATS_TEST_TMPDIR/fresh"
 	cd "$BATS_TEST_TMPDIR/fresh"
 	run amp ack "task_dispatch-$T-1772116327000" --from executor
@@ -241,6 +241,15 @@ teardown() {
 	run amp resume $T --from admin --reason x
 	assert_failure 4
 	assert_output "amp resume: error: no AMP store in this repository (refs/amp/messages is missing): run 'amp init'"
+	run amp approve $T --from admin
+	assert_failure 4
+	assert_output "amp approve: error: no AMP store in this repository (refs/amp/messages is missing): run 'amp init'"
+	run amp abort $T --from coordinator --reason x
+	assert_failure 4
+	assert_output "amp abort: error: no AMP store in this repository (refs/amp/messages is missing): run 'amp init'"
+	run amp heartbeat $T --from executor
+	assert_failure 4
+	assert_output "amp heartbeat: error: no AMP store in this repository (refs/amp/messages is missing): run 'amp init'"
 	run git for-each-ref
 	assert_output ""
 	cd "$BATS_TEST_TMPDIR/repo"
