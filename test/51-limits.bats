@@ -318,3 +318,28 @@ refs/amp/messages"
 	run amp status $T
 	refute_output --partial unreadable
 }
+
+@test "strings: amp approve, abort and heartbeat hold their text to the string limit, and what they accept reads back" {
+	sed 's/"risk_level": "medium"/"risk_level": "high"/' "$BATS_TEST_TMPDIR/p/dispatch.json" > high.json
+	D=$(amp send task_dispatch --task $T --from coordinator --payload high.json)
+	long=$(printf 'x%.0s' $(seq 65537))
+	ok=$(printf 'x%.0s' $(seq 65536))
+	run amp approve $T --from admin --reason "$long"
+	assert_failure 1
+	assert_output --partial "/reason: 65537 characters, longer than the 65536-character string limit"
+	run amp approve $T --from admin --reason "$ok"
+	assert_success
+	run amp heartbeat $T --from executor --note "$long"
+	assert_failure 1
+	assert_output --partial "/note: 65537 characters, longer than the 65536-character string limit"
+	run amp heartbeat $T --from executor --note "$ok"
+	assert_success
+	run amp abort $T --from coordinator --reason "$long"
+	assert_failure 1
+	assert_output --partial "/reason: 65537 characters, longer than the 65536-character string limit"
+	run amp abort $T --from coordinator --reason "$ok"
+	assert_success
+	run amp status $T --json
+	assert_output --partial '"state": "aborted"'
+	refute_output --partial '"name"'
+}
