@@ -401,7 +401,10 @@ int amp_inbox_read(amp_store *st, const char *role, const char *task, int all,
 		goto sort;
 	}
 	c = load_cache(st);
-	if (c && amp_json_str(c, "tip") && !strcmp(amp_json_str(c, "tip"), out->tip)) {
+	/* A task that could not be read is tried again, even at the same tip
+	 * (an object database repaired, a pack fetched). */
+	if (c && amp_json_str(c, "tip") && !strcmp(amp_json_str(c, "tip"), out->tip) &&
+	    !json_object_size(json_object_get(c, "broken"))) {
 		out->source = AMP_INBOX_HIT;
 	} else {
 		if ((status = update_cache(st, &c, &tip, &rebuilt, err)) < 0)
