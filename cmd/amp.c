@@ -37,6 +37,8 @@ static const struct {
 	{ "abort", "end a task (admin or coordinator)" },
 	{ "heartbeat", "say an agent is alive on a task" },
 	{ "watch", "enforce the protocol's timeouts and rules" },
+	{ "inbox", "list the messages a role has not ACKed yet" },
+	{ "wait", "block until a message waits for a role" },
 };
 
 static const char usage_text[] =

@@ -21,6 +21,7 @@
 #define AMP_EXIT_USAGE   2
 #define AMP_EXIT_REFUSED 3
 #define AMP_EXIT_IO      4
+#define AMP_EXIT_TIMEOUT 5 /* amp wait: the timeout passed first */
 
 /* Checks AMP_NOW and opens the store (repo = --repo or NULL); on failure
  * prints the error and returns its exit code (2 for a bad AMP_NOW or a bad

@@ -1267,3 +1267,84 @@ cleanup:
 	json_decref(list);
 	return result;
 }
+
+/* ---- comparing tips ------------------------------------------------------ */
+
+/* Marks record `name` of `task` in `touched`: true, or (ms >= 0) the least
+ * ms seen for it. */
+static void touch(json_t *touched, const char *task, const char *name, int64_t ms)
+{
+	json_t *files = json_object_get(touched, task), *cur;
+
+	if (!json_is_object(files))
+		json_object_set_new(touched, task, files = json_object());
+	cur = json_object_get(files, name);
+	if (ms < 0)
+		json_object_set_new(files, name, json_true());
+	else if (!json_is_integer(cur) || json_integer_value(cur) > ms)
+		json_object_set_new(files, name, json_integer(ms));
+}
+
+/* amp_store_diff_tasks below `prefix`, `depth` directories down. */
+static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
+		      const char *prefix, int depth, json_t *touched, int64_t ms)
+{
+	size_t i, n = git_tree_entrycount(b);
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		const git_tree_entry *be = git_tree_entry_byindex(b, i);
+		const git_tree_entry *ae = a ? git_tree_entry_byname(a, git_tree_entry_name(be)) : NULL;
+		const char *name = git_tree_entry_name(be);
+		char path[512];
+
+		if (ae && git_oid_equal(git_tree_entry_id(ae), git_tree_entry_id(be)))
+			continue;
+		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
+		if (depth == 4) {
+			/* tasks/<year>/<shard>/<task>/<record> */
+			touch(touched, strrchr(prefix, '/') + 1, name, ms);
+			continue;
+		}
+		if (git_tree_entry_type(be) != GIT_OBJECT_TREE ||
+		    (depth == 0 && strcmp(name, "tasks")))
+			continue;
+		{
+			git_tree *sa = NULL, *sb = NULL;
+
+			if (git_tree_lookup(&sb, repo, git_tree_entry_id(be)) < 0 ||
+			    (ae && git_tree_entry_type(ae) == GIT_OBJECT_TREE &&
+			     git_tree_lookup(&sa, repo, git_tree_entry_id(ae)) < 0)) {
+				/* A task directory that cannot be read: the task is
+				 * read whole, or found broken (task_broken), alone. */
+				git_error_clear();
+				if (ms >= 0)
+					;
+				else if (depth == 3)
+					json_object_set_new(touched, name, json_null());
+				else
+					rc = -1;
+			} else
+				rc = diff_trees(repo, sa, sb, path, depth + 1, touched, ms);
+			git_tree_free(sa);
+			git_tree_free(sb);
+		}
+	}
+	/* A task whose records vanished (history rewritten) is re-read too. */
+	if (a && depth == 3 && rc == 0 && ms < 0) {
+		n = git_tree_entrycount(a);
+		for (i = 0; i < n; i++) {
+			const char *name = git_tree_entry_name(git_tree_entry_byindex(a, i));
+
+			if (!git_tree_entry_byname(b, name) && !json_object_get(touched, name))
+				json_object_set_new(touched, name, json_object());
+		}
+	}
+	return rc;
+}
+
+int amp_store_diff_tasks(git_repository *repo, git_tree *a, git_tree *b,
+			 json_t *touched, int64_t ms)
+{
+	return diff_trees(repo, a, b, "", 0, touched, ms);
+}

@@ -180,6 +180,20 @@ int amp_store_list_tasks(amp_store *st, git_tree *root, char ***ids,
 			 size_t *count, amp_error *err);
 void amp_strv_free(char **v, size_t count);
 
+/*
+ * Adds to `touched` ({task: {record name: true}}) every record that differs
+ * between tip trees a (NULL: empty) and b.  Subtrees with the same id are
+ * skipped, so the cost follows the change, not the size of the SSOT
+ * (libgit2's tree diff reads more than that).  A task directory of b that
+ * cannot be read maps to null (read it whole, or find it broken); a task
+ * whose directory vanished from a (history rewritten) maps to {}.  With
+ * `ms` >= 0 (one commit of a walk) each record gets the least ms seen for it
+ * instead of true, and a tree that cannot be read is passed over.  Returns
+ * 0, or -1 when a tree above the task directories cannot be read.
+ */
+int amp_store_diff_tasks(git_repository *repo, git_tree *a, git_tree *b,
+			 json_t *touched, int64_t ms);
+
 /* What a build callback asks the store to commit. */
 #define AMP_WRITE_MAX_FILES 4
 typedef struct amp_store_write {

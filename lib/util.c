@@ -357,3 +357,23 @@ const char *amp_json_text(const char *s)
 {
 	return amp_utf8_valid(s) ? s : amp_term(s);
 }
+
+char *amp_duration_format(long long seconds, char buf[AMP_DURATION_BUFSZ])
+{
+	unsigned long long s = seconds < 0 ? 0ULL - (unsigned long long)seconds
+					   : (unsigned long long)seconds;
+
+	if (s < 60)
+		snprintf(buf, AMP_DURATION_BUFSZ, "%llus", s);
+	else if (s < 3600)
+		snprintf(buf, AMP_DURATION_BUFSZ, "%llum", s / 60);
+	else if (s < 86400 && s / 60 % 60)
+		snprintf(buf, AMP_DURATION_BUFSZ, "%lluh%02llum", s / 3600, s / 60 % 60);
+	else if (s < 86400)
+		snprintf(buf, AMP_DURATION_BUFSZ, "%lluh", s / 3600);
+	else if (s / 3600 % 24)
+		snprintf(buf, AMP_DURATION_BUFSZ, "%llud%lluh", s / 86400, s / 3600 % 24);
+	else
+		snprintf(buf, AMP_DURATION_BUFSZ, "%llud", s / 86400);
+	return buf;
+}

@@ -102,4 +102,10 @@ int amp_parse_int(const char *what, const char *s, long long min,
 int amp_parse_real(const char *what, const char *s, double min, double max,
 		   double *out, amp_error *err);
 
+/* A duration of `seconds` (negative counts as its absolute value) in the
+ * compact form of listings: "45s", "4m", "1h05m", "2h", "3d2h", "3d"
+ * (whole units, rounded down) into buf; returns buf. */
+#define AMP_DURATION_BUFSZ 32
+char *amp_duration_format(long long seconds, char buf[AMP_DURATION_BUFSZ]);
+
 #endif

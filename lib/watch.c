@@ -943,87 +943,6 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 	amp_task_log_free(&log);
 }
 
-/* Marks record `name` of `task` in `touched`: true, or (ms >= 0) the least
- * ms seen for it. */
-static void touch(json_t *touched, const char *task, const char *name, int64_t ms)
-{
-	json_t *files = json_object_get(touched, task), *cur;
-
-	if (!json_is_object(files))
-		json_object_set_new(touched, task, files = json_object());
-	cur = json_object_get(files, name);
-	if (ms < 0)
-		json_object_set_new(files, name, json_true());
-	else if (!json_is_integer(cur) || json_integer_value(cur) > ms)
-		json_object_set_new(files, name, json_integer(ms));
-}
-
-/*
- * Adds to `touched` ({task: {file name: true}}) every record that differs
- * between trees a (NULL: empty) and b, `prefix` being their path.  Subtrees
- * with the same id are skipped, so the cost follows the change, not the
- * size of the SSOT (libgit2's tree diff reads more than that).  With `ms`
- * >= 0 (a commit of the walk, walk_arrivals) each record gets the least ms
- * seen for it instead, and a tree that cannot be read is passed over: the
- * diff of the tips reports it.
- */
-static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
-		      const char *prefix, int depth, json_t *touched, int64_t ms)
-{
-	size_t i, n = git_tree_entrycount(b);
-	int rc = 0;
-
-	for (i = 0; i < n && rc == 0; i++) {
-		const git_tree_entry *be = git_tree_entry_byindex(b, i);
-		const git_tree_entry *ae = a ? git_tree_entry_byname(a, git_tree_entry_name(be)) : NULL;
-		const char *name = git_tree_entry_name(be);
-		char path[512];
-
-		if (ae && git_oid_equal(git_tree_entry_id(ae), git_tree_entry_id(be)))
-			continue;
-		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
-		if (depth == 4) {
-			/* tasks/<year>/<shard>/<task>/<record> */
-			touch(touched, strrchr(prefix, '/') + 1, name, ms);
-			continue;
-		}
-		if (git_tree_entry_type(be) != GIT_OBJECT_TREE ||
-		    (depth == 0 && strcmp(name, "tasks")))
-			continue;
-		{
-			git_tree *sa = NULL, *sb = NULL;
-
-			if (git_tree_lookup(&sb, repo, git_tree_entry_id(be)) < 0 ||
-			    (ae && git_tree_entry_type(ae) == GIT_OBJECT_TREE &&
-			     git_tree_lookup(&sa, repo, git_tree_entry_id(ae)) < 0)) {
-				/* A task directory that cannot be read: the task is
-				 * read whole, or found broken (task_broken), alone. */
-				git_error_clear();
-				if (ms >= 0)
-					;
-				else if (depth == 3)
-					json_object_set_new(touched, name, json_null());
-				else
-					rc = -1;
-			} else
-				rc = diff_trees(repo, sa, sb, path, depth + 1, touched, ms);
-			git_tree_free(sa);
-			git_tree_free(sb);
-		}
-	}
-	/* A task whose records vanished (history rewritten) is re-read too. */
-	if (a && depth == 3 && rc == 0 && ms < 0) {
-		n = git_tree_entrycount(a);
-		for (i = 0; i < n; i++) {
-			const char *name = git_tree_entry_name(git_tree_entry_byindex(a, i));
-
-			if (!git_tree_entry_byname(b, name) && !json_object_get(touched, name))
-				json_object_set_new(touched, name, json_object());
-		}
-	}
-	return rc;
-}
-
 /*
  * Sender clocks ("amp watch measures deadlines from the later of the
  * timestamp and the commit time it first saw"): for each record added by
@@ -1051,8 +970,8 @@ static void walk_arrivals(struct watch *w, const git_oid *from, const git_oid *t
 		if (git_commit_lookup(&c, repo, &id) == 0 && git_commit_tree(&tree, c) == 0 &&
 		    (!git_commit_parentcount(c) ||
 		     (git_commit_parent(&parent, c, 0) == 0 && git_commit_tree(&ptree, parent) == 0)))
-			diff_trees(repo, ptree, tree, "", 0, w->arrivals,
-				   (int64_t)git_commit_time(c) * 1000);
+			amp_store_diff_tasks(repo, ptree, tree, w->arrivals,
+					     (int64_t)git_commit_time(c) * 1000);
 		git_error_clear();
 		git_tree_free(ptree);
 		git_tree_free(tree);
@@ -1088,7 +1007,7 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 	}
 	if (git_commit_lookup(&new_c, repo, to) < 0 ||
 	    git_commit_tree(&w->tree, new_c) < 0 ||
-	    diff_trees(repo, from ? old_t : NULL, w->tree, "", 0, touched, -1) < 0) {
+	    amp_store_diff_tasks(repo, from ? old_t : NULL, w->tree, touched, -1) < 0) {
 		amp_error err;
 
 		amp_error_git(&err, AMP_EIO, "cannot read %s", amp_store_messages_ref(w->st));
