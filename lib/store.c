@@ -884,8 +884,8 @@ static void sweep_dir(const char *path, const char *prefix, const char *suffix,
 /*
  * libgit2 writes each loose object to objects/tmp_object_git2_XXXXXX and
  * renames it into place; a writer killed in between (kill -9, power loss)
- * leaves that file behind for good, as a watcher killed while saving leaves
- * <state dir>/watch.json.<pid>.tmp.  A successful write removes the ones
+ * leaves that file behind for good, as a watcher or a reader killed while
+ * saving leaves <state dir>/watch.json.<pid>.tmp or inbox.json.<pid>.tmp.  A successful write removes the ones
  * older than AMP_TMP_FILE_AGE_SEC: a live writer holds such a file for the
  * milliseconds one object takes, so an hour-old one is nobody's; and were a
  * writer stopped for longer than that, its rename would fail and its write
@@ -914,6 +914,7 @@ static void sweep_tmp_files(amp_store *st)
 	if (git_repository_item_path(&objects, st->repo, GIT_REPOSITORY_ITEM_OBJECTS) == 0)
 		sweep_dir(objects.ptr, "tmp_object_git2_", "", now);
 	sweep_dir(st->state_dir, "watch.json.", ".tmp", now);
+	sweep_dir(st->state_dir, "inbox.json.", ".tmp", now);
 	git_buf_dispose(&objects);
 	git_error_clear();
 }

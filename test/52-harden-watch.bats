@@ -240,8 +240,10 @@ JSON
 	: > "$objects/tmp_object_other"
 	: > .git/amp/watch.json.4242.tmp
 	: > .git/amp/watch.json.4243.tmp
+	: > .git/amp/inbox.json.4244.tmp
+	: > .git/amp/inbox.json.4245.tmp
 	touch -d '2 hours ago' "$objects/tmp_object_git2_old" "$objects/tmp_object_other" \
-		.git/amp/watch.json.4242.tmp
+		.git/amp/watch.json.4242.tmp .git/amp/inbox.json.4244.tmp
 	touch -d '50 minutes ago' "$objects/tmp_object_git2_young"
 	rm -f .git/amp/objects-swept
 	# reading never deletes
@@ -251,6 +253,8 @@ JSON
 	send_dispatch
 	assert_file_not_exists "$objects/tmp_object_git2_old"
 	assert_file_not_exists .git/amp/watch.json.4242.tmp
+	assert_file_not_exists .git/amp/inbox.json.4244.tmp
+	assert_file_exists .git/amp/inbox.json.4245.tmp
 	assert_file_exists "$objects/tmp_object_git2_young"
 	assert_file_exists "$objects/tmp_object_other"
 	assert_file_exists .git/amp/watch.json.4243.tmp
