@@ -47,7 +47,8 @@ static json_t *record(const amp_task_log *log, const amp_task_state *s, const am
  * an ACK, or every one with `all` (then each gets "acked"); only those
  * addressed to `role` unless it is NULL.  Records out of their place
  * (amp_task_entry_in_place: a fetch or a hand-made commit put them there)
- * are not messages for anyone: amp watch escalates them.  AMP_EUSAGE when
+ * are not messages for anyone: amp watch escalates them; nor are the
+ * unACKed messages of an aborted task to anyone but the admin.  AMP_EUSAGE when
  * task_id is not a task id (a directory nobody can address), AMP_EIO when
  * its directory cannot be read.
  */
@@ -73,6 +74,11 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, const c
 			continue;
 		acked = amp_task_ack_of(&log, e->id) != NULL;
 		if (acked && !all)
+			continue;
+		/* An aborted task takes no write but the admin's: what waits
+		 * there for anyone else can never be ACKed, so it waits for
+		 * nobody (--all still lists it). */
+		if (!acked && !all && s.aborted && strcmp(to, "admin"))
 			continue;
 		if (!(r = record(&log, &s, e))) {
 			status = amp_error_set(err, AMP_EIO, "", "out of memory");

@@ -443,3 +443,19 @@ woken_within() {
 	assert_equal "$(echo "$output" | json_get '[(m["msg_id"], m["acked"]) for m in d["messages"]]')" "[[\"$D\", true]]"
 	assert_inbox_right
 }
+
+@test "an aborted task's messages wait for nobody but the admin: they can never be ACKed" {
+	send_dispatch
+	run amp inbox executor --json
+	assert_output --partial "\"msg_id\": \"$D\""
+	at 10; amp abort $T --from coordinator --reason "plan changed" > /dev/null
+	run amp ack "$D" --from executor
+	assert_failure 3
+	run amp inbox executor
+	assert_success
+	assert_output --regexp "^nothing for executor as of [0-9a-f]+ \(refs/amp/messages\)$"
+	run amp inbox executor --all --json
+	assert_output --partial "\"msg_id\": \"$D\""
+	run amp wait executor --timeout 1
+	assert_failure 5
+}
