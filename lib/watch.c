@@ -1035,33 +1035,7 @@ static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
  */
 static void walk_arrivals(struct watch *w, const git_oid *from, const git_oid *to)
 {
-	git_repository *repo = amp_store_repo(w->st);
-	git_revwalk *walk = NULL;
-	git_oid id;
-
-	/* Newest first, each commit's parent next: libgit2's object cache
-	 * then reads each tree once. */
-	if (git_revwalk_new(&walk, repo) < 0 || git_revwalk_push(walk, to) < 0 ||
-	    (from && git_revwalk_hide(walk, from) < 0))
-		goto cleanup;
-	while (git_revwalk_next(&id, walk) == 0) {
-		git_commit *c = NULL, *parent = NULL;
-		git_tree *tree = NULL, *ptree = NULL;
-
-		if (git_commit_lookup(&c, repo, &id) == 0 && git_commit_tree(&tree, c) == 0 &&
-		    (!git_commit_parentcount(c) ||
-		     (git_commit_parent(&parent, c, 0) == 0 && git_commit_tree(&ptree, parent) == 0)))
-			diff_trees(repo, ptree, tree, "", 0, w->arrivals,
-				   (int64_t)git_commit_time(c) * 1000);
-		git_error_clear();
-		git_tree_free(ptree);
-		git_tree_free(tree);
-		git_commit_free(parent);
-		git_commit_free(c);
-	}
-cleanup:
-	git_error_clear();
-	git_revwalk_free(walk);
+	amp_watch_walk_records(amp_store_repo(w->st), from, to, w->arrivals, 1);
 }
 
 /* Reads what changed between the trees of `from` (NULL: nothing) and `to`
@@ -1187,4 +1161,46 @@ cleanup:
 	if ((w.failed || w.broken) && status == AMP_OK)
 		status = AMP_EIO;
 	return status;
+}
+
+int amp_watch_diff_records(git_repository *repo, git_tree *a, git_tree *b, json_t *touched)
+{
+	return diff_trees(repo, a, b, "", 0, touched, -1);
+}
+
+int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_oid *to,
+			   json_t *touched, int by_time)
+{
+	git_revwalk *walk = NULL;
+	int64_t index = 0;
+	git_oid id;
+	int rc = -1;
+
+	/* Newest first, each commit's parent next: libgit2's object cache
+	 * then reads each tree once. */
+	if (git_revwalk_new(&walk, repo) < 0 || git_revwalk_push(walk, to) < 0 ||
+	    (from && git_revwalk_hide(walk, from) < 0))
+		goto cleanup;
+	while (git_revwalk_next(&id, walk) == 0) {
+		git_commit *c = NULL, *parent = NULL;
+		git_tree *tree = NULL, *ptree = NULL;
+
+		if (git_commit_lookup(&c, repo, &id) == 0 && git_commit_tree(&tree, c) == 0 &&
+		    (!git_commit_parentcount(c) ||
+		     (git_commit_parent(&parent, c, 0) == 0 && git_commit_tree(&ptree, parent) == 0)))
+			diff_trees(repo, ptree, tree, "", 0, touched,
+				   by_time ? (int64_t)git_commit_time(c) * 1000 :
+					     AMP_WATCH_WALK_LAST - index);
+		index++;
+		git_error_clear();
+		git_tree_free(ptree);
+		git_tree_free(tree);
+		git_commit_free(parent);
+		git_commit_free(c);
+	}
+	rc = 0;
+cleanup:
+	git_error_clear();
+	git_revwalk_free(walk);
+	return rc;
 }
