@@ -276,7 +276,8 @@ PY
 	send_dispatch
 	at 5; amp ack "$D" --from executor > /dev/null
 	at 10; R=$(amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json")
-	run amp watch --once --exec "$REC" --exec-for executor
+	# (variables of the watcher's own environment named like ours do not leak)
+	run env AMP_ESCALATION_TYPE=leaked AMP_SEVERITY=leaked amp watch --once --exec "$REC" --exec-for executor
 	assert_success
 	assert_output "notified message task_dispatch $T ($D)"
 	run cat "$N/1.env"
@@ -333,4 +334,36 @@ $E3"
 	assert_equal "$(calls)" 0
 	amp watch --once --exec "$REC" > /dev/null
 	assert_equal "$(called_ids)" "$E"
+}
+
+@test "an unusable notify.json is reported, and notifying starts again from the tip" {
+	amp watch --once --exec "$REC" 2> /dev/null
+	amp escalate $T --from executor --type conflict --severity info --description "lost" > /dev/null
+	echo '{"version":1,' > .git/amp/notify.json
+	run --separate-stderr amp watch --once --exec "$REC"
+	assert_success
+	assert_equal "$stderr" "amp watch: notify: $PWD/.git/amp/notify.json is unreadable (string or '}' expected near end of file): notifying what arrives after $(git rev-parse refs/amp/messages)"
+	assert_equal "$(calls)" 0
+	at 5
+	E=$(amp escalate $T --from executor --type conflict --severity info --description "new")
+	amp watch --once --exec "$REC" > /dev/null
+	assert_equal "$(called_ids)" "$E"
+}
+
+@test "SIGTERM stops a watcher in the middle of a command: the command is killed, the try does not count" {
+	amp watch --once --exec "$REC" 2> /dev/null
+	E=$(amp escalate $T --from executor --type conflict --severity info --description "x")
+	amp watch --interval 60 --exec "echo \$\$ > $N/pid; sleep 30" 2> "$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	for _ in $(seq 100); do [ -s "$N/pid" ] && break; sleep 0.05; done
+	kill -TERM $pid
+	start=$SECONDS
+	rc=0; wait $pid || rc=$?
+	assert_equal "$rc" 0
+	[ $((SECONDS - start)) -le 3 ] || fail "amp watch took $((SECONDS - start)) s to stop"
+	run pgrep -a -r R,S,D,T -g "$(cat "$N/pid")"
+	assert_failure
+	run json_get '[(p["msg_id"], p["attempts"]) for p in d["pending"]]' < .git/amp/notify.json
+	assert_output "[[\"$E\", 0]]"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" ""
 }
