@@ -5,12 +5,21 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "cli.h"
+#include "notify.h"
 #include "util.h"
 #include "watch.h"
 
 static const char usage[] =
-	"usage: amp watch [--once | --interval <1..86400 sec>] [--full] [--json] [--repo <dir>]\n";
+	"usage: amp watch [--once | --interval <1..86400 sec>] [--full] [--json]\n"
+	"                 [--exec <cmd> [--exec-for <role>] | --no-exec] [--repo <dir>]\n";
+
+/* What the reports print with. */
+struct out {
+	int json;
+	const char *cmd; /* the notify command, for its failures */
+};
 
 static volatile sig_atomic_t stop;
 
@@ -22,7 +31,7 @@ static void on_signal(int sig)
 
 static void print_action(const amp_watch_action *a, void *ctx)
 {
-	if (*(int *)ctx) {
+	if (((struct out *)ctx)->json) {
 		json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "action", a->action,
 				      "escalation_type", a->escalation_type,
 				      "severity", a->severity, "task_id", a->task_id,
@@ -38,11 +47,62 @@ static void print_action(const amp_watch_action *a, void *ctx)
 	fflush(stdout);
 }
 
-/* One pass; returns its exit code. */
-static int pass(amp_store *st, amp_schema_set **set, int full, int *json_out)
+static json_t *str_or_null(const char *s)
+{
+	return s && *s ? json_string(s) : json_null();
+}
+
+/* A notification event: a JSON line with --json; a failure, a drop or a
+ * start is said on stderr too (a diagnostic), a success on stdout. */
+static void print_notify(const amp_notify_event *e, void *ctx)
+{
+	const struct out *out = ctx;
+	const char *what = !strcmp(e->kind ? e->kind : "", "escalation") ? "escalation" : "message";
+
+	if (out->json) {
+		json_t *o;
+
+		if (!strcmp(e->action, "notify_start"))
+			o = json_pack("{s:s,s:s,s:s}", "action", e->action, "tip", e->tip,
+				      "reason", e->error);
+		else
+			o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:i}", "action", e->action,
+				      "kind", e->kind, "msg_id", e->msg_id, "task_id", e->task_id,
+				      "type", e->type, "escalation_type", str_or_null(e->escalation_type),
+				      "severity", str_or_null(e->severity), "attempt", e->attempt);
+		if (o && e->error && strcmp(e->action, "notify_start"))
+			json_object_set_new(o, "error", json_string(e->error));
+		if (o && !strcmp(e->action, "notify_failed"))
+			json_object_set_new(o, "retry_in_sec", json_integer(e->retry_in_ms / 1000));
+		amp_cli_print_json(o, 0);
+		json_decref(o);
+	} else if (!strcmp(e->action, "notified")) {
+		printf("notified %s %s %s (%s)\n", what,
+		       amp_term(e->escalation_type[0] ? e->escalation_type : e->type),
+		       amp_term(e->task_id), amp_term(e->msg_id));
+	}
+	fflush(stdout);
+	if (!strcmp(e->action, "notify_failed"))
+		fprintf(stderr, "amp watch: notify: %s %s for %s %s (attempt %d, next in %lld s)\n",
+			amp_term(out->cmd), amp_term(e->error), what, amp_term(e->msg_id),
+			e->attempt, (long long)(e->retry_in_ms / 1000));
+	else if (!strcmp(e->action, "notify_dropped"))
+		fprintf(stderr, "amp watch: notify: %s: dropped the notification of %s %s (task %s)\n",
+			amp_term(e->error), what, amp_term(e->msg_id), amp_term(e->task_id));
+	else if (!strcmp(e->action, "notify_start"))
+		fprintf(stderr, "amp watch: notify: %s: notifying what arrives after %s\n",
+			amp_term(e->error), e->tip);
+}
+
+/* One pass: enforcement first, then the notifications (n may be NULL);
+ * returns its exit code.  A failing notify command is no failure of the
+ * pass (it is reported and kept); an I/O error of the notifications is. */
+static int pass(amp_store *st, amp_schema_set **set, int full, amp_notify_opts *n,
+		struct out *out)
 {
 	amp_watch_opts o;
 	amp_watch_stats stats;
+	amp_notify_stats nstats;
 	amp_errlist errors = { 0 };
 	amp_error err;
 	int status, code = 0;
@@ -50,11 +110,53 @@ static int pass(amp_store *st, amp_schema_set **set, int full, int *json_out)
 	if ((status = amp_watch_opts_load(st, &o, &err)) < 0)
 		return amp_cli_fail("watch", &err);
 	o.full = full;
-	status = amp_watch_pass(st, set, &o, print_action, json_out, &stats, &errors);
+	status = amp_watch_pass(st, set, &o, print_action, out, &stats, &errors);
 	if (status < 0)
 		code = amp_cli_print_errors("watch", &errors, status);
 	amp_errlist_free(&errors);
+	if (!n || code == AMP_EXIT_USAGE)
+		return code;
+	if ((status = amp_clock_now_ms(&n->now_ms, &err)) < 0)
+		return amp_cli_fail("watch", &err);
+	status = amp_notify_pass(st, n, print_notify, out, &nstats, &errors);
+	if (status < 0 && !code)
+		code = amp_cli_print_errors("watch", &errors, status);
+	else if (status < 0)
+		amp_cli_print_errors("watch", &errors, status);
+	amp_errlist_free(&errors);
 	return code;
+}
+
+/* The notification settings: git config, then the options; NULL in *use
+ * when notifications are off.  Returns 0 or the exit code. */
+static int notify_setup(amp_store *st, amp_schema_set **set, const char *exec_cmd,
+			const char *exec_for, int no_exec, amp_notify_opts *n,
+			amp_notify_opts **use)
+{
+	amp_error err;
+	int code;
+
+	*use = NULL;
+	memset(n, 0, sizeof(*n));
+	if (no_exec)
+		return 0;
+	if (amp_notify_opts_load(st, n, &err) < 0)
+		return amp_cli_fail("watch", &err);
+	if (exec_cmd)
+		snprintf(n->cmd, sizeof(n->cmd), "%s", exec_cmd);
+	if (exec_for)
+		snprintf(n->role, sizeof(n->role), "%s", exec_for);
+	if (!n->cmd[0])
+		return exec_for ? amp_cli_usage_error("watch", usage,
+						      "--exec-for needs a command (--exec or git config amp.notify)") : 0;
+	if (n->role[0] &&
+	    ((code = amp_cli_load_schemas("watch", set)) ||
+	     (code = amp_cli_check_id("watch", *set, exec_for ? "--exec-for" : "git config amp.notifyRole",
+				      n->role, "addressee_role"))))
+		return code;
+	n->cancel = &stop;
+	*use = n;
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -64,16 +166,21 @@ int main(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "full", no_argument, NULL, 'F' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "exec", required_argument, NULL, 'x' },
+		{ "exec-for", required_argument, NULL, 'R' },
+		{ "no-exec", no_argument, NULL, 'X' },
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *repo = NULL;
+	const char *repo = NULL, *exec_cmd = NULL, *exec_for = NULL;
+	amp_notify_opts notify, *use_notify = NULL;
+	struct out out = { 0, NULL };
 	amp_schema_set *set = NULL;
 	amp_store *st = NULL;
 	struct sigaction sa;
 	long long interval = -1;
-	int c, once = 0, full = 0, json_out = 0, code = 0;
+	int c, once = 0, full = 0, no_exec = 0, code = 0;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -85,7 +192,10 @@ int main(int argc, char **argv)
 				return code;
 			break;
 		case 'F': full = 1; break;
-		case 'j': json_out = 1; break;
+		case 'j': out.json = 1; break;
+		case 'x': exec_cmd = optarg; break;
+		case 'R': exec_for = optarg; break;
+		case 'X': no_exec = 1; break;
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
@@ -98,10 +208,16 @@ int main(int argc, char **argv)
 		return amp_cli_usage_error("watch", usage, "no arguments expected");
 	if (once && interval > 0)
 		return amp_cli_usage_error("watch", usage, "--once and --interval exclude each other");
+	if (no_exec && (exec_cmd || exec_for))
+		return amp_cli_usage_error("watch", usage, "--no-exec excludes --exec and --exec-for");
+	if (exec_cmd && !*exec_cmd)
+		return amp_cli_usage_error("watch", usage, "--exec: the command is empty");
 	if (!once && interval <= 0)
 		interval = 60;
-	if ((code = amp_cli_open_store("watch", repo, &st)))
+	if ((code = amp_cli_open_store("watch", repo, &st)) ||
+	    (code = notify_setup(st, &set, exec_cmd, exec_for, no_exec, &notify, &use_notify)))
 		goto cleanup;
+	out.cmd = notify.cmd;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
@@ -110,7 +226,7 @@ int main(int argc, char **argv)
 		struct timespec ts = { 0, 0 };
 		long long left;
 
-		code = pass(st, &set, full, &json_out);
+		code = pass(st, &set, full, use_notify, &out);
 		full = 0;
 		if (once || stop || code == AMP_EXIT_USAGE)
 			break;

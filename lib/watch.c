@@ -954,33 +954,7 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
  */
 static void walk_arrivals(struct watch *w, const git_oid *from, const git_oid *to)
 {
-	git_repository *repo = amp_store_repo(w->st);
-	git_revwalk *walk = NULL;
-	git_oid id;
-
-	/* Newest first, each commit's parent next: libgit2's object cache
-	 * then reads each tree once. */
-	if (git_revwalk_new(&walk, repo) < 0 || git_revwalk_push(walk, to) < 0 ||
-	    (from && git_revwalk_hide(walk, from) < 0))
-		goto cleanup;
-	while (git_revwalk_next(&id, walk) == 0) {
-		git_commit *c = NULL, *parent = NULL;
-		git_tree *tree = NULL, *ptree = NULL;
-
-		if (git_commit_lookup(&c, repo, &id) == 0 && git_commit_tree(&tree, c) == 0 &&
-		    (!git_commit_parentcount(c) ||
-		     (git_commit_parent(&parent, c, 0) == 0 && git_commit_tree(&ptree, parent) == 0)))
-			amp_store_diff_tasks(repo, ptree, tree, w->arrivals,
-					     (int64_t)git_commit_time(c) * 1000);
-		git_error_clear();
-		git_tree_free(ptree);
-		git_tree_free(tree);
-		git_commit_free(parent);
-		git_commit_free(c);
-	}
-cleanup:
-	git_error_clear();
-	git_revwalk_free(walk);
+	amp_watch_walk_records(amp_store_repo(w->st), from, to, w->arrivals, 1);
 }
 
 /* Reads what changed between the trees of `from` (NULL: nothing) and `to`
@@ -1106,4 +1080,46 @@ cleanup:
 	if ((w.failed || w.broken) && status == AMP_OK)
 		status = AMP_EIO;
 	return status;
+}
+
+int amp_watch_diff_records(git_repository *repo, git_tree *a, git_tree *b, json_t *touched)
+{
+	return amp_store_diff_tasks(repo, a, b, touched, -1);
+}
+
+int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_oid *to,
+			   json_t *touched, int by_time)
+{
+	git_revwalk *walk = NULL;
+	int64_t index = 0;
+	git_oid id;
+	int rc = -1;
+
+	/* Newest first, each commit's parent next: libgit2's object cache
+	 * then reads each tree once. */
+	if (git_revwalk_new(&walk, repo) < 0 || git_revwalk_push(walk, to) < 0 ||
+	    (from && git_revwalk_hide(walk, from) < 0))
+		goto cleanup;
+	while (git_revwalk_next(&id, walk) == 0) {
+		git_commit *c = NULL, *parent = NULL;
+		git_tree *tree = NULL, *ptree = NULL;
+
+		if (git_commit_lookup(&c, repo, &id) == 0 && git_commit_tree(&tree, c) == 0 &&
+		    (!git_commit_parentcount(c) ||
+		     (git_commit_parent(&parent, c, 0) == 0 && git_commit_tree(&ptree, parent) == 0)))
+			amp_store_diff_tasks(repo, ptree, tree, touched,
+					     by_time ? (int64_t)git_commit_time(c) * 1000 :
+						       AMP_WATCH_WALK_LAST - index);
+		index++;
+		git_error_clear();
+		git_tree_free(ptree);
+		git_tree_free(tree);
+		git_commit_free(parent);
+		git_commit_free(c);
+	}
+	rc = 0;
+cleanup:
+	git_error_clear();
+	git_revwalk_free(walk);
+	return rc;
 }

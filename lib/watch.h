@@ -116,4 +116,28 @@ int amp_watch_pass(amp_store *st, amp_schema_set **set, const amp_watch_opts *o,
 		   amp_watch_report_fn report, void *ctx, amp_watch_stats *stats,
 		   amp_errlist *errors);
 
+/*
+ * Adds to `touched` ({task_id: {record file name: true}}) each record of
+ * the tasks/ tree that differs between commit trees a (NULL: empty) and b;
+ * a task whose directory cannot be read becomes {task_id: null}.  Subtrees
+ * with the same id are skipped, so the cost follows the change.  Returns 0,
+ * or -1 when b cannot be read.
+ */
+int amp_watch_diff_records(git_repository *repo, git_tree *a, git_tree *b, json_t *touched);
+
+/* Larger than any walk index: the order of a record the walk missed. */
+#define AMP_WATCH_WALK_LAST ((int64_t)1 << 62)
+
+/*
+ * Walks the commits between `from` (NULL: the beginning) and `to`, each
+ * against its first parent, and sets in `touched` ({task_id: {record file
+ * name: n}}) for each record they add the least n seen: with by_time the
+ * committer time (ms) of the commit that added it, else its place in the
+ * history (AMP_WATCH_WALK_LAST - k for the k-th newest commit: older is
+ * less).  Best effort: a commit that cannot be read adds nothing.  Returns
+ * 0, or -1 when the walk cannot start.
+ */
+int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_oid *to,
+			   json_t *touched, int by_time);
+
 #endif
