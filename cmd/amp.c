@@ -81,7 +81,8 @@ static void print_help(FILE *out)
 			commands[i].summary);
 	fputs("\n'amp <command> --help' tells more about a command.\n"
 	      "Exit codes: 0 ok, 1 message does not conform, 2 usage, "
-	      "3 refused by a protocol rule, 4 repository or I/O failure.\n",
+	      "3 refused by a protocol rule, 4 repository or I/O failure,\n"
+	      "5 amp wait timed out.\n",
 	      out);
 }
 
