@@ -37,6 +37,8 @@ static const struct {
 	{ "abort", "end a task (admin or coordinator)" },
 	{ "heartbeat", "say an agent is alive on a task" },
 	{ "watch", "enforce the protocol's timeouts and rules" },
+	{ "show", "show a message, its ACK and the messages it refers to" },
+	{ "log", "list the records of the SSOT, newest first" },
 };
 
 static const char usage_text[] =
