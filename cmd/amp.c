@@ -39,6 +39,8 @@ static const struct {
 	{ "watch", "enforce the protocol's timeouts and rules" },
 	{ "inbox", "list the messages a role has not ACKed yet" },
 	{ "wait", "block until a message waits for a role" },
+	{ "show", "show a message, its ACK and the messages it refers to" },
+	{ "log", "list the records of the SSOT, newest first" },
 };
 
 static const char usage_text[] =

@@ -1,0 +1,200 @@
+/* amp show: one message of the SSOT, whole, with its ACK and, on request,
+ * the chain of messages it refers to. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "clock.h"
+#include "read.h"
+#include "util.h"
+
+static const char usage[] = "usage: amp show <msg_id> [--context] [--json] [--repo <dir>]\n";
+
+/* A member for the terminal: escaped by amp_term, "-" when absent. */
+static const char *str(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? amp_term(s) : "-";
+}
+
+static long long num(const json_t *o, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(o, key));
+}
+
+/* The ACK line: `a` is the message's entry in its task's status (NULL when
+ * the task cannot be read, `why` saying why). */
+static void print_ack(const json_t *doc, const json_t *a, const char *why)
+{
+	const char *state = str(a, "ack_state");
+
+	printf("ack         ");
+	if (json_is_true(json_object_get(doc, "requires_ack")))
+		printf("required within %lld s: ", num(doc, "ack_timeout_sec"));
+	if (!a) {
+		printf("unknown: %s\n", amp_term(why));
+		return;
+	}
+	if (!strcmp(state, "acked")) {
+		printf("acked by %s at %s (after %lld s", str(a, "acked_by"), str(a, "acked_at"),
+		       num(a, "ack_seconds"));
+		if (json_is_integer(json_object_get(a, "ack_late_seconds")))
+			printf(", %lld s late", num(a, "ack_late_seconds"));
+		printf(")\n");
+	} else if (!strcmp(state, "pending")) {
+		printf("pending, due at %s (in %lld s)\n", str(a, "ack_deadline"), num(a, "ack_seconds"));
+	} else if (!strcmp(state, "overdue")) {
+		printf("overdue since %s (by %lld s)\n", str(a, "ack_deadline"), num(a, "ack_seconds"));
+	} else if (!strcmp(state, "awaiting_approval")) {
+		printf("none before the admin's approval\n");
+	} else {
+		printf("not required\n");
+	}
+}
+
+/* One message for the terminal: its envelope, ACK, references and payload,
+ * every message-derived byte through amp_term. */
+static void print_message(amp_store *st, git_tree *tip, const amp_stored_msg *m,
+			  int64_t now, json_t *cache)
+{
+	const json_t *doc = m->doc, *ack, *ref;
+	char *payload;
+	amp_error err = { 0 };
+	size_t i;
+
+	printf("message     %s\n", amp_term(m->msg_id));
+	if (*m->referenced_by)
+		printf("named by    %s\n", amp_term(m->referenced_by));
+	printf("type        %s\ntask        %s\nfrom        %s -> %s\nsent        %s\n",
+	       str(doc, "type"), str(doc, "task_id"), str(doc, "from"), str(doc, "to"),
+	       str(doc, "timestamp"));
+	ack = amp_read_ack_state(st, tip, m->msg_id, now, cache, &err);
+	print_ack(doc, ack, err.message);
+	if (!json_array_size(json_object_get(doc, "context_ref")))
+		printf("context     none\n");
+	json_array_foreach(json_object_get(doc, "context_ref"), i, ref)
+		printf("%s%s\n", i ? "            " : "context     ",
+		       json_is_string(ref) ? amp_term(json_string_value(ref)) : "(not a string)");
+	printf("payload\n");
+	payload = json_dumps(json_object_get(doc, "payload") ? json_object_get(doc, "payload") : json_null(),
+			     JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+	/* JSON escapes the C0 controls, not the C1 ones nor the bidi
+	 * overrides: each line goes through amp_term as a whole. */
+	for (char *line = payload, *nl; line && *line; line = nl ? nl + 1 : line + strlen(line)) {
+		if ((nl = strchr(line, '\n')))
+			*nl = '\0';
+		printf("  %s\n", amp_term(line));
+	}
+	free(payload);
+}
+
+/* What stands in --json --context for a message that cannot be shown. */
+static json_t *placeholder(const amp_stored_msg *m)
+{
+	return json_pack("{s:s,s:s,s:s,s:s}", "msg_id", amp_json_text(m->msg_id),
+			 "unavailable", m->state == AMP_STORED_MISSING ? "missing" : "unreadable",
+			 "reason", amp_json_text(m->reason),
+			 "referenced_by", amp_json_text(m->referenced_by));
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "context", no_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "repo", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *repo = NULL;
+	amp_store *st = NULL;
+	git_tree *tip = NULL;
+	amp_stored_msg msg = { 0 }, *chain = NULL;
+	amp_error err;
+	json_t *cache = json_object(), *out = NULL;
+	size_t n = 0, i;
+	int64_t now;
+	int c, json_out = 0, context = 0, truncated = 0, code = 0;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': context = 1; break;
+		case 'j': json_out = 1; break;
+		case 'r': repo = optarg; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default:
+			return amp_cli_usage_error("show", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+		}
+	}
+	if ((code = amp_cli_check_args("show", argc, argv, "h", opts)))
+		return code;
+	if (argc - optind != 1)
+		return amp_cli_usage_error("show", usage, "one msg_id");
+	if ((code = amp_cli_check_id("show", NULL, "<msg_id>", argv[optind], "msg_id")) ||
+	    (code = amp_cli_open_store("show", repo, &st)))
+		goto cleanup;
+	if (amp_clock_now_ms(&now, &err) < 0 ||
+	    amp_store_tip(st, amp_store_messages_ref(st), NULL, &tip, &err) < 0 ||
+	    amp_read_message(st, tip, argv[optind], &msg, &err) < 0) {
+		code = amp_cli_fail("show", &err);
+		goto cleanup;
+	}
+	/* Like `amp status` of an unknown task: the operand names nothing. */
+	if (msg.state == AMP_STORED_MISSING) {
+		amp_error_set(&err, AMP_EUSAGE, "", "no message %s in the SSOT", msg.msg_id);
+		code = amp_cli_fail("show", &err);
+		goto cleanup;
+	}
+	/* --json is the stored bytes, whatever they are. */
+	if (json_out && !context && msg.raw) {
+		fwrite(msg.raw, 1, msg.len, stdout);
+		goto cleanup;
+	}
+	if (msg.state == AMP_STORED_UNREADABLE) {
+		amp_error_set(&err, AMP_EIO, "", "%s: %s", msg.path, msg.reason);
+		code = amp_cli_fail("show", &err);
+		goto cleanup;
+	}
+	if (context &&
+	    amp_read_context(st, tip, &msg, AMP_CONTEXT_MAX, &chain, &n, &truncated, &err) < 0) {
+		code = amp_cli_fail("show", &err);
+		goto cleanup;
+	}
+	if (truncated)
+		fprintf(stderr, "amp show: warning: %s names more than %d messages: the %d nearest are shown\n",
+			amp_term(msg.msg_id), AMP_CONTEXT_MAX, AMP_CONTEXT_MAX);
+	if (json_out) {
+		out = json_array();
+		for (i = 0; i < n; i++)
+			json_array_append_new(out, chain[i].state == AMP_STORED_OK ?
+					      json_incref(chain[i].doc) : placeholder(&chain[i]));
+		json_array_append(out, msg.doc);
+		amp_cli_print_json(out, 1);
+		goto cleanup;
+	}
+	for (i = 0; i < n; i++) {
+		if (chain[i].state == AMP_STORED_OK) {
+			print_message(st, tip, &chain[i], now, cache);
+		} else {
+			printf("message     %s\nnamed by    %s\n%-11s %s%s%s\n", amp_term(chain[i].msg_id),
+			       amp_term(chain[i].referenced_by),
+			       chain[i].state == AMP_STORED_MISSING ? "missing" : "unreadable",
+			       amp_term(chain[i].path), *chain[i].path ? ": " : "",
+			       amp_term(chain[i].reason));
+		}
+		putchar('\n');
+	}
+	print_message(st, tip, &msg, now, cache);
+cleanup:
+	json_decref(out);
+	json_decref(cache);
+	amp_stored_msgv_free(chain, n);
+	amp_stored_msg_free(&msg);
+	git_tree_free(tip);
+	amp_store_free(st);
+	return code;
+}
