@@ -10,33 +10,6 @@
 
 /* ---- one record ------------------------------------------------------------ */
 
-/* Splits a record's file name "<seq>.<msg|ack|ctl>.<id>.json" into its kind
- * and id (within name); 0, or -1 when it is no record's name (the store's
- * reader ignores such files too). */
-static int split_name(const char *name, amp_entry_kind *kind, const char **id,
-		      size_t *id_len)
-{
-	size_t len = strlen(name), i;
-
-	if (len < 6 + 1 + 3 + 1 + 1 + 5 || name[6] != '.' || name[10] != '.' ||
-	    strcmp(name + len - 5, ".json"))
-		return -1;
-	for (i = 0; i < 6; i++)
-		if (name[i] < '0' || name[i] > '9')
-			return -1;
-	if (!strncmp(name + 7, "msg", 3))
-		*kind = AMP_ENTRY_MSG;
-	else if (!strncmp(name + 7, "ack", 3))
-		*kind = AMP_ENTRY_ACK;
-	else if (!strncmp(name + 7, "ctl", 3))
-		*kind = AMP_ENTRY_CTL;
-	else
-		return -1;
-	*id = name + 11;
-	*id_len = len - 11 - 5;
-	return 0;
-}
-
 const char *amp_entry_kind_name(amp_entry_kind kind)
 {
 	return kind == AMP_ENTRY_MSG ? "msg" : kind == AMP_ENTRY_ACK ? "ack" : "ctl";
@@ -146,7 +119,7 @@ int amp_read_message(amp_store *st, git_tree *root, const char *msg_id,
 		size_t id_len;
 		amp_entry_kind kind;
 
-		if (split_name(git_tree_entry_name(e), &kind, &id, &id_len) < 0 ||
+		if (amp_store_entry_parse(git_tree_entry_name(e), NULL, &kind, &id, &id_len) < 0 ||
 		    kind != AMP_ENTRY_MSG || id_len != strlen(msg_id) ||
 		    memcmp(id, msg_id, id_len))
 			continue;
@@ -402,7 +375,7 @@ static int collect(struct walk *w, git_tree *a, git_tree *b, const char *prefix,
 			struct added *bigger;
 
 			if (git_tree_entry_type(be) != GIT_OBJECT_BLOB ||
-			    split_name(name, &kind, &id, &id_len) < 0)
+			    amp_store_entry_parse(name, NULL, &kind, &id, &id_len) < 0)
 				continue;
 			if (w->count == w->alloc) {
 				size_t alloc = w->alloc ? 2 * w->alloc : 8;
@@ -529,7 +502,7 @@ static int report(struct walk *w, amp_log_fn fn, void *ctx, long long *left)
 		task_len = (size_t)(name - 1 - a->path);
 		memcpy(task, a->path, task_len);
 		task[task_len] = '\0';
-		split_name(name, &r.kind, &idp, &id_len);
+		amp_store_entry_parse(name, NULL, &r.kind, &idp, &id_len);
 		memcpy(id, idp, id_len);
 		id[id_len] = '\0';
 		if ((rc = read_record(w->repo, &a->blob, &raw, &len, &doc, reason, sizeof(reason))) < 0)

@@ -341,9 +341,8 @@ int amp_store_tip(amp_store *st, const char *ref, git_commit **commit,
 	return AMP_OK;
 }
 
-/* Splits "000012.msg.<id>.json" into its parts; 0 on success. */
-static int parse_entry_name(const char *name, int *seq, amp_entry_kind *kind,
-			    char **id)
+int amp_store_entry_parse(const char *name, int *seq, amp_entry_kind *kind,
+			  const char **id, size_t *id_len)
 {
 	size_t len = strlen(name);
 
@@ -358,8 +357,23 @@ static int parse_entry_name(const char *name, int *seq, amp_entry_kind *kind,
 		*kind = AMP_ENTRY_CTL;
 	else
 		return -1;
-	*seq = atoi(name);
-	*id = strndup(name + 11, len - 11 - 5);
+	if (seq)
+		*seq = atoi(name);
+	*id = name + 11;
+	*id_len = len - 11 - 5;
+	return 0;
+}
+
+/* amp_store_entry_parse, the id copied into *id (owned); 0 on success. */
+static int parse_entry_name(const char *name, int *seq, amp_entry_kind *kind,
+			    char **id)
+{
+	const char *at;
+	size_t n;
+
+	if (amp_store_entry_parse(name, seq, kind, &at, &n) < 0)
+		return -1;
+	*id = strndup(at, n);
 	return *id ? 0 : -1;
 }
 

@@ -168,6 +168,12 @@ const amp_entry *amp_task_log_find(const amp_task_log *log,
  * must not be given to another message. */
 int amp_task_log_id_taken(const amp_task_log *log, const char *msg_id);
 
+/* Splits a record's file name "<seq>.<msg|ack|ctl>.<id>.json" into its
+ * sequence number (seq may be NULL), kind and id (a pointer into name, of
+ * *id_len bytes).  0, or -1 when name is not a record's. */
+int amp_store_entry_parse(const char *name, int *seq, amp_entry_kind *kind,
+			  const char **id, size_t *id_len);
+
 /* The file name of a record in its task directory,
  * "<seq>.<msg|ack|ctl>.<id>.json", into buf; -1 when it does not fit
  * (never a truncated name). */
