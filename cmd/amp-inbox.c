@@ -4,9 +4,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
-#include "clock.h"
 #include "inbox.h"
-#include "util.h"
 
 static const char usage[] =
 	"usage: amp inbox <role> [--task <task_id>] [--all] [--json] [--repo <dir>]\n";
@@ -22,12 +20,9 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *repo = NULL, *task = NULL, *role;
-	amp_schema_set *set = NULL;
 	amp_store *st = NULL;
 	amp_inbox in = { 0 };
 	amp_error err;
-	char *text = NULL;
-	int64_t now;
 	int c, all = 0, json_out = 0, code = 0;
 
 	opterr = 0;
@@ -42,31 +37,15 @@ int main(int argc, char **argv)
 			return amp_cli_usage_error("inbox", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
-	if ((code = amp_cli_check_args("inbox", argc, argv, "h", opts)))
-		return code;
-	if (argc - optind != 1)
-		return amp_cli_usage_error("inbox", usage, "one role expected");
-	role = argv[optind];
-	if ((code = amp_cli_load_schemas("inbox", &set)) ||
-	    (code = amp_cli_check_id("inbox", set, "<role>", role, "addressee_role")) ||
-	    (task && (code = amp_cli_check_id("inbox", NULL, "--task", task, "task_id"))) ||
-	    (code = amp_cli_open_store("inbox", repo, &st)))
+	if ((code = amp_cli_inbox_open("inbox", usage, argc, argv, opts, task, repo, &role, &st)))
 		goto cleanup;
-	if (amp_clock_now_ms(&now, &err) < 0 || amp_inbox_read(st, role, task, all, &in, &err) < 0) {
+	if (amp_inbox_read(st, role, task, all, &in, &err) < 0) {
 		code = amp_cli_fail("inbox", &err);
 		goto cleanup;
 	}
-	if (!(text = amp_inbox_render(&in, role, amp_store_messages_ref(st), now, json_out,
-				      amp_use_color(stdout)))) {
-		amp_error_set(&err, AMP_EIO, "", "out of memory");
-		code = amp_cli_fail("inbox", &err);
-		goto cleanup;
-	}
-	fputs(text, stdout);
+	code = amp_cli_inbox_print("inbox", st, &in, role, json_out);
 cleanup:
-	free(text);
 	amp_inbox_free(&in);
-	amp_schema_set_free(set);
 	amp_store_free(st);
 	return code;
 }

@@ -37,15 +37,12 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *repo = NULL, *task = NULL, *role;
-	amp_schema_set *set = NULL;
 	amp_store *st = NULL;
 	amp_inbox in = { 0 };
 	amp_error err;
 	struct sigaction sa;
 	sigset_t block, waitmask;
-	char *text = NULL;
 	long long timeout = -1;
-	int64_t now;
 	int c, status, json_out = 0, code = 0;
 
 	opterr = 0;
@@ -63,15 +60,7 @@ int main(int argc, char **argv)
 			return amp_cli_usage_error("wait", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
-	if ((code = amp_cli_check_args("wait", argc, argv, "h", opts)))
-		return code;
-	if (argc - optind != 1)
-		return amp_cli_usage_error("wait", usage, "one role expected");
-	role = argv[optind];
-	if ((code = amp_cli_load_schemas("wait", &set)) ||
-	    (code = amp_cli_check_id("wait", set, "<role>", role, "addressee_role")) ||
-	    (task && (code = amp_cli_check_id("wait", NULL, "--task", task, "task_id"))) ||
-	    (code = amp_cli_open_store("wait", repo, &st)))
+	if ((code = amp_cli_inbox_open("wait", usage, argc, argv, opts, task, repo, &role, &st)))
 		goto cleanup;
 	/* The signals are taken only inside the wait (pselect), so none is
 	 * lost between a check of the inbox and the sleep. */
@@ -99,21 +88,13 @@ int main(int argc, char **argv)
 		code = AMP_EXIT_TIMEOUT;
 		goto cleanup;
 	}
-	if (status < 0 || amp_clock_now_ms(&now, &err) < 0) {
+	if (status < 0) {
 		code = amp_cli_fail("wait", &err);
 		goto cleanup;
 	}
-	if (!(text = amp_inbox_render(&in, role, amp_store_messages_ref(st), now, json_out,
-				      amp_use_color(stdout)))) {
-		amp_error_set(&err, AMP_EIO, "", "out of memory");
-		code = amp_cli_fail("wait", &err);
-		goto cleanup;
-	}
-	fputs(text, stdout);
+	code = amp_cli_inbox_print("wait", st, &in, role, json_out);
 cleanup:
-	free(text);
 	amp_inbox_free(&in);
-	amp_schema_set_free(set);
 	amp_store_free(st);
 	return code;
 }

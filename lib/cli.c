@@ -8,6 +8,7 @@
 #include "bounds.h"
 #include "clock.h"
 #include "control.h"
+#include "inbox.h"
 #include "util.h"
 
 int amp_cli_fail(const char *cmd, const amp_error *err)
@@ -404,4 +405,43 @@ void amp_cli_report_escalation(const char *cmd, const amp_send_result *res)
 	else
 		fprintf(stderr, "amp %s: %s escalation %s recorded\n", cmd,
 			amp_term(res->escalation_type), amp_term(res->escalation_id));
+}
+
+int amp_cli_inbox_open(const char *cmd, const char *usage, int argc, char **argv,
+		       const struct option *opts, const char *task, const char *repo,
+		       const char **role, amp_store **st)
+{
+	amp_schema_set *set = NULL;
+	int code;
+
+	if ((code = amp_cli_check_args(cmd, argc, argv, "h", opts)))
+		return code;
+	if (argc - optind != 1)
+		return amp_cli_usage_error(cmd, usage, "one role expected");
+	*role = argv[optind];
+	if (!(code = amp_cli_load_schemas(cmd, &set)) &&
+	    !(code = amp_cli_check_id(cmd, set, "<role>", *role, "addressee_role")) &&
+	    !(task && (code = amp_cli_check_id(cmd, NULL, "--task", task, "task_id"))))
+		code = amp_cli_open_store(cmd, repo, st);
+	amp_schema_set_free(set);
+	return code;
+}
+
+int amp_cli_inbox_print(const char *cmd, amp_store *st, const amp_inbox *in,
+			const char *role, int json_out)
+{
+	amp_error err;
+	char *text;
+	int64_t now;
+
+	if (amp_clock_now_ms(&now, &err) < 0)
+		return amp_cli_fail(cmd, &err);
+	if (!(text = amp_inbox_render(in, role, amp_store_messages_ref(st), now, json_out,
+				      amp_use_color(stdout)))) {
+		amp_error_set(&err, AMP_EIO, "", "out of memory");
+		return amp_cli_fail(cmd, &err);
+	}
+	fputs(text, stdout);
+	free(text);
+	return 0;
 }

@@ -96,6 +96,20 @@ int amp_cli_real(const char *cmd, const char *what, const char *s,
  */
 int amp_cli_control(const char *type, const char *usage, int argc, char **argv);
 
+/* For amp inbox and amp wait, after getopt_long: checks the arguments
+ * (one ROLE operand, an addressee role; --task a task id) and opens the
+ * store into *st.  Returns 0 or the exit code after printing the error. */
+struct amp_inbox;
+int amp_cli_inbox_open(const char *cmd, const char *usage, int argc, char **argv,
+		       const struct option *opts, const char *task, const char *repo,
+		       const char **role, amp_store **st);
+
+/* Prints the inbox `in` of `role` as amp inbox does (--json or text, with
+ * AMP_NOW for the deadlines).  Returns 0 or the exit code after printing
+ * the error. */
+int amp_cli_inbox_print(const char *cmd, amp_store *st, const struct amp_inbox *in,
+			const char *role, int json_out);
+
 /* The longest idempotency key, in bytes. */
 #define AMP_IDEMPOTENCY_KEY_MAX 256
 
