@@ -420,13 +420,28 @@ woken_within() {
 	done
 }
 
-@test "the round trip: an executor that only uses amp waits, reads its dispatch, ACKs and reports" {
-	# the executor, with no git command: wait, inbox --json, ack, send
+@test "the round trip: an executor that only uses amp waits, reads its dispatch with amp show --context, ACKs and reports" {
+	# the executor, with amp alone on its PATH (no git command at all):
+	# wait for the dispatch, read it whole with amp show --context, ACK,
+	# build the result from what it read, send it
 	(
-		amp wait executor --timeout 20 > /dev/null &&
-		id=$(amp inbox executor --json | $PY -c 'import json,sys; print(json.load(sys.stdin)["messages"][0]["msg_id"])') &&
+		export PATH=$AMP_BIN
+		id=$(amp wait executor --timeout 20 --json | $PY -c 'import json,sys; print(json.load(sys.stdin)["messages"][0]["msg_id"])') &&
+		amp show "$id" --context --json > "$BATS_TEST_TMPDIR/context.json" &&
 		amp ack "$id" --from executor > /dev/null &&
-		amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json" > "$BATS_TEST_TMPDIR/executor.out"
+		$PY - "$BATS_TEST_TMPDIR/context.json" > "$BATS_TEST_TMPDIR/r.json" <<'PY' &&
+import json, sys
+dispatch = json.load(open(sys.argv[1]))[-1]["payload"]
+print(json.dumps({
+    "subtask_id": dispatch["subtasks"][0]["subtask_id"],
+    "completion_status": "complete",
+    "diff_summary": {"files_changed": ["BreathEngine.swift"], "lines_added": 1, "lines_removed": 0},
+    "self_assessment": {"criteria_met": [True] * len(dispatch["acceptance_criteria"]),
+                        "notes": ["done"] * len(dispatch["acceptance_criteria"])},
+    "work_log": [{"timestamp": "2026-02-26T14:33:00Z", "action": "edit", "file": "BreathEngine.swift",
+                  "detail": dispatch["description"][:40]}]}))
+PY
+		amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/r.json" > "$BATS_TEST_TMPDIR/executor.out"
 	) &
 	exec_pid=$!
 	sleep 0.3
