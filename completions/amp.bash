@@ -4,7 +4,7 @@
 
 _amp_commands() {
 	{
-		printf '%s\n' validate init send ack status errors verdict escalate resume watch help
+		printf '%s\n' validate init send ack status errors verdict escalate resume approve abort heartbeat watch inbox wait show log help
 		compgen -c -- amp- | sed -n 's/^amp-//p'
 		ls "$(amp --exec-path 2>/dev/null)" 2>/dev/null | sed -n 's/^amp-//p'
 	} | sort -u
@@ -33,7 +33,7 @@ _amp() {
 		return
 	fi
 	case $prev in
-	--from | --to) COMPREPLY=($(compgen -W "$roles" -- "$cur")); return ;;
+	--from | --to | --exec-for) COMPREPLY=($(compgen -W "$roles" -- "$cur")); return ;;
 	--payload | --envelope | --schema | --ref) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--repo) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--task) COMPREPLY=($(compgen -W "$(_amp_tasks)" -- "$cur")); return ;;
@@ -45,7 +45,7 @@ _amp() {
 	case $cmd in
 	send)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--task --from --to --payload --context-ref --ack-timeout --no-ack --envelope --json --repo --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--task --from --to --payload --context-ref --ack-timeout --no-ack --envelope --idempotency-key --json --repo --help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "$types" -- "$cur"))
 		fi ;;
@@ -55,15 +55,28 @@ _amp() {
 		else
 			COMPREPLY=($(compgen -W "$(_amp_msg_ids)" -- "$cur"))
 		fi ;;
-	status | verdict | escalate | resume)
+	status | verdict | escalate | resume | approve | abort | heartbeat)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--json --repo --help --decision --confidence --payload --context-ref --type --severity --description --from --affected --suggest --reason" -- "$cur"))
+			COMPREPLY=($(compgen -W "--json --repo --help --decision --confidence --payload --context-ref --type --severity --description --from --affected --suggest --reason --note --idempotency-key" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "$(_amp_tasks)" -- "$cur"))
 		fi ;;
 	validate) COMPREPLY=($(compgen -f -W "--json --schema --ref --help" -- "$cur")) ;;
 	errors) COMPREPLY=($(compgen -W "--json --limit --raw --repo --help" -- "$cur")) ;;
-	watch) COMPREPLY=($(compgen -W "--once --interval --json --repo --help" -- "$cur")) ;;
+	watch) COMPREPLY=($(compgen -W "--once --interval --full --json --exec --exec-for --no-exec --repo --help" -- "$cur")) ;;
+	inbox | wait)
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "--task --all --timeout --json --repo --help" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -W "admin coordinator executor reviewer" -- "$cur"))
+		fi ;;
+	show)
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "--context --json --repo --help" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -W "$(_amp_msg_ids)" -- "$cur"))
+		fi ;;
+	log) COMPREPLY=($(compgen -W "--task --type --from --to --since --until --grep -n --json --repo --help" -- "$cur")) ;;
 	init) COMPREPLY=($(compgen -W "--repo --help" -- "$cur")) ;;
 	help) COMPREPLY=($(compgen -W "$(_amp_commands)" -- "$cur")) ;;
 	esac
