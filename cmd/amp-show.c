@@ -114,7 +114,7 @@ int main(int argc, char **argv)
 	git_tree *tip = NULL;
 	amp_stored_msg msg = { 0 }, *chain = NULL;
 	amp_error err;
-	json_t *cache = json_object(), *out = NULL;
+	json_t *cache = NULL, *out = NULL;
 	size_t n = 0, i;
 	int64_t now;
 	int c, json_out = 0, context = 0, truncated = 0, code = 0;
@@ -137,6 +137,8 @@ int main(int argc, char **argv)
 	if ((code = amp_cli_check_id("show", NULL, "<msg_id>", argv[optind], "msg_id")) ||
 	    (code = amp_cli_open_store("show", repo, &st)))
 		goto cleanup;
+	/* The logs of the tasks read for ACK states, each read once. */
+	cache = json_object();
 	if (amp_clock_now_ms(&now, &err) < 0 ||
 	    amp_store_tip(st, amp_store_messages_ref(st), NULL, &tip, &err) < 0 ||
 	    amp_read_message(st, tip, argv[optind], &msg, &err) < 0) {
