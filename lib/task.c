@@ -586,6 +586,7 @@ int64_t amp_task_ack_deadline(const amp_task_log *log, const amp_task_state *s,
 }
 
 size_t amp_task_holders(const amp_task_log *log, const amp_task_state *s,
+			amp_time_of_fn time_of, void *ctx,
 			amp_holder out[AMP_MAX_HOLDERS])
 {
 	size_t i, j, n = 0;
@@ -608,7 +609,12 @@ size_t amp_task_holders(const amp_task_log *log, const amp_task_state *s,
 			by = sub->verdict;
 		if (!by || !(role = amp_json_str(by, "to")))
 			continue;
-		since = later(amp_record_time(by), s->resume_ms);
+		{
+			const amp_entry *e = time_of ?
+				amp_task_log_find(log, AMP_ENTRY_MSG, doc_id(by)) : NULL;
+
+			since = later(e ? time_of(e, ctx) : amp_record_time(by), s->resume_ms);
+		}
 		if (by == sub->dispatch) {
 			const json_t *approval = amp_task_approval_of(log, doc_id(by));
 

@@ -124,7 +124,11 @@ const json_t *amp_task_approval_of(const amp_task_log *log, const char *dispatch
  * progress, the reviewer while one is in review, the coordinator while one
  * is submitted or rejected.  None while the task is new, awaiting approval,
  * approved, aborted, suspended or locked.  For each role: the message that
- * handed it the ball first (of those it still holds) and that time. */
+ * handed it the ball first (of those it still holds) and that time: the
+ * later of the message's time, the approval of its dispatch and the last
+ * resume, where a message's time is time_of(entry, ctx) when time_of is not
+ * NULL (amp watch: the time the commit brought it), else its timestamp. */
+typedef int64_t (*amp_time_of_fn)(const amp_entry *e, void *ctx);
 typedef struct amp_holder {
 	const char *role;       /* static or borrowed */
 	const json_t *handed_by; /* the message (borrowed) */
@@ -132,6 +136,7 @@ typedef struct amp_holder {
 } amp_holder;
 #define AMP_MAX_HOLDERS 4
 size_t amp_task_holders(const amp_task_log *log, const amp_task_state *s,
+			amp_time_of_fn time_of, void *ctx,
 			amp_holder out[AMP_MAX_HOLDERS]);
 
 /* The "timestamp" of a record in Unix ms, or -1 when it has none. */

@@ -120,6 +120,12 @@ static int64_t trusted_time(const struct task_pass *t, const amp_entry *e, int *
 	return amp_task_trusted_time(t->log, amp_record_time(e->doc), arrival_of(t, e), skewed);
 }
 
+/* trusted_time as an amp_time_of_fn, for amp_task_holders. */
+static int64_t holder_time(const amp_entry *e, void *ctx)
+{
+	return trusted_time(ctx, e, NULL);
+}
+
 /* ---- escalating ---------------------------------------------------------- */
 
 static int need_schemas(struct watch *w)
@@ -637,23 +643,16 @@ static json_t *derive_timers(const struct task_pass *t, const amp_task_state *s)
 	/* AMP/1.0 heartbeat_timeout "Agent 30min no SSOT write": the clock of
 	 * a holder starts when the ball was handed to it (amp_task_trusted_time
 	 * of the message, or the approval, or a resume, when later). */
-	n = amp_task_holders(log, s, holders);
+	n = amp_task_holders(log, s, holder_time, (void *)t, holders);
 	for (i = 0; i < n; i++) {
 		const char *by = amp_json_str(holders[i].handed_by, "msg_id");
 		const amp_entry *e = by ? amp_task_log_find(log, AMP_ENTRY_MSG, by) : NULL;
-		const json_t *approval = is_type(holders[i].handed_by, "task_dispatch") ?
-					 amp_task_approval_of(log, by) : NULL;
-		int64_t arrival = e ? arrival_of(t, e) : -1, since;
 
 		if (!e)
 			continue;
-		since = trusted_time(t, e, NULL);
-		if (s->resume_ms > since)
-			since = s->resume_ms;
-		if (approval && amp_record_time(approval) > since)
-			since = amp_record_time(approval);
 		json_array_append_new(held, with_arrival(json_pack("{s:s,s:s,s:I}",
-			"role", holders[i].role, "by", by, "since", (json_int_t)since), arrival));
+			"role", holders[i].role, "by", by, "since", (json_int_t)holders[i].since_ms),
+			arrival_of(t, e)));
 	}
 	for (i = 0; n && i < log->count; i++) {
 		const amp_entry *e = &log->entries[i];
