@@ -293,13 +293,19 @@ static void escalate_unapproved(struct watch *w, const amp_task_log *log,
 	if (has_cause(log, "permission_denied", id))
 		return;
 	affected = json_pack("[s]", id);
-	if (e->kind == AMP_ENTRY_ACK)
-		snprintf(act, sizeof(act), "ACKed");
-	else
-		snprintf(act, sizeof(act), "reported %.100s on", e->id);
-	snprintf(description, sizeof(description),
-		 "The %.20s %s %s, whose risk_level needs the admin's approval (git config amp.approvalRequired), before the admin approved it; the record reached the SSOT without amp (a fetch or a hand-made commit). The admin approves with 'amp approve %s' or aborts the task.",
-		 amp_or_none(amp_json_str(e->doc, "from")), act, id, log->task_id);
+	if (is_type(e->doc, "task_dispatch")) {
+		snprintf(description, sizeof(description),
+			 "The %.20s dispatched again in %.100s the subtasks of %s, whose risk_level needs the admin's approval (git config amp.approvalRequired), at a level that needs none; the record reached the SSOT without amp (a fetch or a hand-made commit). Only the admin may lower it.",
+			 amp_or_none(amp_json_str(e->doc, "from")), e->id, id);
+	} else {
+		if (e->kind == AMP_ENTRY_ACK)
+			snprintf(act, sizeof(act), "ACKed");
+		else
+			snprintf(act, sizeof(act), "reported %.100s on", e->id);
+		snprintf(description, sizeof(description),
+			 "The %.20s %s %s, whose risk_level needs the admin's approval (git config amp.approvalRequired), before the admin approved it; the record reached the SSOT without amp (a fetch or a hand-made commit). The admin approves with 'amp approve %s' or aborts the task.",
+			 amp_or_none(amp_json_str(e->doc, "from")), act, id, log->task_id);
+	}
 	fire(w, log->task_id, "permission_denied", "warning", affected, NULL, description, NULL);
 	json_decref(affected);
 }
@@ -402,9 +408,11 @@ static int check_message(struct watch *w, const amp_task_log *log, size_t i)
 		return 0;
 	before.count = i;
 	status = amp_message_validate(*w->set, e->doc, 0, &errs);
-	/* A result for a subtask whose dispatch awaits the admin's approval
-	 * is an act beyond the task's risk level, not an unknown record. */
-	if (status == AMP_OK && type && !strcmp(type, "task_result") &&
+	/* A result for a subtask whose dispatch awaits the admin's approval,
+	 * or a dispatch taking a subtask out of the approval path, is an act
+	 * beyond the task's risk level, not an unknown record. */
+	if (status == AMP_OK && type &&
+	    (!strcmp(type, "task_result") || !strcmp(type, "task_dispatch")) &&
 	    (denied = amp_rules_unapproved_dispatch(&before, e->doc, NULL))) {
 		escalate_unapproved(w, log, e, denied);
 		goto done;

@@ -333,3 +333,21 @@ high_risk() {
 	assert_equal "$(escalation_count permission_denied)" 1
 	assert_equal "$(escalation_count unknown)" 0
 }
+
+@test "a fetched dispatch that takes an approved high-risk subtask to a level needing no approval is escalated once as permission_denied" {
+	high_risk
+	at 10; amp approve $T --from admin > /dev/null
+	local L=task_dispatch-$T-1772116347000
+	at 20
+	envelope_file $L task_dispatch coordinator executor "$(iso 20)" "$BATS_TEST_TMPDIR/p/dispatch.json" | plant "$(next_path $T $L)"
+	run amp watch --once
+	assert_success
+	assert_output --regexp "^escalated permission_denied $T $D \(escalation-$T-[0-9]+\)$"
+	E=$(the_escalation permission_denied)
+	run escalation_file "$E"
+	assert_output --partial "The coordinator dispatched again in $L the subtasks of $D"
+	run amp watch --once --full
+	assert_output ""
+	assert_equal "$(escalation_count permission_denied)" 1
+	assert_equal "$(escalation_count unknown)" 0
+}
