@@ -41,6 +41,7 @@ static const struct {
 	{ "wait", "block until a message waits for a role" },
 	{ "show", "show a message, its ACK and the messages it refers to" },
 	{ "log", "list the records of the SSOT, newest first" },
+	{ "hook", "git hooks that refuse pushes breaking the SSOT's rules" },
 };
 
 static const char usage_text[] =

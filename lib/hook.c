@@ -1,0 +1,519 @@
+/*
+ * hook.c - the check a pre-receive or pre-push hook runs on the updates of
+ * amp refs (hook.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "hook.h"
+#include "message.h"
+#include "rules.h"
+#include "task.h"
+
+int amp_hook_use_quarantine(amp_store *st, amp_error *err)
+{
+	const char *dir = getenv("GIT_OBJECT_DIRECTORY");
+	git_odb *odb = NULL;
+	int status = AMP_OK;
+
+	if (!dir || !*dir)
+		dir = getenv("GIT_QUARANTINE_PATH");
+	if (!dir || !*dir)
+		return AMP_OK;
+	if (git_repository_odb(&odb, amp_store_repo(st)) < 0 ||
+	    git_odb_add_disk_alternate(odb, dir) < 0)
+		status = amp_error_git(err, AMP_EIO, "cannot read the pushed objects in %s", dir);
+	git_odb_free(odb);
+	return status;
+}
+
+/* What one check of one ref needs. */
+struct check {
+	amp_store *st;
+	amp_schema_set *set;
+	const char *ref;
+	int messages;       /* the ref is the messages ref */
+	char commit[12];    /* short id of the commit being checked */
+	git_tree *tree;     /* its tree */
+	amp_errlist *errors;
+	size_t base;        /* errors->count when the check began */
+};
+
+static int refuse(struct check *c, const char *file, const char *ptr, const char *fmt,
+		  const char *a, const char *b)
+{
+	char where[AMP_PATH_MAX];
+	int n;
+
+	n = snprintf(where, sizeof(where), "commit %s%s%.300s%s%.150s", c->commit,
+		     file ? ": " : "", file ? file : "", ptr ? ": " : "", ptr ? ptr : "");
+	if (n < 0)
+		where[0] = '\0';
+	return amp_errlist_add(c->errors, AMP_ERULE, where, fmt, a ? a : "", b ? b : "");
+}
+
+/* The rules `amp ack` applies, for ACK i of the log. */
+static void check_ack(struct check *c, const amp_task_log *log, size_t i, const char *file)
+{
+	const amp_entry *e = &log->entries[i];
+	amp_task_log before = *log;
+	amp_errlist errs = { 0 };
+	const amp_entry *m;
+	const char *from = amp_json_str(e->doc, "from"), *to;
+	size_t k;
+
+	before.count = i;
+	m = amp_task_log_find(&before, AMP_ENTRY_MSG, e->id);
+	to = m ? amp_json_str(m->doc, "to") : NULL;
+	if (amp_message_validate(c->set, e->doc, 1, &errs) < 0) {
+		for (k = 0; k < errs.count; k++)
+			refuse(c, file, errs.items[k].path, "%s%s", errs.items[k].message, NULL);
+	} else if (!amp_task_entry_in_place(log, e)) {
+		refuse(c, file, "/ack_for", "its ack_for/task_id do not match its place%s%s",
+		       NULL, NULL);
+	} else if (!m) {
+		refuse(c, file, "/ack_for", "acknowledges %s, which is not in the SSOT%s", e->id, NULL);
+	} else if (!from || !to || strcmp(from, to)) {
+		refuse(c, file, "/from", "only the addressee (%s) may ACK, not %s",
+		       to ? to : "nobody", from ? from : "nobody");
+	} else if (amp_task_log_find(&before, AMP_ENTRY_ACK, e->id)) {
+		refuse(c, file, "/ack_for", "%s is ACKed already%s", e->id, NULL);
+	} else if (amp_rules_unapproved_dispatch(&before, NULL, e->id)) {
+		refuse(c, file, "/ack_for",
+		       "%s awaits the admin's approval (git config amp.approvalRequired)%s",
+		       e->id, NULL);
+	}
+	amp_errlist_free(&errs);
+}
+
+/* What `amp send` decides for message i of the log, on the records before
+ * it. */
+static int check_message(struct check *c, const amp_task_log *log, size_t i, const char *file)
+{
+	const amp_entry *e = &log->entries[i];
+	const char *id = amp_json_str(e->doc, "msg_id");
+	const char *task = amp_json_str(e->doc, "task_id");
+	amp_task_log before = *log;
+	amp_errlist errs = { 0 };
+	int status;
+	size_t k;
+
+	before.count = i;
+	if (!id || strcmp(id, e->id) || !task || strcmp(task, log->task_id)) {
+		refuse(c, file, "/msg_id", "its msg_id and task_id (%s, %s) do not match its place",
+		       id ? id : "none", task ? task : "none");
+		return AMP_OK;
+	}
+	/* AMP/1.0 §01 Branch Validation: branch != "main" && branch != "master". */
+	if (amp_rules_is_protected_branch(c->st, e->doc)) {
+		refuse(c, file, "/payload/branch",
+		       "must not be \"%s\": a protected branch (AMP/1.0 Branch Validation)%s",
+		       amp_json_str(json_object_get(e->doc, "payload"), "branch"), NULL);
+		return AMP_OK;
+	}
+	if (amp_task_log_id_taken(&before, e->id)) {
+		refuse(c, file, "/msg_id", "%s is the msg_id of an older message%s", e->id, NULL);
+		return AMP_OK;
+	}
+	status = amp_message_validate(c->set, e->doc, 0, &errs);
+	if (status == AMP_OK) {
+		const char *type = amp_json_str(e->doc, "type");
+		const char *denied = type && !strcmp(type, "task_result") ?
+				     amp_rules_unapproved_dispatch(&before, e->doc, NULL) : NULL;
+
+		if (denied)
+			amp_errlist_add(&errs, AMP_ERULE, "/context_ref",
+					"%s awaits the admin's approval: no result before it",
+					denied);
+		else
+			status = amp_rules_check_send(c->st, c->tree, &before, e->doc, &errs);
+	}
+	if (status == AMP_EIO) {
+		amp_errlist_extend(c->errors, &errs);
+		amp_errlist_free(&errs);
+		return AMP_EIO;
+	}
+	for (k = 0; k < errs.count; k++)
+		refuse(c, file, errs.items[k].path, "%s%s", errs.items[k].message, NULL);
+	amp_errlist_free(&errs);
+	return AMP_OK;
+}
+
+static void check_control(struct check *c, const amp_task_log *log, size_t i, const char *file)
+{
+	const amp_entry *e = &log->entries[i];
+	const char *task = amp_json_str(e->doc, "task_id");
+	amp_errlist errs = { 0 };
+	size_t k;
+
+	if (amp_control_validate(c->set, e->doc, &errs) < 0)
+		for (k = 0; k < errs.count; k++)
+			refuse(c, file, errs.items[k].path, "%s%s", errs.items[k].message, NULL);
+	else if (!task || strcmp(task, log->task_id))
+		refuse(c, file, "/task_id", "names task %s, not the task of its directory%s",
+		       task ? task : "none", NULL);
+	amp_errlist_free(&errs);
+}
+
+/* Checks the records `added` (names, as keys) of one task of the commit. */
+static int check_task(struct check *c, const char *task, json_t *added)
+{
+	amp_task_log log;
+	amp_error err;
+	char dir[128], file[AMP_PATH_MAX], name[300];
+	int status, last_old = -1;
+	size_t i;
+
+	if (amp_store_task_dir(task, dir, sizeof(dir)) < 0)
+		return refuse(c, task, NULL, "not a task directory%s%s", NULL, NULL), AMP_OK;
+	if ((status = amp_store_read_task(c->st, c->tree, task, &log, &err)) < 0)
+		return amp_errlist_add(c->errors, status, "", "commit %s: %s", c->commit,
+				       err.message);
+	for (i = 0; i < log.nbad; i++) {
+		if (!json_object_get(added, log.bad[i].name))
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", dir, log.bad[i].name);
+		refuse(c, file, NULL, "%s%s", log.bad[i].reason, NULL);
+	}
+	for (i = 0; i < log.count; i++) {
+		const amp_entry *e = &log.entries[i];
+
+		if (amp_store_entry_name(e->seq, e->kind, e->id, name, sizeof(name)) < 0)
+			continue;
+		if (!json_object_get(added, name)) {
+			if (e->seq > last_old)
+				last_old = e->seq;
+			continue;
+		}
+		snprintf(file, sizeof(file), "%s/%s", dir, name);
+		/* Records are numbered in the order they enter the task. */
+		if (e->seq <= last_old) {
+			char seq[16];
+
+			snprintf(seq, sizeof(seq), "%06d", last_old);
+			refuse(c, file, NULL, "its sequence number is not above the task's older record %s%s",
+			       seq, NULL);
+			continue;
+		}
+		if (e->kind == AMP_ENTRY_MSG)
+			status = check_message(c, &log, i, file);
+		else if (e->kind == AMP_ENTRY_ACK)
+			check_ack(c, &log, i, file);
+		else
+			check_control(c, &log, i, file);
+		if (status < 0)
+			break;
+	}
+	amp_task_log_free(&log);
+	return status;
+}
+
+/* The task of a record's path "tasks/<YYYY>/<S>/<task>/<name>" into task
+ * and its name into *name; -1 when the path is not one in its place. */
+static int record_path(const char *path, char *task, size_t tasksz, const char **name)
+{
+	const char *p = path, *slash[4], *id;
+	char dir[128];
+	size_t n = 0, len, id_len;
+	amp_entry_kind kind;
+	int seq;
+
+	while (n < 4 && (p = strchr(p, '/')))
+		slash[n++] = p++;
+	if (n != 4 || strchr(slash[3] + 1, '/') || strncmp(path, "tasks/", 6))
+		return -1;
+	len = (size_t)(slash[3] - slash[2] - 1);
+	if (len >= tasksz)
+		return -1;
+	memcpy(task, slash[2] + 1, len);
+	task[len] = '\0';
+	*name = slash[3] + 1;
+	return amp_store_task_dir(task, dir, sizeof(dir)) == 0 &&
+	       (size_t)(slash[3] - path) == strlen(dir) && !strncmp(path, dir, strlen(dir)) &&
+	       amp_store_entry_parse(*name, &seq, &kind, &id, &id_len) == 0 ? 0 : -1;
+}
+
+static const char *delta_verb(git_delta_t status)
+{
+	switch (status) {
+	case GIT_DELTA_DELETED: return "deletes";
+	case GIT_DELTA_TYPECHANGE: return "changes the type of";
+	case GIT_DELTA_RENAMED: return "renames";
+	default: return "modifies";
+	}
+}
+
+/* Checks one new commit: only added files, and on the messages ref only
+ * valid records in their place. */
+static int check_commit(struct check *c, git_commit *commit)
+{
+	git_repository *repo = amp_store_repo(c->st);
+	git_commit *parent = NULL;
+	git_tree *old_tree = NULL;
+	git_diff *diff = NULL;
+	json_t *tasks = json_object(), *added;
+	const char *task;
+	char task_id[64];
+	int status = AMP_OK;
+	size_t i, n;
+
+	git_oid_tostr(c->commit, 8, git_commit_id(commit));
+	if (git_commit_parentcount(commit) > 1) {
+		refuse(c, NULL, NULL, "a merge commit: the SSOT keeps a linear history%s%s", NULL, NULL);
+		goto cleanup;
+	}
+	if (git_commit_tree(&c->tree, commit) < 0 ||
+	    (git_commit_parentcount(commit) == 1 &&
+	     (git_commit_parent(&parent, commit, 0) < 0 ||
+	      git_commit_tree(&old_tree, parent) < 0)) ||
+	    git_diff_tree_to_tree(&diff, repo, old_tree, c->tree, NULL) < 0) {
+		amp_error err;
+
+		status = amp_error_git(&err, AMP_EIO, "commit %s cannot be read", c->commit);
+		amp_errlist_add(c->errors, status, "", "%s", err.message);
+		goto cleanup;
+	}
+	n = git_diff_num_deltas(diff);
+	for (i = 0; i < n; i++) {
+		const git_diff_delta *d = git_diff_get_delta(diff, i);
+		const char *path = d->new_file.path, *name;
+
+		if (d->status != GIT_DELTA_ADDED) {
+			refuse(c, d->old_file.path, NULL, "%s a file: the SSOT only appends%s",
+			       delta_verb(d->status), NULL);
+			continue;
+		}
+		if (d->new_file.mode != GIT_FILEMODE_BLOB) {
+			refuse(c, path, NULL, "not a regular file (mode %s)%s",
+			       d->new_file.mode == GIT_FILEMODE_LINK ? "symlink" :
+			       d->new_file.mode == GIT_FILEMODE_COMMIT ? "submodule" : "executable",
+			       NULL);
+			continue;
+		}
+		if (!c->messages || !strcmp(path, "AMP"))
+			continue;
+		if (record_path(path, task_id, sizeof(task_id), &name) < 0) {
+			refuse(c, path, NULL, "not a record in its task's directory (tasks/<YYYY>/<S>/<task_id>/<seq>.<msg|ack|ctl>.<id>.json)%s%s",
+			       NULL, NULL);
+			continue;
+		}
+		if (!(added = json_object_get(tasks, task_id))) {
+			added = json_object();
+			json_object_set_new(tasks, task_id, added);
+		}
+		json_object_set_new(added, name, json_true());
+	}
+	if (c->errors->count > c->base)
+		goto cleanup;
+	json_object_foreach(tasks, task, added)
+		if ((status = check_task(c, task, added)) < 0)
+			break;
+cleanup:
+	json_decref(tasks);
+	git_diff_free(diff);
+	git_tree_free(old_tree);
+	git_tree_free(c->tree);
+	c->tree = NULL;
+	git_commit_free(parent);
+	if (status == AMP_OK && c->errors->count > c->base)
+		status = AMP_ERULE;
+	return status;
+}
+
+static int parse_oid(git_oid *oid, const char *hex, struct check *c)
+{
+	if (strlen(hex) != GIT_OID_HEXSZ || git_oid_fromstr(oid, hex) < 0)
+		return amp_errlist_add(c->errors, AMP_EUSAGE, "", "%s: '%.60s' is not an object id",
+				       c->ref, hex);
+	return AMP_OK;
+}
+
+int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
+			  const char *old_hex, const char *new_hex,
+			  amp_errlist *errors)
+{
+	struct check c = { st, set, ref, !strcmp(ref, amp_store_messages_ref(st)), "", NULL,
+			   errors, errors->count };
+	git_repository *repo = amp_store_repo(st);
+	git_revwalk *walk = NULL;
+	git_commit *commit = NULL;
+	git_oid old, new, id;
+	amp_error err;
+	int status;
+
+	if (strncmp(ref, "refs/amp/", 9))
+		return AMP_OK;
+	if ((status = parse_oid(&old, old_hex, &c)) < 0 ||
+	    (status = parse_oid(&new, new_hex, &c)) < 0)
+		return status;
+	if (git_oid_is_zero(&new))
+		return amp_errlist_add(errors, AMP_ERULE, "",
+				       "deleting it is refused: the SSOT is append-only");
+	if (git_oid_equal(&old, &new))
+		return AMP_OK;
+	if (!git_oid_is_zero(&old)) {
+		int ff;
+
+		if (git_commit_lookup(&commit, repo, &old) < 0) {
+			git_error_clear();
+			return amp_errlist_add(errors, AMP_ERULE, "",
+					       "its tip %.12s is not here: fetch first", old_hex);
+		}
+		git_commit_free(commit);
+		commit = NULL;
+		if ((ff = git_graph_descendant_of(repo, &new, &old)) < 0) {
+			status = amp_error_git(&err, AMP_EIO, "cannot compare %.12s and %.12s",
+					       old_hex, new_hex);
+			return amp_errlist_add(errors, status, "", "%s", err.message);
+		}
+		if (!ff)
+			return amp_errlist_add(errors, AMP_ERULE, "",
+					       "not a fast-forward of %.12s: the SSOT is append-only (amp sync joins histories)",
+					       old_hex);
+	}
+	if (git_revwalk_new(&walk, repo) < 0 ||
+	    git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE) < 0 ||
+	    git_revwalk_push(walk, &new) < 0 ||
+	    (!git_oid_is_zero(&old) && git_revwalk_hide(walk, &old) < 0)) {
+		status = amp_error_git(&err, AMP_EIO, "cannot walk %.12s", new_hex);
+		amp_errlist_add(errors, status, "", "%s", err.message);
+		goto cleanup;
+	}
+	while ((status = git_revwalk_next(&id, walk)) == 0) {
+		if (git_commit_lookup(&commit, repo, &id) < 0) {
+			status = amp_error_git(&err, AMP_EIO, "cannot read a pushed commit");
+			amp_errlist_add(errors, status, "", "%s", err.message);
+			goto cleanup;
+		}
+		status = check_commit(&c, commit);
+		git_commit_free(commit);
+		commit = NULL;
+		if (status < 0)
+			goto cleanup;
+	}
+	if (status == GIT_ITEROVER) {
+		status = AMP_OK;
+	} else {
+		status = amp_error_git(&err, AMP_EIO, "cannot walk %.12s", new_hex);
+		amp_errlist_add(errors, status, "", "%s", err.message);
+	}
+cleanup:
+	git_revwalk_free(walk);
+	return status;
+}
+
+/* The hooks directory of st's repository into buf: git config
+ * core.hooksPath (relative to the work tree, or to the git directory of a
+ * bare repository), else <common git dir>/hooks. */
+static int hooks_dir(amp_store *st, char *buf, size_t bufsz, amp_error *err)
+{
+	git_repository *repo = amp_store_repo(st);
+	const char *base = git_repository_workdir(repo);
+	char conf[AMP_PATH_MAX];
+	int n;
+
+	if (!base)
+		base = git_repository_commondir(repo);
+	if (amp_store_config(st, "core.hooksPath", conf, sizeof(conf)) && conf[0])
+		n = conf[0] == '/' ? snprintf(buf, bufsz, "%s", conf)
+				   : snprintf(buf, bufsz, "%s/%s", base, conf);
+	else
+		n = snprintf(buf, bufsz, "%shooks", git_repository_commondir(repo));
+	if (n < 0 || (size_t)n >= bufsz)
+		return amp_error_set(err, AMP_EIO, "", "path of the hooks directory too long");
+	return AMP_OK;
+}
+
+/* 1 when the file at path is a hook amp installed. */
+static int is_amp_hook(const char *path)
+{
+	char head[256];
+	size_t n;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return 0;
+	n = fread(head, 1, sizeof(head) - 1, f);
+	fclose(f);
+	head[n] = '\0';
+	return strstr(head, AMP_HOOK_MARKER) != NULL;
+}
+
+/* Writes s to f single-quoted for sh. */
+static void sh_quote(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (; *s; s++)
+		if (*s == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*s, f);
+	fputc('\'', f);
+}
+
+int amp_hook_install(amp_store *st, const char *name, const char *program,
+		     char *path, size_t pathsz, int *chained, amp_error *err)
+{
+	char dir[AMP_PATH_MAX], old[AMP_PATH_MAX + 16], tmp[AMP_PATH_MAX + 16];
+	struct stat sb;
+	FILE *f = NULL;
+	int status = AMP_OK, n;
+
+	*chained = 0;
+	if ((status = hooks_dir(st, dir, sizeof(dir), err)) < 0)
+		return status;
+	n = snprintf(path, pathsz, "%s/%s", dir, name);
+	if (n < 0 || (size_t)n >= pathsz || (size_t)n + 16 > sizeof(old))
+		return amp_error_set(err, AMP_EIO, "", "path of the hook too long");
+	snprintf(old, sizeof(old), "%s.amp-chained", path);
+	snprintf(tmp, sizeof(tmp), "%s.amp-tmp", path);
+	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+		return amp_error_set(err, AMP_EIO, "", "cannot create %s: %s", dir, strerror(errno));
+	if (lstat(path, &sb) == 0 && !is_amp_hook(path)) {
+		if (lstat(old, &sb) == 0)
+			return amp_error_set(err, AMP_EIO, "",
+					     "%s and %s are both there: move one away first", path, old);
+		if (rename(path, old) < 0)
+			return amp_error_set(err, AMP_EIO, "", "cannot move %s to %s: %s", path, old,
+					     strerror(errno));
+	}
+	*chained = lstat(old, &sb) == 0;
+	if (!(f = fopen(tmp, "w"))) {
+		status = amp_error_set(err, AMP_EIO, "", "cannot write %s: %s", tmp, strerror(errno));
+		goto cleanup;
+	}
+	/* The hook's stdin is read once, by whichever runs first: it is kept
+	 * in a file so the chained hook and amp both see all of it. */
+	fprintf(f, "#!/bin/sh\n%s (AMP/1.0): refuses a push of refs/amp/* that\n"
+		   "# breaks the SSOT's rules.  A hook that was here before runs first, as\n"
+		   "# %s.amp-chained, on the same input.\n"
+		   "input=$(mktemp \"${TMPDIR:-/tmp}/amp-hook.XXXXXX\") || exit 1\n"
+		   "trap 'rm -f \"$input\"' EXIT\n"
+		   "cat > \"$input\" || exit 1\n"
+		   "if [ -x \"$0.amp-chained\" ]; then\n"
+		   "\t\"$0.amp-chained\" \"$@\" < \"$input\" || exit $?\n"
+		   "fi\n",
+		AMP_HOOK_MARKER, name);
+	sh_quote(f, program);
+	fprintf(f, " %s \"$@\" < \"$input\"\n", name);
+	if (ferror(f) | fclose(f)) {
+		f = NULL;
+		status = amp_error_set(err, AMP_EIO, "", "cannot write %s", tmp);
+		goto cleanup;
+	}
+	f = NULL;
+	if (chmod(tmp, 0755) < 0 || rename(tmp, path) < 0)
+		status = amp_error_set(err, AMP_EIO, "", "cannot install %s: %s", path,
+				       strerror(errno));
+cleanup:
+	if (f)
+		fclose(f);
+	if (status < 0)
+		unlink(tmp);
+	return status;
+}

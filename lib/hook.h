@@ -1,0 +1,78 @@
+/*
+ * hook.h - what a git hook checks before history reaches a shared SSOT:
+ * the server's pre-receive and the client's pre-push run the same check on
+ * every update of a ref under refs/amp/.
+ *
+ * The SSOT is append-only, so an update of an amp ref is refused when it
+ *   - deletes the ref, or is not a fast-forward (old must be an ancestor
+ *     of new);
+ *   - brings a merge commit (the SSOT keeps a linear history), or a commit
+ *     that modifies or deletes a file, or adds anything but a regular file;
+ * and, on the messages ref (git config amp.ref), when a new commit adds
+ *   - a file that is not "AMP" or a record named
+ *     tasks/<YYYY>/<S>/<task_id>/<seq>.<msg|ack|ctl>.<id>.json in its
+ *     task's directory, with a sequence number above every older record of
+ *     the task;
+ *   - a record that is not a JSON object;
+ *   - a message that is out of its place (msg_id and task_id not its name
+ *     and directory), dispatches to a protected branch
+ *     (amp_rules_is_protected_branch), is not schema-valid, reuses a
+ *     msg_id, or breaks a write-time rule (amp_rules_check_send) on the
+ *     task's history before it, as `amp watch` checks a fetched message;
+ *   - an ACK that is not schema-valid, not in place, not by the addressee
+ *     of a message already in the SSOT, a second ACK, or an ACK of a
+ *     dispatch awaiting the admin's approval;
+ *   - a control record that fails the control schema or names another task.
+ * The commits are checked oldest first, each on the history it lands on;
+ * the check stops at the first commit refused.
+ */
+#ifndef AMP_HOOK_H
+#define AMP_HOOK_H
+
+#include <git2.h>
+
+#include "error.h"
+#include "schema.h"
+#include "store.h"
+
+/*
+ * Makes the objects of a push that git holds in quarantine (pre-receive:
+ * GIT_QUARANTINE_PATH, given as GIT_OBJECT_DIRECTORY) visible to st's
+ * repository, which amp_store_open opened without them.  A no-op when
+ * neither is set.
+ */
+int amp_hook_use_quarantine(amp_store *st, amp_error *err);
+
+/*
+ * Checks the update of `ref` from `old_hex` to `new_hex` (40 hex digits;
+ * all zeros: the ref is created, or deleted) as described above.  Refs
+ * outside refs/amp/ pass.  Appends each problem of the first commit refused
+ * to `errors`, its path being the place: "commit <short>: <file>:
+ * <JSON pointer>" (or less, for a problem of the ref or the commit), its
+ * message the reason.  Returns AMP_OK, AMP_ERULE (refused), AMP_EUSAGE
+ * (an id that is no object id) or AMP_EIO (the repository cannot be read).
+ */
+int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
+			  const char *old_hex, const char *new_hex,
+			  amp_errlist *errors);
+
+/* The first line after "#!/bin/sh" of every hook amp installs: how
+ * amp_hook_install knows a hook is its own. */
+#define AMP_HOOK_MARKER "# Installed by amp hook install"
+
+/*
+ * Installs hook `name` ("pre-receive", "pre-push") in the hooks directory
+ * of st's repository (git config core.hooksPath, else <git dir>/hooks): a
+ * sh script that runs `program` (an absolute path to amp-hook) with `name`
+ * and the hook's arguments and stdin.  A hook already there that is not
+ * amp's is kept as <name>.amp-chained and runs first, on the same stdin;
+ * when it fails, the hook fails.  Installing again rewrites amp's script
+ * only (it never chains to itself).  The script's path goes to path (of
+ * pathsz bytes); *chained is set to 1 when a hook is chained.  AMP_EIO
+ * when a file cannot be written, or when a foreign hook and an
+ * .amp-chained one are both there (moving one would lose the other).
+ */
+int amp_hook_install(amp_store *st, const char *name, const char *program,
+		     char *path, size_t pathsz, int *chained, amp_error *err);
+
+#endif
