@@ -269,3 +269,22 @@ EOF
 	run amp hook pre-receive <<< "0000000000000000000000000000000000000000 0000000000000000000000000000000000000000 refs/heads/main"
 	assert_success
 }
+
+@test "install honours core.hooksPath: the hook goes there, and it guards the hub" {
+	local hub2=$BATS_TEST_TMPDIR/hub2.git
+	git init -q --bare "$hub2"
+	git -C "$hub2" config core.hooksPath "$BATS_TEST_TMPDIR/shared-hooks"
+	mkdir -p "$BATS_TEST_TMPDIR/shared-hooks"
+	run amp hook install --server --repo "$hub2"
+	assert_success
+	assert_file_executable "$BATS_TEST_TMPDIR/shared-hooks/pre-receive"
+	assert_file_not_exists "$hub2/hooks/pre-receive"
+	git remote add hub2 "$hub2"
+	git push -q hub2 'refs/amp/*:refs/amp/*'
+	sed 's#feature/watch-breath-v2#main#' "$BATS_TEST_TMPDIR/p/dispatch.json" > main.json
+	PLANT_EDIT=pass plant_msg task_dispatch coordinator executor main.json
+	run git push hub2 'refs/amp/*:refs/amp/*'
+	assert_failure
+	assert_output --partial "amp hook: refused refs/amp/messages"
+	assert_output --partial "/payload/branch"
+}
