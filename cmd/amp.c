@@ -41,6 +41,7 @@ static const struct {
 	{ "wait", "block until a message waits for a role" },
 	{ "show", "show a message, its ACK and the messages it refers to" },
 	{ "log", "list the records of the SSOT, newest first" },
+	{ "sync", "fetch, join and push the SSOT through a git remote" },
 };
 
 static const char usage_text[] =
