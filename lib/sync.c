@@ -744,7 +744,13 @@ static int push(amp_store *st, const char *remote, int errors, amp_error *err)
 		summary = line + 3 + strlen(spec);
 		if (line[0] != '!')
 			break;
-		if (!strncmp(summary, "[rejected]", 10))
+		/* "[rejected]": the remote's ref had moved when git compared;
+		 * "failed to update ref" / "failed to lock": it moved between
+		 * that check and the server's own compare-and-swap.  Both are
+		 * someone pushing first. */
+		if (!strncmp(summary, "[rejected]", 10) ||
+		    (!strncmp(summary, "[remote rejected]", 17) &&
+		     (strstr(summary, "failed to update ref") || strstr(summary, "failed to lock"))))
 			status = PUSH_RACED;
 		else
 			status = amp_error_set(err, AMP_EIO, "", "%s refused the push of %s: %s",
@@ -827,6 +833,7 @@ int amp_sync(amp_store *st, const char *remote, amp_sync_result *res, amp_error 
 	struct conflict c;
 	struct timespec now;
 	long long retries;
+	git_reference *pushed_ref = NULL;
 	git_oid start;
 	unsigned rng;
 	int status, have_start, rc;
@@ -873,6 +880,16 @@ int amp_sync(amp_store *st, const char *remote, amp_sync_result *res, amp_error 
 		}
 		if (rc == PUSHED) {
 			res->did_push = 1;
+			/* The mirror says what the remote has, as a
+			 * remote-tracking ref does after a push. */
+			if (git_reference_create(&pushed_ref, repo, mirror, &j.tip, 1,
+						 "amp sync: pushed") == 0)
+				git_reference_free(pushed_ref);
+			if (ej.push && !ej.diverged &&
+			    git_reference_create(&pushed_ref, repo, emirror, &ej.tip, 1,
+						 "amp sync: pushed") == 0)
+				git_reference_free(pushed_ref);
+			git_error_clear();
 			break;
 		}
 		if (res->retries >= (unsigned)retries) {
