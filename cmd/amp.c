@@ -42,6 +42,7 @@ static const struct {
 	{ "show", "show a message, its ACK and the messages it refers to" },
 	{ "log", "list the records of the SSOT, newest first" },
 	{ "hook", "git hooks that refuse pushes breaking the SSOT's rules" },
+	{ "sync", "fetch, join and push the SSOT through a git remote" },
 };
 
 static const char usage_text[] =

@@ -1,0 +1,67 @@
+/*
+ * sync.h - one SSOT shared through an ordinary git remote.
+ *
+ * amp_sync fetches the remote's refs/amp/... with the user's own `git` (its
+ * transports, credentials, insteadOf and proxies) into a private mirror,
+ * refs/amp-sync/<remote>/..., that local history never lives in; joins the
+ * mirror with the local messages ref; and pushes the result, non-forced,
+ * retrying when someone pushed in between.
+ *
+ * The join is a union of records.  Records are one file per msg_id (or
+ * control name), named <seq>.<kind>.<id>.json, and <seq> is per clone: a
+ * record is identified by its task, kind and id.  Local commits the remote
+ * does not have are replayed, oldest first, onto the remote's tip, each as
+ * a new commit with the same author, author time and message, its records
+ * given the task's next free seq there.  A record the remote already holds
+ * with the same content is skipped; with other content it is a conflict,
+ * and the whole sync is refused (AMP_ERULE).
+ */
+#ifndef AMP_SYNC_H
+#define AMP_SYNC_H
+
+#include "error.h"
+#include "store.h"
+
+/* The private namespace the remote's refs/amp/... are fetched into. */
+#define AMP_SYNC_NAMESPACE "refs/amp-sync/"
+
+#define AMP_SYNC_RETRIES_DEFAULT 10
+#define AMP_SYNC_RETRIES_MAX     100
+
+typedef struct amp_sync_result {
+	char remote[256];        /* the remote synced with */
+	unsigned long fetched;   /* records the local SSOT got from the remote */
+	unsigned long replayed;  /* local records re-committed onto the
+				  * remote's tip (in the last join) */
+	int did_push;            /* 1 when the remote was behind and got
+				  * the local history */
+	unsigned long pushed;    /* records that push delivered */
+	unsigned retries;        /* pushes refused because someone pushed
+				  * first, each followed by a new fetch */
+	char tip[GIT_OID_HEXSZ + 1]; /* the messages ref, local and remote */
+	int errors_synced;       /* 1 when the errors ref was joined too; 0
+				  * when it has diverged (left for later) */
+} amp_sync_result;
+
+/*
+ * The remote to sync with into buf: `given` when not NULL, else git config
+ * amp.remote, else "origin".  AMP_EUSAGE when it is empty, starts with "-"
+ * (it would be read as an option) or does not fit.
+ */
+int amp_sync_remote(amp_store *st, const char *given, char *buf, size_t bufsz,
+		    amp_error *err);
+
+/*
+ * Fetches, joins and pushes as described above, for at most amp.syncRetries
+ * (git config, 1..100, default 10) refused pushes, with jittered
+ * exponential backoff between them.  Returns AMP_OK with *res filled;
+ * AMP_ERULE for a conflicting record (named in err; logged on the errors
+ * ref, nothing moved); AMP_EIO when git fails (its own reason went to
+ * stderr) or the retries run out; AMP_EUSAGE for a bad setting.  Local
+ * history is never lost: the local ref only ever moves to a commit that
+ * contains every record it had.
+ */
+int amp_sync(amp_store *st, const char *remote, amp_sync_result *res,
+	     amp_error *err);
+
+#endif
