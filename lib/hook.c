@@ -57,37 +57,24 @@ static int refuse(struct check *c, const char *file, const char *ptr, const char
 	return amp_errlist_add(c->errors, AMP_ERULE, where, fmt, a ? a : "", b ? b : "");
 }
 
-/* The rules `amp ack` applies, for ACK i of the log. */
+/* The rules `amp ack` applies, for ACK i of the log (amp_rules_check_ack),
+ * after its schema; and no ACK of a dispatch awaiting approval. */
 static void check_ack(struct check *c, const amp_task_log *log, size_t i, const char *file)
 {
 	const amp_entry *e = &log->entries[i];
 	amp_task_log before = *log;
 	amp_errlist errs = { 0 };
-	const amp_entry *m;
-	const char *from = amp_json_str(e->doc, "from"), *to;
 	size_t k;
 
 	before.count = i;
-	m = amp_task_log_find(&before, AMP_ENTRY_MSG, e->id);
-	to = m ? amp_json_str(m->doc, "to") : NULL;
-	if (amp_message_validate(c->set, e->doc, 1, &errs) < 0) {
-		for (k = 0; k < errs.count; k++)
-			refuse(c, file, errs.items[k].path, "%s%s", errs.items[k].message, NULL);
-	} else if (!amp_task_entry_in_place(log, e)) {
-		refuse(c, file, "/ack_for", "its ack_for/task_id do not match its place%s%s",
-		       NULL, NULL);
-	} else if (!m) {
-		refuse(c, file, "/ack_for", "acknowledges %s, which is not in the SSOT%s", e->id, NULL);
-	} else if (!from || !to || strcmp(from, to)) {
-		refuse(c, file, "/from", "only the addressee (%s) may ACK, not %s",
-		       to ? to : "nobody", from ? from : "nobody");
-	} else if (amp_task_log_find(&before, AMP_ENTRY_ACK, e->id)) {
-		refuse(c, file, "/ack_for", "%s is ACKed already%s", e->id, NULL);
-	} else if (amp_rules_unapproved_dispatch(&before, NULL, e->id)) {
-		refuse(c, file, "/ack_for",
-		       "%s awaits the admin's approval (git config amp.approvalRequired)%s",
-		       e->id, NULL);
-	}
+	if (amp_message_validate(c->set, e->doc, 1, &errs) == AMP_OK &&
+	    amp_rules_check_ack(log, i, &errs) == AMP_OK &&
+	    amp_rules_unapproved_dispatch(&before, NULL, e->id))
+		amp_errlist_add(&errs, AMP_ERULE, "/ack_for",
+				"%s awaits the admin's approval (git config amp.approvalRequired)",
+				e->id);
+	for (k = 0; k < errs.count; k++)
+		refuse(c, file, errs.items[k].path, "%s%s", errs.items[k].message, NULL);
 	amp_errlist_free(&errs);
 }
 

@@ -603,3 +603,29 @@ const char *amp_rules_unapproved_dispatch(const amp_task_log *log, const json_t 
 	amp_task_state_free(&s);
 	return found;
 }
+
+int amp_rules_check_ack(const amp_task_log *log, size_t i, amp_errlist *errors)
+{
+	const amp_entry *e = &log->entries[i];
+	amp_task_log before = *log;
+	const amp_entry *m;
+	const char *from = amp_json_str(e->doc, "from"), *to;
+
+	before.count = i;
+	m = amp_task_log_find(&before, AMP_ENTRY_MSG, e->id);
+	to = m ? amp_json_str(m->doc, "to") : NULL;
+	if (!amp_task_entry_in_place(log, e))
+		return amp_errlist_add(errors, AMP_ERULE, "/ack_for",
+				       "its ack_for/task_id do not match its place");
+	if (!m)
+		return amp_errlist_add(errors, AMP_ERULE, "/ack_for",
+				       "acknowledges %.60s, which is not in the SSOT", e->id);
+	if (!from || !to || strcmp(from, to))
+		return amp_errlist_add(errors, AMP_ERULE, "/from",
+				       "only the addressee (%.20s) may ACK, not %.20s",
+				       to, from ? from : "nobody");
+	if (amp_task_log_find(&before, AMP_ENTRY_ACK, e->id))
+		return amp_errlist_add(errors, AMP_ERULE, "/ack_for",
+				       "%s is ACKed already", e->id);
+	return AMP_OK;
+}

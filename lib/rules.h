@@ -52,6 +52,16 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 			 const json_t *msg, amp_errlist *errors);
 
 /*
+ * The rules `amp ack` applies, for an ACK record that is entry i of `log`
+ * (a fetched or pushed one): it is in its place (amp_task_entry_in_place),
+ * acknowledges a message that is in the SSOT before it, comes from that
+ * message's addressee, and is the first ACK of it.  Appends one error (JSON
+ * pointer and reason) per broken rule; AMP_OK or AMP_ERULE.  The approval
+ * path is amp_rules_unapproved_dispatch's.
+ */
+int amp_rules_check_ack(const amp_task_log *log, size_t i, amp_errlist *errors);
+
+/*
  * AMP/1.0 §01 risk_level "determines the approval path": the msg_id of the
  * dispatch awaiting the admin's approval that `msg` (a task_result) or an
  * ACK of `ack_for` (when not NULL) acts on; or, for `msg` a task_dispatch

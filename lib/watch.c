@@ -339,26 +339,18 @@ static int branch_refused(struct watch *w, json_t *doc)
 	return refused;
 }
 
-/* The rules `amp ack` applies, for an ACK that reached the SSOT without
- * it: it acknowledges a message of its task that is in the SSOT, and only
- * the addressee ACKs.  1 with the reason in `what` when it breaks one. */
-static int ack_problem(const amp_task_log *log, const amp_entry *e, char *what,
-		       size_t whatsz)
+/* The rules `amp ack` applies (amp_rules_check_ack), for ACK i of the log
+ * that reached the SSOT without it.  1 with the reason in `what` when it
+ * breaks one. */
+static int ack_problem(const amp_task_log *log, size_t i, char *what, size_t whatsz)
 {
-	const amp_entry *m = amp_task_log_find(log, AMP_ENTRY_MSG, e->id);
-	const char *from = amp_json_str(e->doc, "from");
-	const char *to = m ? amp_json_str(m->doc, "to") : NULL;
+	amp_errlist errs = { 0 };
+	int broken = amp_rules_check_ack(log, i, &errs) < 0;
 
-	if (!amp_task_entry_in_place(log, e))
-		snprintf(what, whatsz, "its ack_for/task_id do not match its place");
-	else if (!m)
-		snprintf(what, whatsz, "it acknowledges %.60s, which is not in the SSOT", e->id);
-	else if (!from || !to || strcmp(from, to))
-		snprintf(what, whatsz, "it is an ACK by %.20s, but only the addressee (%.20s) may ACK",
-			 from ? from : "nobody", to ? to : "nobody");
-	else
-		return 0;
-	return 1;
+	if (broken)
+		snprintf(what, whatsz, "%s", errs.items[0].message);
+	amp_errlist_free(&errs);
+	return broken;
 }
 
 /* The rules for message i of a task, new since the last pass.  Returns 1
@@ -513,7 +505,7 @@ static int check_ack(const struct task_pass *t, size_t i)
 		snprintf(what, sizeof(what), "ACK not schema-valid: %.200s: %.600s",
 			 errs.items[0].path, errs.items[0].message);
 		unknown = escalate_unknown(t->w, t->log, e->id, name, what);
-	} else if (ack_problem(t->log, e, what, sizeof(what))) {
+	} else if (ack_problem(t->log, i, what, sizeof(what))) {
 		unknown = escalate_unknown(t->w, t->log, e->id, name, what);
 	} else if ((denied = amp_rules_unapproved_dispatch(&before, NULL, e->id))) {
 		escalate_unapproved(t->w, t->log, e, denied);
