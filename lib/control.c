@@ -65,6 +65,53 @@ static const char *control_state(const char *type, const amp_task_log *log,
 	return s->state;
 }
 
+/* 1 when the transition table lets `from` write a control record of
+ * `type` on the task of `log` in state s; else 0 with the reason in why. */
+static int control_allowed(const amp_task_log *log, const amp_task_state *s,
+			   const char *type, const char *from, char *why, size_t whysz)
+{
+	const char *state = control_state(type, log, s);
+	const amp_transition *t;
+	char closed[512];
+
+	/* Before the table: an aborted or suspended task takes the admin's
+	 * records only (resume is the admin's; a second abort is the table's
+	 * "aborted already"). */
+	if (strcmp(type, "resume") && strcmp(state, "new") &&
+	    !(!strcmp(type, "abort") && !strcmp(state, "aborted")) &&
+	    amp_task_closed_to(s, from, closed, sizeof(closed))) {
+		snprintf(why, whysz, "task %s %s", log->task_id, closed);
+		return 0;
+	}
+	t = amp_transition_find(type, state);
+	if (!t || !t->allowed) {
+		snprintf(why, whysz, "%s %s is refused while task %s is %s: %s",
+			 strchr("aeiou", type[0]) ? "an" : "a", type,
+			 log->task_id, state, t ? t->effect : "no such transition");
+		return 0;
+	}
+	return 1;
+}
+
+int amp_control_allowed(const amp_task_log *log, const char *type, const char *from,
+			char *why, size_t whysz)
+{
+	amp_task_state s;
+	int ok;
+
+	if (type && !strcmp(type, "idempotency_key"))
+		return 1; /* written with its message, by amp_send_message */
+	if (!type || !from || !role_may(type, from)) {
+		snprintf(why, whysz, "a %s may not come from %s", type ? type : "control record",
+			 from ? from : "nobody");
+		return 0;
+	}
+	amp_task_state_compute(log, &s);
+	ok = control_allowed(log, &s, type, from, why, whysz);
+	amp_task_state_free(&s);
+	return ok;
+}
+
 /* The latest rejecting verdict of the log (the one a due lock names). */
 static const char *last_reject(const amp_task_log *log)
 {
@@ -89,8 +136,7 @@ static int build_control(amp_store *st, git_tree *tip, void *vctx,
 	amp_task_log log, with_lock = { 0 };
 	amp_task_state s = { 0 };
 	amp_send_result lock = { 0 };
-	const amp_transition *t;
-	const char *state, *target = NULL;
+	const char *target = NULL;
 	char when[AMP_TIME_BUFSZ], why[512];
 	int64_t ms = c->now_ms;
 	int status;
@@ -101,20 +147,8 @@ static int build_control(amp_store *st, git_tree *tip, void *vctx,
 	if ((status = amp_store_read_task(st, tip, c->task_id, &log, err)) < 0)
 		return status;
 	amp_task_state_compute(&log, &s);
-	state = control_state(c->type, &log, &s);
-	/* Before the table: an aborted or suspended task takes the admin's
-	 * records only (resume is the admin's; a second abort is the table's
-	 * "aborted already"). */
-	if (strcmp(c->type, "resume") && strcmp(state, "new") &&
-	    !(!strcmp(c->type, "abort") && !strcmp(state, "aborted")) &&
-	    amp_task_closed_to(&s, c->from, why, sizeof(why))) {
-		status = REFUSE(c, err, "/task_id", "task %s %s", c->task_id, why);
-		goto cleanup;
-	}
-	t = amp_transition_find(c->type, state);
-	if (!t || !t->allowed) {
-		status = REFUSE(c, err, "/task_id", "a %s is refused while task %s is %s: %s", c->type,
-				c->task_id, state, t ? t->effect : "no such transition");
+	if (!control_allowed(&log, &s, c->type, c->from, why, sizeof(why))) {
+		status = REFUSE(c, err, "/task_id", "%s", why);
 		goto cleanup;
 	}
 	snprintf(c->res->was, sizeof(c->res->was), "%s", s.state);

@@ -55,6 +55,15 @@ int amp_control_write(amp_store *st, amp_schema_set *set, const char *type,
 		      const char *task_id, const char *from, const char *text,
 		      int64_t now_ms, amp_control_result *res, amp_errlist *errors);
 
+/* For a control record that arrives without amp (a push, a fetch): 1 when
+ * `from` may write one of `type` on the task whose records before it are
+ * `log` -- the role (resume and approve: the admin; abort: the admin or the
+ * coordinator; heartbeat: coordinator, executor or reviewer) and the
+ * transition table -- else 0 with the reason in why.  idempotency_key
+ * records are amp's own bookkeeping: always 1. */
+int amp_control_allowed(const amp_task_log *log, const char *type, const char *from,
+			char *why, size_t whysz);
+
 /* Validates a control record (bounds, then the schema); AMP_OK,
  * AMP_ESCHEMA with the errors appended, or AMP_EIO. */
 int amp_control_validate(amp_schema_set *set, json_t *doc, amp_errlist *errors);

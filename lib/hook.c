@@ -138,12 +138,19 @@ static void check_control(struct check *c, const amp_task_log *log, size_t i, co
 	amp_errlist errs = { 0 };
 	size_t k;
 
+	amp_task_log before = *log;
+	char why[600];
+
+	before.count = i;
 	if (amp_control_validate(c->set, e->doc, &errs) < 0)
 		for (k = 0; k < errs.count; k++)
 			refuse(c, file, errs.items[k].path, "%s%s", errs.items[k].message, NULL);
 	else if (!task || strcmp(task, log->task_id))
 		refuse(c, file, "/task_id", "names task %s, not the task of its directory%s",
 		       task ? task : "none", NULL);
+	else if (!amp_control_allowed(&before, amp_json_str(e->doc, "type"),
+				      amp_json_str(e->doc, "from"), why, sizeof(why)))
+		refuse(c, file, "/type", "%s%s", why, NULL);
 	amp_errlist_free(&errs);
 }
 

@@ -288,3 +288,20 @@ EOF
 	assert_output --partial "amp hook: refused refs/amp/messages"
 	assert_output --partial "/payload/branch"
 }
+
+@test "a control record the transition table refuses is refused: a heartbeat on an aborted task, an approval with nothing awaiting it" {
+	send_dispatch
+	at 10; amp abort $T --from coordinator --reason "plan changed" > /dev/null
+	push_accepted
+	at 20
+	printf '{"protocol_version":"AMP/1.0","type":"heartbeat","task_id":"%s","from":"executor","timestamp":"%s"}\n' \
+		$T "$AMP_NOW" | plant "$(next_path $T heartbeat-1772116347000 ctl)"
+	push_refused
+	assert_output --partial "/type: task $T was aborted by the coordinator"
+	# drop the refused heartbeat from the clone, and try an approval
+	git update-ref refs/amp/messages refs/amp/messages~1
+	printf '{"protocol_version":"AMP/1.0","type":"approve","task_id":"%s","from":"admin","timestamp":"%s","approves":"%s"}\n' \
+		$T "$AMP_NOW" "$D" | plant "$(next_path $T approve-1772116347000 ctl)"
+	push_refused
+	assert_output --partial "/type: an approve is refused while task $T is aborted: no dispatch of the task awaits approval"
+}
