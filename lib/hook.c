@@ -69,7 +69,7 @@ static void check_ack(struct check *c, const amp_task_log *log, size_t i, const 
 	before.count = i;
 	if (amp_message_validate(c->set, e->doc, 1, &errs) == AMP_OK &&
 	    amp_rules_check_ack(log, i, &errs) == AMP_OK &&
-	    amp_rules_unapproved_dispatch(&before, NULL, e->id))
+	    amp_rules_unapproved_dispatch(&before, NULL, NULL, e->id))
 		amp_errlist_add(&errs, AMP_ERULE, "/ack_for",
 				"%s awaits the admin's approval (git config amp.approvalRequired)",
 				e->id);
@@ -111,7 +111,7 @@ static int check_message(struct check *c, const amp_task_log *log, size_t i, con
 	if (status == AMP_OK) {
 		const char *type = amp_json_str(e->doc, "type");
 		const char *denied = type && !strcmp(type, "task_result") ?
-				     amp_rules_unapproved_dispatch(&before, e->doc, NULL) : NULL;
+				     amp_rules_unapproved_dispatch(&before, NULL, e->doc, NULL) : NULL;
 
 		if (denied)
 			amp_errlist_add(&errs, AMP_ERULE, "/context_ref",

@@ -567,29 +567,33 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 	return errors->count > before ? AMP_ERULE : AMP_OK;
 }
 
-const char *amp_rules_unapproved_dispatch(const amp_task_log *log, const json_t *msg,
-					  const char *ack_for)
+const char *amp_rules_unapproved_dispatch(const amp_task_log *log, const amp_task_state *state,
+					  const json_t *msg, const char *ack_for)
 {
 	const char *type = amp_json_str(msg, "type");
 	const char *found = NULL;
 	const amp_subtask *sub = NULL;
-	amp_task_state s;
+	amp_task_state computed = { 0 };
+	const amp_task_state *sp = state;
 	static char id[256];
 
-	amp_task_state_compute(log, &s);
+	if (!sp) {
+		amp_task_state_compute(log, &computed);
+		sp = &computed;
+	}
 	if (ack_for) {
 		size_t i;
 
-		for (i = 0; i < s.nsubtasks; i++)
-			if (!strcmp(s.subtasks[i].state, "awaiting_approval") &&
-			    !strcmp(amp_or_none(amp_json_str(s.subtasks[i].dispatch, "msg_id")), ack_for))
-				sub = &s.subtasks[i];
+		for (i = 0; i < sp->nsubtasks; i++)
+			if (!strcmp(sp->subtasks[i].state, "awaiting_approval") &&
+			    !strcmp(amp_or_none(amp_json_str(sp->subtasks[i].dispatch, "msg_id")), ack_for))
+				sub = &sp->subtasks[i];
 	} else if (type && !strcmp(type, "task_result")) {
-		sub = amp_task_subtask(&s, amp_json_str(json_object_get(msg, "payload"), "subtask_id"));
+		sub = amp_task_subtask(sp, amp_json_str(json_object_get(msg, "payload"), "subtask_id"));
 		if (sub && strcmp(sub->state, "awaiting_approval"))
 			sub = NULL;
 	} else if (type && !strcmp(type, "task_dispatch")) {
-		const json_t *before = lowered_risk(log, &s, msg);
+		const json_t *before = lowered_risk(log, sp, msg);
 
 		if (before && amp_json_str(before, "msg_id")) {
 			snprintf(id, sizeof(id), "%s", amp_json_str(before, "msg_id"));
@@ -600,7 +604,7 @@ const char *amp_rules_unapproved_dispatch(const amp_task_log *log, const json_t 
 		snprintf(id, sizeof(id), "%s", amp_json_str(sub->dispatch, "msg_id"));
 		found = id;
 	}
-	amp_task_state_free(&s);
+	amp_task_state_free(&computed);
 	return found;
 }
 

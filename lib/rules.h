@@ -69,10 +69,11 @@ int amp_rules_check_ack(const amp_task_log *log, size_t i, amp_errlist *errors);
  * dispatch of one of its subtasks whose level needs it (the re-dispatch
  * would lower the level out of the approval path).  NULL when none.  Such
  * an act is beyond what the task's risk level allows (permission_denied).
+ * `state` is the log's state when the caller has it (NULL: computed here).
  * Returns static storage.
  */
-const char *amp_rules_unapproved_dispatch(const amp_task_log *log, const json_t *msg,
-					  const char *ack_for);
+const char *amp_rules_unapproved_dispatch(const amp_task_log *log, const amp_task_state *state,
+					  const json_t *msg, const char *ack_for);
 
 /*
  * AMP/1.0 §01 repo "must exist .git": for a task_dispatch, its repo is a

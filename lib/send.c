@@ -380,7 +380,7 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 		status = AMP_ERULE;
 	if (status < 0) {
 		const char *denied = status == AMP_ERULE ?
-				     amp_rules_unapproved_dispatch(&log, c->msg, NULL) : NULL;
+				     amp_rules_unapproved_dispatch(&log, NULL, c->msg, NULL) : NULL;
 
 		snprintf(c->denied, sizeof(c->denied), "%s", denied ? denied : "");
 		first_error(c->errors, c->errors_base, status, err);
@@ -798,7 +798,7 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
 		goto cleanup;
 	}
-	if ((denied = amp_rules_unapproved_dispatch(&log, NULL, c->msg_id))) {
+	if ((denied = amp_rules_unapproved_dispatch(&log, &s, NULL, c->msg_id))) {
 		snprintf(c->denied, sizeof(c->denied), "%s", denied);
 		amp_errlist_add(c->errors, AMP_ERULE, "/ack_for",
 				"%s is awaiting_approval: it awaits the admin's approval (its risk_level is in git config amp.approvalRequired) and cannot be ACKed before 'amp approve %s'",

@@ -405,7 +405,7 @@ static int check_message(struct watch *w, const amp_task_log *log, size_t i)
 	 * beyond the task's risk level, not an unknown record. */
 	if (status == AMP_OK && type &&
 	    (!strcmp(type, "task_result") || !strcmp(type, "task_dispatch")) &&
-	    (denied = amp_rules_unapproved_dispatch(&before, e->doc, NULL))) {
+	    (denied = amp_rules_unapproved_dispatch(&before, NULL, e->doc, NULL))) {
 		escalate_unapproved(w, log, e, denied);
 		goto done;
 	}
@@ -507,7 +507,7 @@ static int check_ack(const struct task_pass *t, size_t i)
 		unknown = escalate_unknown(t->w, t->log, e->id, name, what);
 	} else if (ack_problem(t->log, i, what, sizeof(what))) {
 		unknown = escalate_unknown(t->w, t->log, e->id, name, what);
-	} else if ((denied = amp_rules_unapproved_dispatch(&before, NULL, e->id))) {
+	} else if ((denied = amp_rules_unapproved_dispatch(&before, NULL, NULL, e->id))) {
 		escalate_unapproved(t->w, t->log, e, denied);
 	} else {
 		check_late_ack(t, i);

@@ -233,3 +233,18 @@ escalation $T system -> admin"
 	refused "/task_id: task $T was aborted by the coordinator" "" amp heartbeat $T --from executor
 	[ "$(amp status $T --json | json_get "[c['type'] for c in d['controls']]")" = '["heartbeat", "abort"]' ]
 }
+
+@test "abort: the enforcer's own escalations still go into an aborted task (system), an agent's do not" {
+	at 0; D=$(amp send task_dispatch --task $T --from coordinator --payload "$(P dispatch.json)")
+	at 10; amp abort $T --from coordinator --reason "plan changed" > /dev/null
+	at 20
+	run amp escalate $T --from executor --type unknown --severity warning --description "still here"
+	assert_failure 3
+	assert_output --partial "task $T was aborted by the coordinator"
+	# a record that arrived by hand after the abort: watch reports it
+	echo 'not json' | plant "$(next_path $T task_result-$T-1772116347000)"
+	run amp watch --once
+	assert_success
+	assert_output --regexp "^escalated unknown $T "
+	assert_equal "$(escalation_count unknown)" 1
+}
