@@ -42,7 +42,7 @@ TESTS    := $(TEST_SRC:test/c/%.c=$(BUILD)/test/%)
 
 DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
-	python3 python3-jsonschema procps
+	python3 python3-jsonschema procps openssh-server openssh-client
 
 .PHONY: all deps test check demo asan bench install uninstall clean
 
