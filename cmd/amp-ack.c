@@ -6,7 +6,7 @@
 #include "clock.h"
 #include "send.h"
 
-static const char usage[] = "usage: amp ack <msg_id> [--from <role>] [--json] [--repo <dir>]\n";
+static const char usage[] = "usage: amp ack <msg_id> [--from <role>] [--sync|--no-sync] [--json] [--repo <dir>]\n";
 
 int main(int argc, char **argv)
 {
@@ -14,6 +14,7 @@ int main(int argc, char **argv)
 		{ "from", required_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
+		AMP_CLI_SYNC_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -24,6 +25,7 @@ int main(int argc, char **argv)
 	amp_send_result res;
 	amp_error err;
 	int64_t now;
+	int sync = -1;
 	int c, json_out = 0, code = 0, status;
 
 	opterr = 0;
@@ -32,6 +34,7 @@ int main(int argc, char **argv)
 		case 'f': from = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
+		AMP_CLI_SYNC_CASES(sync);
 		case 'h': fputs(usage, stdout); return 0;
 		default:
 			return amp_cli_usage_error("ack", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
@@ -54,6 +57,9 @@ int main(int argc, char **argv)
 	if (status < 0) {
 		code = amp_cli_print_errors("ack", &errors, status);
 		amp_cli_report_escalation("ack", &res);
+		/* a refusal that escalated: the escalation goes too */
+		if (res.escalation_id[0])
+			amp_cli_sync_after_write("ack", st, set, sync);
 		goto cleanup;
 	}
 	if (json_out) {
@@ -67,6 +73,7 @@ int main(int argc, char **argv)
 	} else
 		printf("%s %s\n", res.duplicate ? "already acked" : "acked", res.msg_id);
 	amp_cli_report_escalation("ack", &res);
+	code = amp_cli_sync_after_write("ack", st, set, sync);
 cleanup:
 	amp_errlist_free(&errors);
 	amp_schema_set_free(set);

@@ -10,7 +10,8 @@
 static const char usage[] =
 	"usage: amp escalate <task_id> --type <escalation_type> --severity critical|warning|info\n"
 	"                    --description <text> [--from <role>] [--affected <msg_id>]...\n"
-	"                    [--suggest <text>]... [--no-suspend] [--json] [--repo <dir>]\n"
+	"                    [--suggest <text>]... [--no-suspend] [--sync|--no-sync] [--json]\n"
+	"                    [--repo <dir>]\n"
 	"types: hallucination_lock ack_timeout branch_violation ci_failure conflict\n"
 	"       heartbeat_timeout permission_denied unknown\n";
 
@@ -26,6 +27,7 @@ int main(int argc, char **argv)
 		{ "no-suspend", no_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
+		AMP_CLI_SYNC_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -37,6 +39,7 @@ int main(int argc, char **argv)
 	amp_error err;
 	json_t *affected = json_array(), *suggested = json_array(), *ref;
 	const char *repo = NULL, *from = NULL;
+	int sync = -1;
 	int c, json_out = 0, code = 0, status;
 	size_t i;
 
@@ -53,6 +56,7 @@ int main(int argc, char **argv)
 		case 'n': e.auto_suspended = 0; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
+		AMP_CLI_SYNC_CASES(sync);
 		case 'h': fputs(usage, stdout); goto cleanup;
 		default:
 			code = amp_cli_usage_error("escalate", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
@@ -104,6 +108,7 @@ int main(int argc, char **argv)
 	} else {
 		puts(res.msg_id);
 	}
+	code = amp_cli_sync_after_write("escalate", st, set, sync);
 cleanup:
 	amp_errlist_free(&errors);
 	json_decref(affected);

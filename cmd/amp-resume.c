@@ -4,6 +4,7 @@
 int main(int argc, char **argv)
 {
 	return amp_cli_control("resume",
-		"usage: amp resume <task_id> --reason <text> [--from admin] [--json] [--repo <dir>]\n",
+		"usage: amp resume <task_id> --reason <text> [--from admin] [--sync|--no-sync]\n"
+		"       [--json] [--repo <dir>]\n",
 		argc, argv);
 }

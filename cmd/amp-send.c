@@ -13,8 +13,9 @@
 static const char usage[] =
 	"usage: amp send <type> --task <id> --payload <file>|- [--from <role>] [--to <role>]\n"
 	"                [--context-ref <msg_id>]... [--ack-timeout <1..604800 sec>] [--no-ack]\n"
-	"                [--idempotency-key <key>] [--json] [--repo <dir>]\n"
-	"   or: amp send --envelope <file>|- [--idempotency-key <key>] [--json] [--repo <dir>]\n"
+	"                [--idempotency-key <key>] [--sync|--no-sync] [--json] [--repo <dir>]\n"
+	"   or: amp send --envelope <file>|- [--idempotency-key <key>] [--sync|--no-sync] [--json]\n"
+	"                [--repo <dir>]\n"
 	"types: task_dispatch task_result review_request review_verdict escalation\n";
 
 int main(int argc, char **argv)
@@ -31,6 +32,7 @@ int main(int argc, char **argv)
 		{ "idempotency-key", required_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
+		AMP_CLI_SYNC_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -46,6 +48,7 @@ int main(int argc, char **argv)
 	json_t *context = json_array(), *payload = NULL, *msg = NULL, *ref;
 	char *raw = NULL;
 	size_t raw_len = 0, i;
+	int sync = -1;
 	int c, json_out = 0, no_ack = 0, code = 0, status;
 	long long ack_timeout = -1;
 
@@ -67,6 +70,7 @@ int main(int argc, char **argv)
 		case 'k': sopts.idempotency_key = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
+		AMP_CLI_SYNC_CASES(sync);
 		case 'h': fputs(usage, stdout); goto cleanup;
 		default:
 			code = amp_cli_usage_error("send", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
@@ -165,6 +169,9 @@ int main(int argc, char **argv)
 	if (status < 0) {
 		code = amp_cli_print_errors("send", &errors, status);
 		amp_cli_report_escalation("send", &res);
+		/* a refusal that escalated: the escalation goes too */
+		if (res.escalation_id[0])
+			amp_cli_sync_after_write("send", st, set, sync);
 		goto cleanup;
 	}
 	if (json_out) {
@@ -181,6 +188,7 @@ int main(int argc, char **argv)
 	amp_cli_report_escalation("send", &res);
 	if (res.duplicate)
 		fprintf(stderr, "amp send: %s was already in the SSOT (nothing written)\n", amp_term(res.msg_id));
+	code = amp_cli_sync_after_write("send", st, set, sync);
 cleanup:
 	/* For benchmarks: how often the compare-and-swap had to start over. */
 	if (st && getenv("AMP_TRACE"))

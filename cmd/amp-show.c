@@ -38,6 +38,12 @@ static void print_ack(const json_t *doc, const json_t *a, const char *why)
 		printf("unknown: %s\n", amp_term(why));
 		return;
 	}
+	if (json_is_string(json_object_get(a, "kind"))) {
+		/* set aside by amp sync: not in force, so no ACK is due */
+		printf("none: superseded%s%s: %s\n", json_is_string(json_object_get(a, "by")) ? " by " : "",
+		       json_is_string(json_object_get(a, "by")) ? str(a, "by") : "", str(a, "reason"));
+		return;
+	}
 	if (!strcmp(state, "acked")) {
 		printf("acked by %s at %s (after %lld s", str(a, "acked_by"), str(a, "acked_at"),
 		       num(a, "ack_seconds"));

@@ -101,8 +101,9 @@ static void print_task(const json_t *t)
 	json_array_foreach(json_object_get(t, "controls"), i, m) {
 		const char *what = str(m, "type");
 
-		if (!strcmp(what, "idempotency_key"))
-			continue; /* bookkeeping of `amp send --idempotency-key` */
+		if (!strcmp(what, "idempotency_key") || !strcmp(what, "superseded"))
+			continue; /* bookkeeping: of `amp send --idempotency-key`; of
+				   * amp sync, shown below */
 		printf("control: %s  %s by %s", str(m, "timestamp"), what, str(m, "from"));
 		if (json_is_string(json_object_get(m, "approves")))
 			printf(" of %s", str(m, "approves"));
@@ -111,6 +112,15 @@ static void print_task(const json_t *t)
 		else if (json_is_string(json_object_get(m, "note")))
 			printf(": %s", str(m, "note"));
 		putchar('\n');
+	}
+	json_array_foreach(json_object_get(t, "superseded"), i, m) {
+		printf("%ssuperseded%s %s %s", color ? "\033[33m" : "", reset(),
+		       json_is_string(json_object_get(m, "type")) ? str(m, "type") : str(m, "kind"),
+		       str(m, "id"));
+		printf(" from %s", str(m, "from"));
+		if (json_is_string(json_object_get(m, "by")))
+			printf(", by %s", str(m, "by"));
+		printf(": %s\n", str(m, "reason"));
 	}
 }
 

@@ -22,6 +22,8 @@ static void print_text(const amp_sync_result *r)
 	if (r->replayed)
 		printf(", replayed %lu local record%s onto %s", r->replayed,
 		       r->replayed == 1 ? "" : "s", remote);
+	if (r->superseded)
+		printf(" (%lu set aside as superseded: see amp status)", r->superseded);
 	if (r->did_push)
 		printf(", pushed %lu record%s to %s", r->pushed, r->pushed == 1 ? "" : "s",
 		       remote);
@@ -29,9 +31,6 @@ static void print_text(const amp_sync_result *r)
 	if (r->retries)
 		printf(" after %u retr%s", r->retries, r->retries == 1 ? "y" : "ies");
 	putchar('\n');
-	if (!r->errors_synced)
-		fprintf(stderr, "amp sync: warning: the errors ref has diverged from %s's and was not synced\n",
-			remote);
 }
 
 int main(int argc, char **argv)
@@ -46,6 +45,7 @@ int main(int argc, char **argv)
 	char remote[256];
 	amp_sync_result res;
 	amp_store *st = NULL;
+	amp_schema_set *set = NULL;
 	amp_error err;
 	int c, code, json_out = 0;
 	json_t *out;
@@ -73,7 +73,9 @@ int main(int argc, char **argv)
 			amp_cli_fail("sync", &err);
 		goto cleanup;
 	}
-	if (amp_sync(st, remote, &res, &err) < 0) {
+	if ((code = amp_cli_load_schemas("sync", &set)))
+		goto cleanup;
+	if (amp_sync(st, set, remote, &res, &err) < 0) {
 		code = amp_cli_fail("sync", &err);
 		goto cleanup;
 	}
@@ -81,13 +83,15 @@ int main(int argc, char **argv)
 		print_text(&res);
 		goto cleanup;
 	}
-	out = json_pack("{s:s,s:I,s:I,s:I,s:b,s:s,s:i,s:b}", "remote", amp_json_text(res.remote),
-			"fetched", (json_int_t)res.fetched, "replayed", (json_int_t)res.replayed,
+	out = json_pack("{s:s,s:I,s:I,s:I,s:I,s:b,s:s,s:i,s:b}", "remote",
+			amp_json_text(res.remote), "fetched", (json_int_t)res.fetched,
+			"replayed", (json_int_t)res.replayed, "superseded", (json_int_t)res.superseded,
 			"pushed", (json_int_t)res.pushed, "push", res.did_push, "tip", res.tip,
 			"retries", (int)res.retries, "errors_synced", res.errors_synced);
 	amp_cli_print_json(out, 0);
 	json_decref(out);
 cleanup:
+	amp_schema_set_free(set);
 	amp_store_free(st);
 	return code;
 }

@@ -12,7 +12,8 @@
 static const char usage[] =
 	"usage: amp verdict <task_id> --decision approved|approved_with_fix|rejected --confidence <0..1>\n"
 	"                   [--payload <file>|-] [--architecture-notes <text>] [--context-ref <msg_id>]\n"
-	"                   [--from <role>] [--idempotency-key <key>] [--json] [--repo <dir>]\n"
+	"                   [--from <role>] [--idempotency-key <key>] [--sync|--no-sync] [--json]\n"
+	"                   [--repo <dir>]\n"
 	"The payload file holds criteria_results, issues, direct_fixes, architecture_notes.\n";
 
 int main(int argc, char **argv)
@@ -27,6 +28,7 @@ int main(int argc, char **argv)
 		{ "idempotency-key", required_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
+		AMP_CLI_SYNC_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -38,6 +40,7 @@ int main(int argc, char **argv)
 	amp_error err;
 	const char *repo = NULL, *payload_file = NULL, *from = NULL;
 	json_t *payload = NULL;
+	int sync = -1;
 	int c, json_out = 0, code = 0, status;
 
 	f.confidence = -1;
@@ -57,6 +60,7 @@ int main(int argc, char **argv)
 		case 'k': f.idempotency_key = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
+		AMP_CLI_SYNC_CASES(sync);
 		case 'h': fputs(usage, stdout); return 0;
 		default:
 			return amp_cli_usage_error("verdict", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
@@ -95,6 +99,9 @@ int main(int argc, char **argv)
 	if (status < 0) {
 		code = amp_cli_print_errors("verdict", &errors, status);
 		amp_cli_report_escalation("verdict", &res);
+		/* a refusal that escalated: the escalation goes too */
+		if (res.escalation_id[0])
+			amp_cli_sync_after_write("verdict", st, set, sync);
 		goto cleanup;
 	}
 	if (json_out) {
@@ -108,6 +115,7 @@ int main(int argc, char **argv)
 		puts(res.msg_id);
 	}
 	amp_cli_report_escalation("verdict", &res);
+	code = amp_cli_sync_after_write("verdict", st, set, sync);
 cleanup:
 	amp_errlist_free(&errors);
 	json_decref(payload);

@@ -14,10 +14,43 @@
 #include "cli.h"
 #include "clock.h"
 #include "inbox.h"
+#include "sync.h"
 #include "util.h"
 
 static const char usage[] =
-	"usage: amp wait <role> [--task <task_id>] [--timeout <1..86400 sec>] [--json] [--repo <dir>]\n";
+	"usage: amp wait <role> [--task <task_id>] [--timeout <1..86400 sec>] [--sync|--no-sync]\n"
+	"                [--json] [--repo <dir>]\n";
+
+#define SYNC_INTERVAL_DEFAULT 5
+#define SYNC_INTERVAL_MAX     3600
+
+/* git config amp.syncInterval: seconds between two polls of the remote
+ * by `amp wait --sync`, 1..3600 (default 5). */
+static int sync_interval(amp_store *st, long long *out)
+{
+	amp_error err;
+	char buf[64];
+
+	*out = SYNC_INTERVAL_DEFAULT;
+	if (!amp_store_config(st, "amp.syncInterval", buf, sizeof(buf)))
+		return 0;
+	if (amp_parse_int("git config amp.syncInterval", buf, 1, SYNC_INTERVAL_MAX, out, &err) < 0)
+		return amp_cli_fail("wait", &err);
+	return 0;
+}
+
+/* One poll of the remote: fetch, join, push.  A remote that cannot be
+ * reached is a warning: the wait goes on, on what is here. */
+static void poll_remote(amp_store *st, amp_schema_set *set)
+{
+	amp_sync_result res;
+	amp_error err;
+	char remote[256];
+
+	if (amp_sync_remote(st, NULL, remote, sizeof(remote), &err) < 0 ||
+	    amp_sync(st, set, remote, &res, &err) < 0)
+		fprintf(stderr, "amp wait: warning: sync: %s\n", amp_term(err.message));
+}
 
 static volatile sig_atomic_t stop;
 
@@ -32,6 +65,7 @@ int main(int argc, char **argv)
 		{ "task", required_argument, NULL, 't' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
+		AMP_CLI_SYNC_OPTIONS,
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -42,8 +76,10 @@ int main(int argc, char **argv)
 	amp_error err;
 	struct sigaction sa;
 	sigset_t block, waitmask;
-	long long timeout = -1;
-	int c, status, json_out = 0, code = 0;
+	amp_schema_set *set = NULL;
+	long long timeout = -1, interval = 0;
+	int64_t start_ms = 0, now_ms, left_ms;
+	int c, status, json_out = 0, code = 0, sync = -1;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -54,6 +90,7 @@ int main(int argc, char **argv)
 				return code;
 			break;
 		case 'j': json_out = 1; break;
+		AMP_CLI_SYNC_CASES(sync);
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
@@ -61,6 +98,13 @@ int main(int argc, char **argv)
 		}
 	}
 	if ((code = amp_cli_inbox_open("wait", usage, argc, argv, opts, task, repo, &role, &st)))
+		goto cleanup;
+	if (sync < 0 && amp_store_config_bool(st, "amp.autoSync", 0, &sync, &err) < 0) {
+		code = amp_cli_fail("wait", &err);
+		goto cleanup;
+	}
+	if (sync && ((code = sync_interval(st, &interval)) ||
+		     (code = amp_cli_load_schemas("wait", &set))))
 		goto cleanup;
 	/* The signals are taken only inside the wait (pselect), so none is
 	 * lost between a check of the inbox and the sleep. */
@@ -74,8 +118,28 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &block, &waitmask);
 	sigdelset(&waitmask, SIGINT);
 	sigdelset(&waitmask, SIGTERM);
-	status = amp_inbox_wait(st, role, task, timeout >= 0 ? timeout * 1000 : -1, &waitmask,
-				&stop, &in, &err);
+	/* --sync: poll the remote every amp.syncInterval seconds, waiting on
+	 * the local ref in between (a local writer still wakes the wait at
+	 * once); the timeout is measured from the start, on the monotonic
+	 * clock. */
+	if (sync)
+		start_ms = amp_monotonic_ms();
+	for (;;) {
+		if (sync)
+			poll_remote(st, set);
+		left_ms = timeout >= 0 ? timeout * 1000 : -1;
+		if (sync) {
+			now_ms = amp_monotonic_ms();
+			if (timeout >= 0 && (left_ms -= now_ms - start_ms) < 0)
+				left_ms = 0;
+			if (left_ms < 0 || left_ms > interval * 1000)
+				left_ms = interval * 1000;
+		}
+		status = amp_inbox_wait(st, role, task, left_ms, &waitmask, &stop, &in, &err);
+		if (!sync || status != AMP_INBOX_TIMEOUT ||
+		    (timeout >= 0 && amp_monotonic_ms() - start_ms >= timeout * 1000))
+			break;
+	}
 	if (status == AMP_INBOX_STOPPED) {
 		amp_store_free(st);
 		signal(stop, SIG_DFL);
@@ -95,6 +159,7 @@ int main(int argc, char **argv)
 	code = amp_cli_inbox_print("wait", st, &in, role, json_out);
 cleanup:
 	amp_inbox_free(&in);
+	amp_schema_set_free(set);
 	amp_store_free(st);
 	return code;
 }

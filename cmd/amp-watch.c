@@ -13,7 +13,8 @@
 
 static const char usage[] =
 	"usage: amp watch [--once | --interval <1..86400 sec>] [--full] [--json]\n"
-	"                 [--exec <cmd> [--exec-for <role>] | --no-exec] [--repo <dir>]\n";
+	"                 [--exec <cmd> [--exec-for <role>] | --no-exec] [--sync|--no-sync]\n"
+	"                 [--repo <dir>]\n";
 
 /* What the reports print with. */
 struct out {
@@ -97,16 +98,25 @@ static void print_notify(const amp_notify_event *e, void *ctx)
 /* One pass: enforcement first, then the notifications (n may be NULL);
  * returns its exit code.  A failing notify command is no failure of the
  * pass (it is reported and kept); an I/O error of the notifications is. */
-static int pass(amp_store *st, amp_schema_set **set, int full, amp_notify_opts *n,
-		struct out *out)
+static int pass(amp_store *st, amp_schema_set **set, int full, int sync,
+		amp_notify_opts *n, struct out *out)
 {
 	amp_watch_opts o;
 	amp_watch_stats stats;
 	amp_notify_stats nstats;
 	amp_errlist errors = { 0 };
 	amp_error err;
-	int status, code = 0;
+	int status, code = 0, sync_code = 0, again;
 
+	/* --sync: what others wrote comes first, so that a cause another
+	 * clone escalated is not escalated again here.  A hub that cannot
+	 * be reached fails the sync, not the pass: the local SSOT is still
+	 * watched. */
+	if (sync) {
+		if (!*set && (code = amp_cli_load_schemas("watch", set)))
+			return code;
+		sync_code = amp_cli_sync_after_write("watch", st, *set, 1);
+	}
 	if ((status = amp_watch_opts_load(st, &o, &err)) < 0)
 		return amp_cli_fail("watch", &err);
 	o.full = full;
@@ -114,6 +124,12 @@ static int pass(amp_store *st, amp_schema_set **set, int full, amp_notify_opts *
 	if (status < 0)
 		code = amp_cli_print_errors("watch", &errors, status);
 	amp_errlist_free(&errors);
+	/* ... and what this pass wrote goes out at once. */
+	if (sync && stats.escalated && (again = amp_cli_sync_after_write("watch", st, *set, 1)) &&
+	    !sync_code)
+		sync_code = again;
+	if (!code)
+		code = sync_code;
 	if (!n || code == AMP_EXIT_USAGE)
 		return code;
 	if ((status = amp_clock_now_ms(&n->now_ms, &err)) < 0)
@@ -169,6 +185,7 @@ int main(int argc, char **argv)
 		{ "exec", required_argument, NULL, 'x' },
 		{ "exec-for", required_argument, NULL, 'R' },
 		{ "no-exec", no_argument, NULL, 'X' },
+		AMP_CLI_SYNC_OPTIONS,
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -180,7 +197,8 @@ int main(int argc, char **argv)
 	amp_store *st = NULL;
 	struct sigaction sa;
 	long long interval = -1;
-	int c, once = 0, full = 0, no_exec = 0, code = 0;
+	int c, once = 0, full = 0, no_exec = 0, code = 0, sync = -1;
+	amp_error err;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -196,6 +214,7 @@ int main(int argc, char **argv)
 		case 'x': exec_cmd = optarg; break;
 		case 'R': exec_for = optarg; break;
 		case 'X': no_exec = 1; break;
+		AMP_CLI_SYNC_CASES(sync);
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
@@ -217,6 +236,10 @@ int main(int argc, char **argv)
 	if ((code = amp_cli_open_store("watch", repo, &st)) ||
 	    (code = notify_setup(st, &set, exec_cmd, exec_for, no_exec, &notify, &use_notify)))
 		goto cleanup;
+	if (sync < 0 && amp_store_config_bool(st, "amp.autoSync", 0, &sync, &err) < 0) {
+		code = amp_cli_fail("watch", &err);
+		goto cleanup;
+	}
 	out.cmd = notify.cmd;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -226,7 +249,7 @@ int main(int argc, char **argv)
 		struct timespec ts = { 0, 0 };
 		long long left;
 
-		code = pass(st, &set, full, use_notify, &out);
+		code = pass(st, &set, full, sync, use_notify, &out);
 		full = 0;
 		if (once || stop || code == AMP_EXIT_USAGE)
 			break;

@@ -4,7 +4,7 @@
 
 _amp_commands() {
 	{
-		printf '%s\n' validate init send ack status errors verdict escalate resume approve abort heartbeat watch inbox wait show log help
+		printf '%s\n' validate init send ack status errors verdict escalate resume approve abort heartbeat watch inbox wait show log sync hook help
 		compgen -c -- amp- | sed -n 's/^amp-//p'
 		ls "$(amp --exec-path 2>/dev/null)" 2>/dev/null | sed -n 's/^amp-//p'
 	} | sort -u
@@ -45,28 +45,28 @@ _amp() {
 	case $cmd in
 	send)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--task --from --to --payload --context-ref --ack-timeout --no-ack --envelope --idempotency-key --json --repo --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--task --from --to --payload --context-ref --ack-timeout --no-ack --envelope --idempotency-key --sync --no-sync --json --repo --help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "$types" -- "$cur"))
 		fi ;;
 	ack)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--from --json --repo --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--from --sync --no-sync --json --repo --help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "$(_amp_msg_ids)" -- "$cur"))
 		fi ;;
 	status | verdict | escalate | resume | approve | abort | heartbeat)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--json --repo --help --decision --confidence --payload --context-ref --type --severity --description --from --affected --suggest --reason --note --idempotency-key" -- "$cur"))
+			COMPREPLY=($(compgen -W "--json --repo --help --decision --confidence --payload --context-ref --type --severity --description --from --affected --suggest --reason --note --idempotency-key --sync --no-sync" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "$(_amp_tasks)" -- "$cur"))
 		fi ;;
 	validate) COMPREPLY=($(compgen -f -W "--json --schema --ref --help" -- "$cur")) ;;
 	errors) COMPREPLY=($(compgen -W "--json --limit --raw --repo --help" -- "$cur")) ;;
-	watch) COMPREPLY=($(compgen -W "--once --interval --full --json --exec --exec-for --no-exec --repo --help" -- "$cur")) ;;
+	watch) COMPREPLY=($(compgen -W "--once --interval --full --json --exec --exec-for --no-exec --sync --no-sync --repo --help" -- "$cur")) ;;
 	inbox | wait)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--task --all --timeout --json --repo --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--task --all --timeout --sync --no-sync --json --repo --help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "admin coordinator executor reviewer" -- "$cur"))
 		fi ;;
@@ -78,6 +78,18 @@ _amp() {
 		fi ;;
 	log) COMPREPLY=($(compgen -W "--task --type --from --to --since --until --grep -n --json --repo --help" -- "$cur")) ;;
 	init) COMPREPLY=($(compgen -W "--repo --help" -- "$cur")) ;;
+	sync)
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "--json --repo --help" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -W "$(git remote 2>/dev/null)" -- "$cur"))
+		fi ;;
+	hook)
+		if [ "$COMP_CWORD" -eq 2 ]; then
+			COMPREPLY=($(compgen -W "install pre-receive pre-push" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -W "--server --repo --help" -- "$cur"))
+		fi ;;
 	help) COMPREPLY=($(compgen -W "$(_amp_commands)" -- "$cur")) ;;
 	esac
 }

@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "sync.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +16,29 @@ int amp_cli_fail(const char *cmd, const amp_error *err)
 {
 	amp_print_error(cmd, err);
 	return amp_exit_code(err->status);
+}
+
+int amp_cli_sync_after_write(const char *cmd, amp_store *st, amp_schema_set *set, int flag)
+{
+	amp_sync_result res;
+	amp_error err;
+	char remote[256];
+	int on = flag;
+
+	if (flag < 0 && amp_store_config_bool(st, "amp.autoSync", 0, &on, &err) < 0)
+		return amp_cli_fail(cmd, &err);
+	if (!on)
+		return 0;
+	if (amp_sync_remote(st, NULL, remote, sizeof(remote), &err) < 0 ||
+	    amp_sync(st, set, remote, &res, &err) < 0) {
+		amp_error out = err;
+
+		snprintf(out.message, sizeof(out.message),
+			 "sync: %.700s (what was written stays in the local SSOT: run amp sync)",
+			 err.message);
+		return amp_cli_fail(cmd, &out);
+	}
+	return 0;
 }
 
 int amp_cli_open_store(const char *cmd, const char *repo, amp_store **st)
@@ -286,6 +310,7 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 		{ "from", required_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
+		AMP_CLI_SYNC_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -298,6 +323,7 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 	amp_store *st = NULL;
 	amp_error err;
 	int64_t now;
+	int sync = -1;
 	int c, json_out = 0, code = 0, status;
 
 	opterr = 0;
@@ -308,6 +334,7 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 		case 'f': from = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
+		AMP_CLI_SYNC_CASES(sync);
 		case 'h': fputs(usage, stdout); return 0;
 		default:
 			return amp_cli_usage_error(type, usage, "unknown option or missing value: '%s'", argv[optind - 1]);
@@ -369,6 +396,7 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 	} else {
 		printf("heartbeat %s %s (%s)\n", argv[optind], from, res.name);
 	}
+	code = amp_cli_sync_after_write(type, st, set, sync);
 cleanup:
 	amp_errlist_free(&errors);
 	amp_schema_set_free(set);

@@ -96,6 +96,21 @@ int amp_cli_real(const char *cmd, const char *what, const char *s,
  */
 int amp_cli_control(const char *type, const char *usage, int argc, char **argv);
 
+/* The --sync and --no-sync options of the writing commands, and what they
+ * set: 1, 0, or -1 (neither given: git config amp.autoSync decides). */
+#define AMP_CLI_SYNC_OPTIONS \
+	{ "sync", no_argument, NULL, 'S' }, { "no-sync", no_argument, NULL, 'U' }
+#define AMP_CLI_SYNC_CASES(var) case 'S': (var) = 1; break; case 'U': (var) = 0; break
+
+/*
+ * After a write: with `flag` 1 (--sync), or -1 and git config amp.autoSync
+ * true, runs amp sync with the default remote (amp_sync_remote).  Returns
+ * 0, or the exit code after printing "amp CMD: error: sync: <reason> (what
+ * was written stays in the local SSOT: run amp sync)": the write itself
+ * stands.  A bad amp.autoSync is exit 2.
+ */
+int amp_cli_sync_after_write(const char *cmd, amp_store *st, amp_schema_set *set, int flag);
+
 /* For amp inbox and amp wait, after getopt_long: checks the arguments
  * (one ROLE operand, an addressee role; --task a task id) and opens the
  * store into *st.  Returns 0 or the exit code after printing the error. */

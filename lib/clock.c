@@ -175,3 +175,11 @@ int amp_clock_now_ms(int64_t *out, amp_error *err)
 	*out = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	return AMP_OK;
 }
+
+int64_t amp_monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

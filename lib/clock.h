@@ -32,4 +32,8 @@ int amp_time_parse(const char *s, int64_t *ms_out);
 #define AMP_TIME_BUFSZ 40
 char *amp_time_format(int64_t ms, char buf[AMP_TIME_BUFSZ]);
 
+/* The monotonic clock in ms: for timeouts measured in real time, which
+ * AMP_NOW does not shorten and a clock change does not move. */
+int64_t amp_monotonic_ms(void);
+
 #endif

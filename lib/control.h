@@ -16,6 +16,9 @@
  *   heartbeat  an agent proves it is alive on a task (AMP/1.0
  *              heartbeat_timeout "Agent 30min no SSOT write")
  *   idempotency_key  written by amp_send_message with a key (send.h)
+ *   superseded  written by amp sync's join (sync.h), as system: the next
+ *              record of the task is not in force (amp_store_read_task
+ *              sets it aside)
  *
  * Each is decided by the transition table (task.h) on the tip it lands on,
  * inside the compare-and-swap, so two admins approving at once record one
@@ -60,7 +63,8 @@ int amp_control_write(amp_store *st, amp_schema_set *set, const char *type,
  * `log` -- the role (resume and approve: the admin; abort: the admin or the
  * coordinator; heartbeat: coordinator, executor or reviewer) and the
  * transition table -- else 0 with the reason in why.  idempotency_key
- * records are amp's own bookkeeping: always 1. */
+ * records, and superseded markers from system (amp sync, sync.h), are
+ * amp's own bookkeeping: always 1. */
 int amp_control_allowed(const amp_task_log *log, const char *type, const char *from,
 			char *why, size_t whysz);
 

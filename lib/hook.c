@@ -57,101 +57,93 @@ static int refuse(struct check *c, const char *file, const char *ptr, const char
 	return amp_errlist_add(c->errors, AMP_ERULE, where, fmt, a ? a : "", b ? b : "");
 }
 
-/* The rules `amp ack` applies, for ACK i of the log (amp_rules_check_ack),
- * after its schema; and no ACK of a dispatch awaiting approval. */
-static void check_ack(struct check *c, const amp_task_log *log, size_t i, const char *file)
+/* The form of a record: what no history can make right or wrong (its
+ * schema, its place).  AMP_OK, AMP_ESCHEMA (errors appended) or AMP_EIO. */
+static int check_form(amp_store *st, amp_schema_set *set, const amp_task_log *log,
+		      const amp_entry *e, amp_errlist *errors)
 {
-	const amp_entry *e = &log->entries[i];
-	amp_task_log before = *log;
-	amp_errlist errs = { 0 };
-	size_t k;
-
-	before.count = i;
-	if (amp_message_validate(c->set, e->doc, 1, &errs) == AMP_OK &&
-	    amp_rules_check_ack(log, i, &errs) == AMP_OK &&
-	    amp_rules_unapproved_dispatch(&before, NULL, NULL, e->id))
-		amp_errlist_add(&errs, AMP_ERULE, "/ack_for",
-				"%s awaits the admin's approval (git config amp.approvalRequired)",
-				e->id);
-	for (k = 0; k < errs.count; k++)
-		refuse(c, file, errs.items[k].path, "%s%s", errs.items[k].message, NULL);
-	amp_errlist_free(&errs);
-}
-
-/* What `amp send` decides for message i of the log, on the records before
- * it. */
-static int check_message(struct check *c, const amp_task_log *log, size_t i, const char *file)
-{
-	const amp_entry *e = &log->entries[i];
-	const char *id = amp_json_str(e->doc, "msg_id");
 	const char *task = amp_json_str(e->doc, "task_id");
-	amp_task_log before = *log;
-	amp_errlist errs = { 0 };
 	int status;
-	size_t k;
 
-	before.count = i;
-	if (!id || strcmp(id, e->id) || !task || strcmp(task, log->task_id)) {
-		refuse(c, file, "/msg_id", "its msg_id and task_id (%s, %s) do not match its place",
-		       id ? id : "none", task ? task : "none");
+	if (e->kind == AMP_ENTRY_CTL) {
+		if ((status = amp_control_validate(set, e->doc, errors)) < 0)
+			return status;
+		if (!task || strcmp(task, log->task_id))
+			return amp_errlist_add(errors, AMP_ESCHEMA, "/task_id",
+					       "names task %s, not the task of its directory",
+					       task ? task : "none");
 		return AMP_OK;
 	}
-	/* AMP/1.0 §01 Branch Validation: branch != "main" && branch != "master". */
-	if (amp_rules_is_protected_branch(c->st, e->doc)) {
-		refuse(c, file, "/payload/branch",
-		       "must not be \"%s\": a protected branch (AMP/1.0 Branch Validation)%s",
-		       amp_json_str(json_object_get(e->doc, "payload"), "branch"), NULL);
-		return AMP_OK;
-	}
-	if (amp_task_log_id_taken(&before, e->id)) {
-		refuse(c, file, "/msg_id", "%s is the msg_id of an older message%s", e->id, NULL);
-		return AMP_OK;
-	}
-	status = amp_message_validate(c->set, e->doc, 0, &errs);
-	if (status == AMP_OK) {
-		const char *type = amp_json_str(e->doc, "type");
-		const char *denied = type && !strcmp(type, "task_result") ?
-				     amp_rules_unapproved_dispatch(&before, NULL, e->doc, NULL) : NULL;
+	if (e->kind == AMP_ENTRY_MSG) {
+		const char *id = amp_json_str(e->doc, "msg_id");
 
-		if (denied)
-			amp_errlist_add(&errs, AMP_ERULE, "/context_ref",
-					"%s awaits the admin's approval: no result before it",
-					denied);
-		else
-			status = amp_rules_check_send(c->st, c->tree, &before, e->doc, &errs);
+		if (!id || strcmp(id, e->id) || !task || strcmp(task, log->task_id))
+			return amp_errlist_add(errors, AMP_ESCHEMA, "/msg_id",
+					       "its msg_id and task_id (%s, %s) do not match its place",
+					       id ? id : "none", task ? task : "none");
+		/* AMP/1.0 §01 Branch Validation: branch != "main" && branch != "master". */
+		if (amp_rules_is_protected_branch(st, e->doc))
+			return amp_errlist_add(errors, AMP_ESCHEMA, "/payload/branch",
+					       "must not be \"%s\": a protected branch (AMP/1.0 Branch Validation)",
+					       amp_json_str(json_object_get(e->doc, "payload"), "branch"));
 	}
-	if (status == AMP_EIO) {
-		amp_errlist_extend(c->errors, &errs);
-		amp_errlist_free(&errs);
-		return AMP_EIO;
-	}
-	for (k = 0; k < errs.count; k++)
-		refuse(c, file, errs.items[k].path, "%s%s", errs.items[k].message, NULL);
-	amp_errlist_free(&errs);
-	return AMP_OK;
+	status = amp_message_validate(set, e->doc, e->kind == AMP_ENTRY_ACK, errors);
+	if (status == AMP_OK && e->kind == AMP_ENTRY_ACK && !amp_task_entry_in_place(log, e))
+		status = amp_errlist_add(errors, AMP_ESCHEMA, "/ack_for",
+					 "its ack_for/task_id do not match its place");
+	return status;
 }
 
-static void check_control(struct check *c, const amp_task_log *log, size_t i, const char *file)
+int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
+			  const amp_task_log *log, size_t i, amp_errlist *errors)
 {
 	const amp_entry *e = &log->entries[i];
-	const char *task = amp_json_str(e->doc, "task_id");
-	amp_errlist errs = { 0 };
-	size_t k;
-
 	amp_task_log before = *log;
+	const char *type = amp_json_str(e->doc, "type"), *denied;
 	char why[600];
+	int status;
 
 	before.count = i;
-	if (amp_control_validate(c->set, e->doc, &errs) < 0)
-		for (k = 0; k < errs.count; k++)
-			refuse(c, file, errs.items[k].path, "%s%s", errs.items[k].message, NULL);
-	else if (!task || strcmp(task, log->task_id))
-		refuse(c, file, "/task_id", "names task %s, not the task of its directory%s",
-		       task ? task : "none", NULL);
-	else if (!amp_control_allowed(&before, amp_json_str(e->doc, "type"),
-				      amp_json_str(e->doc, "from"), why, sizeof(why)))
-		refuse(c, file, "/type", "%s%s", why, NULL);
-	amp_errlist_free(&errs);
+	if ((status = check_form(st, set, log, e, errors)) < 0)
+		return status;
+	if (e->kind == AMP_ENTRY_ACK) {
+		if ((status = amp_rules_check_ack(log, i, errors)) < 0)
+			return status;
+		if (amp_rules_unapproved_dispatch(&before, NULL, NULL, e->id))
+			return amp_errlist_add(errors, AMP_ERULE, "/ack_for",
+					       "%s awaits the admin's approval (git config amp.approvalRequired)",
+					       e->id);
+		return AMP_OK;
+	}
+	if (e->kind == AMP_ENTRY_CTL) {
+		if (!amp_control_allowed(&before, type, amp_json_str(e->doc, "from"), why, sizeof(why)))
+			return amp_errlist_add(errors, AMP_ERULE, "/type", "%s", why);
+		return AMP_OK;
+	}
+	if (amp_task_log_id_taken(&before, e->id))
+		return amp_errlist_add(errors, AMP_ESCHEMA, "/msg_id",
+				       "%s is the msg_id of an older message", e->id);
+	denied = type && !strcmp(type, "task_result") ?
+		 amp_rules_unapproved_dispatch(&before, NULL, e->doc, NULL) : NULL;
+	if (denied)
+		return amp_errlist_add(errors, AMP_ERULE, "/context_ref",
+				       "%s awaits the admin's approval: no result before it", denied);
+	return amp_rules_check_replayed(st, tree, &before, e->doc, errors);
+}
+
+/* Moves the problems found from `found` to the check's list, each placed
+ * at its commit and file. */
+static void place(struct check *c, amp_errlist *found, const char *file)
+{
+	size_t k;
+
+	for (k = 0; k < found->count; k++)
+		if (found->items[k].status == AMP_EIO)
+			amp_errlist_add(c->errors, AMP_EIO, "", "commit %s: %s", c->commit,
+					found->items[k].message);
+		else
+			refuse(c, file, found->items[k].path, "%s%s", found->items[k].message, NULL);
+	amp_errlist_free(found);
 }
 
 /* Checks the records `added` (names, as keys) of one task of the commit. */
@@ -194,14 +186,36 @@ static int check_task(struct check *c, const char *task, json_t *added)
 			       seq, NULL);
 			continue;
 		}
-		if (e->kind == AMP_ENTRY_MSG)
-			status = check_message(c, &log, i, file);
-		else if (e->kind == AMP_ENTRY_ACK)
-			check_ack(c, &log, i, file);
-		else
-			check_control(c, &log, i, file);
+		{
+			amp_errlist found = { 0 };
+			const char *record;
+
+			if (amp_hook_check_record(c->st, c->set, c->tree, &log, i, &found) == AMP_EIO)
+				status = AMP_EIO;
+			/* A marker sets aside a record of its own commit only:
+			 * never one already in force. */
+			if (amp_entry_is_marker(e, &record) && !json_object_get(added, record))
+				amp_errlist_add(&found, AMP_ERULE, "/record",
+						"%s is not the next record of this commit: a superseded marker sets aside only the record committed right after it",
+						record);
+			place(c, &found, file);
+		}
 		if (status < 0)
 			break;
+	}
+	/* A superseded record is kept, not in force: its form is checked,
+	 * no rule (it lost its place to one in force). */
+	for (i = 0; status == AMP_OK && i < log.nsuperseded; i++) {
+		const amp_entry *e = &log.superseded[i];
+		amp_errlist found = { 0 };
+
+		if (amp_store_entry_name(e->seq, e->kind, e->id, name, sizeof(name)) < 0 ||
+		    !json_object_get(added, name))
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", dir, name);
+		if (check_form(c->st, c->set, &log, e, &found) == AMP_EIO)
+			status = AMP_EIO;
+		place(c, &found, file);
 	}
 	amp_task_log_free(&log);
 	return status;

@@ -22,7 +22,11 @@
  *   - an ACK that is not schema-valid, not in place, not by the addressee
  *     of a message already in the SSOT, a second ACK, or an ACK of a
  *     dispatch awaiting the admin's approval;
- *   - a control record that fails the control schema or names another task.
+ *   - a control record that fails the control schema or names another task,
+ *     or that the transition table refuses;
+ *   - a superseded marker (amp sync) that does not name the record
+ *     committed right after it, in the same commit; the record it sets
+ *     aside is checked for its form only (schema and place).
  * The commits are checked oldest first, each on the history it lands on;
  * the check stops at the first commit refused.
  */
@@ -55,6 +59,20 @@ int amp_hook_use_quarantine(amp_store *st, amp_error *err);
 int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 			  const char *old_hex, const char *new_hex,
 			  amp_errlist *errors);
+
+/*
+ * Checks record i of `log` (read from `tree`, the tip it is in) on the
+ * records before it, as the hook checks each record a commit adds: AMP_OK;
+ * AMP_ESCHEMA (problems appended to errors) when it is not a well-formed
+ * record in its place, whatever came before it (its schema, its msg_id or
+ * ack_for and task_id against its name and directory, a dispatch to a
+ * protected branch, a reused msg_id); AMP_ERULE when a rule refuses it on
+ * that history (amp_rules_check_send, amp_rules_check_ack, the approval
+ * path, amp_control_allowed); AMP_EIO when the SSOT cannot be read.  amp
+ * sync sets aside what a rule refuses after a join (sync.h).
+ */
+int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
+			  const amp_task_log *log, size_t i, amp_errlist *errors);
 
 /* The first line after "#!/bin/sh" of every hook amp installs: how
  * amp_hook_install knows a hook is its own. */

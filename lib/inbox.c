@@ -653,20 +653,12 @@ static int relevant_events(struct watcher *w)
 	return hit;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int amp_inbox_wait(amp_store *st, const char *role, const char *task,
 		   int64_t timeout_ms, const sigset_t *waitmask,
 		   volatile sig_atomic_t *stop, amp_inbox *out, amp_error *err)
 {
 	struct watcher w;
-	int64_t end = timeout_ms >= 0 ? mono_ms() + timeout_ms : -1, backoff = 10;
+	int64_t end = timeout_ms >= 0 ? amp_monotonic_ms() + timeout_ms : -1, backoff = 10;
 	int status;
 
 	watcher_open(st, &w);
@@ -679,7 +671,7 @@ int amp_inbox_wait(amp_store *st, const char *role, const char *task,
 			break;
 		amp_inbox_free(out);
 		for (;;) {
-			int64_t left = end >= 0 ? end - mono_ms() : -1, ms;
+			int64_t left = end >= 0 ? end - amp_monotonic_ms() : -1, ms;
 			struct timespec ts;
 			fd_set rd;
 			int rc;

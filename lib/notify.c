@@ -358,14 +358,6 @@ oom:
 	return NULL;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void nap(int64_t ms)
 {
 	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
@@ -387,7 +379,7 @@ static int wait_until(pid_t pid, int64_t deadline, const volatile sig_atomic_t *
 			return 1;
 		if (cancel && *cancel)
 			return 2;
-		if (deadline >= 0 && mono_ms() >= deadline)
+		if (deadline >= 0 && amp_monotonic_ms() >= deadline)
 			return 0;
 		nap(step);
 		if (step < 50)
@@ -452,10 +444,10 @@ static int run(const amp_notify_opts *o, const char *tmpdir, const char *input, 
 	}
 	setpgid(pid, pid);
 	close(fd);
-	done = wait_until(pid, mono_ms() + (int64_t)o->timeout_sec * 1000, o->cancel, &wstatus);
+	done = wait_until(pid, amp_monotonic_ms() + (int64_t)o->timeout_sec * 1000, o->cancel, &wstatus);
 	if (done != 1) {
 		kill(-pid, SIGTERM);
-		if (wait_until(pid, mono_ms() + 1000, NULL, &wstatus) != 1) {
+		if (wait_until(pid, amp_monotonic_ms() + 1000, NULL, &wstatus) != 1) {
 			kill(-pid, SIGKILL);
 			wait_until(pid, -1, NULL, &wstatus);
 		}

@@ -295,6 +295,11 @@ const json_t *amp_read_ack_state(amp_store *st, git_tree *root,
 	json_array_foreach(json_object_get(status, "messages"), i, m)
 		if (!strcmp(json_string_value(json_object_get(m, "msg_id")), msg_id))
 			return m;
+	/* A message amp sync set aside: its entry of "superseded". */
+	json_array_foreach(json_object_get(status, "superseded"), i, m)
+		if (!strcmp(json_string_value(json_object_get(m, "kind")), "message") &&
+		    !strcmp(json_string_value(json_object_get(m, "id")), msg_id))
+			return m;
 	amp_error_set(err, AMP_EIO, "", "task %s lists no message %s", task, msg_id);
 	return NULL;
 }
@@ -304,7 +309,7 @@ const json_t *amp_read_ack_state(amp_store *st, git_tree *root,
 int amp_log_type_valid(const char *type)
 {
 	/* The types of control.schema.json's "type" enum. */
-	static const char *const controls[] = { "resume", "approve", "abort", "heartbeat",
+	static const char *const controls[] = { "resume", "approve", "abort", "heartbeat", "superseded",
 						"idempotency_key" };
 	size_t i;
 

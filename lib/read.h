@@ -72,8 +72,9 @@ void amp_stored_msgv_free(amp_stored_msg *v, size_t count);
 
 /*
  * The entry of msg_id in its task's `amp status --json` messages[] (ACK
- * state, deadline, ACK by whom and when) at now_ms, or NULL when the task
- * cannot be read (reason in err) or does not list it.  `cache` (a JSON
+ * state, deadline, ACK by whom and when) at now_ms -- or, for a message
+ * amp sync set aside, its entry in superseded[] (it has "kind") -- or NULL
+ * when the task cannot be read (reason in err) or does not list it.  `cache` (a JSON
  * object the caller owns) keeps each task's status by task id, so a chain
  * of messages of one task reads its directory once.  Borrowed from cache.
  */

@@ -633,3 +633,27 @@ int amp_rules_check_ack(const amp_task_log *log, size_t i, amp_errlist *errors)
 				       "%s is ACKed already", e->id);
 	return AMP_OK;
 }
+
+int amp_rules_check_replayed(amp_store *st, git_tree *tree, const amp_task_log *before,
+			     const json_t *msg, amp_errlist *errors)
+{
+	static const char snapshot[] = "/payload/system_state_snapshot";
+	amp_errlist found = { 0 };
+	int status = amp_rules_check_send(st, tree, before, msg, &found);
+	size_t k;
+
+	if (status == AMP_ERULE) {
+		status = AMP_OK;
+		for (k = 0; k < found.count; k++) {
+			if (!strncmp(found.items[k].path, snapshot, sizeof(snapshot) - 1))
+				continue;
+			amp_errlist_add(errors, found.items[k].status, found.items[k].path, "%s",
+					found.items[k].message);
+			status = AMP_ERULE;
+		}
+	} else {
+		amp_errlist_extend(errors, &found);
+	}
+	amp_errlist_free(&found);
+	return status;
+}

@@ -52,6 +52,16 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 			 const json_t *msg, amp_errlist *errors);
 
 /*
+ * amp_rules_check_send for a message written elsewhere (a push, a fetch, a
+ * join): the same rules but one.  An escalation's system_state_snapshot
+ * says what its writer's SSOT was; it is checked when the escalation is
+ * written, and records another clone wrote meanwhile may come before it
+ * here without making it false.
+ */
+int amp_rules_check_replayed(amp_store *st, git_tree *tree, const amp_task_log *before,
+			     const json_t *msg, amp_errlist *errors);
+
+/*
  * The rules `amp ack` applies, for an ACK record that is entry i of `log`
  * (a fetched or pushed one): it is in its place (amp_task_entry_in_place),
  * acknowledges a message that is in the SSOT before it, comes from that

@@ -432,6 +432,95 @@ static int oversized_record(amp_store *st, const git_oid *id, amp_error *err)
 	return big;
 }
 
+int amp_entry_is_marker(const amp_entry *e, const char **record)
+{
+	const char *type = json_string_value(json_object_get(e->doc, "type"));
+	const char *from = json_string_value(json_object_get(e->doc, "from"));
+
+	*record = json_string_value(json_object_get(e->doc, "record"));
+	return e->kind == AMP_ENTRY_CTL && type && !strcmp(type, "superseded") && from &&
+	       !strcmp(from, "system") && *record;
+}
+
+/* 1 when entry e is the record file `name`. */
+static int entry_is_named(const amp_entry *e, const char *name)
+{
+	char buf[AMP_PATH_MAX];
+
+	return amp_store_entry_name(e->seq, e->kind, e->id, buf, sizeof(buf)) == 0 &&
+	       !strcmp(buf, name);
+}
+
+/* Moves each record a marker names, when it is the record right after the
+ * marker (the next sequence number), from log->entries to log->superseded.
+ * -1 when out of memory. */
+static int set_aside_superseded(amp_task_log *log)
+{
+	size_t i, kept = 0;
+	int aside_seq = -1;
+
+	for (i = 0; i < log->count; i++) {
+		amp_entry *e = &log->entries[i];
+		const char *record;
+
+		if (e->seq == aside_seq && kept > 0 &&
+		    amp_entry_is_marker(&log->entries[kept - 1], &record) &&
+		    entry_is_named(e, record)) {
+			amp_entry *more = realloc(log->superseded,
+						  (log->nsuperseded + 1) * sizeof(*more));
+
+			if (!more)
+				return -1;
+			log->superseded = more;
+			log->superseded[log->nsuperseded++] = *e;
+			continue;
+		}
+		if (amp_entry_is_marker(e, &record))
+			aside_seq = e->seq + 1;
+		log->entries[kept++] = *e;
+	}
+	log->count = kept;
+	return 0;
+}
+
+int amp_task_log_append(amp_task_log *log, int seq, amp_entry_kind kind, const char *id,
+			json_t *doc, int aside)
+{
+	amp_entry **list = aside ? &log->superseded : &log->entries;
+	size_t *count = aside ? &log->nsuperseded : &log->count;
+	amp_entry *more = realloc(*list, (*count + 1) * sizeof(*more));
+	char *copy = strdup(id);
+
+	if (!more || !copy) {
+		if (more)
+			*list = more;
+		free(copy);
+		json_decref(doc);
+		return -1;
+	}
+	*list = more;
+	more[*count].seq = seq;
+	more[*count].kind = kind;
+	more[*count].id = copy;
+	more[*count].doc = doc;
+	(*count)++;
+	if (seq >= log->next_seq)
+		log->next_seq = seq + 1;
+	return 0;
+}
+
+const amp_entry *amp_task_log_marker(const amp_task_log *log, const amp_entry *s)
+{
+	const char *record;
+	size_t i;
+
+	for (i = 0; i < log->count; i++)
+		if (log->entries[i].seq == s->seq - 1 && amp_entry_is_marker(&log->entries[i], &record) &&
+		    entry_is_named(s, record))
+			return &log->entries[i];
+	return NULL;
+}
+
 int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
 			amp_task_log *log, amp_error *err)
 {
@@ -514,6 +603,8 @@ int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
 		git_blob_free(blob);
 		blob = NULL;
 	}
+	if (status == AMP_OK && set_aside_superseded(log) < 0)
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 cleanup:
 	git_blob_free(blob);
 	git_tree_free(tree);
@@ -536,11 +627,16 @@ void amp_task_log_free(amp_task_log *log)
 		free(log->bad[i].name);
 		free(log->bad[i].reason);
 	}
+	for (i = 0; i < log->nsuperseded; i++) {
+		free(log->superseded[i].id);
+		json_decref(log->superseded[i].doc);
+	}
 	free(log->entries);
 	free(log->bad);
-	log->entries = NULL;
+	free(log->superseded);
+	log->entries = log->superseded = NULL;
 	log->bad = NULL;
-	log->count = log->nbad = 0;
+	log->count = log->nbad = log->nsuperseded = 0;
 }
 
 int amp_task_log_id_taken(const amp_task_log *log, const char *msg_id)
@@ -551,6 +647,9 @@ int amp_task_log_id_taken(const amp_task_log *log, const char *msg_id)
 		return 1;
 	for (i = 0; i < log->nbad; i++)
 		if (log->bad[i].kind == AMP_ENTRY_MSG && !strcmp(log->bad[i].id, msg_id))
+			return 1;
+	for (i = 0; i < log->nsuperseded; i++)
+		if (log->superseded[i].kind == AMP_ENTRY_MSG && !strcmp(log->superseded[i].id, msg_id))
 			return 1;
 	return 0;
 }
@@ -1007,14 +1106,6 @@ static void backoff(amp_store *st, unsigned attempt)
 static int build_init(amp_store *st, git_tree *tip, void *ctx,
 		      amp_store_write *w, amp_error *err);
 
-static int64_t monotonic_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Takes the writers' flock, polling with a short jittered backoff (so that
  * nobody blocks forever) until `deadline`; 0 when taken, -1 when not. */
 static int wait_writer_lock(amp_store *st, int fd, int64_t deadline)
@@ -1022,7 +1113,7 @@ static int wait_writer_lock(amp_store *st, int fd, int64_t deadline)
 	unsigned polls;
 
 	for (polls = 0; flock(fd, LOCK_EX | LOCK_NB) != 0; polls++) {
-		if (monotonic_ms() > deadline)
+		if (amp_monotonic_ms() > deadline)
 			return -1;
 		backoff(st, polls < 5 ? polls : 5);
 	}
@@ -1048,7 +1139,7 @@ int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 	git_commit *parent = NULL;
 	git_tree *tree = NULL;
 	git_oid tip, next;
-	int64_t deadline = monotonic_ms() + st->retry_timeout_ms;
+	int64_t deadline = amp_monotonic_ms() + st->retry_timeout_ms;
 	unsigned attempt;
 	int rc, status = AMP_OK, have_tip, fd, held = 0;
 
@@ -1102,7 +1193,7 @@ int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 			goto cleanup;
 		}
 		st->retries++;
-		if (monotonic_ms() > deadline) {
+		if (amp_monotonic_ms() > deadline) {
 			status = amp_error_set(err, AMP_EIO, "",
 					       "%s stayed busy for %.0f s (%u attempts); nothing was written",
 					       ref, st->retry_timeout_ms / 1000.0, attempt + 1);

@@ -147,6 +147,8 @@ typedef struct amp_task_log {
 	int next_seq;       /* what the next record of the task gets */
 	amp_bad_record *bad; /* unreadable records, in sequence order */
 	size_t nbad;
+	amp_entry *superseded; /* records set aside, in sequence order */
+	size_t nsuperseded;
 	const amp_policy *policy; /* the store's settings (borrowed) */
 } amp_task_log;
 
@@ -154,18 +156,36 @@ typedef struct amp_task_log {
  * directory yields an empty log.  Records that are not JSON objects or whose
  * blob cannot be read go to log->bad; only a task directory whose tree
  * cannot be read is an error (AMP_EIO): the whole task is unreadable.
- * Free with amp_task_log_free. */
+ * A record named by a "superseded" control record from system whose
+ * sequence number is that record's plus one (amp sync's join, sync.h)
+ * goes to log->superseded: kept and shown, but in force nowhere (the
+ * marker itself stays in entries).  Free with amp_task_log_free. */
 int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
 			amp_task_log *log, amp_error *err);
 void amp_task_log_free(amp_task_log *log);
+
+/* Appends a record to log, as if it were the next file of the task
+ * directory: to log->superseded when `aside`, else to log->entries.  The
+ * log takes over the reference to doc (also on failure); id is copied.
+ * -1 when out of memory. */
+int amp_task_log_append(amp_task_log *log, int seq, amp_entry_kind kind, const char *id,
+			json_t *doc, int aside);
+
+/* The "superseded" marker of superseded record s of log (the entry just
+ * before it); NULL when there is none.  Borrowed. */
+const amp_entry *amp_task_log_marker(const amp_task_log *log, const amp_entry *s);
+
+/* 1 when e is a "superseded" marker (a control record of that type from
+ * system); its record's name goes to *record (borrowed from e). */
+int amp_entry_is_marker(const amp_entry *e, const char **record);
 
 /* The message (kind AMP_ENTRY_MSG) or ACK of `msg_id` in log; NULL if none.
  * Borrowed. */
 const amp_entry *amp_task_log_find(const amp_task_log *log,
 				   amp_entry_kind kind, const char *msg_id);
 
-/* 1 when msg_id names a message of the log, readable or not: an id that
- * must not be given to another message. */
+/* 1 when msg_id names a message of the log, readable or not, in force or
+ * set aside: an id that must not be given to another message. */
 int amp_task_log_id_taken(const amp_task_log *log, const char *msg_id);
 
 /* Splits a record's file name "<seq>.<msg|ack|ctl>.<id>.json" into its

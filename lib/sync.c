@@ -17,8 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bounds.h"
 #include "clock.h"
+#include "hook.h"
+#include "message.h"
+#include "send.h"
 #include "sync.h"
+#include "task.h"
 #include "util.h"
 
 extern char **environ;
@@ -197,6 +202,33 @@ static void record_key(const char *name, char *buf, size_t bufsz, int *seq,
 	}
 }
 
+/* Markers are named "<seq>.ctl.superseded-<blob>.json", <blob> being the
+ * set-aside record's blob id: one name per record content. */
+#define MARKER_PREFIX "superseded-"
+
+static int is_marker_name(const char *name)
+{
+	amp_entry_kind kind;
+	const char *id;
+	size_t id_len;
+
+	return amp_store_entry_parse(name, NULL, &kind, &id, &id_len) == 0 &&
+	       kind == AMP_ENTRY_CTL && id_len > strlen(MARKER_PREFIX) &&
+	       !strncmp(id, MARKER_PREFIX, strlen(MARKER_PREFIX));
+}
+
+/* The identity of the record a marker sets aside: "s:<blob>". */
+static void set_aside_key(const char *marker, char *buf, size_t bufsz)
+{
+	amp_entry_kind kind;
+	const char *id;
+	size_t id_len;
+
+	amp_store_entry_parse(marker, NULL, &kind, &id, &id_len);
+	snprintf(buf, bufsz, "s:%.*s", (int)(id_len - strlen(MARKER_PREFIX)),
+		 id + strlen(MARKER_PREFIX));
+}
+
 /* Indexes directory `dir` of `root` (either may be missing: empty). */
 static int index_dir(git_repository *repo, git_tree *root, const char *dir,
 		     struct dir_index *ix, amp_error *err)
@@ -228,6 +260,12 @@ static int index_dir(git_repository *repo, git_tree *root, const char *dir,
 		int seq = 0;
 
 		record_key(git_tree_entry_name(r), key, sizeof(key), &seq, &kind, &id, &id_len);
+		/* The record after a marker is set aside: its identity is the
+		 * marker's, never its kind and id (the record in force has
+		 * those). */
+		if (i > 0 && is_marker_name(git_tree_entry_name(git_tree_entry_byindex(t, i - 1))))
+			set_aside_key(git_tree_entry_name(git_tree_entry_byindex(t, i - 1)), key,
+				      sizeof(key));
 		git_oid_tostr(hex, sizeof(hex), git_tree_entry_id(r));
 		json_object_set_new(ix->ids, key, json_string(hex));
 		if (id && seq >= ix->next_seq)
@@ -263,16 +301,15 @@ static const char **sorted_names(json_t *files, size_t *count)
 }
 
 /*
- * Counts the records of tree b whose identity (task, kind, id) tree a
- * (NULL: empty) does not hold.
+ * Counts the records of tree b whose identity (task, kind, id; a set-aside
+ * record's is its marker's) tree a (NULL: empty) does not hold.
  */
 static int count_new(git_repository *repo, git_tree *a, git_tree *b,
 		     unsigned long *count, amp_error *err)
 {
-	json_t *touched = json_object(), *files;
-	const char *task, *name;
-	json_t *v;
-	char dir[AMP_PATH_MAX], path[AMP_PATH_MAX * 2], key[AMP_PATH_MAX];
+	json_t *touched = json_object(), *files, *v;
+	const char *task, *key;
+	char dir[AMP_PATH_MAX];
 	int status = AMP_OK;
 
 	*count = 0;
@@ -283,31 +320,18 @@ static int count_new(git_repository *repo, git_tree *a, git_tree *b,
 		goto cleanup;
 	}
 	json_object_foreach(touched, task, files) {
-		struct dir_index ix = { NULL, 1 };
+		struct dir_index ia = { NULL, 1 }, ib = { NULL, 1 };
 
-		if (!json_is_object(files) || amp_store_task_dir(task, dir, sizeof(dir)) < 0)
+		if (amp_store_task_dir(task, dir, sizeof(dir)) < 0)
 			continue;
-		if ((status = index_dir(repo, a, dir, &ix, err)) < 0) {
-			json_decref(ix.ids);
+		if ((status = index_dir(repo, a, dir, &ia, err)) == AMP_OK &&
+		    (status = index_dir(repo, b, dir, &ib, err)) == AMP_OK)
+			json_object_foreach(ib.ids, key, v)
+				*count += !json_object_get(ia.ids, key);
+		json_decref(ia.ids);
+		json_decref(ib.ids);
+		if (status < 0)
 			goto cleanup;
-		}
-		json_object_foreach(files, name, v) {
-			git_tree_entry *e = NULL;
-			amp_entry_kind kind;
-			const char *id;
-			size_t id_len;
-
-			snprintf(path, sizeof(path), "%s/%s", dir, name);
-			if (git_tree_entry_bypath(&e, b, path) < 0) {
-				git_error_clear();
-				continue;
-			}
-			git_tree_entry_free(e);
-			record_key(name, key, sizeof(key), NULL, &kind, &id, &id_len);
-			if (!json_object_get(ix.ids, key))
-				(*count)++;
-		}
-		json_decref(ix.ids);
 	}
 cleanup:
 	json_decref(touched);
@@ -320,6 +344,7 @@ struct conflict {
 	char remote[AMP_PATH_MAX * 2]; /* the remote's record of that id */
 	git_oid blob;                  /* the local content */
 	git_oid commit;                /* the local commit that added it */
+	char id[AMP_PATH_MAX];         /* its msg_id, for a message */
 };
 
 /* The remote's file of identity `key` in the index, into buf. */
@@ -393,15 +418,339 @@ static int updates_add(struct updates *u, const char *path, const git_oid *blob)
 }
 
 /*
- * Adds to *u the records commit tree `ct` adds to its parent's `pt` (NULL:
- * a root commit), each under the next free seq of its task in `base`, the
- * tree being built; skips the records `base` already holds with the same
- * content.  AMP_ERULE with *c filled for one it holds with other content.
+ * What a replay needs beyond the trees.  Records of a task the remote
+ * wrote since the two histories parted ("contested") are checked again in
+ * their new place, after the remote's; a record a rule refuses there is
+ * set aside: committed after a "superseded" marker (control.h), kept but
+ * in force nowhere.  A task only one side wrote keeps its order, so its
+ * records keep the checks they passed when written.
  */
-static int replay_records(git_repository *repo, git_tree *pt, git_tree *ct,
-			  git_tree *base, struct updates *u, struct conflict *c,
-			  amp_error *err)
+struct replay_ctx {
+	amp_store *st;
+	amp_schema_set *set;
+	json_t *contested;     /* task id -> index into logs + 1, or 0: not read yet */
+	amp_task_log *logs;    /* of the contested tasks, as built so far */
+	size_t nlogs;
+	char now[AMP_TIME_BUFSZ];
+	struct updates u;      /* of the commit being replayed */
+	char trailers[4096];   /* Amp-Superseded: lines of that commit */
+	unsigned long superseded; /* records set aside, in all */
+};
+
+static void replay_ctx_free(struct replay_ctx *r)
 {
+	size_t i;
+
+	for (i = 0; i < r->nlogs; i++)
+		amp_task_log_free(&r->logs[i]);
+	free(r->logs);
+	json_decref(r->contested);
+	updates_clear(&r->u);
+	free(r->u.items);
+}
+
+/* The log of contested task `task`, read from `base` the first time; NULL
+ * (*status set) when the task is not contested or on failure. */
+static amp_task_log *contested_log(struct replay_ctx *r, const char *task, git_tree *base,
+				   int *status, amp_error *err)
+{
+	json_t *slot = json_object_get(r->contested, task);
+	amp_task_log *more;
+
+	*status = AMP_OK;
+	if (!slot)
+		return NULL;
+	if (json_integer_value(slot) > 0)
+		return &r->logs[json_integer_value(slot) - 1];
+	if (!(more = realloc(r->logs, (r->nlogs + 1) * sizeof(*more)))) {
+		*status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		return NULL;
+	}
+	r->logs = more;
+	if ((*status = amp_store_read_task(r->st, base, task, &r->logs[r->nlogs], err)) < 0)
+		return NULL;
+	json_object_set_new(r->contested, task, json_integer((json_int_t)++r->nlogs));
+	return &r->logs[r->nlogs - 1];
+}
+
+/* The review_request a verdict names in its context_ref, or NULL. */
+static const char *request_of(const json_t *verdict)
+{
+	const json_t *refs = json_object_get(verdict, "context_ref"), *v;
+	size_t i;
+
+	json_array_foreach(refs, i, v)
+		if (json_is_string(v) && !strncmp(json_string_value(v), "review_request-", 15))
+			return json_string_value(v);
+	return NULL;
+}
+
+/* The record in force that record e (refused on log) lost its place to,
+ * when there is one: the message whose first ACK stands, the first
+ * verdict on the same review_request. */
+static const char *winner(const amp_task_log *log, const amp_entry *e)
+{
+	const char *type = amp_json_str(e->doc, "type"), *req, *other;
+	size_t i;
+
+	if (e->kind == AMP_ENTRY_ACK)
+		return amp_task_log_find(log, AMP_ENTRY_ACK, e->id) ? e->id : NULL;
+	if (e->kind != AMP_ENTRY_MSG || !type || strcmp(type, "review_verdict") ||
+	    !(req = request_of(e->doc)))
+		return NULL;
+	for (i = 0; i < log->count; i++) {
+		const json_t *d = log->entries[i].doc;
+
+		if (log->entries[i].kind == AMP_ENTRY_MSG && amp_json_str(d, "type") &&
+		    !strcmp(amp_json_str(d, "type"), "review_verdict") &&
+		    (other = request_of(d)) && !strcmp(other, req))
+			return log->entries[i].id;
+	}
+	return NULL;
+}
+
+/* Adds record `name` (blob) of task dir `dir` to the commit being built. */
+static int add_update(struct replay_ctx *r, const char *dir, const char *name,
+		      const git_oid *blob, amp_error *err)
+{
+	char path[AMP_PATH_MAX * 2];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (updates_add(&r->u, path, blob) < 0)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	return AMP_OK;
+}
+
+/*
+ * Sets record `doc` (blob, of `kind` and `id`) aside in contested `log`:
+ * a marker at the task's next seq, naming it, then the record.
+ */
+static int set_aside(struct replay_ctx *r, amp_task_log *log, const char *dir,
+		     amp_entry_kind kind, const char *id, json_t *doc, const git_oid *blob,
+		     const char *by, const char *reason, amp_error *err)
+{
+	git_repository *repo = amp_store_repo(r->st);
+	char record[AMP_PATH_MAX], marker_id[64], marker[AMP_PATH_MAX], *text = NULL;
+	json_t *m = NULL;
+	git_oid mblob;
+	int status = AMP_OK, seq = log->next_seq;
+	size_t len;
+
+	snprintf(marker_id, sizeof(marker_id), MARKER_PREFIX "%s", git_oid_tostr_s(blob));
+	if (amp_store_entry_name(seq, AMP_ENTRY_CTL, marker_id, marker, sizeof(marker)) < 0 ||
+	    amp_store_entry_name(seq + 1, kind, id, record, sizeof(record)) < 0) {
+		status = amp_error_set(err, AMP_EIO, "", "%s: no room for a record name", id);
+		goto cleanup;
+	}
+	m = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "protocol_version", AMP_PROTOCOL,
+		      "type", "superseded", "task_id", log->task_id, "from", "system",
+		      "timestamp", r->now, "record", record, "reason", reason);
+	if (m && by)
+		json_object_set_new(m, "by", json_string(by));
+	if (!m || !(text = amp_message_dump(m))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	len = strlen(text);
+	if (git_blob_create_from_buffer(&mblob, repo, text, len) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot write a superseded marker");
+		goto cleanup;
+	}
+	if ((status = add_update(r, dir, marker, &mblob, err)) < 0 ||
+	    (status = add_update(r, dir, record, blob, err)) < 0)
+		goto cleanup;
+	if (amp_task_log_append(log, seq, AMP_ENTRY_CTL, marker_id, m, 0) < 0 ||
+	    amp_task_log_append(log, seq + 1, kind, id, json_incref(doc), 1) < 0) {
+		m = NULL;
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	m = NULL;
+	r->superseded++;
+	len = strlen(r->trailers);
+	snprintf(r->trailers + len, sizeof(r->trailers) - len, "Amp-Superseded: %s %s%s%s\n",
+		 kind == AMP_ENTRY_MSG ? "message" : kind == AMP_ENTRY_ACK ? "ack" : "control",
+		 id, by ? " by " : "", by ? by : "");
+cleanup:
+	free(text);
+	json_decref(m);
+	return status;
+}
+
+/*
+ * Decides the place of one local record of a contested task on the joined
+ * history `log`: appended as it is (AMP_OK, *aside 0), or set aside when a
+ * rule refuses it there, or it escalates a cause already escalated (*aside
+ * 1).  AMP_ESCHEMA when it is not a well-formed record in that place
+ * (left to the caller), AMP_EIO.
+ */
+static int place_record(struct replay_ctx *r, amp_task_log *log, git_tree *base, const char *dir,
+			amp_entry_kind kind, const char *id, const git_oid *blob,
+			const char *name, int *aside, amp_error *err)
+{
+	git_repository *repo = amp_store_repo(r->st);
+	git_blob *b = NULL;
+	json_t *doc = NULL;
+	amp_errlist errs = { 0 };
+	amp_error perr;
+	const amp_entry *first;
+	char cause[1024];
+	const char *type, *by = NULL;
+	int status = AMP_OK, seq = log->next_seq;
+
+	*aside = 0;
+	if (git_blob_lookup(&b, repo, blob) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read %s/%s", dir, name);
+		goto cleanup;
+	}
+	if (amp_bounds_parse_record(git_blob_rawcontent(b), (size_t)git_blob_rawsize(b), &doc,
+				    &perr) < 0 || !json_is_object(doc)) {
+		status = AMP_ESCHEMA; /* unreadable: the hub's hook judges it */
+		goto cleanup;
+	}
+	type = amp_json_str(json_object_get(doc, "payload"), "escalation_type");
+	/* AMP/1.0 "once per cause": two clones' watchers saw the same cause. */
+	if (kind == AMP_ENTRY_MSG && type && amp_json_str(doc, "from") &&
+	    !strcmp(amp_json_str(doc, "from"), "system") &&
+	    (first = amp_task_has_escalation(log, type, "system",
+					     amp_escalation_cause(doc, cause, sizeof(cause))))) {
+		char reason[1200];
+
+		snprintf(reason, sizeof(reason), "%s escalated %s first (once per cause)",
+			 first->id, cause);
+		*aside = 1;
+		status = set_aside(r, log, dir, kind, id, doc, blob, first->id, reason, err);
+		goto cleanup;
+	}
+	if (amp_task_log_append(log, seq, kind, id, json_incref(doc), 0) < 0) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	status = amp_hook_check_record(r->st, r->set, base, log, log->count - 1, &errs);
+	if (status != AMP_ERULE)
+		goto cleanup;
+	/* Refused in its new place: take it back out and set it aside. */
+	log->count--;
+	free(log->entries[log->count].id);
+	json_decref(log->entries[log->count].doc);
+	log->next_seq = seq;
+	by = winner(log, &(amp_entry){ seq, kind, (char *)id, doc });
+	*aside = 1;
+	status = set_aside(r, log, dir, kind, id, doc, blob, by,
+			   errs.count ? errs.items[0].message : "refused in its place", err);
+cleanup:
+	amp_errlist_free(&errs);
+	json_decref(doc);
+	git_blob_free(b);
+	return status;
+}
+
+/* Reads blob `id` as a JSON object into *doc (NULL when it is not one). */
+static int read_doc(git_repository *repo, const git_oid *id, json_t **doc, amp_error *err)
+{
+	git_blob *b = NULL;
+	amp_error perr;
+
+	*doc = NULL;
+	if (git_blob_lookup(&b, repo, id) < 0)
+		return amp_error_git(err, AMP_EIO, "cannot read blob %s", git_oid_tostr_s(id));
+	if (amp_bounds_parse_record(git_blob_rawcontent(b), (size_t)git_blob_rawsize(b), doc,
+				    &perr) < 0 || !json_is_object(*doc)) {
+		json_decref(*doc);
+		*doc = NULL;
+	}
+	git_blob_free(b);
+	return AMP_OK;
+}
+
+/*
+ * Replays a marker and the record it sets aside (names `mname`, `rname`
+ * of local commit tree `ct`) as a pair at the task's next two seqs, the
+ * marker naming the record's new name; nothing when `ix` holds the marker.
+ */
+static int replay_pair(struct replay_ctx *r, amp_task_log *log, struct dir_index *ix,
+		       const char *dir, git_tree *ct, const char *mname, const char *rname,
+		       amp_error *err)
+{
+	git_repository *repo = amp_store_repo(r->st);
+	git_tree_entry *me = NULL, *re = NULL;
+	json_t *marker = NULL, *record = NULL;
+	char mkey[AMP_PATH_MAX], rkey[AMP_PATH_MAX], path[AMP_PATH_MAX * 2];
+	char newm[AMP_PATH_MAX], newr[AMP_PATH_MAX], idm[AMP_PATH_MAX], idr[AMP_PATH_MAX];
+	char hex[GIT_OID_HEXSZ + 1], *text = NULL;
+	amp_entry_kind mk, rk;
+	const char *id;
+	size_t id_len;
+	git_oid mblob;
+	int status = AMP_OK, seq = ix->next_seq;
+
+	record_key(mname, mkey, sizeof(mkey), NULL, &mk, &id, &id_len);
+	snprintf(idm, sizeof(idm), "%.*s", (int)id_len, id);
+	if (json_object_get(ix->ids, mkey))
+		return AMP_OK; /* the same record, set aside there too */
+	if (amp_store_entry_parse(rname, NULL, &rk, &id, &id_len) < 0)
+		return AMP_OK;
+	snprintf(idr, sizeof(idr), "%.*s", (int)id_len, id);
+	snprintf(path, sizeof(path), "%s/%s", dir, mname);
+	if (git_tree_entry_bypath(&me, ct, path) < 0) {
+		git_error_clear();
+		goto cleanup;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, rname);
+	if (git_tree_entry_bypath(&re, ct, path) < 0) {
+		git_error_clear();
+		goto cleanup;
+	}
+	if ((status = read_doc(repo, git_tree_entry_id(me), &marker, err)) < 0 ||
+	    (status = read_doc(repo, git_tree_entry_id(re), &record, err)) < 0)
+		goto cleanup;
+	if (amp_store_entry_name(seq, AMP_ENTRY_CTL, idm, newm, sizeof(newm)) < 0 ||
+	    amp_store_entry_name(seq + 1, rk, idr, newr, sizeof(newr)) < 0)
+		goto cleanup;
+	if (!marker || json_object_set_new(marker, "record", json_string(newr)) < 0 ||
+	    !(text = amp_message_dump(marker))) {
+		status = amp_error_set(err, AMP_EIO, "", "cannot rewrite marker %s/%s", dir, mname);
+		goto cleanup;
+	}
+	if (git_blob_create_from_buffer(&mblob, repo, text, strlen(text)) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot write a superseded marker");
+		goto cleanup;
+	}
+	if ((status = add_update(r, dir, newm, &mblob, err)) < 0 ||
+	    (status = add_update(r, dir, newr, git_tree_entry_id(re), err)) < 0)
+		goto cleanup;
+	ix->next_seq = seq + 2;
+	git_oid_tostr(hex, sizeof(hex), &mblob);
+	json_object_set_new(ix->ids, mkey, json_string(hex));
+	set_aside_key(mname, rkey, sizeof(rkey));
+	git_oid_tostr(hex, sizeof(hex), git_tree_entry_id(re));
+	json_object_set_new(ix->ids, rkey, json_string(hex));
+	if (log && (amp_task_log_append(log, seq, AMP_ENTRY_CTL, idm, json_incref(marker), 0) < 0 ||
+		    (record && amp_task_log_append(log, seq + 1, rk, idr, json_incref(record), 1) < 0)))
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+	if (log)
+		log->next_seq = seq + 2;
+cleanup:
+	free(text);
+	json_decref(marker);
+	json_decref(record);
+	git_tree_entry_free(me);
+	git_tree_entry_free(re);
+	return status;
+}
+
+/*
+ * Adds to r->u the records commit tree `ct` adds to its parent's `pt`
+ * (NULL: a root commit), each under the next free seq of its task in
+ * `base`, the tree being built; skips the records `base` already holds with
+ * the same content.  Records of contested tasks are placed by
+ * place_record.  AMP_ERULE with *c filled for a record `base` holds with
+ * other content that is not set aside.
+ */
+static int replay_records(struct replay_ctx *r, git_tree *pt, git_tree *ct, git_tree *base,
+			  struct conflict *c, amp_error *err)
+{
+	git_repository *repo = amp_store_repo(r->st);
 	json_t *touched = json_object(), *files;
 	const char *task, **names = NULL;
 	char dir[AMP_PATH_MAX], path[AMP_PATH_MAX * 2], key[AMP_PATH_MAX], name[AMP_PATH_MAX];
@@ -416,6 +765,7 @@ static int replay_records(git_repository *repo, git_tree *pt, git_tree *ct,
 		goto cleanup;
 	}
 	json_object_foreach(touched, task, files) {
+		amp_task_log *log;
 		size_t i, n = 0;
 
 		if (!json_is_object(files)) {
@@ -429,6 +779,11 @@ static int replay_records(git_repository *repo, git_tree *pt, git_tree *ct,
 		ix.ids = NULL;
 		if ((status = index_dir(repo, base, dir, &ix, err)) < 0)
 			goto cleanup;
+		log = contested_log(r, task, base, &status, err);
+		if (status < 0)
+			goto cleanup;
+		if (log && log->next_seq > ix.next_seq)
+			ix.next_seq = log->next_seq;
 		free(names);
 		if (!(names = sorted_names(files, &n))) {
 			status = amp_error_set(err, AMP_EIO, "", "out of memory");
@@ -439,8 +794,19 @@ static int replay_records(git_repository *repo, git_tree *pt, git_tree *ct,
 			amp_entry_kind kind;
 			const char *id, *have;
 			size_t id_len;
+			char idbuf[AMP_PATH_MAX];
 			git_oid blob;
+			int aside = 0;
 
+			/* A record set aside by an earlier join that was not
+			 * pushed: it moves with its marker. */
+			if (is_marker_name(names[i]) && i + 1 < n) {
+				status = replay_pair(r, log, &ix, dir, ct, names[i], names[i + 1], err);
+				if (status < 0)
+					goto cleanup;
+				i++;
+				continue;
+			}
 			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 			if (git_tree_entry_bypath(&e, ct, path) < 0) {
 				git_error_clear(); /* removed, by hand: nothing to add */
@@ -453,10 +819,49 @@ static int replay_records(git_repository *repo, git_tree *pt, git_tree *ct,
 			have = json_string_value(json_object_get(ix.ids, key));
 			if (have && !strcmp(have, hex))
 				continue; /* already there, byte for byte */
+			if (id)
+				snprintf(idbuf, sizeof(idbuf), "%.*s", (int)id_len, id);
+			/* A record of a contested task takes its place after
+			 * the remote's, if a rule lets it; else it is set
+			 * aside. */
+			if (log && id) {
+				status = place_record(r, log, base, dir, kind, idbuf, &blob, names[i],
+						      &aside, err);
+				if (status == AMP_EIO)
+					goto cleanup;
+				ix.next_seq = log->next_seq;
+				if (aside) {
+					json_object_set_new(ix.ids, key, json_string(hex));
+					continue;
+				}
+				if (status == AMP_OK && !have) {
+					/* placed: it is the log's last entry */
+					if (amp_store_entry_name(log->entries[log->count - 1].seq, kind,
+								 idbuf, name, sizeof(name)) < 0)
+						continue;
+					json_object_set_new(ix.ids, key, json_string(hex));
+					if ((status = add_update(r, dir, name, &blob, err)) < 0)
+						goto cleanup;
+					continue;
+				}
+				if (status == AMP_OK) {
+					/* placed, but its identity is taken: undo */
+					log->count--;
+					free(log->entries[log->count].id);
+					json_decref(log->entries[log->count].doc);
+					ix.next_seq = --log->next_seq;
+				} else if (!have) {
+					/* not well-formed there: it goes as it is,
+					 * for the hub's hook to judge */
+					log->next_seq = ix.next_seq + 1;
+				}
+				status = AMP_OK;
+			}
 			if (have) {
 				snprintf(c->local, sizeof(c->local), "%s", path);
 				find_name(repo, base, dir, key, c->remote, sizeof(c->remote));
 				git_oid_cpy(&c->blob, &blob);
+				snprintf(c->id, sizeof(c->id), "%s", id && kind == AMP_ENTRY_MSG ? idbuf : "");
 				status = amp_error_set(err, AMP_ERULE, "",
 						       "conflict: %s (local) and %s (remote) are the same record with different content",
 						       c->local, c->remote);
@@ -464,20 +869,12 @@ static int replay_records(git_repository *repo, git_tree *pt, git_tree *ct,
 			}
 			if (!id)
 				snprintf(name, sizeof(name), "%s", names[i]);
-			else {
-				char idbuf[AMP_PATH_MAX];
-
-				snprintf(idbuf, sizeof(idbuf), "%.*s", (int)id_len, id);
-				if (amp_store_entry_name(ix.next_seq++, kind, idbuf, name,
-							 sizeof(name)) < 0)
-					continue; /* cannot happen: it fitted before */
-			}
-			snprintf(path, sizeof(path), "%s/%s", dir, name);
+			else if (amp_store_entry_name(ix.next_seq++, kind, idbuf, name,
+						      sizeof(name)) < 0)
+				continue; /* cannot happen: it fitted before */
 			json_object_set_new(ix.ids, key, json_string(hex));
-			if (updates_add(u, path, &blob) < 0) {
-				status = amp_error_set(err, AMP_EIO, "", "out of memory");
+			if ((status = add_update(r, dir, name, &blob, err)) < 0)
 				goto cleanup;
-			}
 		}
 	}
 cleanup:
@@ -488,96 +885,261 @@ cleanup:
 }
 
 /*
- * Replays the first-parent commits of `local` that `base` (NULL: none,
- * the roots differ) does not reach onto `onto`, oldest first; *out is the
- * new tip (`onto` when nothing was new) and *replayed counts the records.
+ * The walk both replays make: the first-parent commits of `local` that
+ * `base` (NULL: none, the roots differ) does not reach, oldest first, each
+ * given with its parent's tree (NULL for a root commit), re-committed onto
+ * a tip that starts at `onto`.
  */
-static int replay(amp_store *st, const git_oid *local, const git_oid *base,
-		  const git_oid *onto, git_oid *out, unsigned long *replayed,
-		  struct conflict *c, amp_error *err)
-{
-	git_repository *repo = amp_store_repo(st);
-	git_revwalk *walk = NULL;
-	git_commit *tip = NULL, *lc = NULL, *parent = NULL, *next = NULL;
-	git_tree *tree = NULL, *ct = NULL, *pt = NULL, *nt = NULL;
-	git_signature *committer = NULL;
-	struct updates u = { NULL, 0, 0 };
-	git_oid oid, tree_oid;
-	int64_t now_ms;
-	int status = AMP_OK;
+struct walker {
+	git_repository *repo;
+	git_revwalk *walk;
+	git_signature *committer;
+	git_commit *tip;        /* the commit built last (onto at first) */
+	git_tree *tree;         /* its tree */
+	git_commit *lc;         /* the local commit being replayed */
+	git_commit *parent;
+	git_tree *ct, *pt;      /* their trees */
+	git_oid oid;            /* lc's id */
+};
 
-	*replayed = 0;
+static void walker_drop_commit(struct walker *w)
+{
+	git_commit_free(w->lc);
+	git_commit_free(w->parent);
+	git_tree_free(w->ct);
+	git_tree_free(w->pt);
+	w->lc = w->parent = NULL;
+	w->ct = w->pt = NULL;
+}
+
+static void walker_free(struct walker *w)
+{
+	walker_drop_commit(w);
+	git_tree_free(w->tree);
+	git_commit_free(w->tip);
+	git_revwalk_free(w->walk);
+	git_signature_free(w->committer);
+	memset(w, 0, sizeof(*w));
+}
+
+static int walker_start(struct walker *w, amp_store *st, const git_oid *local,
+			const git_oid *base, const git_oid *onto, amp_error *err)
+{
+	int64_t now_ms;
+	int status;
+
+	memset(w, 0, sizeof(*w));
+	w->repo = amp_store_repo(st);
 	if ((status = amp_clock_now_ms(&now_ms, err)) < 0)
 		return status;
-	if (git_signature_new(&committer, "amp", "amp@amp.invalid",
+	if (git_signature_new(&w->committer, "amp", "amp@amp.invalid",
 			      (git_time_t)(now_ms / 1000), 0) < 0 ||
-	    git_commit_lookup(&tip, repo, onto) < 0 || git_commit_tree(&tree, tip) < 0 ||
-	    git_revwalk_new(&walk, repo) < 0 ||
-	    git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE) < 0 ||
-	    git_revwalk_simplify_first_parent(walk) < 0 || git_revwalk_push(walk, local) < 0 ||
-	    (base && git_revwalk_hide(walk, base) < 0)) {
-		status = amp_error_git(err, AMP_EIO, "cannot walk the local history");
+	    git_commit_lookup(&w->tip, w->repo, onto) < 0 ||
+	    git_commit_tree(&w->tree, w->tip) < 0 || git_revwalk_new(&w->walk, w->repo) < 0 ||
+	    git_revwalk_sorting(w->walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE) < 0 ||
+	    git_revwalk_simplify_first_parent(w->walk) < 0 ||
+	    git_revwalk_push(w->walk, local) < 0 || (base && git_revwalk_hide(w->walk, base) < 0))
+		return amp_error_git(err, AMP_EIO, "cannot walk the local history");
+	return AMP_OK;
+}
+
+/* The next local commit into w->lc and its trees: 1, 0 when done, or
+ * AMP_EIO. */
+static int walker_next(struct walker *w, amp_error *err)
+{
+	walker_drop_commit(w);
+	if (git_revwalk_next(&w->oid, w->walk) != 0) {
+		git_error_clear();
+		return 0;
+	}
+	if (git_commit_lookup(&w->lc, w->repo, &w->oid) < 0 || git_commit_tree(&w->ct, w->lc) < 0 ||
+	    (git_commit_parentcount(w->lc) > 0 &&
+	     (git_commit_parent(&w->parent, w->lc, 0) < 0 ||
+	      git_commit_tree(&w->pt, w->parent) < 0)))
+		return amp_error_git(err, AMP_EIO, "cannot read local commit %s",
+				     git_oid_tostr_s(&w->oid));
+	return 1;
+}
+
+/* Commits `u` onto the tip as the replay of w->lc: the same author, author
+ * time and message (`message`, NULL: lc's own); only the parent, the
+ * paths and the committer differ.  The commit becomes the tip. */
+static int walker_commit(struct walker *w, const char *message, const struct updates *u,
+			 amp_error *err)
+{
+	git_tree *nt = NULL;
+	git_commit *next = NULL;
+	git_oid tree_oid, next_oid;
+
+	if (git_tree_create_updated(&tree_oid, w->repo, w->tree, u->count, u->items) < 0 ||
+	    git_tree_lookup(&nt, w->repo, &tree_oid) < 0 ||
+	    git_commit_create(&next_oid, w->repo, NULL, git_commit_author(w->lc), w->committer,
+			      git_commit_message_encoding(w->lc),
+			      message ? message : git_commit_message(w->lc), nt, 1,
+			      (const git_commit **)&w->tip) < 0 ||
+	    git_commit_lookup(&next, w->repo, &next_oid) < 0) {
+		git_tree_free(nt);
+		return amp_error_git(err, AMP_EIO, "cannot replay local commit %s",
+				     git_oid_tostr_s(&w->oid));
+	}
+	git_commit_free(w->tip);
+	git_tree_free(w->tree);
+	w->tip = next;
+	w->tree = nt;
+	return AMP_OK;
+}
+
+/*
+ * Replays the local commits (struct walker) onto `onto`; *out is the new
+ * tip (`onto` when nothing was new), *replayed counts the records and
+ * *superseded those set aside.
+ */
+static int replay(amp_store *st, amp_schema_set *set, const git_oid *local,
+		  const git_oid *base, const git_oid *onto, git_oid *out,
+		  unsigned long *replayed, unsigned long *superseded, struct conflict *c,
+		  amp_error *err)
+{
+	struct walker w;
+	struct replay_ctx r;
+	git_commit *bc = NULL;
+	git_tree *bt = NULL;
+	int64_t now_ms;
+	char *message = NULL;
+	const char *task;
+	json_t *v;
+	int status;
+
+	memset(&r, 0, sizeof(r));
+	r.st = st;
+	r.set = set;
+	*replayed = *superseded = 0;
+	if ((status = walker_start(&w, st, local, base, onto, err)) < 0 ||
+	    (status = amp_clock_now_ms(&now_ms, err)) < 0)
+		goto cleanup;
+	amp_time_format(now_ms, r.now);
+	if (!(r.contested = json_object())) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
 	}
-	while (git_revwalk_next(&oid, walk) == 0) {
-		if (git_commit_lookup(&lc, repo, &oid) < 0 || git_commit_tree(&ct, lc) < 0 ||
-		    (git_commit_parentcount(lc) > 0 &&
-		     (git_commit_parent(&parent, lc, 0) < 0 || git_commit_tree(&pt, parent) < 0))) {
-			status = amp_error_git(err, AMP_EIO, "cannot read local commit %s",
-					       git_oid_tostr_s(&oid));
-			goto cleanup;
-		}
-		status = replay_records(repo, pt, ct, tree, &u, c, err);
+	/* The tasks the remote wrote since the histories parted. */
+	if ((base && (git_commit_lookup(&bc, w.repo, base) < 0 || git_commit_tree(&bt, bc) < 0)) ||
+	    amp_store_diff_tasks(w.repo, bt, w.tree, r.contested, -1) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot compare the remote's tip with the base");
+		goto cleanup;
+	}
+	json_object_foreach(r.contested, task, v)
+		json_object_set_new(r.contested, task, json_integer(0));
+	while ((status = walker_next(&w, err)) == 1) {
+		const char *msg = git_commit_message(w.lc);
+		size_t len = strlen(msg), size;
+
+		r.trailers[0] = '\0';
+		status = replay_records(&r, w.pt, w.ct, w.tree, c, err);
 		if (status == AMP_ERULE)
-			git_oid_cpy(&c->commit, &oid);
+			git_oid_cpy(&c->commit, &w.oid);
 		if (status < 0)
 			goto cleanup;
-		if (u.count) {
-			git_oid next_oid;
+		if (!r.u.count)
+			continue;
+		/* A trailer per record set aside. */
+		free(message);
+		size = len + strlen(r.trailers) + 2;
+		if (!(message = malloc(size))) {
+			status = amp_error_set(err, AMP_EIO, "", "out of memory");
+			goto cleanup;
+		}
+		snprintf(message, size, "%s%s%s", msg,
+			 r.trailers[0] && len && msg[len - 1] != '\n' ? "\n" : "", r.trailers);
+		if ((status = walker_commit(&w, message, &r.u, err)) < 0)
+			goto cleanup;
+		*replayed += r.u.count;
+		updates_clear(&r.u);
+	}
+	if (status < 0)
+		goto cleanup;
+	*superseded = r.superseded;
+	git_oid_cpy(out, git_commit_id(w.tip));
+	status = AMP_OK;
+cleanup:
+	free(message);
+	replay_ctx_free(&r);
+	git_tree_free(bt);
+	git_commit_free(bc);
+	walker_free(&w);
+	return status;
+}
 
-			/* The same author, author time and message (trailers
-			 * included): only the parent, the seqs and the
-			 * committer differ. */
-			if (git_tree_create_updated(&tree_oid, repo, tree, u.count, u.items) < 0 ||
-			    git_tree_lookup(&nt, repo, &tree_oid) < 0 ||
-			    git_commit_create(&next_oid, repo, NULL, git_commit_author(lc), committer,
-					      git_commit_message_encoding(lc), git_commit_message(lc),
-					      nt, 1, (const git_commit **)&tip) < 0 ||
-			    git_commit_lookup(&next, repo, &next_oid) < 0) {
-				status = amp_error_git(err, AMP_EIO, "cannot replay local commit %s",
-						       git_oid_tostr_s(&oid));
+/*
+ * The errors ref's join: its files are logs, one directory per refusal
+ * (errors/<day>/<unix_ms>-<blob>/...), so the join is a union by path.
+ * Replays the local commits (struct walker) onto `onto`, each adding the
+ * files the tree being built lacks; a path it holds with the same blob is
+ * skipped, with another blob the local file gets the first free
+ * "<dir>~<n>" (both logs stay).  *out is the new tip.
+ */
+static int replay_union(amp_store *st, const git_oid *local, const git_oid *base,
+			const git_oid *onto, git_oid *out, amp_error *err)
+{
+	struct walker w;
+	struct updates u = { NULL, 0, 0 };
+	git_diff *diff = NULL;
+	int status;
+
+	if ((status = walker_start(&w, st, local, base, onto, err)) < 0)
+		goto cleanup;
+	while ((status = walker_next(&w, err)) == 1) {
+		size_t i, n;
+
+		git_diff_free(diff);
+		diff = NULL;
+		if (git_diff_tree_to_tree(&diff, w.repo, w.pt, w.ct, NULL) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot read local commit %s",
+					       git_oid_tostr_s(&w.oid));
+			goto cleanup;
+		}
+		n = git_diff_num_deltas(diff);
+		for (i = 0; i < n; i++) {
+			const git_diff_delta *d = git_diff_get_delta(diff, i);
+			char path[AMP_PATH_MAX * 2];
+			git_tree_entry *e = NULL;
+			const char *slash = strrchr(d->new_file.path, '/');
+			int k, same = 0;
+
+			if (d->status != GIT_DELTA_ADDED)
+				continue; /* the errors ref only appends */
+			snprintf(path, sizeof(path), "%s", d->new_file.path);
+			for (k = 1; k <= 1000; k++) {
+				if (git_tree_entry_bypath(&e, w.tree, path) < 0) {
+					git_error_clear();
+					break;
+				}
+				same = git_oid_equal(git_tree_entry_id(e), &d->new_file.id);
+				git_tree_entry_free(e);
+				if (same || !slash)
+					break;
+				snprintf(path, sizeof(path), "%.*s~%d%s",
+					 (int)(slash - d->new_file.path), d->new_file.path, k, slash);
+			}
+			if (same || k > 1000)
+				continue;
+			if (updates_add(&u, path, &d->new_file.id) < 0) {
+				status = amp_error_set(err, AMP_EIO, "", "out of memory");
 				goto cleanup;
 			}
-			*replayed += u.count;
-			git_commit_free(tip);
-			git_tree_free(tree);
-			tip = next;
-			tree = nt;
-			next = NULL;
-			nt = NULL;
-			updates_clear(&u);
 		}
-		git_commit_free(lc);
-		git_commit_free(parent);
-		git_tree_free(ct);
-		git_tree_free(pt);
-		lc = parent = NULL;
-		ct = pt = NULL;
+		if (u.count && (status = walker_commit(&w, NULL, &u, err)) < 0)
+			goto cleanup;
+		updates_clear(&u);
 	}
-	git_oid_cpy(out, git_commit_id(tip));
+	if (status == 0) {
+		git_oid_cpy(out, git_commit_id(w.tip));
+		status = AMP_OK;
+	}
 cleanup:
 	updates_clear(&u);
 	free(u.items);
-	git_tree_free(nt);
-	git_tree_free(pt);
-	git_tree_free(ct);
-	git_tree_free(tree);
-	git_commit_free(next);
-	git_commit_free(parent);
-	git_commit_free(lc);
-	git_commit_free(tip);
-	git_revwalk_free(walk);
-	git_signature_free(committer);
+	git_diff_free(diff);
+	walker_free(&w);
 	return status;
 }
 
@@ -622,20 +1184,20 @@ struct joined {
 	int have_remote;   /* the remote has the ref */
 	git_oid remote;    /* its tip, when it has */
 	int push;          /* the remote lacks commits of tip */
-	int diverged;      /* not joined: the histories diverged (errors ref) */
 	unsigned long replayed;
+	unsigned long superseded;
 };
 
 #define AMP_SYNC_JOIN_TRIES 100
 
 /*
- * Joins local `ref` with its mirror.  With `replay_ok` diverged histories
- * are joined by replaying the local records onto the mirror's tip; without
- * it they are left apart (j->diverged).  A local writer moving the ref
- * meanwhile makes the join start over.
+ * Joins local `ref` with its mirror.  Diverged histories are joined by
+ * replaying the local records onto the mirror's tip (`records`: the
+ * messages ref, replay) or the local files (the errors ref, replay_union).
+ * A local writer moving the ref meanwhile makes the join start over.
  */
-static int join(amp_store *st, const char *ref, const char *mirror, int replay_ok,
-		struct joined *j, struct conflict *c, amp_error *err)
+static int join(amp_store *st, amp_schema_set *set, const char *ref, const char *mirror,
+		int records, struct joined *j, struct conflict *c, amp_error *err)
 {
 	git_repository *repo = amp_store_repo(st);
 	git_oid local, base, next;
@@ -670,13 +1232,15 @@ static int join(amp_store *st, const char *ref, const char *mirror, int replay_o
 		}
 		if (!have_local || (rc == 0 && git_oid_equal(&base, &local))) {
 			git_oid_cpy(&next, &j->remote); /* fast-forward */
-		} else if (!replay_ok) {
-			git_oid_cpy(&j->tip, &local);
-			j->diverged = 1;
-			return AMP_OK;
+		} else if (!records) {
+			int status = replay_union(st, &local, rc == 0 ? &base : NULL, &j->remote,
+						  &next, err);
+			if (status < 0)
+				return status;
+			j->push = !git_oid_equal(&next, &j->remote);
 		} else {
-			int status = replay(st, &local, rc == 0 ? &base : NULL, &j->remote,
-					    &next, &j->replayed, c, err);
+			int status = replay(st, set, &local, rc == 0 ? &base : NULL, &j->remote,
+					    &next, &j->replayed, &j->superseded, c, err);
 			if (status < 0)
 				return status;
 			j->push = !git_oid_equal(&next, &j->remote);
@@ -792,13 +1356,23 @@ static int tree_of(git_repository *repo, const git_oid *id, git_tree **tree, amp
 	return status;
 }
 
-/* Logs the conflict on the errors ref: the local record's bytes and why. */
-static void log_conflict(amp_store *st, const char *remote, const struct conflict *c,
-			 const amp_error *why)
+/*
+ * Logs the conflict on the errors ref (the local record's bytes and why)
+ * and, for a message, escalates it to the admin in the local SSOT, once:
+ * two versions of one message cannot both stand (AMP/1.0 conflict:
+ * "cannot be reconciled").
+ */
+static void log_conflict(amp_store *st, amp_schema_set *set, const char *remote,
+			 const struct conflict *c, const amp_error *why)
 {
 	git_blob *blob = NULL;
-	amp_errlist reasons = { NULL, 0, 0 };
+	amp_errlist reasons = { NULL, 0, 0 }, errs = { NULL, 0, 0 };
 	amp_error ignored;
+	amp_escalation e = { 0 };
+	amp_send_result res;
+	json_t *affected = NULL;
+	char task[64], description[2048];
+	int64_t now_ms;
 
 	if (git_blob_lookup(&blob, amp_store_repo(st), &c->blob) < 0) {
 		git_error_clear();
@@ -809,6 +1383,25 @@ static void log_conflict(amp_store *st, const char *remote, const struct conflic
 	/* Best effort: the refusal itself is what the user must see. */
 	amp_store_log_rejection(st, "sync", remote, git_blob_rawcontent(blob),
 				(size_t)git_blob_rawsize(blob), 0, AMP_ERULE, &reasons, &ignored);
+	if (c->id[0] && amp_msg_id_task(c->id, task, sizeof(task)) == 0 &&
+	    amp_clock_now_ms(&now_ms, &ignored) == 0 && (affected = json_pack("[s]", c->id))) {
+		snprintf(description, sizeof(description),
+			 "amp sync with %.200s: %.100s is in this SSOT (%.300s) and on %.200s (%.300s) with different content; the sync is refused until one version is withdrawn",
+			 remote, c->id, c->local, remote, c->remote);
+		e.task_id = task;
+		e.from = "system";
+		e.escalation_type = "conflict";
+		e.severity = "warning";
+		e.triggered_by = "system";
+		e.description = description;
+		e.affected_msgs = affected;
+		e.auto_suspended = -1;
+		e.now_ms = now_ms;
+		e.once = 1;
+		amp_send_escalation(st, set, &e, NULL, &res, &errs);
+	}
+	json_decref(affected);
+	amp_errlist_free(&errs);
 	amp_errlist_free(&reasons);
 	git_blob_free(blob);
 }
@@ -823,7 +1416,8 @@ static int sync_retries(amp_store *st, long long *out, amp_error *err)
 	return amp_parse_int("git config amp.syncRetries", buf, 1, AMP_SYNC_RETRIES_MAX, out, err);
 }
 
-int amp_sync(amp_store *st, const char *remote, amp_sync_result *res, amp_error *err)
+int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_result *res,
+	     amp_error *err)
 {
 	git_repository *repo = amp_store_repo(st);
 	const char *ref = amp_store_messages_ref(st), *eref = amp_store_errors_ref(st);
@@ -856,9 +1450,9 @@ int amp_sync(amp_store *st, const char *remote, amp_sync_result *res, amp_error 
 	for (;;) {
 		if ((status = fetch(st, remote, key, err)) < 0)
 			goto cleanup;
-		status = join(st, ref, mirror, 1, &j, &c, err);
+		status = join(st, set, ref, mirror, 1, &j, &c, err);
 		if (status == AMP_ERULE)
-			log_conflict(st, remote, &c, err);
+			log_conflict(st, set, remote, &c, err);
 		if (status < 0)
 			goto cleanup;
 		if (git_oid_is_zero(&j.tip)) {
@@ -866,14 +1460,15 @@ int amp_sync(amp_store *st, const char *remote, amp_sync_result *res, amp_error 
 					       "no AMP store here nor on %s: run 'amp init'", remote);
 			goto cleanup;
 		}
-		/* The errors ref is joined only when one side is behind: its
-		 * records are logs, never worth refusing a sync for. */
-		if ((status = join(st, eref, emirror, 0, &ej, NULL, err)) < 0)
+		/* The errors ref is a log: joined by a union of its files,
+		 * never a reason to refuse a sync. */
+		if ((status = join(st, set, eref, emirror, 0, &ej, NULL, err)) < 0)
 			goto cleanup;
 		res->replayed = j.replayed;
-		if (!j.push && !(ej.push && !ej.diverged))
+		res->superseded = j.superseded;
+		if (!j.push && !ej.push)
 			break;
-		rc = push(st, remote, ej.push && !ej.diverged, err);
+		rc = push(st, remote, ej.push, err);
 		if (rc < 0) {
 			status = rc;
 			goto cleanup;
@@ -885,7 +1480,7 @@ int amp_sync(amp_store *st, const char *remote, amp_sync_result *res, amp_error 
 			if (git_reference_create(&pushed_ref, repo, mirror, &j.tip, 1,
 						 "amp sync: pushed") == 0)
 				git_reference_free(pushed_ref);
-			if (ej.push && !ej.diverged &&
+			if (ej.push &&
 			    git_reference_create(&pushed_ref, repo, emirror, &ej.tip, 1,
 						 "amp sync: pushed") == 0)
 				git_reference_free(pushed_ref);
@@ -900,7 +1495,7 @@ int amp_sync(amp_store *st, const char *remote, amp_sync_result *res, amp_error 
 		}
 		backoff(&rng, res->retries++);
 	}
-	res->errors_synced = !ej.diverged;
+	res->errors_synced = 1;
 	git_oid_tostr(res->tip, sizeof(res->tip), &j.tip);
 	if ((status = tree_of(repo, &j.tip, &after, err)) < 0 ||
 	    (status = count_new(repo, before, after, &res->fetched, err)) < 0)

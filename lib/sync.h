@@ -14,7 +14,19 @@
  * a new commit with the same author, author time and message, its records
  * given the task's next free seq there.  A record the remote already holds
  * with the same content is skipped; with other content it is a conflict,
- * and the whole sync is refused (AMP_ERULE).
+ * and the whole sync is refused (AMP_ERULE), logged, and (a message)
+ * escalated to the admin in the local SSOT.
+ *
+ * Order matters to some rules, so the local records of a task the remote
+ * also wrote since the histories parted are checked again in their new
+ * place, after the remote's (amp_hook_check_record, the check of the
+ * hub's hook; and "once per cause" for system's escalations).  One that is
+ * refused there (a second verdict on one review_request, a second ACK of
+ * one message, a second escalation of one cause, a result for a subtask
+ * the remote's records moved on) is set aside: committed right after a
+ * "superseded" marker (control.h) naming it, the record in force instead
+ * and the reason, with an "Amp-Superseded:" trailer on the commit.  It is
+ * kept byte for byte, and in force nowhere (amp_store_read_task).
  */
 #ifndef AMP_SYNC_H
 #define AMP_SYNC_H
@@ -33,14 +45,16 @@ typedef struct amp_sync_result {
 	unsigned long fetched;   /* records the local SSOT got from the remote */
 	unsigned long replayed;  /* local records re-committed onto the
 				  * remote's tip (in the last join) */
+	unsigned long superseded; /* of those, the records set aside */
 	int did_push;            /* 1 when the remote was behind and got
 				  * the local history */
 	unsigned long pushed;    /* records that push delivered */
 	unsigned retries;        /* pushes refused because someone pushed
 				  * first, each followed by a new fetch */
 	char tip[GIT_OID_HEXSZ + 1]; /* the messages ref, local and remote */
-	int errors_synced;       /* 1 when the errors ref was joined too; 0
-				  * when it has diverged (left for later) */
+	int errors_synced;       /* 1: the errors ref was joined too (by a
+				  * union of its files, always, when the
+				  * sync succeeds) */
 } amp_sync_result;
 
 /*
@@ -57,11 +71,12 @@ int amp_sync_remote(amp_store *st, const char *given, char *buf, size_t bufsz,
  * exponential backoff between them.  Returns AMP_OK with *res filled;
  * AMP_ERULE for a conflicting record (named in err; logged on the errors
  * ref, nothing moved); AMP_EIO when git fails (its own reason went to
- * stderr) or the retries run out; AMP_EUSAGE for a bad setting.  Local
+ * stderr) or the retries run out; AMP_EUSAGE for a bad setting.  `set`
+ * holds the schemas the re-check and the escalation need.  Local
  * history is never lost: the local ref only ever moves to a commit that
  * contains every record it had.
  */
-int amp_sync(amp_store *st, const char *remote, amp_sync_result *res,
-	     amp_error *err);
+int amp_sync(amp_store *st, amp_schema_set *set, const char *remote,
+	     amp_sync_result *res, amp_error *err);
 
 #endif

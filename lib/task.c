@@ -51,8 +51,8 @@ const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz)
 	return buf;
 }
 
-int amp_task_has_escalation(const amp_task_log *log, const char *type,
-			    const char *from, const char *cause)
+const amp_entry *amp_task_has_escalation(const amp_task_log *log, const char *type,
+					 const char *from, const char *cause)
 {
 	char buf[1024];
 	size_t i;
@@ -66,9 +66,9 @@ int amp_task_has_escalation(const amp_task_log *log, const char *type,
 		if (e->kind == AMP_ENTRY_MSG && kind && by && !strcmp(kind, type) &&
 		    !strcmp(by, from) && (c = amp_escalation_cause(e->doc, buf, sizeof(buf))) &&
 		    !strcmp(c, cause))
-			return 1;
+			return e;
 	}
-	return 0;
+	return NULL;
 }
 
 const json_t *amp_task_ack_of(const amp_task_log *log, const char *msg_id)
@@ -427,8 +427,11 @@ void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
 		const amp_entry *e = &log->entries[i];
 		const char *type = amp_json_str(e->doc, "type");
 		int64_t t = amp_record_time(e->doc);
+		const char *record;
 
-		if (!amp_task_entry_in_place(log, e))
+		/* A superseded marker is amp sync's bookkeeping, not a write
+		 * of anyone working on the task. */
+		if (!amp_task_entry_in_place(log, e) || amp_entry_is_marker(e, &record))
 			continue;
 		if (t > s->last_activity_ms)
 			s->last_activity_ms = t;
@@ -746,6 +749,31 @@ static json_t *subtasks_json(const amp_task_state *s)
 	return out;
 }
 
+/* The records amp sync set aside (store.h), each with its marker's word. */
+static json_t *superseded_json(const amp_task_log *log)
+{
+	json_t *out = json_array();
+	size_t i;
+
+	for (i = 0; out && i < log->nsuperseded; i++) {
+		const amp_entry *e = &log->superseded[i];
+		const amp_entry *m = amp_task_log_marker(log, e);
+		const json_t *md = m ? m->doc : NULL;
+		const char *kind = e->kind == AMP_ENTRY_MSG ? "message" :
+				   e->kind == AMP_ENTRY_ACK ? "ack" : "control";
+
+		json_array_append_new(out, json_pack("{s:s,s:s,s:O?,s:O?,s:O?,s:O?,s:O?,s:O?}",
+			"kind", kind, "id", e->id,
+			"type", e->kind == AMP_ENTRY_ACK ? NULL : json_object_get(e->doc, "type"),
+			"from", json_object_get(e->doc, "from"),
+			"timestamp", json_object_get(e->doc, "timestamp"),
+			"by", json_object_get(md, "by"),
+			"reason", json_object_get(md, "reason"),
+			"superseded_at", json_object_get(md, "timestamp")));
+	}
+	return out;
+}
+
 json_t *amp_task_status_json(const amp_task_log *log, int64_t now_ms)
 {
 	amp_task_state s;
@@ -803,6 +831,7 @@ json_t *amp_task_status_json(const amp_task_log *log, int64_t now_ms)
 				"name", log->bad[i].name, "reason", log->bad[i].reason));
 		json_object_set_new(out, "unreadable", bad);
 	}
+	json_object_set_new(out, "superseded", superseded_json(log));
 	json_object_set_new(out, "escalations", escalations);
 	json_object_set_new(out, "controls", controls);
 	amp_task_state_free(&s);

@@ -163,9 +163,10 @@ int64_t amp_record_time(const json_t *doc);
 #define AMP_SILENCE_CAUSE "no write since "
 const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz);
 
-/* 1 when the log holds an escalation of `type` written by `from` whose cause
- * (amp_escalation_cause) is `cause`: the "once per cause" of escalations. */
-int amp_task_has_escalation(const amp_task_log *log, const char *type,
+/* The first escalation of the log of `type` written by `from` whose cause
+ * (amp_escalation_cause) is `cause`, or NULL: the "once per cause" of
+ * escalations.  Borrowed. */
+const amp_entry *amp_task_has_escalation(const amp_task_log *log, const char *type,
 			    const char *from, const char *cause);
 
 /*

@@ -60,7 +60,7 @@ static void record_path(const amp_task_log *log, const char *name, char *buf, si
 /* 1 when the task already holds a system escalation of `type` for `cause`. */
 static int has_cause(const amp_task_log *log, const char *type, const char *cause)
 {
-	return amp_task_has_escalation(log, type, "system", cause);
+	return amp_task_has_escalation(log, type, "system", cause) != NULL;
 }
 
 /* 1 when `id` is a msg_id, so it may stand in affected_msgs. */
@@ -410,7 +410,7 @@ static int check_message(struct watch *w, const amp_task_log *log, size_t i)
 		goto done;
 	}
 	if (status == AMP_OK)
-		status = amp_rules_check_send(w->st, w->tree, &before, e->doc, &errs);
+		status = amp_rules_check_replayed(w->st, w->tree, &before, e->doc, &errs);
 	if (status == AMP_EIO) {
 		amp_errlist_extend(w->errors, &errs);
 		w->failed = 1;

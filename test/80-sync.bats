@@ -9,6 +9,7 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 load conversation
+load enforcer
 
 setup() {
 	make_repo # the work repository the dispatches name
@@ -120,7 +121,7 @@ the_round_trip() {
 	assert_output --partial "$D"
 	run -0 on b amp ack "$D" --from executor
 	run -0 on b amp sync --json
-	assert_output --regexp '^\{"remote":"origin","fetched":0,"replayed":0,"pushed":1,"push":true,"tip":"[0-9a-f]{40}","retries":0,"errors_synced":true\}$'
+	assert_output --regexp '^\{"remote":"origin","fetched":0,"replayed":0,"superseded":0,"pushed":1,"push":true,"tip":"[0-9a-f]{40}","retries":0,"errors_synced":true\}$'
 	run -0 on a amp sync
 	assert_output --regexp "^fetched 1 record \([0-9a-f]{7}\)$"
 	run -0 on a amp status $T --json
@@ -158,7 +159,7 @@ the_round_trip() {
 	on b amp ack "$E" --from executor > /dev/null
 	run -0 on a amp sync
 	run -0 on b amp sync --json
-	assert_output --regexp '"fetched":1,"replayed":2,"pushed":2,"push":true'
+	assert_output --regexp '"fetched":1,"replayed":2,"superseded":0,"pushed":2,"push":true'
 	run -0 on a amp sync
 	assert_output --regexp "^fetched 2 records \([0-9a-f]{7}\)$"
 	assert_same_records 3
@@ -217,8 +218,13 @@ the_round_trip() {
 	errors=$(git -C a rev-list --count refs/amp/errors)
 	run -3 on a amp sync
 	assert_output "amp sync: error: conflict: $f (local) and $f (remote) are the same record with different content"
-	# nothing moved, nothing lost, nothing pushed
-	[ "$(git -C a rev-parse refs/amp/messages)" = "$before" ]
+	# nothing lost, nothing pushed; the one new commit is the escalation
+	[ "$(git -C a rev-parse refs/amp/messages~1)" = "$before" ]
+	run -0 git -C a diff-tree --no-commit-id --name-only -r refs/amp/messages
+	assert_output --regexp "^tasks/2026/0/$T/[0-9]{6}\.msg\.escalation-$T-[0-9]+\.json$"
+	run -0 on a escalations
+	run -0 json_get '[e["escalation_type"] + " " + e["severity"] + " " + e["affected_msgs"][0] for e in d]' <<< "$output"
+	assert_output "[\"conflict warning $D\"]"
 	git -C a cat-file -e "refs/amp/messages:$f"
 	run -0 git -C "$HUB" cat-file blob "refs/amp/messages:$f"
 	assert_output --partial Rewrite
@@ -227,6 +233,11 @@ the_round_trip() {
 	run -0 on a amp errors --json
 	assert_output --partial '"command": "sync"'
 	assert_output --partial "$D"
+	# escalated once: the next sync is refused again, and says it once
+	run -3 on a amp sync
+	run -0 on a escalations
+	run -0 json_get 'len(d)' <<< "$output"
+	assert_output 1
 }
 
 @test "two clones syncing at the same time in a loop lose nothing" {

@@ -1,0 +1,47 @@
+# Two clones, a and b, of a bare hub guarded by the server hook, for the
+# suites that sync (84-join, 85-sync-options).  Load after helpers,
+# conversation and enforcer.
+
+# clones_setup: the work repository, the payloads, AMP_NOW at T0, the hub
+# ($HUB) with amp's pre-receive hook, clone a with the SSOT initialised and
+# pushed, clone b synced; cds into $BATS_TEST_TMPDIR.
+clones_setup() {
+	make_repo # the work repository the dispatches name
+	write_payloads
+	at 0
+	git config --global user.name tester
+	git config --global user.email tester@example.invalid
+	HUB=$BATS_TEST_TMPDIR/hub.git
+	git init -q --bare "$HUB"
+	amp hook install --server --repo "$HUB" > /dev/null
+	cd "$BATS_TEST_TMPDIR" || return 1
+	git clone -q "$HUB" a 2> /dev/null
+	git clone -q "$HUB" b 2> /dev/null
+	(cd a && amp init > /dev/null && amp sync > /dev/null) &&
+		(cd b && amp sync > /dev/null)
+}
+
+# clones_teardown: every repository passes git fsck.
+clones_teardown() {
+	local r
+	for r in a b hub.git; do
+		[ -d "$BATS_TEST_TMPDIR/$r" ] || continue
+		git -C "$BATS_TEST_TMPDIR/$r" fsck --no-dangling > "$BATS_TEST_TMPDIR/fsck.out" 2>&1 || {
+			cat "$BATS_TEST_TMPDIR/fsck.out"
+			return 1
+		}
+	done
+}
+
+# on NAME CMD...: runs CMD in clone NAME.
+on() {
+	local name=$1
+	shift
+	(cd "$BATS_TEST_TMPDIR/$name" && "$@")
+}
+
+# dispatched_on_both: a dispatch sent on clone a (sets D), synced to b.
+dispatched_on_both() {
+	D=$(on a amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json") &&
+		on a amp sync > /dev/null && on b amp sync > /dev/null
+}
