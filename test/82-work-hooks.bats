@@ -137,6 +137,11 @@ dispatch_other() {
 	assert_success
 	assert_output ""
 	assert_equal "$(git log -1 --format=%s)" "feature work"
+	# AMP_REPO names the SSOT (on master), never the repository guarded
+	assert_equal "$(git -C "$SSOT" symbolic-ref HEAD)" refs/heads/master
+	AMP_REPO=$SSOT AMP_ROLE=executor run git commit -q --allow-empty -m "more work"
+	assert_success
+	assert_equal "$(git log -1 --format=%s)" "more work"
 	assert_equal "$(git -C "$SSOT" rev-list --count refs/amp/messages)" "$before"
 }
 
