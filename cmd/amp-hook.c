@@ -2,9 +2,9 @@
  * amp hook: the git hooks that guard a shared SSOT.  `pre-receive` runs on
  * the server (the hub) and `pre-push` on a client; both refuse an update of
  * an amp ref (refs/amp/...) that does not append valid records (lib/hook.h).
- * `pre-commit` and `work-pre-push` guard the work repository a dispatch
- * names: no agent commits on, or pushes to, a protected branch
- * (lib/guard.h).  `install` writes the hook scripts.
+ * `pre-commit`, `pre-merge-commit` and `work-pre-push` guard the work
+ * repository a dispatch names: no agent commits on, merges into or pushes
+ * to a protected branch (lib/guard.h).  `install` writes the hook scripts.
  */
 #include <getopt.h>
 #include <limits.h>
@@ -21,6 +21,7 @@ static const char usage[] =
 	"usage: amp hook pre-receive\n"
 	"   or: amp hook pre-push <remote> <url>\n"
 	"   or: amp hook pre-commit\n"
+	"   or: amp hook pre-merge-commit\n"
 	"   or: amp hook work-pre-push <remote> <url>\n"
 	"   or: amp hook install [--server | --work] [--repo <dir>]\n";
 
@@ -115,7 +116,8 @@ static int install(int argc, char **argv)
 	};
 	static const char *const ssot_client[] = { "pre-push", NULL };
 	static const char *const ssot_server[] = { "pre-receive", NULL };
-	static const char *const work[] = { "pre-commit", "work-pre-push", NULL };
+	static const char *const work[] = { "pre-commit", "pre-merge-commit", "work-pre-push",
+					    NULL };
 	const char *const *commands = ssot_client;
 	const char *repo = NULL;
 	char dir[PATH_MAX], program[PATH_MAX + 16], path[AMP_PATH_MAX];
@@ -297,6 +299,8 @@ static const struct {
 	{ "pre-receive", 0, check_updates },
 	{ "pre-push", 1, check_updates },
 	{ "pre-commit", 0, guard },
+	/* git runs pre-merge-commit, not pre-commit, for a merge commit. */
+	{ "pre-merge-commit", 0, guard },
 	{ "work-pre-push", 1, guard },
 };
 

@@ -434,6 +434,7 @@ static const struct hook_kind {
 	{ "pre-receive", "pre-receive", "refuses a push of refs/amp/* that breaks the SSOT's rules" },
 	{ "pre-push", "pre-push", "refuses a push of refs/amp/* that breaks the SSOT's rules" },
 	{ "pre-commit", "pre-commit", "refuses an agent's commit on a protected branch" },
+	{ "pre-merge-commit", "pre-merge-commit", "refuses an agent's merge into a protected branch" },
 	{ "work-pre-push", "pre-push", "refuses an agent's push to a protected branch" },
 	{ NULL, NULL, NULL },
 };

@@ -63,8 +63,9 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 
 /*
  * Installs the hook that runs `amp-hook <command>`: "pre-receive" and
- * "pre-push" (the SSOT's check), "pre-commit" and "work-pre-push" (the
- * work repository's guard, installed as pre-commit and pre-push), in the
+ * "pre-push" (the SSOT's check), "pre-commit", "pre-merge-commit" and
+ * "work-pre-push" (the work repository's guard, installed as pre-commit,
+ * pre-merge-commit and pre-push), in the
  * hooks directory of st's repository (git config core.hooksPath, else
  * <git dir>/hooks): a sh script that runs `program` (an absolute path to
  * amp-hook) with `command` and the hook's arguments and stdin.  A hook

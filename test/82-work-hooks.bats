@@ -59,6 +59,7 @@ dispatch_other() {
 @test "install --work writes pre-commit and pre-push hooks that run amp-hook by absolute path" {
 	install_work
 	assert_line "installed $WORK/.git/hooks/pre-commit"
+	assert_line "installed $WORK/.git/hooks/pre-merge-commit"
 	assert_line "installed $WORK/.git/hooks/pre-push"
 	run cat "$WORK/.git/hooks/pre-commit"
 	assert_line "# Installed by amp hook install: pre-commit"
@@ -126,6 +127,21 @@ dispatch_other() {
 	assert_success
 	assert_equal "$(git -C "$BATS_TEST_TMPDIR/remote.git" rev-parse refs/heads/$FEATURE)" "$(git rev-parse HEAD)"
 	assert_violations 2
+}
+
+@test "as the executor, a merge commit into main is refused (No Auto-Merge) and records one branch_violation escalation" {
+	install_work
+	cd "$WORK"
+	git checkout -q -b $FEATURE
+	AMP_ROLE=executor git commit -q --allow-empty -m "feature work"
+	git checkout -q main
+	head=$(git rev-parse HEAD)
+	AMP_ROLE=executor run git merge -q --no-ff -m "merge" $FEATURE
+	assert_failure
+	assert_output --partial "amp hook: error: main: the executor may not commit on protected branch 'main'"
+	assert_equal "$(git rev-parse HEAD)" "$head"
+	assert_violations 1
+	git merge --abort 2> /dev/null || true
 }
 
 @test "a commit on the dispatch's feature branch passes and writes nothing to the SSOT" {
