@@ -1,8 +1,10 @@
 /*
  * amp hook: the git hooks that guard a shared SSOT.  `pre-receive` runs on
  * the server (the hub) and `pre-push` on a client; both refuse an update of
- * an amp ref (refs/amp/...) that does not append valid records (lib/hook.h).  `install`
- * writes the hook script.
+ * an amp ref (refs/amp/...) that does not append valid records (lib/hook.h).
+ * `pre-commit`, `pre-merge-commit` and `work-pre-push` guard the work
+ * repository a dispatch names: no agent commits on, merges into or pushes
+ * to a protected branch (lib/guard.h).  `install` writes the hook scripts.
  */
 #include <getopt.h>
 #include <limits.h>
@@ -11,13 +13,17 @@
 #include <string.h>
 
 #include "cli.h"
+#include "guard.h"
 #include "hook.h"
 #include "util.h"
 
 static const char usage[] =
 	"usage: amp hook pre-receive\n"
 	"   or: amp hook pre-push <remote> <url>\n"
-	"   or: amp hook install [--server] [--repo <dir>]\n";
+	"   or: amp hook pre-commit\n"
+	"   or: amp hook pre-merge-commit\n"
+	"   or: amp hook work-pre-push <remote> <url>\n"
+	"   or: amp hook install [--server | --work] [--repo <dir>]\n";
 
 #define LINE_MAX_BYTES 4096
 
@@ -103,11 +109,17 @@ static int install(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "server", no_argument, NULL, 's' },
+		{ "work", no_argument, NULL, 'w' },
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *repo = NULL, *name = "pre-push";
+	static const char *const ssot_client[] = { "pre-push", NULL };
+	static const char *const ssot_server[] = { "pre-receive", NULL };
+	static const char *const work[] = { "pre-commit", "pre-merge-commit", "work-pre-push",
+					    NULL };
+	const char *const *commands = ssot_client;
+	const char *repo = NULL;
 	char dir[PATH_MAX], program[PATH_MAX + 16], path[AMP_PATH_MAX];
 	amp_store *st = NULL;
 	amp_error err;
@@ -116,7 +128,12 @@ static int install(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 's': name = "pre-receive"; break;
+		case 's':
+		case 'w':
+			if (commands != ssot_client)
+				return amp_cli_usage_error("hook", usage, "--server and --work exclude each other");
+			commands = c == 's' ? ssot_server : work;
+			break;
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
@@ -135,33 +152,174 @@ static int install(int argc, char **argv)
 		return AMP_EXIT_IO;
 	}
 	snprintf(program, sizeof(program), "%s/amp-hook", dir);
+	/* The work repository is here, never $AMP_REPO: that names the SSOT. */
+	if (!repo && commands == work)
+		repo = ".";
 	if ((code = amp_cli_open_store("hook", repo, &st)))
 		return code;
-	if (amp_hook_install(st, name, program, path, sizeof(path), &chained, &err) < 0)
-		code = amp_cli_fail("hook", &err);
-	else
-		printf("installed %s%s\n", amp_term(path), chained ? " (chained to the hook that was there)" : "");
+	for (; *commands && !code; commands++) {
+		if (amp_hook_install(st, *commands, program, path, sizeof(path), &chained, &err) < 0)
+			code = amp_cli_fail("hook", &err);
+		else
+			printf("installed %s%s\n", amp_term(path),
+			       chained ? " (chained to the hook that was there)" : "");
+	}
 	amp_store_free(st);
 	return code;
 }
 
+/* Adds ", 'branch'" for ref to list, as long as it fits: the list is for
+ * the escalation's description. */
+static void list_branch(char *list, size_t listsz, const char *ref)
+{
+	size_t n = strlen(list);
+
+	if (n + 8 < listsz)
+		snprintf(list + n, listsz - n, "%s'%.200s'", n ? ", " : "", ref + 11);
+}
+
+/* Refuses the act of `role` on the protected ref. */
+static void print_guard_refusal(const char *role, const char *act, const char *ref)
+{
+	fprintf(stderr, "amp hook: error: %s: the %s may not %s protected branch '%s' "
+		"(AMP/1.0 branch_violation: \"Executor tries to operate the main branch\"; "
+		"No Auto-Merge): work on the dispatch's feature branch\n",
+		amp_term(ref + 11), role, act, amp_term(ref + 11));
+}
+
+/* The protected refs git's pre-push input (one "<local ref> <local sha>
+ * <remote ref> <remote sha>" a line) pushes to, into list; each refused
+ * on stderr.  0 or the exit code. */
+static int push_refs(amp_store *work, amp_store *ssot, const char *role, char *list,
+		     size_t listsz)
+{
+	char line[LINE_MAX_BYTES], a[LINE_MAX_BYTES], b[LINE_MAX_BYTES], c[LINE_MAX_BYTES],
+		d[LINE_MAX_BYTES];
+
+	while (fgets(line, sizeof(line), stdin)) {
+		if (!strchr(line, '\n') && !feof(stdin)) {
+			fprintf(stderr, "amp hook: error: a line of input longer than %d bytes\n",
+				LINE_MAX_BYTES - 1);
+			return AMP_EXIT_USAGE;
+		}
+		if (sscanf(line, "%4095s %4095s %4095s %4095s", a, b, c, d) != 4) {
+			fprintf(stderr, "amp hook: error: not a line of git's pre-push input: %s",
+				amp_term(line));
+			return AMP_EXIT_USAGE;
+		}
+		/* A deletion of main operates it too. */
+		if (amp_guard_is_protected(work, ssot, c)) {
+			print_guard_refusal(role, "push to", c);
+			list_branch(list, listsz, c);
+		}
+	}
+	return 0;
+}
+
+/* Records the refusal in the SSOT, or says why it could not. */
+static void record_refusal(amp_store *work, amp_store *ssot, const amp_error *ssot_err,
+			   amp_schema_set *set, const char *role, const char *act,
+			   const char *branches)
+{
+	amp_errlist errors = { 0 };
+	amp_send_result res;
+	amp_error err;
+	char task[64], dispatch[256];
+	const char *why = NULL;
+
+	if (!ssot)
+		why = ssot_err->message;
+	else if (amp_guard_find_task(ssot, work, task, sizeof(task), dispatch, sizeof(dispatch),
+				     &err) < 0)
+		why = err.message;
+	else if (amp_guard_record(ssot, set, work, task, dispatch, role, act, branches, &res,
+				  &errors) < 0)
+		why = errors.count ? errors.items[0].message : "unknown error";
+	if (why)
+		fprintf(stderr, "amp hook: warning: the branch_violation could not be recorded in the SSOT: %s\n",
+			amp_term(why));
+	else
+		fprintf(stderr, "amp hook: recorded branch_violation %s in task %s\n",
+			amp_term(res.msg_id), task);
+	amp_errlist_free(&errors);
+}
+
+/*
+ * The work repository's guard: pre-commit (push 0) checks the branch HEAD
+ * is on, work-pre-push (push 1) the remote refs of git's input.  Refused:
+ * exit 3, with one branch_violation escalation recorded for the refusal.
+ */
+static int guard(int push)
+{
+	amp_store *work = NULL, *ssot = NULL;
+	amp_schema_set *set = NULL;
+	amp_error err, ssot_err;
+	const char *gitdir = getenv("GIT_DIR"), *role = NULL;
+	const char *act = push ? "push to" : "commit on";
+	char branches[1024] = "", head[AMP_PATH_MAX];
+	int code;
+
+	/* git gives a hook GIT_DIR when it was given one; $AMP_REPO names the
+	 * SSOT, not this repository. */
+	if ((code = amp_cli_open_store("hook", gitdir && *gitdir ? gitdir : ".", &work)))
+		return code;
+	if ((code = amp_cli_load_schemas("hook", &set)) ||
+	    (code = amp_cli_role("hook", work, set, NULL, 0, &role)))
+		goto cleanup;
+	/* A human's own work is not blocked: no role is set, or the admin's. */
+	if (!role || !strcmp(role, "admin"))
+		goto cleanup;
+	if (amp_guard_open_ssot(work, &ssot, &ssot_err) < 0)
+		ssot = NULL;
+	if (push) {
+		code = push_refs(work, ssot, role, branches, sizeof(branches));
+	} else if (amp_guard_head(work, head, sizeof(head), &err) < 0) {
+		code = amp_cli_fail("hook", &err);
+	} else if (amp_guard_is_protected(work, ssot, head)) {
+		print_guard_refusal(role, act, head);
+		list_branch(branches, sizeof(branches), head);
+	}
+	if (code || !branches[0])
+		goto cleanup;
+	record_refusal(work, ssot, &ssot_err, set, role, act, branches);
+	code = AMP_EXIT_REFUSED;
+cleanup:
+	amp_schema_set_free(set);
+	amp_store_free(ssot);
+	amp_store_free(work);
+	return code;
+}
+
+/* The hooks git runs, with the arguments git gives each. */
+static const struct {
+	const char *name;
+	int push;         /* 1: git's pre-push, "<remote> <url>" */
+	int (*run)(int push);
+} hooks[] = {
+	{ "pre-receive", 0, check_updates },
+	{ "pre-push", 1, check_updates },
+	{ "pre-commit", 0, guard },
+	/* git runs pre-merge-commit, not pre-commit, for a merge commit. */
+	{ "pre-merge-commit", 0, guard },
+	{ "work-pre-push", 1, guard },
+};
+
 int main(int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : "";
+	size_t i;
 
 	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
 		fputs(usage, stdout);
 		return 0;
 	}
-	if (!strcmp(sub, "pre-receive")) {
-		if (argc != 2)
-			return amp_cli_usage_error("hook", usage, "pre-receive takes no argument");
-		return check_updates(0);
-	}
-	if (!strcmp(sub, "pre-push")) {
-		if (argc != 4)
-			return amp_cli_usage_error("hook", usage, "pre-push takes <remote> <url>");
-		return check_updates(1);
+	for (i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+		if (strcmp(sub, hooks[i].name))
+			continue;
+		if (argc != (hooks[i].push ? 4 : 2))
+			return amp_cli_usage_error("hook", usage, "%s takes %s", sub,
+						   hooks[i].push ? "<remote> <url>" : "no argument");
+		return hooks[i].run(hooks[i].push);
 	}
 	if (!strcmp(sub, "install"))
 		return install(argc - 1, argv + 1);

@@ -427,9 +427,10 @@ static int hooks_dir(amp_store *st, char *buf, size_t bufsz, amp_error *err)
 
 	if (!base)
 		base = git_repository_commondir(repo);
+	/* git's directories end in '/'. */
 	if (amp_store_config(st, "core.hooksPath", conf, sizeof(conf)) && conf[0])
 		n = conf[0] == '/' ? snprintf(buf, bufsz, "%s", conf)
-				   : snprintf(buf, bufsz, "%s/%s", base, conf);
+				   : snprintf(buf, bufsz, "%s%s", base, conf);
 	else
 		n = snprintf(buf, bufsz, "%shooks", git_repository_commondir(repo));
 	if (n < 0 || (size_t)n >= bufsz)
@@ -437,10 +438,28 @@ static int hooks_dir(amp_store *st, char *buf, size_t bufsz, amp_error *err)
 	return AMP_OK;
 }
 
-/* 1 when the file at path is a hook amp installed. */
-static int is_amp_hook(const char *path)
+/* What each hook amp installs runs, and why: the one place that knows a
+ * hook's name from the amp-hook command it runs. */
+static const struct hook_kind {
+	const char *command; /* amp-hook <command> */
+	const char *name;    /* git's name of the hook */
+	const char *purpose; /* for the script's comment */
+} hook_kinds[] = {
+	{ "pre-receive", "pre-receive", "refuses a push of refs/amp/* that breaks the SSOT's rules" },
+	{ "pre-push", "pre-push", "refuses a push of refs/amp/* that breaks the SSOT's rules" },
+	{ "pre-commit", "pre-commit", "refuses an agent's commit on a protected branch" },
+	{ "pre-merge-commit", "pre-merge-commit", "refuses an agent's merge into a protected branch" },
+	{ "work-pre-push", "pre-push", "refuses an agent's push to a protected branch" },
+	{ NULL, NULL, NULL },
+};
+
+/* The command the amp hook at path runs: the word after AMP_HOOK_MARKER
+ * ": " into buf, or `name` itself for a hook of the first format (marker,
+ * then " (AMP/1.0)"), which ran the command of its name.  0 when the file
+ * is no hook of amp's. */
+static int hook_command(const char *path, const char *name, char *buf, size_t bufsz)
 {
-	char head[256];
+	char head[256], *p;
 	size_t n;
 	FILE *f = fopen(path, "r");
 
@@ -449,7 +468,17 @@ static int is_amp_hook(const char *path)
 	n = fread(head, 1, sizeof(head) - 1, f);
 	fclose(f);
 	head[n] = '\0';
-	return strstr(head, AMP_HOOK_MARKER) != NULL;
+	if (!(p = strstr(head, AMP_HOOK_MARKER)))
+		return 0;
+	p += strlen(AMP_HOOK_MARKER);
+	if (strncmp(p, ": ", 2)) {
+		snprintf(buf, bufsz, "%s", name);
+		return 1;
+	}
+	p += 2;
+	n = strcspn(p, "\n");
+	snprintf(buf, bufsz, "%.*s", (int)n, p);
+	return 1;
 }
 
 /* Writes s to f single-quoted for sh. */
@@ -464,25 +493,33 @@ static void sh_quote(FILE *f, const char *s)
 	fputc('\'', f);
 }
 
-int amp_hook_install(amp_store *st, const char *name, const char *program,
+int amp_hook_install(amp_store *st, const char *command, const char *program,
 		     char *path, size_t pathsz, int *chained, amp_error *err)
 {
-	char dir[AMP_PATH_MAX], old[AMP_PATH_MAX + 16], tmp[AMP_PATH_MAX + 16];
+	const struct hook_kind *k;
+	char dir[AMP_PATH_MAX], old[AMP_PATH_MAX + 16], tmp[AMP_PATH_MAX + 16], there[64];
 	struct stat sb;
 	FILE *f = NULL;
 	int status = AMP_OK, n;
 
 	*chained = 0;
+	for (k = hook_kinds; k->command && strcmp(k->command, command); k++)
+		;
+	if (!k->command)
+		return amp_error_set(err, AMP_EUSAGE, "", "no hook runs amp-hook %s", command);
 	if ((status = hooks_dir(st, dir, sizeof(dir), err)) < 0)
 		return status;
-	n = snprintf(path, pathsz, "%s/%s", dir, name);
+	n = snprintf(path, pathsz, "%s/%s", dir, k->name);
 	if (n < 0 || (size_t)n >= pathsz || (size_t)n + 16 > sizeof(old))
 		return amp_error_set(err, AMP_EIO, "", "path of the hook too long");
 	snprintf(old, sizeof(old), "%s.amp-chained", path);
 	snprintf(tmp, sizeof(tmp), "%s.amp-tmp", path);
 	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
 		return amp_error_set(err, AMP_EIO, "", "cannot create %s: %s", dir, strerror(errno));
-	if (lstat(path, &sb) == 0 && !is_amp_hook(path)) {
+	/* A hook of amp's that runs another command (the SSOT's pre-push in
+	 * a work repository) is chained like anybody's. */
+	if (lstat(path, &sb) == 0 &&
+	    !(hook_command(path, k->name, there, sizeof(there)) && !strcmp(there, command))) {
 		if (lstat(old, &sb) == 0)
 			return amp_error_set(err, AMP_EIO, "",
 					     "%s and %s are both there: move one away first", path, old);
@@ -497,18 +534,17 @@ int amp_hook_install(amp_store *st, const char *name, const char *program,
 	}
 	/* The hook's stdin is read once, by whichever runs first: it is kept
 	 * in a file so the chained hook and amp both see all of it. */
-	fprintf(f, "#!/bin/sh\n%s (AMP/1.0): refuses a push of refs/amp/* that\n"
-		   "# breaks the SSOT's rules.  A hook that was here before runs first, as\n"
-		   "# %s.amp-chained, on the same input.\n"
+	fprintf(f, "#!/bin/sh\n%s: %s\n# AMP/1.0: %s.  A hook that was here\n"
+		   "# before runs first, as %s.amp-chained, on the same input.\n"
 		   "input=$(mktemp \"${TMPDIR:-/tmp}/amp-hook.XXXXXX\") || exit 1\n"
 		   "trap 'rm -f \"$input\"' EXIT\n"
 		   "cat > \"$input\" || exit 1\n"
 		   "if [ -x \"$0.amp-chained\" ]; then\n"
 		   "\t\"$0.amp-chained\" \"$@\" < \"$input\" || exit $?\n"
 		   "fi\n",
-		AMP_HOOK_MARKER, name);
+		AMP_HOOK_MARKER, command, k->purpose, k->name);
 	sh_quote(f, program);
-	fprintf(f, " %s \"$@\" < \"$input\"\n", name);
+	fprintf(f, " %s \"$@\" < \"$input\"\n", command);
 	if (ferror(f) | fclose(f)) {
 		f = NULL;
 		status = amp_error_set(err, AMP_EIO, "", "cannot write %s", tmp);

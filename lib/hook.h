@@ -74,23 +74,29 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
 			  const amp_task_log *log, size_t i, amp_errlist *errors);
 
-/* The first line after "#!/bin/sh" of every hook amp installs: how
- * amp_hook_install knows a hook is its own. */
+/* The first line after "#!/bin/sh" of every hook amp installs, followed by
+ * ": <command>" (the amp-hook command it runs): how amp_hook_install knows
+ * a hook is its own, and which. */
 #define AMP_HOOK_MARKER "# Installed by amp hook install"
 
 /*
- * Installs hook `name` ("pre-receive", "pre-push") in the hooks directory
- * of st's repository (git config core.hooksPath, else <git dir>/hooks): a
- * sh script that runs `program` (an absolute path to amp-hook) with `name`
- * and the hook's arguments and stdin.  A hook already there that is not
- * amp's is kept as <name>.amp-chained and runs first, on the same stdin;
- * when it fails, the hook fails.  Installing again rewrites amp's script
- * only (it never chains to itself).  The script's path goes to path (of
- * pathsz bytes); *chained is set to 1 when a hook is chained.  AMP_EIO
- * when a file cannot be written, or when a foreign hook and an
- * .amp-chained one are both there (moving one would lose the other).
+ * Installs the hook that runs `amp-hook <command>`: "pre-receive" and
+ * "pre-push" (the SSOT's check), "pre-commit", "pre-merge-commit" and
+ * "work-pre-push" (the work repository's guard, installed as pre-commit,
+ * pre-merge-commit and pre-push), in the
+ * hooks directory of st's repository (git config core.hooksPath, else
+ * <git dir>/hooks): a sh script that runs `program` (an absolute path to
+ * amp-hook) with `command` and the hook's arguments and stdin.  A hook
+ * already there that is not amp's, or is amp's running another command, is
+ * kept as <name>.amp-chained and runs first, on the same stdin; when it
+ * fails, the hook fails.  Installing again rewrites amp's script only (it
+ * never chains to itself).  The script's path goes to path (of pathsz
+ * bytes); *chained is set to 1 when a hook is chained.  AMP_EUSAGE for an
+ * unknown command; AMP_EIO when a file cannot be written, or when a hook to
+ * chain and an .amp-chained one are both there (moving one would lose the
+ * other).
  */
-int amp_hook_install(amp_store *st, const char *name, const char *program,
+int amp_hook_install(amp_store *st, const char *command, const char *program,
 		     char *path, size_t pathsz, int *chained, amp_error *err);
 
 #endif
