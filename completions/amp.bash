@@ -86,9 +86,9 @@ _amp() {
 		fi ;;
 	hook)
 		if [ "$COMP_CWORD" -eq 2 ]; then
-			COMPREPLY=($(compgen -W "install pre-receive pre-push" -- "$cur"))
+			COMPREPLY=($(compgen -W "install pre-receive pre-push pre-commit pre-merge-commit work-pre-push" -- "$cur"))
 		else
-			COMPREPLY=($(compgen -W "--server --repo --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--server --work --repo --help" -- "$cur"))
 		fi ;;
 	help) COMPREPLY=($(compgen -W "$(_amp_commands)" -- "$cur")) ;;
 	esac
