@@ -43,6 +43,7 @@ static const struct {
 	{ "log", "list the records of the SSOT, newest first" },
 	{ "hook", "git hooks that refuse pushes breaking the SSOT's rules" },
 	{ "sync", "fetch, join and push the SSOT through a git remote" },
+	{ "keys", "the keys that may speak as each role (signed records)" },
 };
 
 static const char usage_text[] =

@@ -13,7 +13,9 @@
 #include "hook.h"
 #include "message.h"
 #include "rules.h"
+#include "sign.h"
 #include "task.h"
+#include "util.h"
 
 int amp_hook_use_quarantine(amp_store *st, amp_error *err)
 {
@@ -32,6 +34,9 @@ int amp_hook_use_quarantine(amp_store *st, amp_error *err)
 	return status;
 }
 
+/* The most records one pushed commit may add in strict mode. */
+#define AMP_HOOK_MAX_RECORDS 1000
+
 /* What one check of one ref needs. */
 struct check {
 	amp_store *st;
@@ -42,6 +47,7 @@ struct check {
 	git_tree *tree;     /* its tree */
 	amp_errlist *errors;
 	size_t base;        /* errors->count when the check began */
+	json_t *froms;      /* the "from" of each record the commit adds */
 };
 
 static int refuse(struct check *c, const char *file, const char *ptr, const char *fmt,
@@ -177,6 +183,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 			continue;
 		}
 		snprintf(file, sizeof(file), "%s/%s", dir, name);
+		json_array_append_new(c->froms, json_string(amp_or_none(amp_json_str(e->doc, "from"))));
 		/* Records are numbered in the order they enter the task. */
 		if (e->seq <= last_old) {
 			char seq[16];
@@ -213,6 +220,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 		    !json_object_get(added, name))
 			continue;
 		snprintf(file, sizeof(file), "%s/%s", dir, name);
+		json_array_append_new(c->froms, json_string(amp_or_none(amp_json_str(e->doc, "from"))));
 		if (check_form(c->st, c->set, &log, e, &found) == AMP_EIO)
 			status = AMP_EIO;
 		place(c, &found, file);
@@ -254,6 +262,31 @@ static const char *delta_verb(git_delta_t status)
 	case GIT_DELTA_RENAMED: return "renames";
 	default: return "modifies";
 	}
+}
+
+/* Strict mode (sign.h): the commit is signed by a key allowed to write as
+ * the role it was written as, and adds records of that role only. */
+static int check_signature(struct check *c, git_commit *commit)
+{
+	const char *froms[AMP_HOOK_MAX_RECORDS];
+	char why[600];
+	size_t i, n = json_array_size(c->froms);
+	amp_error err;
+	int ok;
+
+	if (n > AMP_HOOK_MAX_RECORDS) {
+		refuse(c, NULL, NULL, "it adds more than %s records: too many to check%s", "1000", NULL);
+		return AMP_OK;
+	}
+	for (i = 0; i < n; i++)
+		froms[i] = json_string_value(json_array_get(c->froms, i));
+	ok = amp_signing_check_commit(amp_store_repo(c->st), amp_store_signing(c->st), commit,
+				      froms, c->messages ? n : 0, why, sizeof(why), &err);
+	if (ok < 0)
+		return amp_errlist_add(c->errors, ok, "", "commit %s: %s", c->commit, err.message);
+	if (!ok)
+		refuse(c, NULL, NULL, "%s (git config amp.requireSigned)%s", why, NULL);
+	return AMP_OK;
 }
 
 /* Checks one new commit: only added files, and on the messages ref only
@@ -318,9 +351,12 @@ static int check_commit(struct check *c, git_commit *commit)
 	}
 	if (c->errors->count > c->base)
 		goto cleanup;
+	json_array_clear(c->froms);
 	json_object_foreach(tasks, task, added)
 		if ((status = check_task(c, task, added)) < 0)
 			break;
+	if (status == AMP_OK && amp_store_signing(c->st)->require)
+		status = check_signature(c, commit);
 cleanup:
 	json_decref(tasks);
 	git_diff_free(diff);
@@ -346,7 +382,7 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 			  amp_errlist *errors)
 {
 	struct check c = { st, set, ref, !strcmp(ref, amp_store_messages_ref(st)), "", NULL,
-			   errors, errors->count };
+			   errors, errors->count, NULL };
 	git_repository *repo = amp_store_repo(st);
 	git_revwalk *walk = NULL;
 	git_commit *commit = NULL;
@@ -384,6 +420,8 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 					       "not a fast-forward of %.12s: the SSOT is append-only (amp sync joins histories)",
 					       old_hex);
 	}
+	if (!(c.froms = json_array()))
+		return amp_errlist_add(errors, AMP_EIO, "", "out of memory");
 	if (git_revwalk_new(&walk, repo) < 0 ||
 	    git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE) < 0 ||
 	    git_revwalk_push(walk, &new) < 0 ||
@@ -411,6 +449,7 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 		amp_errlist_add(errors, status, "", "%s", err.message);
 	}
 cleanup:
+	json_decref(c.froms);
 	git_revwalk_free(walk);
 	return status;
 }

@@ -668,6 +668,8 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 				  &ctx, NULL, &err);
 	if (status == AMP_NOOP)
 		return AMP_OK;
+	if ((status == AMP_ERULE || status == AMP_ESCHEMA) && errors->count == ctx.errors_base)
+		amp_errlist_add(errors, status, err.path, "%s", err.message); /* the store's own */
 	if (status == AMP_ERULE || status == AMP_ESCHEMA) {
 		amp_send_log_rejection(st, opts, msg, status, errors, ctx.errors_base);
 		if (ctx.denied[0])
@@ -880,6 +882,8 @@ int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
 	status = amp_store_update(st, amp_store_messages_ref(st), build_ack, &c, NULL, &err);
 	if (status == AMP_NOOP)
 		status = AMP_OK;
+	if ((status == AMP_ERULE || status == AMP_ESCHEMA) && errors->count == c.errors_base)
+		amp_errlist_add(errors, status, err.path, "%s", err.message); /* the store's own */
 	if (status == AMP_ERULE || status == AMP_ESCHEMA) {
 		json_t *attempt = c.ack ? json_incref(c.ack)
 					: json_pack("{s:s,s:s,s:s}", "type", "ack",

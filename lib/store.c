@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "sign.h"
 #include "bounds.h"
 #include "util.h"
 
@@ -27,6 +28,7 @@ struct amp_store {
 	unsigned long retries;
 	unsigned int rng;
 	amp_policy policy;
+	amp_signing signing;
 };
 
 const amp_policy amp_policy_default = {
@@ -201,6 +203,56 @@ static int config_ms(amp_store *st, const char *key, double min, double max,
 	return AMP_OK;
 }
 
+/* A path setting: "~/" is the home directory; a relative path is the
+ * repository's (its work tree, or the git directory of a bare one), so
+ * that every command of a clone reads the same file wherever it runs. */
+static int config_path(amp_store *st, const char *key, char *buf, size_t bufsz,
+		       amp_error *err)
+{
+	char raw[PATH_MAX];
+	const char *home = getenv("HOME");
+	const char *base = git_repository_workdir(st->repo);
+	int n;
+
+	buf[0] = '\0';
+	if (!amp_store_config(st, key, raw, sizeof(raw)) || !raw[0])
+		return AMP_OK;
+	if (!strncmp(raw, "~/", 2) && home)
+		n = snprintf(buf, bufsz, "%s/%s", home, raw + 2);
+	else if (raw[0] == '/')
+		n = snprintf(buf, bufsz, "%s", raw);
+	else {
+		/* workdir and path end in "/" */
+		n = snprintf(buf, bufsz, "%s%s", base ? base : git_repository_path(st->repo), raw);
+	}
+	if (n < 0 || (size_t)n >= bufsz)
+		return amp_error_set(err, AMP_EUSAGE, "", "git config %s: the path is too long", key);
+	return AMP_OK;
+}
+
+/* amp.signingKey, amp.allowedSigners, amp.requireSigned (sign.h). */
+static int load_signing(amp_store *st, amp_error *err)
+{
+	amp_signing *s = &st->signing;
+	int status;
+
+	if ((status = config_path(st, "amp.signingKey", s->key, sizeof(s->key), err)) < 0 ||
+	    (status = config_path(st, "amp.allowedSigners", s->allowed, sizeof(s->allowed),
+				  err)) < 0 ||
+	    (status = amp_store_config_bool(st, "amp.requireSigned", 0, &s->require, err)) < 0)
+		return status;
+	if (s->require && !s->allowed[0])
+		return amp_error_set(err, AMP_EUSAGE, "",
+				     "git config amp.requireSigned needs git config amp.allowedSigners (who may speak as which role)");
+	/* Strict mode trusts no caller's clock. */
+	if (s->require && getenv("AMP_NOW"))
+		return amp_error_set(err, AMP_EUSAGE, "",
+				     "AMP_NOW is refused with git config amp.requireSigned: it exists for tests, and strict mode takes the time from the clock");
+	return AMP_OK;
+}
+
+const amp_signing *amp_store_signing(const amp_store *st) { return &st->signing; }
+
 int amp_store_open(amp_store **out, const char *path, amp_error *err)
 {
 	amp_store *st = NULL;
@@ -248,7 +300,8 @@ int amp_store_open(amp_store **out, const char *path, amp_error *err)
 				&st->retry_timeout_ms, err)) < 0 ||
 	    (status = config_ms(st, "amp.staleLockTimeout", 1, 3600,
 				&st->stale_lock_ms, err)) < 0 ||
-	    (status = load_policy(st, err)) < 0)
+	    (status = load_policy(st, err)) < 0 ||
+	    (status = load_signing(st, err)) < 0)
 		goto cleanup;
 	st->rng = (unsigned int)getpid() ^ (unsigned int)time(NULL);
 	*out = st;
@@ -923,12 +976,10 @@ static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
 	}
 	snprintf(message, sizeof(message), "%s\n%s%s", w->subject,
 		 w->trailers[0] ? "\n" : "", w->trailers);
-	if (git_commit_create(&next, st->repo, NULL, author, committer, NULL,
-			      message, tree, parent ? 1 : 0,
-			      (const git_commit **)&parent) < 0) {
-		status = amp_error_git(err, AMP_EIO, "cannot write the commit");
+	if ((status = amp_sign_commit_create(st->repo, &st->signing, &next, author, committer,
+					     NULL, message, tree, parent ? 1 : 0,
+					     (const git_commit **)&parent, err)) < 0)
 		goto cleanup;
-	}
 	git_oid_cpy(out, &next);
 	status = AMP_OK;
 cleanup:
@@ -1176,6 +1227,12 @@ int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 		}
 		status = build(st, tree, ctx, &w, err);
 		if (status != AMP_OK)
+			goto cleanup;
+		/* Strict mode: the key must be one the role may speak with,
+		 * before anything is written (amp init only adds AMP). */
+		if (st->signing.require && !strcmp(ref, st->ref) && build != build_init &&
+		    (status = amp_signing_may_write(&st->signing, w.author[0] ? w.author : "system",
+						    err)) < 0)
 			goto cleanup;
 		if ((status = write_commit(st, parent, tree, &w, &next, err)) < 0)
 			goto cleanup;

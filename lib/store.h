@@ -84,6 +84,12 @@ const char *amp_store_messages_ref(const amp_store *st);
 const char *amp_store_errors_ref(const amp_store *st);
 /* The settings of this repository (never NULL). */
 const amp_policy *amp_store_policy(const amp_store *st);
+
+/* The signing settings (sign.h), read when the store was opened: a bad
+ * amp.requireSigned, strict mode without amp.allowedSigners, and AMP_NOW
+ * in strict mode are AMP_EUSAGE there. */
+struct amp_signing;
+const struct amp_signing *amp_store_signing(const amp_store *st);
 /* The directory amp keeps private state in: <git common dir>/amp. */
 const char *amp_store_state_dir(const amp_store *st);
 

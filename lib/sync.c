@@ -6,14 +6,9 @@
  * they do for the user's other repositories.  Everything else (the join,
  * the compare-and-swap of the local ref) is libgit2, in process.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,37 +16,26 @@
 #include "clock.h"
 #include "hook.h"
 #include "message.h"
+#include "proc.h"
 #include "send.h"
+#include "sign.h"
 #include "sync.h"
 #include "task.h"
 #include "util.h"
 
-extern char **environ;
-
 /* ---- running git ---------------------------------------------------------- */
 
 /*
- * Runs `git --git-dir=<repo> <args...>` (args NULL-terminated), stdin from
- * /dev/null, stderr passed through (git's own reasons reach the user), and
- * stdout captured into *out (malloc'd, NUL-terminated; the caller frees)
- * when out is not NULL, else sent to stderr so that amp's stdout stays its
- * result alone.  *code is git's exit status (128 + signal when killed).
- * Returns AMP_OK when git ran, AMP_EIO when it could not be started.
+ * Runs `git --git-dir=<repo> <args...>` (args NULL-terminated) as amp_run
+ * does (proc.h): stdout into *out when out is not NULL, else to stderr.
  */
 static int run_git(amp_store *st, const char *const *args, char **out,
 		   int *code, amp_error *err)
 {
-	posix_spawn_file_actions_t fa;
 	const char *argv[32];
 	char gitdir[4096 + 16];
-	int pipefd[2] = { -1, -1 }, status = AMP_OK, ws, fa_ready = 0;
-	size_t n = 0, len = 0, cap = 0;
-	char *buf = NULL;
-	pid_t pid;
+	size_t n = 0;
 
-	*code = -1;
-	if (out)
-		*out = NULL;
 	snprintf(gitdir, sizeof(gitdir), "--git-dir=%s",
 		 git_repository_path(amp_store_repo(st)));
 	argv[n++] = "git";
@@ -59,74 +43,7 @@ static int run_git(amp_store *st, const char *const *args, char **out,
 	while (*args && n < sizeof(argv) / sizeof(argv[0]) - 1)
 		argv[n++] = *args++;
 	argv[n] = NULL;
-	if (out && pipe(pipefd) < 0)
-		return amp_error_set(err, AMP_EIO, "", "cannot make a pipe: %s",
-				     strerror(errno));
-	if (posix_spawn_file_actions_init(&fa) != 0) {
-		status = amp_error_set(err, AMP_EIO, "", "out of memory");
-		goto cleanup;
-	}
-	fa_ready = 1;
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (out) {
-		posix_spawn_file_actions_addclose(&fa, pipefd[0]);
-		posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-		posix_spawn_file_actions_addclose(&fa, pipefd[1]);
-	} else {
-		posix_spawn_file_actions_adddup2(&fa, 2, 1);
-	}
-	if ((errno = posix_spawnp(&pid, "git", &fa, NULL, (char *const *)argv,
-				  environ)) != 0) {
-		status = amp_error_set(err, AMP_EIO, "", "cannot run git: %s",
-				       strerror(errno));
-		goto cleanup;
-	}
-	if (out) {
-		close(pipefd[1]);
-		pipefd[1] = -1;
-		for (;;) {
-			ssize_t got;
-
-			if (cap - len < 4096) {
-				char *more = realloc(buf, cap = cap ? cap * 2 : 8192);
-
-				if (!more) {
-					status = amp_error_set(err, AMP_EIO, "", "out of memory");
-					break; /* still reap the child below */
-				}
-				buf = more;
-			}
-			got = read(pipefd[0], buf + len, cap - len - 1);
-			if (got < 0 && errno == EINTR)
-				continue;
-			if (got <= 0)
-				break;
-			len += (size_t)got;
-		}
-		close(pipefd[0]);
-		pipefd[0] = -1;
-	}
-	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
-		;
-	*code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-	if (out && status == AMP_OK) {
-		if (!buf && !(buf = malloc(1))) {
-			status = amp_error_set(err, AMP_EIO, "", "out of memory");
-			goto cleanup;
-		}
-		buf[len] = '\0';
-		*out = buf;
-		buf = NULL;
-	}
-cleanup:
-	if (fa_ready)
-		posix_spawn_file_actions_destroy(&fa);
-	if (pipefd[0] >= 0)
-		close(pipefd[0]);
-	if (pipefd[1] >= 0)
-		close(pipefd[1]);
-	free(buf);
-	return status;
+	return amp_run(argv, NULL, 0, out, NULL, code, err);
 }
 
 /* ---- names ------------------------------------------------------------------ */
@@ -892,6 +809,7 @@ cleanup:
  */
 struct walker {
 	git_repository *repo;
+	const amp_signing *signing; /* the replays are signed as amp's writes are */
 	git_revwalk *walk;
 	git_signature *committer;
 	git_commit *tip;        /* the commit built last (onto at first) */
@@ -930,6 +848,7 @@ static int walker_start(struct walker *w, amp_store *st, const git_oid *local,
 
 	memset(w, 0, sizeof(*w));
 	w->repo = amp_store_repo(st);
+	w->signing = amp_store_signing(st);
 	if ((status = amp_clock_now_ms(&now_ms, err)) < 0)
 		return status;
 	if (git_signature_new(&w->committer, "amp", "amp@amp.invalid",
@@ -971,13 +890,23 @@ static int walker_commit(struct walker *w, const char *message, const struct upd
 	git_commit *next = NULL;
 	git_oid tree_oid, next_oid;
 
+	int status;
+
 	if (git_tree_create_updated(&tree_oid, w->repo, w->tree, u->count, u->items) < 0 ||
-	    git_tree_lookup(&nt, w->repo, &tree_oid) < 0 ||
-	    git_commit_create(&next_oid, w->repo, NULL, git_commit_author(w->lc), w->committer,
-			      git_commit_message_encoding(w->lc),
-			      message ? message : git_commit_message(w->lc), nt, 1,
-			      (const git_commit **)&w->tip) < 0 ||
-	    git_commit_lookup(&next, w->repo, &next_oid) < 0) {
+	    git_tree_lookup(&nt, w->repo, &tree_oid) < 0) {
+		git_tree_free(nt);
+		return amp_error_git(err, AMP_EIO, "cannot replay local commit %s",
+				     git_oid_tostr_s(&w->oid));
+	}
+	if ((status = amp_sign_commit_create(w->repo, w->signing, &next_oid,
+					     git_commit_author(w->lc), w->committer,
+					     git_commit_message_encoding(w->lc),
+					     message ? message : git_commit_message(w->lc), nt, 1,
+					     (const git_commit **)&w->tip, err)) < 0) {
+		git_tree_free(nt);
+		return status;
+	}
+	if (git_commit_lookup(&next, w->repo, &next_oid) < 0) {
 		git_tree_free(nt);
 		return amp_error_git(err, AMP_EIO, "cannot replay local commit %s",
 				     git_oid_tostr_s(&w->oid));

@@ -1,4 +1,5 @@
 #include "watch.h"
+#include "sign.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -956,6 +957,120 @@ static void walk_arrivals(struct watch *w, const git_oid *from, const git_oid *t
 	amp_watch_walk_records(amp_store_repo(w->st), from, to, w->arrivals, 1);
 }
 
+/*
+ * Strict mode (sign.h): escalates each record of a commit in (from, to]
+ * that is not signed by a key allowed to write as its role -- critical
+ * permission_denied ("operation exceeds risk_level authorization scope":
+ * here, beyond the key's), once per record, so the task is suspended until
+ * the admin resumes.  The cause is the record's path (AMP_RECORD_CAUSE).
+ */
+static void verify_range(struct watch *w, const git_oid *from, const git_oid *to)
+{
+	git_repository *repo = amp_store_repo(w->st);
+	const amp_signing *signing = amp_store_signing(w->st);
+	git_revwalk *walk = NULL;
+	git_oid id;
+
+	if (!signing->require)
+		return;
+	if (git_revwalk_new(&walk, repo) < 0 || git_revwalk_push(walk, to) < 0 ||
+	    (from && git_revwalk_hide(walk, from) < 0)) {
+		amp_error err;
+
+		amp_error_git(&err, AMP_EIO, "cannot walk %s", amp_store_messages_ref(w->st));
+		amp_errlist_add(w->errors, AMP_EIO, "", "%s", err.message);
+		w->failed = 1;
+		goto cleanup;
+	}
+	while (!w->failed && git_revwalk_next(&id, walk) == 0) {
+		git_commit *c = NULL, *parent = NULL;
+		git_tree *ct = NULL, *pt = NULL;
+		json_t *touched = json_object(), *files, *v, *docs = json_array();
+		const char *task, *name, *froms[1000];
+		char why[600], dir[AMP_PATH_MAX], path[AMP_PATH_MAX * 2];
+		size_t n = 0, k;
+		amp_error err;
+		int ok;
+
+		if (git_commit_lookup(&c, repo, &id) < 0 || git_commit_tree(&ct, c) < 0 ||
+		    (git_commit_parentcount(c) &&
+		     (git_commit_parent(&parent, c, 0) < 0 || git_commit_tree(&pt, parent) < 0)) ||
+		    amp_store_diff_tasks(repo, pt, ct, touched, -1) < 0) {
+			git_error_clear();
+			goto next;
+		}
+		/* The "from" of each record the commit adds. */
+		json_object_foreach(touched, task, files) {
+			if (!json_is_object(files) || amp_store_task_dir(task, dir, sizeof(dir)) < 0)
+				continue;
+			json_object_foreach(files, name, v) {
+				git_tree_entry *e = NULL;
+				git_blob *b = NULL;
+				json_t *doc = NULL;
+
+				snprintf(path, sizeof(path), "%s/%s", dir, name);
+				if (git_tree_entry_bypath(&e, ct, path) == 0 &&
+				    git_blob_lookup(&b, repo, git_tree_entry_id(e)) == 0)
+					doc = json_loadb(git_blob_rawcontent(b), (size_t)git_blob_rawsize(b),
+							 0, NULL);
+				git_error_clear();
+				json_array_append_new(docs, json_pack("{s:s,s:s,s:s,s:o?}", "task", task,
+								      "path", path, "name", name,
+								      "doc", doc));
+				git_blob_free(b);
+				git_tree_entry_free(e);
+			}
+		}
+		json_array_foreach(docs, k, v)
+			if (n < sizeof(froms) / sizeof(froms[0]))
+				froms[n++] = amp_or_none(amp_json_str(json_object_get(v, "doc"), "from"));
+		ok = amp_signing_check_commit(repo, signing, c, froms, n, why, sizeof(why), &err);
+		if (ok < 0) {
+			amp_errlist_add(w->errors, AMP_EIO, "", "%s", err.message);
+			w->failed = 1;
+			goto next;
+		}
+		json_array_foreach(docs, k, v) {
+			const json_t *doc = json_object_get(v, "doc");
+			const char *vtask = amp_json_str(v, "task"), *vpath = amp_json_str(v, "path");
+			const char *msg = amp_json_str(doc, "msg_id"), *ack = amp_json_str(doc, "ack_for");
+			json_t *affected;
+			char description[1600], gone[64];
+			amp_task_log log;
+
+			if (ok)
+				break;
+			/* affected_msgs name messages of the SSOT: the record's own
+			 * msg_id, or the message an ACK acknowledges. */
+			if (amp_store_read_task(w->st, w->tree, vtask, &log, &err) < 0)
+				continue;
+			affected = json_array();
+			if (msg && amp_task_log_find(&log, AMP_ENTRY_MSG, msg))
+				json_array_append_new(affected, json_string(msg));
+			else if (ack && amp_task_log_find(&log, AMP_ENTRY_MSG, ack))
+				json_array_append_new(affected, json_string(ack));
+			snprintf(gone, sizeof(gone), "%.12s", git_oid_tostr_s(&id));
+			snprintf(description, sizeof(description),
+				 AMP_RECORD_CAUSE "%s: commit %s is refused in strict mode: %.900s. The task is suspended until the admin resumes it (git config amp.requireSigned).",
+				 vpath, gone, why);
+			if (!has_cause(&log, "permission_denied", vpath))
+				fire(w, vtask, "permission_denied", "critical", affected, NULL, description,
+				     vpath);
+			json_decref(affected);
+			amp_task_log_free(&log);
+		}
+next:
+		json_decref(docs);
+		json_decref(touched);
+		git_tree_free(ct);
+		git_tree_free(pt);
+		git_commit_free(parent);
+		git_commit_free(c);
+	}
+cleanup:
+	git_revwalk_free(walk);
+}
+
 /* Reads what changed between the trees of `from` (NULL: nothing) and `to`
  * and applies the rules to it. */
 static int process_range(struct watch *w, const git_oid *from, const git_oid *to)
@@ -995,6 +1110,7 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 			json_object_set_new(touched, task, json_null());
 	json_object_foreach(touched, task, files)
 		process_task(w, task, files);
+	verify_range(w, from, to);
 	if (!w->failed) {
 		char hex[GIT_OID_HEXSZ + 1];
 

@@ -1,0 +1,166 @@
+/*
+ * proc.c - running another program with an argv (proc.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+extern char **environ;
+
+/* Appends what fd has to read into *buf; 1 at end of file, 0 for more,
+ * -1 out of memory. */
+static int drain(int fd, char **buf, size_t *len, size_t *cap)
+{
+	ssize_t got;
+
+	if (*cap - *len < 4096) {
+		size_t bigger = *cap ? *cap * 2 : 8192;
+		char *more = realloc(*buf, bigger);
+
+		if (!more)
+			return -1;
+		*buf = more;
+		*cap = bigger;
+	}
+	got = read(fd, *buf + *len, *cap - *len - 1);
+	if (got < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (got <= 0)
+		return 1;
+	*len += (size_t)got;
+	return 0;
+}
+
+int amp_run(const char *const *argv, const char *in, size_t inlen, char **out,
+	    size_t *outlen, int *code, amp_error *err)
+{
+	posix_spawn_file_actions_t fa;
+	int inpipe[2] = { -1, -1 }, outpipe[2] = { -1, -1 };
+	int status = AMP_OK, ws, fa_ready = 0, spawned = 0;
+	size_t len = 0, cap = 0, sent = 0;
+	char *buf = NULL;
+	pid_t pid;
+
+	*code = -1;
+	if (out)
+		*out = NULL;
+	if ((in && pipe(inpipe) < 0) || (out && pipe(outpipe) < 0)) {
+		status = amp_error_set(err, AMP_EIO, "", "cannot make a pipe: %s", strerror(errno));
+		goto cleanup;
+	}
+	if (posix_spawn_file_actions_init(&fa) != 0) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	fa_ready = 1;
+	if (in) {
+		posix_spawn_file_actions_adddup2(&fa, inpipe[0], 0);
+		posix_spawn_file_actions_addclose(&fa, inpipe[0]);
+		posix_spawn_file_actions_addclose(&fa, inpipe[1]);
+	} else {
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	}
+	if (out) {
+		posix_spawn_file_actions_adddup2(&fa, outpipe[1], 1);
+		posix_spawn_file_actions_addclose(&fa, outpipe[0]);
+		posix_spawn_file_actions_addclose(&fa, outpipe[1]);
+	} else {
+		posix_spawn_file_actions_adddup2(&fa, 2, 1);
+	}
+	if ((errno = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ)) != 0) {
+		status = amp_error_set(err, AMP_EIO, "", "cannot run %s: %s", argv[0],
+				       strerror(errno));
+		goto cleanup;
+	}
+	spawned = 1;
+	if (in) {
+		close(inpipe[0]);
+		inpipe[0] = -1;
+		fcntl(inpipe[1], F_SETFL, O_NONBLOCK);
+		/* A program that does not read its input must not hang us. */
+		signal(SIGPIPE, SIG_IGN);
+	}
+	if (out) {
+		close(outpipe[1]);
+		outpipe[1] = -1;
+	}
+	/* Feed stdin and drain stdout together: either may fill its pipe. */
+	while ((in && inpipe[1] >= 0) || (out && outpipe[0] >= 0)) {
+		struct pollfd fds[2];
+		nfds_t n = 0;
+		int w = -1, r = -1;
+
+		if (in && inpipe[1] >= 0) {
+			fds[n].fd = inpipe[1];
+			fds[n].events = POLLOUT;
+			w = (int)n++;
+		}
+		if (out && outpipe[0] >= 0) {
+			fds[n].fd = outpipe[0];
+			fds[n].events = POLLIN;
+			r = (int)n++;
+		}
+		if (poll(fds, n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (w >= 0 && fds[w].revents) {
+			ssize_t put = sent < inlen ? write(inpipe[1], in + sent, inlen - sent) : 0;
+
+			if (put > 0)
+				sent += (size_t)put;
+			if (sent >= inlen || (put < 0 && errno != EAGAIN && errno != EINTR)) {
+				close(inpipe[1]);
+				inpipe[1] = -1;
+			}
+		}
+		if (r >= 0 && fds[r].revents) {
+			int done = drain(outpipe[0], &buf, &len, &cap);
+
+			if (done < 0 && status == AMP_OK)
+				status = amp_error_set(err, AMP_EIO, "", "out of memory");
+			if (done) {
+				close(outpipe[0]);
+				outpipe[0] = -1;
+			}
+		}
+	}
+	if (out && status == AMP_OK) {
+		if (!buf && !(buf = malloc(1))) {
+			status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		} else {
+			buf[len] = '\0';
+			*out = buf;
+			if (outlen)
+				*outlen = len;
+			buf = NULL;
+		}
+	}
+cleanup:
+	if (spawned) {
+		while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+			;
+		*code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+	}
+	if (fa_ready)
+		posix_spawn_file_actions_destroy(&fa);
+	if (inpipe[0] >= 0)
+		close(inpipe[0]);
+	if (inpipe[1] >= 0)
+		close(inpipe[1]);
+	if (outpipe[0] >= 0)
+		close(outpipe[0]);
+	if (outpipe[1] >= 0)
+		close(outpipe[1]);
+	free(buf);
+	return status;
+}

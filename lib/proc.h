@@ -1,0 +1,24 @@
+/*
+ * proc.h - running another program (git, ssh-keygen) with an argv, never
+ * a shell: its stdin fed from a buffer, its stdout captured.
+ */
+#ifndef AMP_PROC_H
+#define AMP_PROC_H
+
+#include <stddef.h>
+
+#include "error.h"
+
+/*
+ * Runs argv[0] (found on PATH) with argv, stdin the `inlen` bytes of `in`
+ * (NULL: /dev/null), stderr passed through (the program's own reasons
+ * reach the user), and stdout captured into *out (malloc'd, NUL-terminated,
+ * its length in *outlen when not NULL; the caller frees) when out is not
+ * NULL, else sent to stderr so that amp's stdout stays its result alone.
+ * *code is the exit status (128 + signal when killed).  Returns AMP_OK
+ * when the program ran, AMP_EIO when it could not be started.
+ */
+int amp_run(const char *const *argv, const char *in, size_t inlen, char **out,
+	    size_t *outlen, int *code, amp_error *err);
+
+#endif

@@ -1,0 +1,348 @@
+/*
+ * sign.c - signed commits and roles bound to keys (sign.h).  The
+ * cryptography is ssh-keygen's: amp builds the commit buffer, ssh-keygen
+ * signs and verifies it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "sign.h"
+#include "store.h"
+
+int amp_principal_grants(const char *principal, const char *role)
+{
+	const char *at = strrchr(principal, '@');
+
+	return !strcmp(at ? at + 1 : principal, role);
+}
+
+int amp_sign_commit_create(git_repository *repo, const amp_signing *s, git_oid *out,
+			   const git_signature *author, const git_signature *committer,
+			   const char *encoding, const char *message, const git_tree *tree,
+			   size_t nparents, const git_commit **parents, amp_error *err)
+{
+	git_buf buf = { 0 };
+	char *sig = NULL;
+	size_t siglen = 0;
+	int code, status = AMP_OK;
+	const char *argv[] = { "ssh-keygen", "-q", "-Y", "sign", "-n", "git", "-f", s->key, NULL };
+
+	if (!s->key[0]) {
+		if (git_commit_create(out, repo, NULL, author, committer, encoding, message, tree,
+				      nparents, parents) < 0)
+			return amp_error_git(err, AMP_EIO, "cannot write the commit");
+		return AMP_OK;
+	}
+	if (git_commit_create_buffer(&buf, repo, author, committer, encoding, message, tree,
+				     nparents, parents) < 0)
+		return amp_error_git(err, AMP_EIO, "cannot build the commit");
+	if ((status = amp_run(argv, buf.ptr, buf.size, &sig, &siglen, &code, err)) < 0)
+		goto cleanup;
+	if (code != 0 || !siglen) {
+		status = amp_error_set(err, AMP_EIO, "",
+				       "ssh-keygen could not sign with git config amp.signingKey %s (exit %d, its reason above)",
+				       s->key, code);
+		goto cleanup;
+	}
+	/* The header value has no final newline (git strips it too). */
+	while (siglen && sig[siglen - 1] == '\n')
+		sig[--siglen] = '\0';
+	if (git_commit_create_with_signature(out, repo, buf.ptr, sig, "gpgsig") < 0)
+		status = amp_error_git(err, AMP_EIO, "cannot write the signed commit");
+cleanup:
+	free(sig);
+	git_buf_dispose(&buf);
+	return status;
+}
+
+/* The public key of s->key as "type base64" into buf: the key file itself
+ * when it is a public key, else `ssh-keygen -y -f key`. */
+static int public_key(const amp_signing *s, char *buf, size_t bufsz, amp_error *err)
+{
+	const char *argv[] = { "ssh-keygen", "-y", "-f", s->key, NULL };
+	char line[8192], *out = NULL, *sp;
+	FILE *f;
+	int code, status = AMP_OK;
+
+	if (!(f = fopen(s->key, "r")))
+		return amp_error_set(err, AMP_EIO, "", "git config amp.signingKey: cannot read %s: %s",
+				     s->key, strerror(errno));
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	if (strncmp(line, "-----BEGIN", 10)) {
+		snprintf(buf, bufsz, "%s", line);
+	} else {
+		if ((status = amp_run(argv, NULL, 0, &out, NULL, &code, err)) < 0)
+			return status;
+		if (code != 0) {
+			free(out);
+			return amp_error_set(err, AMP_EIO, "",
+					     "git config amp.signingKey: ssh-keygen -y cannot read the public key of %s",
+					     s->key);
+		}
+		snprintf(buf, bufsz, "%s", out);
+		free(out);
+	}
+	/* "type base64 [comment]" -> "type base64" */
+	if ((sp = strchr(buf, ' ')) && (sp = strpbrk(sp + 1, " \n\r")))
+		*sp = '\0';
+	if (!strchr(buf, ' '))
+		return amp_error_set(err, AMP_EIO, "", "git config amp.signingKey: %s holds no SSH key",
+				     s->key);
+	return AMP_OK;
+}
+
+/* Splits line into whitespace-separated tokens, honouring double quotes
+ * (the options of an allowed-signers line); at most max. */
+static size_t tokens(char *line, char **tok, size_t max)
+{
+	size_t n = 0;
+	char *p = line;
+
+	while (*p && n < max) {
+		int quoted = 0;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p || *p == '\n' || *p == '#')
+			break;
+		tok[n++] = p;
+		while (*p && (quoted || (*p != ' ' && *p != '\t' && *p != '\n'))) {
+			if (*p == '"')
+				quoted = !quoted;
+			p++;
+		}
+		if (*p)
+			*p++ = '\0';
+	}
+	return n;
+}
+
+static int is_key_type(const char *t)
+{
+	return !strncmp(t, "ssh-", 4) || !strncmp(t, "ecdsa-", 6) || !strncmp(t, "sk-", 3);
+}
+
+int amp_signing_may_write(const amp_signing *s, const char *role, amp_error *err)
+{
+	char pub[8192], line[16384], *tok[16], fp[128] = "";
+	FILE *f;
+	int status, granted = 0, known = 0;
+
+	if (!s->key[0])
+		return amp_error_set(err, AMP_ERULE, "",
+				     "git config amp.requireSigned: a write as %s needs a signing key (git config amp.signingKey)",
+				     role);
+	if ((status = public_key(s, pub, sizeof(pub), err)) < 0)
+		return status;
+	if (!(f = fopen(s->allowed, "r")))
+		return amp_error_set(err, AMP_EIO, "", "git config amp.allowedSigners: cannot read %s: %s",
+				     s->allowed, strerror(errno));
+	while (!granted && fgets(line, sizeof(line), f)) {
+		size_t n = tokens(line, tok, 16), k;
+		char key[8192], *p, *save = NULL;
+
+		for (k = 1; k + 1 < n && !is_key_type(tok[k]); k++)
+			;
+		if (k + 1 >= n)
+			continue;
+		snprintf(key, sizeof(key), "%s %s", tok[k], tok[k + 1]);
+		if (strcmp(key, pub))
+			continue;
+		known = 1;
+		if (tok[0][0] == '"') { /* a quoted list of principals */
+			tok[0]++;
+			if ((p = strrchr(tok[0], '"')))
+				*p = '\0';
+		}
+		for (p = strtok_r(tok[0], ",", &save); p && !granted; p = strtok_r(NULL, ",", &save))
+			granted = amp_principal_grants(p, role);
+	}
+	fclose(f);
+	if (granted)
+		return AMP_OK;
+	{
+		/* The fingerprint names the key without printing it whole. */
+		const char *argv[] = { "ssh-keygen", "-l", "-f", s->key, NULL };
+		char *out = NULL;
+		int code;
+
+		if (amp_run(argv, NULL, 0, &out, NULL, &code, err) == AMP_OK && code == 0 && out) {
+			char *t[4];
+			if (tokens(out, t, 4) >= 2)
+				snprintf(fp, sizeof(fp), "%s", t[1]);
+		}
+		free(out);
+	}
+	return amp_error_set(err, AMP_ERULE, "",
+			     known ? "the key %s (git config amp.signingKey) may not write as %s: no principal of it in %s grants that role"
+				   : "the key %s (git config amp.signingKey) is not in %s, so it may not write as %s",
+			     fp[0] ? fp : s->key, known ? role : s->allowed, known ? s->allowed : role);
+}
+
+int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const git_oid *id,
+			      const char *role, char *principal, size_t psz, char *why,
+			      size_t whysz, amp_error *err)
+{
+	git_buf sig = { 0 }, data = { 0 };
+	char tmpl[] = "/tmp/amp-sig-XXXXXX", *out = NULL, *line, *save = NULL;
+	const char *find[] = { "ssh-keygen", "-Y", "find-principals", "-s", tmpl, "-f", s->allowed,
+			       NULL };
+	int fd = -1, code, status = 0, rc;
+
+	principal[0] = '\0';
+	rc = git_commit_extract_signature(&sig, &data, repo, (git_oid *)id, NULL);
+	if (rc == GIT_ENOTFOUND) {
+		git_error_clear();
+		snprintf(why, whysz, "it is not signed");
+		return 0;
+	}
+	if (rc < 0)
+		return amp_error_git(err, AMP_EIO, "cannot read the signature of %s",
+				     git_oid_tostr_s(id));
+	if ((fd = mkstemp(tmpl)) < 0 || write(fd, sig.ptr, sig.size) != (ssize_t)sig.size ||
+	    write(fd, "\n", 1) != 1) {
+		status = amp_error_set(err, AMP_EIO, "", "cannot write a temporary file: %s",
+				       strerror(errno));
+		goto cleanup;
+	}
+	if ((status = amp_run(find, NULL, 0, &out, NULL, &code, err)) < 0)
+		goto cleanup;
+	if (code != 0) {
+		snprintf(why, whysz, "its key is not in %s", s->allowed);
+		goto cleanup;
+	}
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		const char *verify[] = { "ssh-keygen", "-Y", "verify", "-n", "git", "-f", s->allowed,
+					 "-I", line, "-s", tmpl, NULL };
+		char *vout = NULL;
+
+		if (role && !amp_principal_grants(line, role))
+			continue;
+		if ((status = amp_run(verify, data.ptr, data.size, &vout, NULL, &code, err)) < 0)
+			goto cleanup;
+		free(vout);
+		if (code == 0) {
+			snprintf(principal, psz, "%s", line);
+			status = 1;
+			goto cleanup;
+		}
+		snprintf(why, whysz, "its signature does not verify for %s", line);
+		goto cleanup;
+	}
+	snprintf(why, whysz, "its key may not write as %s (no principal of it grants that role)",
+		 role);
+cleanup:
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmpl);
+	}
+	free(out);
+	git_buf_dispose(&sig);
+	git_buf_dispose(&data);
+	return status;
+}
+
+int amp_signing_check_commit(git_repository *repo, const amp_signing *s, const git_commit *commit,
+			     const char *const *froms, size_t n, char *why, size_t whysz,
+			     amp_error *err)
+{
+	static const char *const roles[] = { "admin", "coordinator", "executor", "reviewer",
+					     "system" };
+	const char *role = n ? git_commit_author(commit)->name : NULL;
+	char principal[256], reason[400];
+	size_t i, k;
+	int ok, own = 0;
+
+	if (role) {
+		for (k = 0; k < sizeof(roles) / sizeof(roles[0]) && strcmp(role, roles[k]); k++)
+			;
+		if (k == sizeof(roles) / sizeof(roles[0])) {
+			snprintf(why, whysz, "its author '%.100s' is not a role", role);
+			return 0;
+		}
+		for (i = 0; i < n; i++)
+			own |= froms[i] && !strcmp(froms[i], role);
+		for (i = 0; i < n; i++) {
+			if (froms[i] && (!strcmp(froms[i], role) || (!strcmp(froms[i], "system") && own)))
+				continue;
+			snprintf(why, whysz, "it adds a record from %.40s, but it was written as %s",
+				 froms[i] ? froms[i] : "nobody", role);
+			return 0;
+		}
+	}
+	ok = amp_signing_verify_commit(repo, s, git_commit_id(commit), role, principal,
+				       sizeof(principal), reason, sizeof(reason), err);
+	if (ok == 0)
+		snprintf(why, whysz, "written as %s, but %s", role ? role : "amp", reason);
+	return ok;
+}
+
+int amp_signing_add_key(const amp_signing *s, const char *role, const char *agent,
+			const char *pubkey, char *fp, size_t fpsz, amp_error *err)
+{
+	static const char *const roles[] = { "admin", "coordinator", "executor", "reviewer",
+					     "system" };
+	const char *argv[] = { "ssh-keygen", "-l", "-f", "/dev/stdin", NULL };
+	char text[8192], line[16384], want[16384], *out = NULL, *t[4];
+	size_t k, n;
+	FILE *f;
+	int code, status;
+
+	fp[0] = '\0';
+	for (k = 0; k < sizeof(roles) / sizeof(roles[0]) && strcmp(role, roles[k]); k++)
+		;
+	if (k == sizeof(roles) / sizeof(roles[0]))
+		return amp_error_set(err, AMP_EUSAGE, "<role>", "'%s' is not a role", role);
+	if (agent && (!*agent || strlen(agent) > 64 ||
+		      strspn(agent, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+			      strlen(agent)))
+		return amp_error_set(err, AMP_EUSAGE, "--agent",
+				     "'%s' is not an agent name ([A-Za-z0-9._-], 1 to 64)", agent);
+	if (!s->allowed[0])
+		return amp_error_set(err, AMP_EUSAGE, "",
+				     "git config amp.allowedSigners names no file to add the key to");
+	/* The key itself, or a file holding it. */
+	if (is_key_type(pubkey)) {
+		snprintf(text, sizeof(text), "%s", pubkey);
+	} else if ((f = fopen(pubkey, "r"))) {
+		if (!fgets(text, sizeof(text), f))
+			text[0] = '\0';
+		fclose(f);
+	} else {
+		return amp_error_set(err, AMP_EUSAGE, "<pubkey>",
+				     "'%s' is neither an SSH public key nor a file holding one", pubkey);
+	}
+	text[strcspn(text, "\r\n")] = '\0';
+	if ((status = amp_run(argv, text, strlen(text), &out, NULL, &code, err)) < 0)
+		return status;
+	if (code != 0 || tokens(out, t, 4) < 2) {
+		free(out);
+		return amp_error_set(err, AMP_EUSAGE, "<pubkey>", "ssh-keygen cannot read the key");
+	}
+	snprintf(fp, fpsz, "%s", t[1]);
+	free(out);
+	n = tokens(text, t, 3);
+	if (n < 2 || !is_key_type(t[0]))
+		return amp_error_set(err, AMP_EUSAGE, "<pubkey>", "not an SSH public key");
+	snprintf(want, sizeof(want), "%s%s%s %s %s%s%s\n", agent ? agent : "", agent ? "@" : "",
+		 role, t[0], t[1], n > 2 ? " " : "", n > 2 ? t[2] : "");
+	if ((f = fopen(s->allowed, "r"))) {
+		while (fgets(line, sizeof(line), f))
+			if (!strcmp(line, want)) {
+				fclose(f);
+				return AMP_NOOP;
+			}
+		fclose(f);
+	}
+	if (!(f = fopen(s->allowed, "a")) || fputs(want, f) == EOF || fclose(f) == EOF)
+		return amp_error_set(err, AMP_EIO, "", "cannot write %s: %s", s->allowed,
+				     strerror(errno));
+	return AMP_OK;
+}

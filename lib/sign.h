@@ -1,0 +1,96 @@
+/*
+ * sign.h - who said it: every commit amp writes signed with an SSH key, as
+ * git signs commits with gpg.format=ssh, and the roles a key may speak as.
+ *
+ * git config amp.signingKey names the key `ssh-keygen -Y sign -f` takes (a
+ * private key file, or a public one whose private half is in ssh-agent).
+ * With it, every commit amp writes carries a "gpgsig" header, made by
+ * `ssh-keygen -Y sign -n git`, so `git log --show-signature` and `git
+ * verify-commit` (given gpg.ssh.allowedSignersFile) check it.
+ *
+ * git config amp.allowedSigners names a file in git's allowed-signers
+ * format ("principals [options] keytype base64 [comment]", see
+ * ssh-keygen(1) ALLOWED SIGNERS).  A principal names the role a key may
+ * speak as: `executor`, or `alice@executor` for a named instance of it
+ * (the part after the last "@" is the role).  With amp.requireSigned true
+ * (strict mode):
+ *   - a write whose commit author (the role writing it) the signing key's
+ *     principals do not grant is refused before anything is written;
+ *   - AMP_NOW is refused (it exists for tests);
+ *   - amp watch and the hooks verify every commit that arrives
+ *     (amp_signing_verify_commit).
+ */
+#ifndef AMP_SIGN_H
+#define AMP_SIGN_H
+
+#include <git2.h>
+#include <limits.h>
+
+#include "error.h"
+
+typedef struct amp_signing {
+	char key[PATH_MAX];      /* amp.signingKey; "" when none */
+	char allowed[PATH_MAX];  /* amp.allowedSigners; "" when none */
+	int require;             /* amp.requireSigned */
+} amp_signing;
+
+/* 1 when `principal` grants `role`: it is the role, or ends in "@role". */
+int amp_principal_grants(const char *principal, const char *role);
+
+/*
+ * Creates a commit as git_commit_create does (no ref is updated), signed
+ * with s->key when there is one.  AMP_EIO when it cannot be written or
+ * signed (ssh-keygen's own reason goes to stderr).
+ */
+int amp_sign_commit_create(git_repository *repo, const amp_signing *s, git_oid *out,
+			   const git_signature *author, const git_signature *committer,
+			   const char *encoding, const char *message, const git_tree *tree,
+			   size_t nparents, const git_commit **parents, amp_error *err);
+
+/*
+ * Strict mode's write check: AMP_OK when s->key's public key has a line in
+ * s->allowed whose principals grant `role`; AMP_ERULE naming the role and
+ * the key's fingerprint when not (or when there is no key); AMP_EIO when a
+ * file cannot be read.
+ */
+int amp_signing_may_write(const amp_signing *s, const char *role, amp_error *err);
+
+/*
+ * Verifies commit `id`: it carries a signature that `ssh-keygen -Y verify
+ * -n git` accepts for a principal of s->allowed granting `role`.  Returns
+ * 1 (the principal in principal[0..psz)), 0 (why in why[0..whysz): not
+ * signed, a key not in the file, a principal that does not grant the role,
+ * a signature that does not verify), or AMP_EIO.
+ */
+int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const git_oid *id,
+			      const char *role, char *principal, size_t psz, char *why,
+			      size_t whysz, amp_error *err);
+
+/*
+ * Strict mode's check of a commit that arrives (a push, a fetch), whose
+ * records (messages ref) come from the roles `froms` (count n; 0 for a
+ * commit that adds no record, or for the errors ref): it is signed by a
+ * key of s->allowed (amp_signing_verify_commit) whose principal grants the
+ * role it was written as, its author (a commit with no record: any
+ * principal); and each record comes from that role, or from system beside
+ * a record of that role (the escalation amp commits with an act: the lock
+ * with a verdict, ack_timeout with a late ACK) -- or the commit is
+ * system's own.  1 when it passes, 0 with why filled, AMP_EIO.
+ */
+int amp_signing_check_commit(git_repository *repo, const amp_signing *s, const git_commit *commit,
+			     const char *const *froms, size_t n, char *why, size_t whysz,
+			     amp_error *err);
+
+/*
+ * Appends "<principal> <type> <base64> [comment]" to s->allowed for the
+ * public key `pubkey` ("type base64 [comment]", or a file holding it),
+ * principal `role` or "<agent>@<role>"; the file is created (mode 0644)
+ * when missing.  AMP_EUSAGE for a role that is not one, an agent name
+ * that is not [A-Za-z0-9._-]{1,64}, no amp.allowedSigners, or a key
+ * ssh-keygen cannot read; AMP_NOOP when the line is there already; the
+ * key's fingerprint goes to fp.
+ */
+int amp_signing_add_key(const amp_signing *s, const char *role, const char *agent,
+			const char *pubkey, char *fp, size_t fpsz, amp_error *err);
+
+#endif
