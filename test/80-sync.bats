@@ -40,24 +40,10 @@ clone() {
 	git clone -q "$1" "$BATS_TEST_TMPDIR/$2" 2> /dev/null
 }
 
-# on NAME CMD...: runs CMD in clone NAME.
-on() {
-	local name=$1
-	shift
-	(cd "$BATS_TEST_TMPDIR/$name" && "$@")
-}
-
 # dispatch NAME TASK: sends a dispatch for TASK from clone NAME; prints its id.
 dispatch() {
 	on "$1" amp send task_dispatch --task "$2" --from coordinator --to executor \
 		--payload "$BATS_TEST_TMPDIR/p/dispatch.json"
-}
-
-# records GITDIR: the identities (kind.id) of every record on the messages
-# ref, sorted, read by git (not by amp).
-records() {
-	git -C "$1" ls-tree -r --name-only refs/amp/messages |
-		sed -n 's#^tasks/.*/[0-9]\{6\}\.\(.*\)\.json$#\1#p' | sort
 }
 
 # assert_same_records: clones a and b and the hub hold the same records,

@@ -40,20 +40,6 @@ teardown() {
 	done
 }
 
-# on NAME CMD...: runs CMD in clone NAME.
-on() {
-	local name=$1
-	shift
-	(cd "$BATS_TEST_TMPDIR/$name" && "$@")
-}
-
-# records GITDIR: the identities (kind.id) of the records on the messages
-# ref, sorted, read by git (not by amp).
-records() {
-	git -C "$1" ls-tree -r --name-only refs/amp/messages |
-		sed -n 's#^tasks/.*/[0-9]\{6\}\.\(.*\)\.json$#\1#p' | sort
-}
-
 # clones URL: one clone of the hub per role, each with git config
 # amp.role; the coordinator's ran amp init and delivered it.
 clones() {
@@ -76,24 +62,24 @@ sync_once() {
 }
 
 # await TYPE: syncs in a loop until the inbox of this clone's role holds a
-# message of TYPE; prints its msg_id (at most 15 s).
+# message of TYPE; prints its msg_id (at most 60 s: a loaded machine).
 await() {
 	local id role
 	role=$(git config amp.role)
-	while [ $SECONDS -lt 15 ]; do
+	while [ $SECONDS -lt 60 ]; do
 		sync_once || true
 		id=$(amp inbox "$role" --json |
 			json_get "([m['msg_id'] for m in d['messages'] if m['type'] == '$1'] + [''])[0]")
 		[ -z "$id" ] || { echo "$id"; return 0; }
 	done
-	echo "$role: no $1 in 15 s" >&2
+	echo "$role: no $1 in 60 s" >&2
 	return 1
 }
 
 # deliver: syncs until one sync succeeds, so what this clone wrote is on
-# the hub (at most 15 s).
+# the hub (at most 60 s: a loaded machine).
 deliver() {
-	while [ $SECONDS -lt 15 ]; do
+	while [ $SECONDS -lt 60 ]; do
 		sync_once && return 0
 	done
 	return 1

@@ -7,6 +7,20 @@
 
 HUB_BASE=${HUB_BASE:-${BATS_TEST_TMPDIR:-}}
 
+# on NAME CMD...: runs CMD in clone NAME (a directory of $HUB_BASE).
+on() {
+	local name=$1
+	shift
+	(cd "$HUB_BASE/$name" && "$@")
+}
+
+# records GITDIR: the identities (kind.id) of every record on the messages
+# ref, sorted, read by git (not by amp).
+records() {
+	git -C "$1" ls-tree -r --name-only refs/amp/messages |
+		sed -n 's#^tasks/.*/[0-9]\{6\}\.\(.*\)\.json$#\1#p' | sort
+}
+
 # free_port: a TCP port of 127.0.0.1 nobody listens on now.
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -27,14 +41,15 @@ wait_for_url() {
 	return 1
 }
 
-# start_daemon: serves $HUB_BASE over git:// on a free loopback port; sets
-# PORT (kept when set, to come back on the same one) and URL.
+# start_daemon [OPTION...]: serves $HUB_BASE over git:// on a free loopback
+# port, with git daemon's OPTIONs added; sets PORT (kept when set, to come
+# back on the same one) and URL.
 start_daemon() {
 	: "${PORT:=$(free_port)}"
 	URL=git://127.0.0.1:$PORT/hub.git
 	git daemon --reuseaddr --enable=receive-pack --export-all \
 		--base-path="$HUB_BASE" --port="$PORT" --listen=127.0.0.1 \
-		--detach --pid-file="$HUB_BASE/daemon.pid" "$HUB_BASE"
+		--detach --pid-file="$HUB_BASE/daemon.pid" "$@" "$HUB_BASE"
 	wait_for_url "$URL" || { echo "git daemon did not listen on $PORT" >&2; return 1; }
 }
 
@@ -53,7 +68,8 @@ stop_daemon() {
 # PAM off, key login for the user the test runs as.  Sets SSH_PORT (kept
 # when set), SSH_URL, and exports GIT_SSH_COMMAND so that every git (and so
 # every amp sync) of the caller uses the user key.  The client passes
-# AMP_NOW on, so the hub's hook sees the test's clock.
+# AMP_NOW on, so the hub's hook sees the test's clock.  HUB_SSH_OPTS, when
+# set, is added to that ssh command (share/bench-hub.sh: multiplexing).
 start_sshd() {
 	local d=$HUB_BASE/sshd user
 	user=$(id -un)
@@ -88,7 +104,7 @@ LogLevel ERROR
 CONF
 	/usr/sbin/sshd -f "$d/config" -E "$d/log" 3>&- || { cat "$d/log" >&2; return 1; }
 	SSH_URL=ssh://$user@127.0.0.1:$SSH_PORT$HUB_BASE/hub.git
-	export GIT_SSH_COMMAND="ssh -F /dev/null -i $d/user_key -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o SendEnv=AMP_NOW"
+	export GIT_SSH_COMMAND="ssh -F /dev/null -i $d/user_key -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o SendEnv=AMP_NOW${HUB_SSH_OPTS:+ $HUB_SSH_OPTS}"
 	wait_for_url "$SSH_URL" || { echo "sshd did not listen on $SSH_PORT" >&2; cat "$d/log" >&2; return 1; }
 }
 
