@@ -32,7 +32,7 @@ transports=${AMP_BENCH_HUB_TRANSPORTS:-daemon ssh}
 shards=${AMP_BENCH_HUB_SHARDS:-1}
 work=$(mktemp -d "${TMPDIR:-/tmp}/amp-bench-hub.XXXXXX")
 HUB_BASE=$work
-# shellcheck source=../test/hub.bash
+# shellcheck source=test/hub.bash
 . "$src/test/hub.bash"
 # stop_all: the servers, and the ssh masters of ssh-mux.
 stop_all() {
@@ -114,7 +114,7 @@ run() {
 	amp hook install --server --repo "$work/hub.git" > /dev/null
 	case $transport in
 	daemon) start_daemon --max-connections=0; url=$URL ;;
-	ssh) HUB_SSH_OPTS= start_sshd; url=$SSH_URL ;;
+	ssh) HUB_SSH_OPTS='' start_sshd; url=$SSH_URL ;;
 	ssh-mux)
 		HUB_SSH_OPTS="-o ControlMaster=auto -o ControlPath=$work/mux-%C -o ControlPersist=120" start_sshd
 		url=$SSH_URL ;;
@@ -151,6 +151,7 @@ run() {
 	records=$(($(hub_records) - base))
 	t1=$(now_ns)
 	# an agent that failed shows in its counts, not by stopping the bench
+	# shellcheck disable=SC2086 # one word per pid
 	wait $pids || true
 	# one last sync of every clone, one at a time, then nothing is lost
 	for i in $(seq 0 $((n - 1))) ; do

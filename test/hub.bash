@@ -29,8 +29,8 @@ free_port() {
 # wait_for_url URL [gone]: until git ls-remote URL succeeds (or, with
 # "gone", fails), at most 10 s.
 wait_for_url() {
-	local i
-	for i in $(seq 100); do
+	local _
+	for _ in $(seq 100); do
 		if git ls-remote "$1" > /dev/null 2>&1; then
 			[ "${2:-}" = gone ] || return 0
 		else
