@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # amp sync (issue 10): one SSOT shared through real git remotes -- a bare
 # hub reached as a plain path, and the same hub served by `git daemon` on
-# loopback (started and stopped by the test).  Clones fetch into
+# loopback (started and stopped by the test, test/hub.bash).  Clones fetch into
 # refs/amp-sync/<remote>/, join by replaying their own records onto the
 # remote's tip, and push without force.
 
@@ -10,6 +10,7 @@ bats_require_minimum_version 1.5.0
 load helpers
 load conversation
 load enforcer
+load hub
 
 setup() {
 	make_repo # the work repository the dispatches name
@@ -35,59 +36,15 @@ teardown() {
 	done
 }
 
-# start_daemon: serves $BATS_TEST_TMPDIR over git:// on a free loopback
-# port; sets PORT (kept when set, to come back on the same one) and URL.
-start_daemon() {
-	: "${PORT:=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
-	URL=git://127.0.0.1:$PORT/hub.git
-	git daemon --reuseaddr --enable=receive-pack --export-all \
-		--base-path="$BATS_TEST_TMPDIR" --port="$PORT" --listen=127.0.0.1 \
-		--detach --pid-file="$BATS_TEST_TMPDIR/daemon.pid" "$BATS_TEST_TMPDIR"
-	local i
-	for i in $(seq 100); do
-		git ls-remote "$URL" > /dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	echo "git daemon did not listen on $PORT" >&2
-	return 1
-}
-
-stop_daemon() {
-	local f=$BATS_TEST_TMPDIR/daemon.pid
-	[ -f "$f" ] || return 0
-	kill "$(cat "$f")" 2> /dev/null || true
-	rm -f "$f"
-	# until the port is free again
-	local i
-	for i in $(seq 50); do
-		git ls-remote "$URL" > /dev/null 2>&1 || return 0
-		sleep 0.1
-	done
-}
-
 # clone URL NAME: a clone of the hub at $BATS_TEST_TMPDIR/NAME.
 clone() {
 	git clone -q "$1" "$BATS_TEST_TMPDIR/$2" 2> /dev/null
-}
-
-# on NAME CMD...: runs CMD in clone NAME.
-on() {
-	local name=$1
-	shift
-	(cd "$BATS_TEST_TMPDIR/$name" && "$@")
 }
 
 # dispatch NAME TASK: sends a dispatch for TASK from clone NAME; prints its id.
 dispatch() {
 	on "$1" amp send task_dispatch --task "$2" --from coordinator --to executor \
 		--payload "$BATS_TEST_TMPDIR/p/dispatch.json"
-}
-
-# records GITDIR: the identities (kind.id) of every record on the messages
-# ref, sorted, read by git (not by amp).
-records() {
-	git -C "$1" ls-tree -r --name-only refs/amp/messages |
-		sed -n 's#^tasks/.*/[0-9]\{6\}\.\(.*\)\.json$#\1#p' | sort
 }
 
 # assert_same_records: clones a and b and the hub hold the same records,

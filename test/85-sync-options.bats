@@ -9,6 +9,7 @@ bats_require_minimum_version 1.5.0
 load helpers
 load conversation
 load enforcer
+load hub
 load clones
 
 setup() {

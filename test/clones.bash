@@ -1,6 +1,6 @@
 # Two clones, a and b, of a bare hub guarded by the server hook, for the
 # suites that sync (84-join, 85-sync-options).  Load after helpers,
-# conversation and enforcer.
+# conversation, enforcer and hub (its `on NAME CMD...` runs in a clone).
 
 # clones_setup: the work repository, the payloads, AMP_NOW at T0, the hub
 # ($HUB) with amp's pre-receive hook, clone a with the SSOT initialised and
@@ -31,13 +31,6 @@ clones_teardown() {
 			return 1
 		}
 	done
-}
-
-# on NAME CMD...: runs CMD in clone NAME.
-on() {
-	local name=$1
-	shift
-	(cd "$BATS_TEST_TMPDIR/$name" && "$@")
 }
 
 # dispatched_on_both: a dispatch sent on clone a (sets D), synced to b.
