@@ -43,6 +43,7 @@ static const struct {
 	{ "log", "list the records of the SSOT, newest first" },
 	{ "hook", "git hooks that refuse pushes breaking the SSOT's rules" },
 	{ "sync", "fetch, join and push the SSOT through a git remote" },
+	{ "fsck", "verify the whole history of the SSOT: append-only, in place, valid" },
 };
 
 static const char usage_text[] =

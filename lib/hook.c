@@ -42,19 +42,28 @@ struct check {
 	git_tree *tree;     /* its tree */
 	amp_errlist *errors;
 	size_t base;        /* errors->count when the check began */
+	int bare;           /* amp_hook_check_commit: the path is the file */
 };
 
-static int refuse(struct check *c, const char *file, const char *ptr, const char *fmt,
-		  const char *a, const char *b)
+/* Records a problem of the commit being checked: AMP_ESCHEMA for its form,
+ * AMP_ERULE for a rule (amp_hook_check_commit tells them apart; the hook
+ * refuses both). */
+static int refuse(struct check *c, int status, const char *file, const char *ptr,
+		  const char *fmt, const char *a, const char *b)
 {
-	char where[AMP_PATH_MAX];
+	char where[AMP_PATH_MAX], why[AMP_MSG_MAX];
 	int n;
 
+	snprintf(why, sizeof(why), fmt, a ? a : "", b ? b : "");
+	if (c->bare)
+		return amp_errlist_add(c->errors, status, file ? file : "", "%s%s%s",
+				       ptr ? ptr : "", ptr && *ptr ? ": " : "", why);
 	n = snprintf(where, sizeof(where), "commit %s%s%.300s%s%.150s", c->commit,
 		     file ? ": " : "", file ? file : "", ptr ? ": " : "", ptr ? ptr : "");
 	if (n < 0)
 		where[0] = '\0';
-	return amp_errlist_add(c->errors, AMP_ERULE, where, fmt, a ? a : "", b ? b : "");
+	amp_errlist_add(c->errors, status, where, "%s", why);
+	return AMP_ERULE;
 }
 
 /* The form of a record: what no history can make right or wrong (its
@@ -142,7 +151,8 @@ static void place(struct check *c, amp_errlist *found, const char *file)
 			amp_errlist_add(c->errors, AMP_EIO, "", "commit %s: %s", c->commit,
 					found->items[k].message);
 		else
-			refuse(c, file, found->items[k].path, "%s%s", found->items[k].message, NULL);
+			refuse(c, found->items[k].status, file, found->items[k].path, "%s%s",
+			       found->items[k].message, NULL);
 	amp_errlist_free(found);
 }
 
@@ -156,7 +166,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 	size_t i;
 
 	if (amp_store_task_dir(task, dir, sizeof(dir)) < 0)
-		return refuse(c, task, NULL, "not a task directory%s%s", NULL, NULL), AMP_OK;
+		return refuse(c, AMP_ESCHEMA, task, NULL, "not a task directory%s%s", NULL, NULL), AMP_OK;
 	if ((status = amp_store_read_task(c->st, c->tree, task, &log, &err)) < 0)
 		return amp_errlist_add(c->errors, status, "", "commit %s: %s", c->commit,
 				       err.message);
@@ -164,7 +174,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 		if (!json_object_get(added, log.bad[i].name))
 			continue;
 		snprintf(file, sizeof(file), "%s/%s", dir, log.bad[i].name);
-		refuse(c, file, NULL, "%s%s", log.bad[i].reason, NULL);
+		refuse(c, AMP_ESCHEMA, file, NULL, "%s%s", log.bad[i].reason, NULL);
 	}
 	for (i = 0; i < log.count; i++) {
 		const amp_entry *e = &log.entries[i];
@@ -182,7 +192,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 			char seq[16];
 
 			snprintf(seq, sizeof(seq), "%06d", last_old);
-			refuse(c, file, NULL, "its sequence number is not above the task's older record %s%s",
+			refuse(c, AMP_ESCHEMA, file, NULL, "its sequence number is not above the task's older record %s%s",
 			       seq, NULL);
 			continue;
 		}
@@ -195,7 +205,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 			/* A marker sets aside a record of its own commit only:
 			 * never one already in force. */
 			if (amp_entry_is_marker(e, &record) && !json_object_get(added, record))
-				amp_errlist_add(&found, AMP_ERULE, "/record",
+				amp_errlist_add(&found, AMP_ESCHEMA, "/record",
 						"%s is not the next record of this commit: a superseded marker sets aside only the record committed right after it",
 						record);
 			place(c, &found, file);
@@ -272,7 +282,7 @@ static int check_commit(struct check *c, git_commit *commit)
 
 	git_oid_tostr(c->commit, 8, git_commit_id(commit));
 	if (git_commit_parentcount(commit) > 1) {
-		refuse(c, NULL, NULL, "a merge commit: the SSOT keeps a linear history%s%s", NULL, NULL);
+		refuse(c, AMP_ESCHEMA, NULL, NULL, "a merge commit: the SSOT keeps a linear history%s%s", NULL, NULL);
 		goto cleanup;
 	}
 	if (git_commit_tree(&c->tree, commit) < 0 ||
@@ -292,12 +302,12 @@ static int check_commit(struct check *c, git_commit *commit)
 		const char *path = d->new_file.path, *name;
 
 		if (d->status != GIT_DELTA_ADDED) {
-			refuse(c, d->old_file.path, NULL, "%s a file: the SSOT only appends%s",
+			refuse(c, AMP_ESCHEMA, d->old_file.path, NULL, "%s a file: the SSOT only appends%s",
 			       delta_verb(d->status), NULL);
 			continue;
 		}
 		if (d->new_file.mode != GIT_FILEMODE_BLOB) {
-			refuse(c, path, NULL, "not a regular file (mode %s)%s",
+			refuse(c, AMP_ESCHEMA, path, NULL, "not a regular file (mode %s)%s",
 			       d->new_file.mode == GIT_FILEMODE_LINK ? "symlink" :
 			       d->new_file.mode == GIT_FILEMODE_COMMIT ? "submodule" : "executable",
 			       NULL);
@@ -306,7 +316,7 @@ static int check_commit(struct check *c, git_commit *commit)
 		if (!c->messages || !strcmp(path, "AMP"))
 			continue;
 		if (record_path(path, task_id, sizeof(task_id), &name) < 0) {
-			refuse(c, path, NULL, "not a record in its task's directory (tasks/<YYYY>/<S>/<task_id>/<seq>.<msg|ack|ctl>.<id>.json)%s%s",
+			refuse(c, AMP_ESCHEMA, path, NULL, "not a record in its task's directory (tasks/<YYYY>/<S>/<task_id>/<seq>.<msg|ack|ctl>.<id>.json)%s%s",
 			       NULL, NULL);
 			continue;
 		}
@@ -333,6 +343,15 @@ cleanup:
 	return status;
 }
 
+int amp_hook_check_commit(amp_store *st, amp_schema_set *set, const char *ref,
+			  git_commit *commit, amp_errlist *errors)
+{
+	struct check c = { st, set, ref, !strcmp(ref, amp_store_messages_ref(st)), "", NULL,
+			   errors, errors->count, 1 };
+
+	return check_commit(&c, commit);
+}
+
 static int parse_oid(git_oid *oid, const char *hex, struct check *c)
 {
 	if (strlen(hex) != GIT_OID_HEXSZ || git_oid_fromstr(oid, hex) < 0)
@@ -346,7 +365,7 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 			  amp_errlist *errors)
 {
 	struct check c = { st, set, ref, !strcmp(ref, amp_store_messages_ref(st)), "", NULL,
-			   errors, errors->count };
+			   errors, errors->count, 0 };
 	git_repository *repo = amp_store_repo(st);
 	git_revwalk *walk = NULL;
 	git_commit *commit = NULL;
