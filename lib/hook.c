@@ -266,6 +266,102 @@ static const char *delta_verb(git_delta_t status)
 	}
 }
 
+/* One file a commit changes. */
+struct change {
+	git_delta_t status;
+	git_filemode_t mode; /* the new file's (an added one) */
+	char path[AMP_PATH_MAX];
+};
+
+struct changes {
+	struct change *items;
+	size_t count, alloc;
+};
+
+static int change_add(struct changes *ch, git_delta_t status, git_filemode_t mode,
+		      const char *prefix, const char *name)
+{
+	if (ch->count == ch->alloc) {
+		size_t n = ch->alloc ? ch->alloc * 2 : 16;
+		struct change *items = realloc(ch->items, n * sizeof(*items));
+
+		if (!items)
+			return -1;
+		ch->items = items;
+		ch->alloc = n;
+	}
+	ch->items[ch->count].status = status;
+	ch->items[ch->count].mode = mode;
+	snprintf(ch->items[ch->count].path, AMP_PATH_MAX, "%s%s%s", prefix, *prefix ? "/" : "", name);
+	ch->count++;
+	return 0;
+}
+
+/*
+ * The files that differ between trees a and b (either NULL: empty), as
+ * git_diff_tree_to_tree lists them without rename detection, but skipping
+ * the subtrees both hold with the same id: the cost of a commit follows
+ * its change, not the size of the SSOT (libgit2's diff reads every entry
+ * of both trees, which makes a walk of the whole history quadratic).
+ * Returns 0, or -1 when a tree cannot be read or memory runs out.
+ */
+static int tree_changes(git_repository *repo, git_tree *a, git_tree *b, const char *prefix,
+			struct changes *ch)
+{
+	size_t i, na = a ? git_tree_entrycount(a) : 0, nb = b ? git_tree_entrycount(b) : 0;
+	char path[AMP_PATH_MAX];
+	int rc = 0;
+
+	for (i = 0; i < nb && rc == 0; i++) {
+		const git_tree_entry *be = git_tree_entry_byindex(b, i);
+		const char *name = git_tree_entry_name(be);
+		const git_tree_entry *ae = a ? git_tree_entry_byname(a, name) : NULL;
+		int btree = git_tree_entry_type(be) == GIT_OBJECT_TREE;
+		int atree = ae && git_tree_entry_type(ae) == GIT_OBJECT_TREE;
+
+		if (ae && git_oid_equal(git_tree_entry_id(ae), git_tree_entry_id(be)) &&
+		    git_tree_entry_filemode(ae) == git_tree_entry_filemode(be))
+			continue;
+		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
+		if (btree || atree) {
+			git_tree *sa = NULL, *sb = NULL;
+
+			if ((atree && git_tree_lookup(&sa, repo, git_tree_entry_id(ae)) < 0) ||
+			    (btree && git_tree_lookup(&sb, repo, git_tree_entry_id(be)) < 0))
+				rc = -1;
+			else if ((ae && !atree &&
+				  change_add(ch, GIT_DELTA_DELETED, git_tree_entry_filemode(ae), prefix, name) < 0) ||
+				 (!btree &&
+				  change_add(ch, GIT_DELTA_ADDED, git_tree_entry_filemode(be), prefix, name) < 0))
+				rc = -1;
+			else
+				rc = tree_changes(repo, sa, sb, path, ch);
+			git_tree_free(sa);
+			git_tree_free(sb);
+			continue;
+		}
+		rc = change_add(ch, ae ? GIT_DELTA_MODIFIED : GIT_DELTA_ADDED,
+				git_tree_entry_filemode(be), prefix, name);
+	}
+	for (i = 0; i < na && rc == 0; i++) {
+		const git_tree_entry *ae = git_tree_entry_byindex(a, i);
+		const char *name = git_tree_entry_name(ae);
+		git_tree *sa = NULL;
+
+		if (b && git_tree_entry_byname(b, name))
+			continue;
+		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
+		if (git_tree_entry_type(ae) != GIT_OBJECT_TREE)
+			rc = change_add(ch, GIT_DELTA_DELETED, git_tree_entry_filemode(ae), prefix, name);
+		else if (git_tree_lookup(&sa, repo, git_tree_entry_id(ae)) < 0)
+			rc = -1;
+		else
+			rc = tree_changes(repo, sa, NULL, path, ch);
+		git_tree_free(sa);
+	}
+	return rc;
+}
+
 /* Checks one new commit: only added files, and on the messages ref only
  * valid records in their place. */
 static int check_commit(struct check *c, git_commit *commit)
@@ -273,7 +369,7 @@ static int check_commit(struct check *c, git_commit *commit)
 	git_repository *repo = amp_store_repo(c->st);
 	git_commit *parent = NULL;
 	git_tree *old_tree = NULL;
-	git_diff *diff = NULL;
+	struct changes ch = { 0 };
 	json_t *tasks = json_object(), *added;
 	const char *task;
 	char task_id[64];
@@ -289,27 +385,27 @@ static int check_commit(struct check *c, git_commit *commit)
 	    (git_commit_parentcount(commit) == 1 &&
 	     (git_commit_parent(&parent, commit, 0) < 0 ||
 	      git_commit_tree(&old_tree, parent) < 0)) ||
-	    git_diff_tree_to_tree(&diff, repo, old_tree, c->tree, NULL) < 0) {
+	    tree_changes(repo, old_tree, c->tree, "", &ch) < 0) {
 		amp_error err;
 
 		status = amp_error_git(&err, AMP_EIO, "commit %s cannot be read", c->commit);
 		amp_errlist_add(c->errors, status, "", "%s", err.message);
 		goto cleanup;
 	}
-	n = git_diff_num_deltas(diff);
+	n = ch.count;
 	for (i = 0; i < n; i++) {
-		const git_diff_delta *d = git_diff_get_delta(diff, i);
-		const char *path = d->new_file.path, *name;
+		const struct change *d = &ch.items[i];
+		const char *path = d->path, *name;
 
 		if (d->status != GIT_DELTA_ADDED) {
-			refuse(c, AMP_ESCHEMA, d->old_file.path, NULL, "%s a file: the SSOT only appends%s",
+			refuse(c, AMP_ESCHEMA, path, NULL, "%s a file: the SSOT only appends%s",
 			       delta_verb(d->status), NULL);
 			continue;
 		}
-		if (d->new_file.mode != GIT_FILEMODE_BLOB) {
+		if (d->mode != GIT_FILEMODE_BLOB) {
 			refuse(c, AMP_ESCHEMA, path, NULL, "not a regular file (mode %s)%s",
-			       d->new_file.mode == GIT_FILEMODE_LINK ? "symlink" :
-			       d->new_file.mode == GIT_FILEMODE_COMMIT ? "submodule" : "executable",
+			       d->mode == GIT_FILEMODE_LINK ? "symlink" :
+			       d->mode == GIT_FILEMODE_COMMIT ? "submodule" : "executable",
 			       NULL);
 			continue;
 		}
@@ -333,7 +429,7 @@ static int check_commit(struct check *c, git_commit *commit)
 			break;
 cleanup:
 	json_decref(tasks);
-	git_diff_free(diff);
+	free(ch.items);
 	git_tree_free(old_tree);
 	git_tree_free(c->tree);
 	c->tree = NULL;

@@ -46,7 +46,7 @@ def commit(path, doc, author, subject, ms):
     sys.stdout.buffer.write(data); out.write("\n")
 for n in range(tasks):
     task = f"T-2026-{n:04d}"
-    d = f"tasks/2026/{n // 100}/{task}"
+    d = f"tasks/2026/{n // 100:02d}/{task}"  # amp_store_task_dir: S is the number but its last two digits
     seq = 0
     base = t0 + n * 1000
     def msg(kind, frm, to, ms, payload, extra=None):
