@@ -44,6 +44,7 @@ static const struct {
 	{ "hook", "git hooks that refuse pushes breaking the SSOT's rules" },
 	{ "sync", "fetch, join and push the SSOT through a git remote" },
 	{ "keys", "the keys that may speak as each role (signed records)" },
+	{ "fsck", "verify the whole history of the SSOT: append-only, in place, valid" },
 };
 
 static const char usage_text[] =

@@ -48,19 +48,29 @@ struct check {
 	amp_errlist *errors;
 	size_t base;        /* errors->count when the check began */
 	json_t *froms;      /* the "from" of each record the commit adds */
+	int bare;           /* amp_hook_check_commit: the path is the file */
+	int signatures;     /* verify each commit's signature (sign.h) */
 };
 
-static int refuse(struct check *c, const char *file, const char *ptr, const char *fmt,
-		  const char *a, const char *b)
+/* Records a problem of the commit being checked: AMP_ESCHEMA for its form,
+ * AMP_ERULE for a rule (amp_hook_check_commit tells them apart; the hook
+ * refuses both). */
+static int refuse(struct check *c, int status, const char *file, const char *ptr,
+		  const char *fmt, const char *a, const char *b)
 {
-	char where[AMP_PATH_MAX];
+	char where[AMP_PATH_MAX], why[AMP_MSG_MAX];
 	int n;
 
+	snprintf(why, sizeof(why), fmt, a ? a : "", b ? b : "");
+	if (c->bare)
+		return amp_errlist_add(c->errors, status, file ? file : "", "%s%s%s",
+				       ptr ? ptr : "", ptr && *ptr ? ": " : "", why);
 	n = snprintf(where, sizeof(where), "commit %s%s%.300s%s%.150s", c->commit,
 		     file ? ": " : "", file ? file : "", ptr ? ": " : "", ptr ? ptr : "");
 	if (n < 0)
 		where[0] = '\0';
-	return amp_errlist_add(c->errors, AMP_ERULE, where, fmt, a ? a : "", b ? b : "");
+	amp_errlist_add(c->errors, status, where, "%s", why);
+	return AMP_ERULE;
 }
 
 /* The form of a record: what no history can make right or wrong (its
@@ -148,7 +158,8 @@ static void place(struct check *c, amp_errlist *found, const char *file)
 			amp_errlist_add(c->errors, AMP_EIO, "", "commit %s: %s", c->commit,
 					found->items[k].message);
 		else
-			refuse(c, file, found->items[k].path, "%s%s", found->items[k].message, NULL);
+			refuse(c, found->items[k].status, file, found->items[k].path, "%s%s",
+			       found->items[k].message, NULL);
 	amp_errlist_free(found);
 }
 
@@ -162,7 +173,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 	size_t i;
 
 	if (amp_store_task_dir(task, dir, sizeof(dir)) < 0)
-		return refuse(c, task, NULL, "not a task directory%s%s", NULL, NULL), AMP_OK;
+		return refuse(c, AMP_ESCHEMA, task, NULL, "not a task directory%s%s", NULL, NULL), AMP_OK;
 	if ((status = amp_store_read_task(c->st, c->tree, task, &log, &err)) < 0)
 		return amp_errlist_add(c->errors, status, "", "commit %s: %s", c->commit,
 				       err.message);
@@ -170,7 +181,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 		if (!json_object_get(added, log.bad[i].name))
 			continue;
 		snprintf(file, sizeof(file), "%s/%s", dir, log.bad[i].name);
-		refuse(c, file, NULL, "%s%s", log.bad[i].reason, NULL);
+		refuse(c, AMP_ESCHEMA, file, NULL, "%s%s", log.bad[i].reason, NULL);
 	}
 	for (i = 0; i < log.count; i++) {
 		const amp_entry *e = &log.entries[i];
@@ -189,7 +200,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 			char seq[16];
 
 			snprintf(seq, sizeof(seq), "%06d", last_old);
-			refuse(c, file, NULL, "its sequence number is not above the task's older record %s%s",
+			refuse(c, AMP_ESCHEMA, file, NULL, "its sequence number is not above the task's older record %s%s",
 			       seq, NULL);
 			continue;
 		}
@@ -202,7 +213,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 			/* A marker sets aside a record of its own commit only:
 			 * never one already in force. */
 			if (amp_entry_is_marker(e, &record) && !json_object_get(added, record))
-				amp_errlist_add(&found, AMP_ERULE, "/record",
+				amp_errlist_add(&found, AMP_ESCHEMA, "/record",
 						"%s is not the next record of this commit: a superseded marker sets aside only the record committed right after it",
 						record);
 			place(c, &found, file);
@@ -275,7 +286,8 @@ static int check_signature(struct check *c, git_commit *commit)
 	int ok;
 
 	if (n > AMP_HOOK_MAX_RECORDS) {
-		refuse(c, NULL, NULL, "it adds more than %s records: too many to check%s", "1000", NULL);
+		refuse(c, AMP_ERULE, NULL, NULL, "it adds more than %s records: too many to check%s",
+		       "1000", NULL);
 		return AMP_OK;
 	}
 	for (i = 0; i < n; i++)
@@ -285,8 +297,104 @@ static int check_signature(struct check *c, git_commit *commit)
 	if (ok < 0)
 		return amp_errlist_add(c->errors, ok, "", "commit %s: %s", c->commit, err.message);
 	if (!ok)
-		refuse(c, NULL, NULL, "%s (git config amp.requireSigned)%s", why, NULL);
+		refuse(c, AMP_ERULE, NULL, NULL, "%s (git config amp.requireSigned)%s", why, NULL);
 	return AMP_OK;
+}
+
+/* One file a commit changes. */
+struct change {
+	git_delta_t status;
+	git_filemode_t mode; /* the new file's (an added one) */
+	char path[AMP_PATH_MAX];
+};
+
+struct changes {
+	struct change *items;
+	size_t count, alloc;
+};
+
+static int change_add(struct changes *ch, git_delta_t status, git_filemode_t mode,
+		      const char *prefix, const char *name)
+{
+	if (ch->count == ch->alloc) {
+		size_t n = ch->alloc ? ch->alloc * 2 : 16;
+		struct change *items = realloc(ch->items, n * sizeof(*items));
+
+		if (!items)
+			return -1;
+		ch->items = items;
+		ch->alloc = n;
+	}
+	ch->items[ch->count].status = status;
+	ch->items[ch->count].mode = mode;
+	snprintf(ch->items[ch->count].path, AMP_PATH_MAX, "%s%s%s", prefix, *prefix ? "/" : "", name);
+	ch->count++;
+	return 0;
+}
+
+/*
+ * The files that differ between trees a and b (either NULL: empty), as
+ * git_diff_tree_to_tree lists them without rename detection, but skipping
+ * the subtrees both hold with the same id: the cost of a commit follows
+ * its change, not the size of the SSOT (libgit2's diff reads every entry
+ * of both trees, which makes a walk of the whole history quadratic).
+ * Returns 0, or -1 when a tree cannot be read or memory runs out.
+ */
+static int tree_changes(git_repository *repo, git_tree *a, git_tree *b, const char *prefix,
+			struct changes *ch)
+{
+	size_t i, na = a ? git_tree_entrycount(a) : 0, nb = b ? git_tree_entrycount(b) : 0;
+	char path[AMP_PATH_MAX];
+	int rc = 0;
+
+	for (i = 0; i < nb && rc == 0; i++) {
+		const git_tree_entry *be = git_tree_entry_byindex(b, i);
+		const char *name = git_tree_entry_name(be);
+		const git_tree_entry *ae = a ? git_tree_entry_byname(a, name) : NULL;
+		int btree = git_tree_entry_type(be) == GIT_OBJECT_TREE;
+		int atree = ae && git_tree_entry_type(ae) == GIT_OBJECT_TREE;
+
+		if (ae && git_oid_equal(git_tree_entry_id(ae), git_tree_entry_id(be)) &&
+		    git_tree_entry_filemode(ae) == git_tree_entry_filemode(be))
+			continue;
+		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
+		if (btree || atree) {
+			git_tree *sa = NULL, *sb = NULL;
+
+			if ((atree && git_tree_lookup(&sa, repo, git_tree_entry_id(ae)) < 0) ||
+			    (btree && git_tree_lookup(&sb, repo, git_tree_entry_id(be)) < 0))
+				rc = -1;
+			else if ((ae && !atree &&
+				  change_add(ch, GIT_DELTA_DELETED, git_tree_entry_filemode(ae), prefix, name) < 0) ||
+				 (!btree &&
+				  change_add(ch, GIT_DELTA_ADDED, git_tree_entry_filemode(be), prefix, name) < 0))
+				rc = -1;
+			else
+				rc = tree_changes(repo, sa, sb, path, ch);
+			git_tree_free(sa);
+			git_tree_free(sb);
+			continue;
+		}
+		rc = change_add(ch, ae ? GIT_DELTA_MODIFIED : GIT_DELTA_ADDED,
+				git_tree_entry_filemode(be), prefix, name);
+	}
+	for (i = 0; i < na && rc == 0; i++) {
+		const git_tree_entry *ae = git_tree_entry_byindex(a, i);
+		const char *name = git_tree_entry_name(ae);
+		git_tree *sa = NULL;
+
+		if (b && git_tree_entry_byname(b, name))
+			continue;
+		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
+		if (git_tree_entry_type(ae) != GIT_OBJECT_TREE)
+			rc = change_add(ch, GIT_DELTA_DELETED, git_tree_entry_filemode(ae), prefix, name);
+		else if (git_tree_lookup(&sa, repo, git_tree_entry_id(ae)) < 0)
+			rc = -1;
+		else
+			rc = tree_changes(repo, sa, NULL, path, ch);
+		git_tree_free(sa);
+	}
+	return rc;
 }
 
 /* Checks one new commit: only added files, and on the messages ref only
@@ -296,7 +404,7 @@ static int check_commit(struct check *c, git_commit *commit)
 	git_repository *repo = amp_store_repo(c->st);
 	git_commit *parent = NULL;
 	git_tree *old_tree = NULL;
-	git_diff *diff = NULL;
+	struct changes ch = { 0 };
 	json_t *tasks = json_object(), *added;
 	const char *task;
 	char task_id[64];
@@ -305,41 +413,41 @@ static int check_commit(struct check *c, git_commit *commit)
 
 	git_oid_tostr(c->commit, 8, git_commit_id(commit));
 	if (git_commit_parentcount(commit) > 1) {
-		refuse(c, NULL, NULL, "a merge commit: the SSOT keeps a linear history%s%s", NULL, NULL);
+		refuse(c, AMP_ESCHEMA, NULL, NULL, "a merge commit: the SSOT keeps a linear history%s%s", NULL, NULL);
 		goto cleanup;
 	}
 	if (git_commit_tree(&c->tree, commit) < 0 ||
 	    (git_commit_parentcount(commit) == 1 &&
 	     (git_commit_parent(&parent, commit, 0) < 0 ||
 	      git_commit_tree(&old_tree, parent) < 0)) ||
-	    git_diff_tree_to_tree(&diff, repo, old_tree, c->tree, NULL) < 0) {
+	    tree_changes(repo, old_tree, c->tree, "", &ch) < 0) {
 		amp_error err;
 
 		status = amp_error_git(&err, AMP_EIO, "commit %s cannot be read", c->commit);
 		amp_errlist_add(c->errors, status, "", "%s", err.message);
 		goto cleanup;
 	}
-	n = git_diff_num_deltas(diff);
+	n = ch.count;
 	for (i = 0; i < n; i++) {
-		const git_diff_delta *d = git_diff_get_delta(diff, i);
-		const char *path = d->new_file.path, *name;
+		const struct change *d = &ch.items[i];
+		const char *path = d->path, *name;
 
 		if (d->status != GIT_DELTA_ADDED) {
-			refuse(c, d->old_file.path, NULL, "%s a file: the SSOT only appends%s",
+			refuse(c, AMP_ESCHEMA, path, NULL, "%s a file: the SSOT only appends%s",
 			       delta_verb(d->status), NULL);
 			continue;
 		}
-		if (d->new_file.mode != GIT_FILEMODE_BLOB) {
-			refuse(c, path, NULL, "not a regular file (mode %s)%s",
-			       d->new_file.mode == GIT_FILEMODE_LINK ? "symlink" :
-			       d->new_file.mode == GIT_FILEMODE_COMMIT ? "submodule" : "executable",
+		if (d->mode != GIT_FILEMODE_BLOB) {
+			refuse(c, AMP_ESCHEMA, path, NULL, "not a regular file (mode %s)%s",
+			       d->mode == GIT_FILEMODE_LINK ? "symlink" :
+			       d->mode == GIT_FILEMODE_COMMIT ? "submodule" : "executable",
 			       NULL);
 			continue;
 		}
 		if (!c->messages || !strcmp(path, "AMP"))
 			continue;
 		if (record_path(path, task_id, sizeof(task_id), &name) < 0) {
-			refuse(c, path, NULL, "not a record in its task's directory (tasks/<YYYY>/<S>/<task_id>/<seq>.<msg|ack|ctl>.<id>.json)%s%s",
+			refuse(c, AMP_ESCHEMA, path, NULL, "not a record in its task's directory (tasks/<YYYY>/<S>/<task_id>/<seq>.<msg|ack|ctl>.<id>.json)%s%s",
 			       NULL, NULL);
 			continue;
 		}
@@ -355,17 +463,32 @@ static int check_commit(struct check *c, git_commit *commit)
 	json_object_foreach(tasks, task, added)
 		if ((status = check_task(c, task, added)) < 0)
 			break;
-	if (status == AMP_OK && amp_store_signing(c->st)->require)
+	if (status == AMP_OK && c->signatures)
 		status = check_signature(c, commit);
 cleanup:
 	json_decref(tasks);
-	git_diff_free(diff);
+	free(ch.items);
 	git_tree_free(old_tree);
 	git_tree_free(c->tree);
 	c->tree = NULL;
 	git_commit_free(parent);
 	if (status == AMP_OK && c->errors->count > c->base)
 		status = AMP_ERULE;
+	return status;
+}
+
+int amp_hook_check_commit(amp_store *st, amp_schema_set *set, const char *ref,
+			  git_commit *commit, amp_errlist *errors)
+{
+	struct check c = { st, set, ref, !strcmp(ref, amp_store_messages_ref(st)), "", NULL,
+			   errors, errors->count, json_array(), 1,
+			   amp_store_signing(st)->allowed[0] != '\0' };
+	int status;
+
+	if (!c.froms)
+		return amp_errlist_add(errors, AMP_EIO, "", "out of memory");
+	status = check_commit(&c, commit);
+	json_decref(c.froms);
 	return status;
 }
 
@@ -382,7 +505,7 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 			  amp_errlist *errors)
 {
 	struct check c = { st, set, ref, !strcmp(ref, amp_store_messages_ref(st)), "", NULL,
-			   errors, errors->count, NULL };
+			   errors, errors->count, NULL, 0, amp_store_signing(st)->require };
 	git_repository *repo = amp_store_repo(st);
 	git_revwalk *walk = NULL;
 	git_commit *commit = NULL;

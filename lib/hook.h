@@ -61,6 +61,26 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 			  amp_errlist *errors);
 
 /*
+ * Checks one commit of `ref` against its first parent (none: the root) as
+ * the hook checks each pushed commit, without stopping at the first
+ * problem.  Appends each problem to `errors`: its path the file it is
+ * about ("" for the commit itself), its message the reason (after the JSON
+ * pointer of the value, "<pointer>: <reason>", when there is one), its
+ * status AMP_ESCHEMA for a problem of form, which no history makes right
+ * (a merge commit, a file modified, deleted or renamed, a file out of its
+ * place or not a regular file, a record that is not a well-formed record
+ * in its place, a sequence number not above the task's older records, a
+ * superseded marker that does not name the record committed after it),
+ * AMP_ERULE for a protocol rule that refuses a record on the history
+ * before it -- and, when git config amp.allowedSigners is set, a commit
+ * that strict mode would refuse (sign.h: not signed, or not by a key of
+ * the role it was written as) -- AMP_EIO for what cannot be read.  Returns
+ * AMP_OK (no problem), AMP_ERULE (problems appended) or AMP_EIO.
+ */
+int amp_hook_check_commit(amp_store *st, amp_schema_set *set, const char *ref,
+			  git_commit *commit, amp_errlist *errors);
+
+/*
  * Checks record i of `log` (read from `tree`, the tip it is in) on the
  * records before it, as the hook checks each record a commit adds: AMP_OK;
  * AMP_ESCHEMA (problems appended to errors) when it is not a well-formed

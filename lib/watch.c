@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "message.h"
 #include "rules.h"
+#include "seen.h"
 #include "send.h"
 #include "task.h"
 #include "util.h"
@@ -1128,6 +1129,163 @@ cleanup:
 	return status;
 }
 
+/* ---- rewrites ------------------------------------------------------------- */
+
+/* 1 when an escalation of escalate_rewrite in log already names record
+ * `name` lost since `seen_hex`: each lost record is escalated once. */
+static int rewrite_known(const amp_task_log *log, const char *seen_hex, const char *name)
+{
+	char prefix[64];
+	size_t i;
+
+	snprintf(prefix, sizeof(prefix), AMP_RECORD_CAUSE "%.12s:", seen_hex);
+	for (i = 0; i < log->count; i++) {
+		const json_t *p = json_object_get(log->entries[i].doc, "payload");
+		const char *d = amp_json_str(p, "description");
+		const char *from = amp_json_str(log->entries[i].doc, "from");
+
+		if (log->entries[i].kind == AMP_ENTRY_MSG && is_type(log->entries[i].doc, "escalation") &&
+		    from && !strcmp(from, "system") && d &&
+		    !strncmp(d, prefix, strlen(prefix)) && strstr(d, name))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * AMP/1.0 "append-only, never rewritten": escalates, in task `task`, the
+ * records of it the tip lost since the last intact tip `seen` (`lost`:
+ * amp_seen_lost's objects, those of other tasks skipped).  Critical, so
+ * the task is suspended until the admin resumes it.  The description names
+ * the old and new tips and every record lost; the cause is "<seen
+ * commit>:<path>" (a revision git show reads) of the first lost record no
+ * such escalation names yet, and there is none when all are named: each
+ * rewrite is escalated once, a later one that loses more records again.
+ */
+static void escalate_rewrite(struct watch *w, git_tree *tip_tree, const char *task,
+			     const json_t *lost, const char *seen_hex, const char *tip_hex,
+			     const char *seen_ref)
+{
+	amp_task_log log;
+	amp_error err;
+	json_t *l, *affected = json_array();
+	char cause[600], description[1900], list[1300];
+	const char *first = NULL;
+	size_t i, len = 0, n = 0;
+
+	if (amp_store_read_task(w->st, tip_tree, task, &log, &err) < 0) {
+		task_broken(w, task, &err);
+		json_decref(affected);
+		return;
+	}
+	list[0] = '\0';
+	json_array_foreach(lost, i, l) {
+		const char *path = amp_json_str(l, "path"), *name = strrchr(path, '/') + 1, *id;
+		amp_entry_kind kind;
+		size_t id_len;
+		char buf[300];
+
+		if (strcmp(amp_json_str(l, "task"), task))
+			continue;
+		n++;
+		if (!first && !rewrite_known(&log, seen_hex, name))
+			first = path;
+		if (len < sizeof(list) - 1)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s (%s)", n > 1 ? ", " : "",
+						name, amp_json_str(l, "change"));
+		/* A message still there (changed) may be named. */
+		if (amp_store_entry_parse(name, NULL, &kind, &id, &id_len) == 0 &&
+		    kind == AMP_ENTRY_MSG && id_len < sizeof(buf)) {
+			snprintf(buf, sizeof(buf), "%.*s", (int)id_len, id);
+			if (amp_task_log_find(&log, AMP_ENTRY_MSG, buf) && json_array_size(affected) < 1000)
+				json_array_append_new(affected, json_string(buf));
+		}
+	}
+	if (first) {
+		snprintf(cause, sizeof(cause), "%.12s:%s", seen_hex, first);
+		snprintf(description, sizeof(description),
+			 AMP_RECORD_CAUSE "%s: the history of %s was rewritten: it moved from %s (kept as %s) to %s, which lost %zu record%s of this task: %s. Read them with git show %.12s:<path>; run amp fsck; the admin resumes the task once the history is restored or the loss accepted (append-only, never rewritten).",
+			 cause, amp_store_messages_ref(w->st), seen_hex, seen_ref, tip_hex, n,
+			 n == 1 ? "" : "s", list, seen_hex);
+		/* affected_msgs[0] would be the cause: the path is. */
+		fire(w, task, "unknown", "critical", affected, NULL, description, cause);
+	}
+	json_decref(affected);
+	amp_task_log_free(&log);
+}
+
+/*
+ * Rewrite detection: compares the records of the last intact tip (the seen
+ * ref, seen.h; on the first pass the tip of the saved state) with those of
+ * `tip` by identity and content.  When none is lost, *intact is set and
+ * the caller moves the seen ref to tip after the pass; else each task that
+ * lost records is escalated (escalate_rewrite) and the seen ref stays,
+ * keeping the lost records readable.
+ */
+static int check_rewrite(struct watch *w, const git_oid *tip, git_oid *seen, int *have_seen,
+			 int *intact)
+{
+	git_repository *repo = amp_store_repo(w->st);
+	git_commit *sc = NULL, *tc = NULL;
+	git_tree *st = NULL, *tt = NULL;
+	json_t *lost = json_array(), *l, *tasks = json_object();
+	const char *hex = amp_json_str(w->state, "tip"), *task;
+	char seen_ref[AMP_PATH_MAX], seen_hex[GIT_OID_HEXSZ + 1], tip_hex[GIT_OID_HEXSZ + 1];
+	amp_error err;
+	size_t i;
+	int status;
+
+	*intact = 0;
+	if ((status = amp_seen_read(w->st, seen, &err)) < 0)
+		goto fail;
+	*have_seen = status;
+	status = AMP_OK;
+	/* An SSOT watched before the seen ref existed starts from the tip the
+	 * last pass saw, when it is still there. */
+	if (!*have_seen && hex && git_oid_fromstr(seen, hex) == 0 &&
+	    git_commit_lookup(&sc, repo, seen) == 0) {
+		if ((status = amp_seen_move(w->st, NULL, seen, &err)) < 0)
+			goto fail;
+		*have_seen = 1;
+	}
+	git_error_clear();
+	if (!*have_seen || git_oid_equal(seen, tip)) {
+		*intact = 1;
+		goto cleanup;
+	}
+	git_commit_free(sc);
+	sc = NULL;
+	amp_seen_ref(w->st, seen_ref, sizeof(seen_ref));
+	if (git_commit_lookup(&sc, repo, seen) < 0 || git_commit_tree(&st, sc) < 0 ||
+	    git_commit_lookup(&tc, repo, tip) < 0 || git_commit_tree(&tt, tc) < 0 ||
+	    amp_seen_lost(repo, st, tt, lost) < 0) {
+		status = amp_error_git(&err, AMP_EIO, "cannot compare %s with %s", seen_ref,
+				       amp_store_messages_ref(w->st));
+		goto fail;
+	}
+	if (!json_array_size(lost)) {
+		*intact = 1;
+		goto cleanup;
+	}
+	git_oid_tostr(seen_hex, sizeof(seen_hex), seen);
+	git_oid_tostr(tip_hex, sizeof(tip_hex), tip);
+	json_array_foreach(lost, i, l)
+		json_object_set_new(tasks, amp_json_str(l, "task"), json_true());
+	json_object_foreach(tasks, task, l)
+		escalate_rewrite(w, tt, task, lost, seen_hex, tip_hex, seen_ref);
+	goto cleanup;
+fail:
+	amp_errlist_add(w->errors, status, "", "%s", err.message);
+cleanup:
+	json_decref(tasks);
+	json_decref(lost);
+	git_tree_free(st);
+	git_tree_free(tt);
+	git_commit_free(sc);
+	git_commit_free(tc);
+	return status;
+}
+
 int amp_watch_opts_load(amp_store *st, amp_watch_opts *o, amp_error *err)
 {
 	const amp_policy *p = amp_store_policy(st);
@@ -1144,8 +1302,8 @@ int amp_watch_pass(amp_store *st, amp_schema_set **set, const amp_watch_opts *o,
 {
 	struct watch w = { st, set, o, report, ctx, stats, errors, NULL, NULL, NULL, 0, 0 };
 	char *before = NULL;
-	git_oid tip, last;
-	int iter, rc, status = AMP_OK, fired;
+	git_oid tip, last, seen, intact_tip;
+	int iter, rc, status = AMP_OK, fired, have_seen = 0, intact = 0;
 
 	memset(stats, 0, sizeof(*stats));
 	load_state(&w);
@@ -1167,6 +1325,16 @@ int amp_watch_pass(amp_store *st, amp_schema_set **set, const amp_watch_opts *o,
 			status = amp_errlist_add(errors, AMP_EIO, "", "%s", err.message);
 			goto cleanup;
 		}
+		/* Before anything else reads it: what the tip lost since the
+		 * last intact one. */
+		if (iter == 0) {
+			if ((status = check_rewrite(&w, &tip, &seen, &have_seen, &intact)) < 0 ||
+			    w.failed)
+				goto cleanup;
+			git_oid_cpy(&intact_tip, &tip);
+			if (!intact)
+				continue;
+		}
 		if (!have_last || !git_oid_equal(&tip, &last) ||
 		    (iter == 0 && json_object_size(json_object_get(w.state, "broken")))) {
 			if ((status = process_range(&w, have_last ? &last : NULL, &tip)) < 0 || w.failed)
@@ -1181,6 +1349,13 @@ int amp_watch_pass(amp_store *st, amp_schema_set **set, const amp_watch_opts *o,
 			break;
 	}
 cleanup:
+	if (intact && !w.failed && status == AMP_OK &&
+	    (!have_seen || !git_oid_equal(&seen, &intact_tip))) {
+		amp_error err;
+
+		if ((status = amp_seen_move(st, have_seen ? &seen : NULL, &intact_tip, &err)) < 0)
+			amp_errlist_add(errors, status, "", "%s", err.message);
+	}
 	/* A pass that could not write an escalation keeps the old state, so
 	 * the next one tries again. */
 	if (!w.failed && status == AMP_OK) {

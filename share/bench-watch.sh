@@ -7,7 +7,8 @@
 #      every commit of the history walked (when each record arrived);
 #   2. `amp watch --once` on the unchanged SSOT: whole-process median of 20
 #      runs (hyperfine when installed, else date +%s%N);
-#   3. `amp watch --once` after one new message: median of 20 runs.
+#   3. `amp watch --once` after one new message: median of 20 runs;
+#   4. `amp fsck` on the same SSOT (every commit checked).
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 export PATH=${AMP_BIN:-$src/bin}:$PATH
@@ -45,7 +46,7 @@ def commit(path, doc, author, subject, ms):
     sys.stdout.buffer.write(data); out.write("\n")
 for n in range(tasks):
     task = f"T-2026-{n:04d}"
-    d = f"tasks/2026/{n // 100}/{task}"
+    d = f"tasks/2026/{n // 100:02d}/{task}"  # amp_store_task_dir: S is the number but its last two digits
     seq = 0
     base = t0 + n * 1000
     def msg(kind, frm, to, ms, payload, extra=None):
@@ -102,6 +103,8 @@ if command -v strace > /dev/null; then
 	strace -f -e trace=openat -o "$work/trace" amp-watch --once > /dev/null 2>&1 || true
 	echo "  files opened by one unchanged pass: $(grep -v ENOENT "$work/trace" | grep -c 'openat') ($(grep -c '/objects/' "$work/trace" || true) in the object database)"
 fi
+t0=$(now_ns); amp fsck > /dev/null || true; t1=$(now_ns)
+echo "amp fsck, whole history of $msgs messages ($(git rev-list --count refs/amp/messages) commits): $(((t1 - t0) / 1000000)) ms"
 amp send task_dispatch --task T-2027-001 --from coordinator --payload <(echo '{"description": "bench", "repo": "/srv/bench", "branch": "feature/bench", "subtasks": [{"subtask_id": "S1", "description": "one", "estimated_lines": 1}], "acceptance_criteria": ["it works"], "risk_level": "low"}') > /dev/null
 t0=$(now_ns); amp watch --once > /dev/null; t1=$(now_ns)
 echo "amp watch --once after one new message: $(((t1 - t0) / 1000000)) ms (reads that task only)"
