@@ -15,10 +15,12 @@
 #include "cli.h"
 #include "guard.h"
 #include "hook.h"
+#include "sync.h"
 #include "util.h"
 
 static const char usage[] =
 	"usage: amp hook pre-receive\n"
+	"   or: amp hook post-receive\n"
 	"   or: amp hook pre-push <remote> <url>\n"
 	"   or: amp hook pre-commit\n"
 	"   or: amp hook pre-merge-commit\n"
@@ -105,6 +107,57 @@ cleanup:
 	return code;
 }
 
+/*
+ * post-receive on a hub: joins each clone's inbox the push updated
+ * (refs/amp-in/<id>/<ref>, amp.syncPush inbox) into refs/amp/<ref>
+ * (amp_sync_absorb).  The push has happened
+ * whatever this does: a join that fails leaves the inbox as it is and
+ * says why, and the clone's sync, which fetches next, sees what is
+ * missing.
+ */
+static int absorb_inboxes(int push)
+{
+	amp_store *st = NULL;
+	amp_schema_set *set = NULL;
+	amp_error err;
+	char line[LINE_MAX_BYTES], a[LINE_MAX_BYTES], b[LINE_MAX_BYTES], c[LINE_MAX_BYTES];
+	int code;
+
+	(void)push;
+	if ((code = amp_cli_open_store("hook", NULL, &st)) ||
+	    (code = amp_cli_load_schemas("hook", &set)))
+		goto cleanup;
+	while (fgets(line, sizeof(line), stdin)) {
+		const char *slash;
+		char target[300];
+		amp_sync_absorbed out;
+		git_oid new;
+
+		if (sscanf(line, "%4095s %4095s %4095s", a, b, c) != 3 ||
+		    strncmp(c, AMP_SYNC_INBOX, strlen(AMP_SYNC_INBOX)) ||
+		    !(slash = strchr(c + strlen(AMP_SYNC_INBOX), '/')) ||
+		    git_oid_fromstr(&new, b) < 0 || git_oid_is_zero(&new))
+			continue;
+		snprintf(target, sizeof(target), "refs/amp/%.200s", slash + 1);
+		if (amp_sync_absorb(st, set, target, &new, &out, &err) < 0) {
+			fprintf(stderr, "amp hook: error: %s: %s (the inbox stays as it is)\n",
+				amp_term(c), amp_term(err.message));
+			code = amp_exit_code(err.status);
+			continue;
+		}
+		fprintf(stderr, "amp hook: joined %s into %s: %lu record%s replayed, %lu set aside (%.7s)\n",
+			amp_term(c), target, out.replayed, out.replayed == 1 ? "" : "s",
+			out.superseded, git_oid_tostr_s(&out.tip));
+		/* The inbox stays: deleting a ref while another push's
+		 * receive-pack walks every ref makes that push fail ("bad
+		 * object"), and the clone's next push replaces it anyway. */
+	}
+cleanup:
+	amp_schema_set_free(set);
+	amp_store_free(st);
+	return code;
+}
+
 static int install(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -115,7 +168,7 @@ static int install(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char *const ssot_client[] = { "pre-push", NULL };
-	static const char *const ssot_server[] = { "pre-receive", NULL };
+	static const char *const ssot_server[] = { "pre-receive", "post-receive", NULL };
 	static const char *const work[] = { "pre-commit", "pre-merge-commit", "work-pre-push",
 					    NULL };
 	const char *const *commands = ssot_client;
@@ -297,6 +350,7 @@ static const struct {
 	int (*run)(int push);
 } hooks[] = {
 	{ "pre-receive", 0, check_updates },
+	{ "post-receive", 0, absorb_inboxes },
 	{ "pre-push", 1, check_updates },
 	{ "pre-commit", 0, guard },
 	/* git runs pre-merge-commit, not pre-commit, for a merge commit. */

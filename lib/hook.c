@@ -14,6 +14,7 @@
 #include "message.h"
 #include "rules.h"
 #include "sign.h"
+#include "sync.h"
 #include "task.h"
 #include "util.h"
 
@@ -50,6 +51,8 @@ struct check {
 	json_t *froms;      /* the "from" of each record the commit adds */
 	int bare;           /* amp_hook_check_commit: the path is the file */
 	int signatures;     /* verify each commit's signature (sign.h) */
+	int inbox;          /* a clone's inbox (amp.syncPush inbox): its form
+			     * only, the rules when the hub joins it */
 };
 
 /* Records a problem of the commit being checked: AMP_ESCHEMA for its form,
@@ -208,8 +211,14 @@ static int check_task(struct check *c, const char *task, json_t *added)
 			amp_errlist found = { 0 };
 			const char *record;
 
-			if (amp_hook_check_record(c->st, c->set, c->tree, &log, i, &found) == AMP_EIO)
+			int rc = amp_hook_check_record(c->st, c->set, c->tree, &log, i, &found);
+
+			if (rc == AMP_EIO)
 				status = AMP_EIO;
+			/* An inbox's records are checked against the rules
+			 * when the hub joins them, in their place there. */
+			if (rc == AMP_ERULE && c->inbox)
+				amp_errlist_free(&found);
 			/* A marker sets aside a record of its own commit only:
 			 * never one already in force. */
 			if (amp_entry_is_marker(e, &record) && !json_object_get(added, record))
@@ -482,7 +491,7 @@ int amp_hook_check_commit(amp_store *st, amp_schema_set *set, const char *ref,
 {
 	struct check c = { st, set, ref, !strcmp(ref, amp_store_messages_ref(st)), "", NULL,
 			   errors, errors->count, json_array(), 1,
-			   amp_store_signing(st)->allowed[0] != '\0' };
+			   amp_store_signing(st)->allowed[0] != '\0', 0 };
 	int status;
 
 	if (!c.froms)
@@ -500,12 +509,88 @@ static int parse_oid(git_oid *oid, const char *hex, struct check *c)
 	return AMP_OK;
 }
 
+/*
+ * A push to a clone's inbox, refs/amp-in/<id>/<name> (sync.h): any update
+ * (the clone pushes with force what its own join made), but every commit
+ * the hub's refs/amp/<name> does not hold must be well-formed; the rules
+ * are the hub's join's, in the records' place there (post-receive).
+ */
+static int check_inbox_update(struct check *c, const char *old_hex, const char *new_hex)
+{
+	git_repository *repo = amp_store_repo(c->st);
+	const char *id = c->ref + strlen(AMP_SYNC_INBOX), *slash = strchr(id, '/');
+	char target[300];
+	git_revwalk *walk = NULL;
+	git_commit *commit = NULL;
+	git_oid old, new, tip, oid;
+	amp_error err;
+	int status;
+
+	if (!slash || slash == id || (size_t)(slash - id) > 64 ||
+	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+		    (size_t)(slash - id))
+		return amp_errlist_add(c->errors, AMP_ERULE, "",
+				       "not an inbox: refs/amp-in/<id>/<ref> with <id> of [A-Za-z0-9_-]{1,64}");
+	snprintf(target, sizeof(target), "refs/amp/%.200s", slash + 1);
+	if (strcmp(target, amp_store_messages_ref(c->st)) &&
+	    strcmp(target, amp_store_errors_ref(c->st)))
+		return amp_errlist_add(c->errors, AMP_ERULE, "",
+				       "an inbox takes the messages or the errors ref, and %s is neither",
+				       target);
+	if ((status = parse_oid(&old, old_hex, c)) < 0 || (status = parse_oid(&new, new_hex, c)) < 0)
+		return status;
+	if (git_oid_is_zero(&new))
+		return AMP_OK; /* the clone takes its inbox away */
+	/* The join re-commits the records on the hub: in strict mode each
+	 * commit must keep its writer's own signature. */
+	if (amp_store_signing(c->st)->require)
+		return amp_errlist_add(c->errors, AMP_ERULE, "",
+				       "this hub is in strict mode (git config amp.requireSigned): its join would sign others' records, so push to %s (git config amp.syncPush ref)",
+				       target);
+	c->messages = !strcmp(target, amp_store_messages_ref(c->st));
+	c->inbox = 1;
+	if (git_revwalk_new(&walk, repo) < 0 ||
+	    git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE) < 0 ||
+	    git_revwalk_push(walk, &new) < 0) {
+		status = amp_error_git(&err, AMP_EIO, "cannot walk %.12s", new_hex);
+		amp_errlist_add(c->errors, status, "", "%s", err.message);
+		goto cleanup;
+	}
+	if (git_reference_name_to_id(&tip, repo, target) == 0)
+		git_revwalk_hide(walk, &tip);
+	else
+		c->inbox = 0; /* the first history of the hub is taken as it is:
+			       * every rule, on the history it brings */
+	if (!git_oid_is_zero(&old) && git_commit_lookup(&commit, repo, &old) == 0)
+		git_revwalk_hide(walk, &old);
+	git_commit_free(commit);
+	commit = NULL;
+	git_error_clear();
+	while ((status = git_revwalk_next(&oid, walk)) == 0) {
+		if (git_commit_lookup(&commit, repo, &oid) < 0) {
+			status = amp_error_git(&err, AMP_EIO, "cannot read a pushed commit");
+			amp_errlist_add(c->errors, status, "", "%s", err.message);
+			goto cleanup;
+		}
+		status = check_commit(c, commit);
+		git_commit_free(commit);
+		commit = NULL;
+		if (status < 0)
+			goto cleanup;
+	}
+	status = status == GIT_ITEROVER ? AMP_OK : amp_errlist_add(c->errors, AMP_EIO, "",
+								  "cannot walk %.12s", new_hex);
+cleanup:
+	git_revwalk_free(walk);
+	return status;
+}
+
 int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 			  const char *old_hex, const char *new_hex,
 			  amp_errlist *errors)
 {
 	struct check c = { st, set, ref, !strcmp(ref, amp_store_messages_ref(st)), "", NULL,
-			   errors, errors->count, NULL, 0, amp_store_signing(st)->require };
+			   errors, errors->count, NULL, 0, amp_store_signing(st)->require, 0 };
 	git_repository *repo = amp_store_repo(st);
 	git_revwalk *walk = NULL;
 	git_commit *commit = NULL;
@@ -513,6 +598,13 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 	amp_error err;
 	int status;
 
+	if (!strncmp(ref, AMP_SYNC_INBOX, strlen(AMP_SYNC_INBOX))) {
+		if (!(c.froms = json_array()))
+			return amp_errlist_add(errors, AMP_EIO, "", "out of memory");
+		status = check_inbox_update(&c, old_hex, new_hex);
+		json_decref(c.froms);
+		return status;
+	}
 	if (strncmp(ref, "refs/amp/", 9))
 		return AMP_OK;
 	if ((status = parse_oid(&old, old_hex, &c)) < 0 ||
@@ -608,6 +700,7 @@ static const struct hook_kind {
 	const char *purpose; /* for the script's comment */
 } hook_kinds[] = {
 	{ "pre-receive", "pre-receive", "refuses a push of refs/amp/* that breaks the SSOT's rules" },
+	{ "post-receive", "post-receive", "joins the clones' inboxes (refs/amp-in/*) into refs/amp/*" },
 	{ "pre-push", "pre-push", "refuses a push of refs/amp/* that breaks the SSOT's rules" },
 	{ "pre-commit", "pre-commit", "refuses an agent's commit on a protected branch" },
 	{ "pre-merge-commit", "pre-merge-commit", "refuses an agent's merge into a protected branch" },
@@ -694,17 +787,20 @@ int amp_hook_install(amp_store *st, const char *command, const char *program,
 		status = amp_error_set(err, AMP_EIO, "", "cannot write %s: %s", tmp, strerror(errno));
 		goto cleanup;
 	}
-	/* The hook's stdin is read once, by whichever runs first: it is kept
-	 * in a file so the chained hook and amp both see all of it. */
+	/* Without a chained hook, amp-hook takes git's stdin itself: no
+	 * process but it (a hub runs the hook on every push).  With one, the
+	 * stdin is read once, by whichever runs first: it is kept in a file
+	 * so the chained hook and amp both see all of it. */
 	fprintf(f, "#!/bin/sh\n%s: %s\n# AMP/1.0: %s.  A hook that was here\n"
 		   "# before runs first, as %s.amp-chained, on the same input.\n"
+		   "if [ ! -x \"$0.amp-chained\" ]; then\n\texec ",
+		AMP_HOOK_MARKER, command, k->purpose, k->name);
+	sh_quote(f, program);
+	fprintf(f, " %s \"$@\"\nfi\n"
 		   "input=$(mktemp \"${TMPDIR:-/tmp}/amp-hook.XXXXXX\") || exit 1\n"
 		   "trap 'rm -f \"$input\"' EXIT\n"
 		   "cat > \"$input\" || exit 1\n"
-		   "if [ -x \"$0.amp-chained\" ]; then\n"
-		   "\t\"$0.amp-chained\" \"$@\" < \"$input\" || exit $?\n"
-		   "fi\n",
-		AMP_HOOK_MARKER, command, k->purpose, k->name);
+		   "\"$0.amp-chained\" \"$@\" < \"$input\" || exit $?\n", command);
 	sh_quote(f, program);
 	fprintf(f, " %s \"$@\" < \"$input\"\n", command);
 	if (ferror(f) | fclose(f)) {

@@ -352,6 +352,8 @@ struct replay_ctx {
 	struct updates u;      /* of the commit being replayed */
 	char trailers[4096];   /* Amp-Superseded: lines of that commit */
 	unsigned long superseded; /* records set aside, in all */
+	int all;               /* every task is contested (the hub's join of
+				* an inbox: nothing was checked there) */
 };
 
 static void replay_ctx_free(struct replay_ctx *r)
@@ -375,6 +377,10 @@ static amp_task_log *contested_log(struct replay_ctx *r, const char *task, git_t
 	amp_task_log *more;
 
 	*status = AMP_OK;
+	if (!slot && r->all) {
+		json_object_set_new(r->contested, task, json_integer(0));
+		slot = json_object_get(r->contested, task);
+	}
 	if (!slot)
 		return NULL;
 	if (json_integer_value(slot) > 0)
@@ -738,6 +744,16 @@ static int replay_records(struct replay_ctx *r, git_tree *pt, git_tree *ct, git_
 				continue; /* already there, byte for byte */
 			if (id)
 				snprintf(idbuf, sizeof(idbuf), "%.*s", (int)id_len, id);
+			/* The remote set this very record aside already (a
+			 * hub's join of an inbox, or another clone's): kept
+			 * there, nothing to add. */
+			{
+				char mkey[AMP_PATH_MAX];
+
+				snprintf(mkey, sizeof(mkey), "c:" MARKER_PREFIX "%s", hex);
+				if (json_object_get(ix.ids, mkey))
+					continue;
+			}
 			/* A record of a contested task takes its place after
 			 * the remote's, if a rule lets it; else it is set
 			 * aside. */
@@ -924,7 +940,7 @@ static int walker_commit(struct walker *w, const char *message, const struct upd
  * *superseded those set aside.
  */
 static int replay(amp_store *st, amp_schema_set *set, const git_oid *local,
-		  const git_oid *base, const git_oid *onto, git_oid *out,
+		  const git_oid *base, const git_oid *onto, int all, git_oid *out,
 		  unsigned long *replayed, unsigned long *superseded, struct conflict *c,
 		  amp_error *err)
 {
@@ -941,6 +957,7 @@ static int replay(amp_store *st, amp_schema_set *set, const git_oid *local,
 	memset(&r, 0, sizeof(r));
 	r.st = st;
 	r.set = set;
+	r.all = all;
 	*replayed = *superseded = 0;
 	if ((status = walker_start(&w, st, local, base, onto, err)) < 0 ||
 	    (status = amp_clock_now_ms(&now_ms, err)) < 0)
@@ -1168,7 +1185,7 @@ static int join(amp_store *st, amp_schema_set *set, const char *ref, const char 
 				return status;
 			j->push = !git_oid_equal(&next, &j->remote);
 		} else {
-			int status = replay(st, set, &local, rc == 0 ? &base : NULL, &j->remote,
+			int status = replay(st, set, &local, rc == 0 ? &base : NULL, &j->remote, 0,
 					    &next, &j->replayed, &j->superseded, c, err);
 			if (status < 0)
 				return status;
@@ -1185,14 +1202,69 @@ static int join(amp_store *st, amp_schema_set *set, const char *ref, const char 
 			     ref, AMP_SYNC_JOIN_TRIES);
 }
 
+int amp_sync_absorb(amp_store *st, amp_schema_set *set, const char *ref, const git_oid *from,
+		    amp_sync_absorbed *out, amp_error *err)
+{
+	git_repository *repo = amp_store_repo(st);
+	int records = !strcmp(ref, amp_store_messages_ref(st)), tries, rc, status;
+	struct conflict c;
+	git_oid tip, base, next;
+	char why[300];
+
+	memset(out, 0, sizeof(*out));
+	memset(&c, 0, sizeof(c));
+	snprintf(why, sizeof(why), "amp hook: joined %.40s", git_oid_tostr_s(from));
+	for (tries = 0; tries < AMP_SYNC_JOIN_TRIES; tries++) {
+		if ((rc = read_ref(repo, ref, &tip, err)) < 0)
+			return AMP_EIO;
+		if (!rc) {
+			/* The hub's first history: the inbox's as it is (the
+			 * hook checked it whole). */
+			if ((rc = cas_ref(repo, ref, NULL, from, why, err)) < 0)
+				return rc;
+			if (rc == 0) {
+				git_oid_cpy(&out->tip, from);
+				return AMP_OK;
+			}
+			continue;
+		}
+		if (git_oid_equal(&tip, from) || git_graph_descendant_of(repo, &tip, from) == 1) {
+			git_oid_cpy(&out->tip, &tip);
+			return AMP_OK; /* it holds all of it already */
+		}
+		rc = git_merge_base(&base, repo, &tip, from);
+		if (rc < 0 && rc != GIT_ENOTFOUND)
+			return amp_error_git(err, AMP_EIO, "cannot compare %s with %s", ref,
+					     git_oid_tostr_s(from));
+		git_error_clear();
+		/* Every record is checked again in its place: nothing of the
+		 * inbox was checked against the rules here. */
+		status = records ? replay(st, set, from, rc == 0 ? &base : NULL, &tip, 1, &next,
+					  &out->replayed, &out->superseded, &c, err)
+				 : replay_union(st, from, rc == 0 ? &base : NULL, &tip, &next, err);
+		if (status < 0)
+			return status;
+		if ((rc = cas_ref(repo, ref, &tip, &next, why, err)) < 0)
+			return rc;
+		if (rc == 0) {
+			git_oid_cpy(&out->tip, &next);
+			return AMP_OK;
+		}
+	}
+	return amp_error_set(err, AMP_EIO, "", "%s kept moving while it was joined (%d tries)",
+			     ref, AMP_SYNC_JOIN_TRIES);
+}
+
 /* ---- the round trip ---------------------------------------------------------- */
 
 static int fetch(amp_store *st, const char *remote, const char *key, amp_error *err)
 {
 	char refspec[600];
 	int code, status;
+	/* No auto maintenance: a sync is a hot path, and the clone's git gc
+	 * is the user's (or a cron's) to run. */
 	const char *args[] = { "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-			       "--prune", remote, refspec, NULL };
+			       "--no-auto-maintenance", "--prune", remote, refspec, NULL };
 
 	snprintf(refspec, sizeof(refspec), "+refs/amp/*:%s%s/*", AMP_SYNC_NAMESPACE, key);
 	if ((status = run_git(st, args, NULL, &code, err)) < 0)
@@ -1207,20 +1279,26 @@ static int fetch(amp_store *st, const char *remote, const char *key, amp_error *
 enum { PUSHED, PUSH_RACED, PUSH_FAILED };
 
 /*
- * Pushes the messages ref (and the errors ref when `errors`), non-forced.
- * Returns PUSHED, PUSH_RACED (someone pushed first: fetch and join again),
- * or a negative status (err filled; git's reason went to stderr).
+ * Pushes the messages ref (and the errors ref when `errors`) to `dst` and
+ * `edst` on the remote: non-forced to the same names (amp.syncPush ref),
+ * or forced to the clone's own inbox (amp.syncPush inbox: nobody else
+ * writes there).  Returns PUSHED, PUSH_RACED (someone pushed first: fetch
+ * and join again), or a negative status (err filled; git's reason went to
+ * stderr).
  */
-static int push(amp_store *st, const char *remote, int errors, amp_error *err)
+static int push(amp_store *st, const char *remote, const char *dst, const char *edst,
+		int force, int errors, amp_error *err)
 {
 	const char *ref = amp_store_messages_ref(st), *eref = amp_store_errors_ref(st);
-	char spec[600], espec[600], *out = NULL, *line, *save = NULL;
+	char spec[1300], espec[1300], shown[1300], *out = NULL, *line, *save = NULL;
 	int code, status, found = 0;
 	const char *args[] = { "-c", "advice.pushUpdateRejected=false", "push", "--porcelain",
 			       remote, spec, errors ? espec : NULL, NULL };
 
-	snprintf(spec, sizeof(spec), "%s:%s", ref, ref);
-	snprintf(espec, sizeof(espec), "%s:%s", eref, eref);
+	snprintf(spec, sizeof(spec), "%s%s:%s", force ? "+" : "", ref, dst);
+	snprintf(espec, sizeof(espec), "%s%s:%s", force ? "+" : "", eref, edst);
+	/* --porcelain names the refs without the "+" */
+	snprintf(shown, sizeof(shown), "%s:%s", ref, dst);
 	if ((status = run_git(st, args, &out, &code, err)) < 0)
 		return status;
 	status = PUSHED;
@@ -1230,11 +1308,11 @@ static int push(amp_store *st, const char *remote, int errors, amp_error *err)
 	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *summary;
 
-		if (!line[0] || line[1] != '\t' || strncmp(line + 2, spec, strlen(spec)) ||
-		    line[2 + strlen(spec)] != '\t')
+		if (!line[0] || line[1] != '\t' || strncmp(line + 2, shown, strlen(shown)) ||
+		    line[2 + strlen(shown)] != '\t')
 			continue;
 		found = 1;
-		summary = line + 3 + strlen(spec);
+		summary = line + 3 + strlen(shown);
 		if (line[0] != '!')
 			break;
 		/* "[rejected]": the remote's ref had moved when git compared;
@@ -1345,6 +1423,73 @@ static int sync_retries(amp_store *st, long long *out, amp_error *err)
 	return amp_parse_int("git config amp.syncRetries", buf, 1, AMP_SYNC_RETRIES_MAX, out, err);
 }
 
+/* 1 when local `ref` holds commits its mirror (what the last fetch saw of
+ * the remote) does not; the mirror's tip into *mtip (*have: it exists). */
+static int ahead_of_mirror(git_repository *repo, const char *ref, const char *mirror,
+			   git_oid *mtip, int *have)
+{
+	git_oid local;
+
+	*have = git_reference_name_to_id(mtip, repo, mirror) == 0;
+	if (git_reference_name_to_id(&local, repo, ref) < 0) {
+		git_error_clear();
+		return 0;
+	}
+	git_error_clear();
+	return !*have || (!git_oid_equal(&local, mtip) &&
+			  git_graph_descendant_of(repo, mtip, &local) != 1);
+}
+
+/* git config amp.syncPush: 0 "ref" (default), 1 "inbox". */
+static int sync_push_mode(amp_store *st, int *inbox, amp_error *err)
+{
+	char buf[32];
+
+	*inbox = 0;
+	if (!amp_store_config(st, "amp.syncPush", buf, sizeof(buf)) || !strcmp(buf, "ref"))
+		return AMP_OK;
+	if (!strcmp(buf, "inbox")) {
+		*inbox = 1;
+		return AMP_OK;
+	}
+	return amp_error_set(err, AMP_EUSAGE, "", "git config amp.syncPush: '%s' is not ref or inbox",
+			     amp_term(buf));
+}
+
+/* This clone's name in the hub's inbox: git config amp.syncId, made of 16
+ * random hex digits and stored on first use. */
+static int sync_id(amp_store *st, char *buf, size_t bufsz, amp_error *err)
+{
+	git_config *cfg = NULL;
+	unsigned char raw[8];
+	FILE *f;
+	size_t i;
+	int status = AMP_OK;
+
+	if (amp_store_config(st, "amp.syncId", buf, bufsz)) {
+		if (!*buf || strlen(buf) > 64 ||
+		    strspn(buf, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+			    strlen(buf))
+			return amp_error_set(err, AMP_EUSAGE, "",
+					     "git config amp.syncId: '%s' is not [A-Za-z0-9_-]{1,64}",
+					     amp_term(buf));
+		return AMP_OK;
+	}
+	if (!(f = fopen("/dev/urandom", "rb")) || fread(raw, 1, sizeof(raw), f) != sizeof(raw)) {
+		if (f)
+			fclose(f);
+		return amp_error_set(err, AMP_EIO, "", "cannot read /dev/urandom");
+	}
+	fclose(f);
+	for (i = 0; i < sizeof(raw) && 2 * i + 2 < bufsz; i++)
+		snprintf(buf + 2 * i, 3, "%02x", raw[i]);
+	if (git_repository_config(&cfg, amp_store_repo(st)) < 0 ||
+	    git_config_set_string(cfg, "amp.syncId", buf) < 0)
+		status = amp_error_git(err, AMP_EIO, "cannot store git config amp.syncId");
+	git_config_free(cfg);
+	return status;
+}
+
 int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_result *res,
 	     amp_error *err)
 {
@@ -1359,13 +1504,24 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	git_reference *pushed_ref = NULL;
 	git_oid start;
 	unsigned rng;
-	int status, have_start, rc;
+	char id[80], dst[600], edst[600];
+	git_oid start_remote;
+	int status, have_start, rc, inbox, delivered = 0, have_start_remote = 0;
 
 	memset(res, 0, sizeof(*res));
 	memset(&c, 0, sizeof(c));
 	snprintf(res->remote, sizeof(res->remote), "%s", remote);
-	if ((status = sync_retries(st, &retries, err)) < 0)
+	if ((status = sync_retries(st, &retries, err)) < 0 ||
+	    (status = sync_push_mode(st, &inbox, err)) < 0 ||
+	    (inbox && (status = sync_id(st, id, sizeof(id), err)) < 0))
 		return status;
+	if (inbox) {
+		snprintf(dst, sizeof(dst), AMP_SYNC_INBOX "%s/%s", id, ref + strlen("refs/amp/"));
+		snprintf(edst, sizeof(edst), AMP_SYNC_INBOX "%s/%s", id, eref + strlen("refs/amp/"));
+	} else {
+		snprintf(dst, sizeof(dst), "%s", ref);
+		snprintf(edst, sizeof(edst), "%s", eref);
+	}
 	if (mirror_key(remote, key, sizeof(key)) < 0)
 		return amp_error_git(err, AMP_EIO, "cannot name the mirror of %s", remote);
 	mirror_ref(key, ref, mirror, sizeof(mirror));
@@ -1376,6 +1532,24 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 		return AMP_EIO;
 	if (have_start && (status = tree_of(repo, &start, &before, err)) < 0)
 		goto cleanup;
+	/* Inbox: the hub joins what it is given, so what the remote lacks
+	 * (as far as the last fetch knows) goes first, and one fetch then
+	 * brings the join back with everyone else's records. */
+	if (inbox && have_start) {
+		int epush = 0, mpush = ahead_of_mirror(repo, ref, mirror, &start_remote,
+						       &have_start_remote);
+		git_oid ignored;
+		int ignored_have;
+
+		epush = ahead_of_mirror(repo, eref, emirror, &ignored, &ignored_have);
+		if (mpush || epush) {
+			if ((rc = push(st, remote, dst, edst, 1, epush, err)) < 0) {
+				status = rc;
+				goto cleanup;
+			}
+			res->did_push = delivered = 1;
+		}
+	}
 	for (;;) {
 		if ((status = fetch(st, remote, key, err)) < 0)
 			goto cleanup;
@@ -1397,10 +1571,26 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 		res->superseded = j.superseded;
 		if (!j.push && !ej.push)
 			break;
-		rc = push(st, remote, ej.push, err);
+		/* Inbox: the push that delivered was joined by the hub; what
+		 * the fetch after it still lacks, the hub did not take. */
+		if (delivered) {
+			status = amp_error_set(err, AMP_EIO, "",
+					       "%s took the push to its inbox but did not join it into %s (its reason above); nothing lost: the local history stays on %s",
+					       remote, ref, ref);
+			goto cleanup;
+		}
+		rc = push(st, remote, dst, edst, inbox, ej.push, err);
 		if (rc < 0) {
 			status = rc;
 			goto cleanup;
+		}
+		if (rc == PUSHED && inbox) {
+			res->did_push = 1;
+			delivered = 1;
+			if (j.have_remote)
+				git_oid_cpy(&start_remote, &j.remote);
+			have_start_remote = j.have_remote;
+			continue; /* fetch what the hub made of it */
 		}
 		if (rc == PUSHED) {
 			res->did_push = 1;
@@ -1430,7 +1620,11 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	    (status = count_new(repo, before, after, &res->fetched, err)) < 0)
 		goto cleanup;
 	if (res->did_push) {
-		if (j.have_remote && (status = tree_of(repo, &j.remote, &remote_tree, err)) < 0)
+		/* pushed: what the remote lacked before the push */
+		if (delivered ? have_start_remote &&
+				(status = tree_of(repo, &start_remote, &remote_tree, err)) < 0
+			      : j.have_remote &&
+				(status = tree_of(repo, &j.remote, &remote_tree, err)) < 0)
 			goto cleanup;
 		if ((status = count_new(repo, remote_tree, after, &res->pushed, err)) < 0)
 			goto cleanup;

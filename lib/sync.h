@@ -79,4 +79,27 @@ int amp_sync_remote(amp_store *st, const char *given, char *buf, size_t bufsz,
 int amp_sync(amp_store *st, amp_schema_set *set, const char *remote,
 	     amp_sync_result *res, amp_error *err);
 
+/* The namespace a hub takes clones' pushes in (git config amp.syncPush
+ * inbox): refs/amp-in/<sync id>/messages and .../errors. */
+#define AMP_SYNC_INBOX "refs/amp-in/"
+
+typedef struct amp_sync_absorbed {
+	git_oid tip;              /* the ref after the join */
+	unsigned long replayed;   /* records re-committed onto it */
+	unsigned long superseded; /* of those, the ones set aside */
+} amp_sync_absorbed;
+
+/*
+ * The hub's side of amp.syncPush inbox (post-receive): joins the history
+ * `from` (a clone's, pushed to its inbox) into `ref` (the messages ref:
+ * every record of `from` that `ref` lacks is replayed onto its tip and
+ * checked again in its place, set aside when a rule refuses it, as the
+ * clone's own join does; the errors ref: a union of files).  The ref
+ * moves by compare-and-swap, starting over when another join moved it;
+ * a ref the hub does not have yet is created at `from`.  AMP_OK,
+ * AMP_ERULE for a conflicting record (nothing moved), AMP_EIO.
+ */
+int amp_sync_absorb(amp_store *st, amp_schema_set *set, const char *ref, const git_oid *from,
+		    amp_sync_absorbed *out, amp_error *err);
+
 #endif

@@ -19,7 +19,9 @@
 #             stand-in for sharding the SSOT by task: S refs, each its own
 #             compare-and-swap, every clone fetching all of them.
 # Environment: AMP_BENCH_HUB_AGENTS (default "8 32 128"),
-# AMP_BENCH_HUB_SECONDS (default 20), AMP_BENCH_HUB_TRANSPORTS (default
+# AMP_BENCH_HUB_PUSH (default "ref inbox": git config amp.syncPush of the
+# agents), AMP_BENCH_HUB_BATCH (default 1: messages an agent sends between
+# two syncs), AMP_BENCH_HUB_SECONDS (default 20), AMP_BENCH_HUB_TRANSPORTS (default
 # "daemon ssh"; "ssh-mux" is ssh with the agents' connections multiplexed
 # over one, ControlMaster).  The machine's cores are shared by every agent, the
 # servers and git: the figures are what one loopback box sustains.
@@ -30,6 +32,8 @@ agents_list=${AMP_BENCH_HUB_AGENTS:-8 32 128}
 seconds=${AMP_BENCH_HUB_SECONDS:-20}
 transports=${AMP_BENCH_HUB_TRANSPORTS:-daemon ssh}
 shards=${AMP_BENCH_HUB_SHARDS:-1}
+pushes=${AMP_BENCH_HUB_PUSH:-ref inbox}
+batch=${AMP_BENCH_HUB_BATCH:-1}
 work=$(mktemp -d "${TMPDIR:-/tmp}/amp-bench-hub.XXXXXX")
 HUB_BASE=$work
 # shellcheck source=test/hub.bash
@@ -71,13 +75,15 @@ hub_records() { hub_ids | wc -l; }
 # syncs until the wall clock passes END (ns); msg_ids in sent, one line
 # "<exit> <retries>" per sync in syncs.
 agent() {
-	local i=$1 end=$2 j=0 id out rc
+	local i=$1 end=$2 j=0 id out rc b
 	cd "$work/c$i"
 	: > sent; : > syncs
 	while [ "$(now_ns)" -lt "$end" ]; do
-		id=$(amp send task_dispatch --task "$(printf 'T-2026-%d%04d' $((i + 1)) $j)" \
-			--from coordinator --to executor --payload "$work/d.json") && echo "$id" >> sent
-		j=$((j + 1))
+		for ((b = 0; b < batch; b++)); do
+			id=$(amp send task_dispatch --task "$(printf 'T-2026-%d%04d' $((i + 1)) $j)" \
+				--from coordinator --to executor --payload "$work/d.json") && echo "$id" >> sent
+			j=$((j + 1))
+		done
 		rc=0
 		out=$(amp sync --json 2> /dev/null) || rc=$?
 		echo "$rc $(echo "$out" | sed -n 's/.*"retries":\([0-9]*\).*/\1/p')" >> syncs
@@ -107,7 +113,7 @@ probe() {
 
 # run TRANSPORT N: one configuration; prints its line of the table.
 run() {
-	local transport=$1 n=$2 url i t0 t1 end pids="" base records lost=0 syncs
+	local transport=$1 n=$2 push=$3 url i t0 t1 end pids="" base records lost=0 syncs
 	stop_all
 	rm -rf "$work"/hub.git "$work"/c* "$work"/p "$work"/q
 	git init -q --bare "$work/hub.git"
@@ -134,6 +140,7 @@ run() {
 		p | q) git -C "$work/c$i" config amp.ref "$(shard_ref 0)" ;;
 		*) git -C "$work/c$i" config amp.ref "$(shard_ref $((i % shards)))" ;;
 		esac
+		git -C "$work/c$i" config amp.syncPush "$push"
 	done
 	mv "$work/cp" "$work/p"; mv "$work/cq" "$work/q"
 	rm -rf "$work/seed"
@@ -162,21 +169,23 @@ run() {
 		lost=$((lost + $(sort "$work/c$i/sent" | comm -23 - "$work/on-hub" | wc -l)))
 	done
 	syncs=$(cat "$work"/c*/syncs)
-	awk -v t="$transport" -v n="$n" -v refs="$shards" -v recs="$records" -v s="$(((t1 - t0) / 1000000))" \
+	awk -v t="$transport" -v p="$push" -v n="$n" -v refs="$shards" -v recs="$records" -v s="$(((t1 - t0) / 1000000))" \
 		-v sent="$(cat "$work"/c*/sent | wc -l)" -v lost="$lost" \
 		-v lat="$(sort -n "$work/latency" | awk '{ v[NR] = $1 } END { if (NR) printf "%d %d %d", v[int((NR + 1) / 2)], v[int(NR * 0.9) ? int(NR * 0.9) : 1], NR; else print "- - 0" }')" \
 		'BEGIN { split(lat, l, " ") }
 		{ all++; if ($1 == 4) gave++; else if ($1 != 0) other++; else { ok++; r += $2; if ($2 > m) m = $2 } }
-		END { printf "| %-7s | %3d | %4d | %5d | %6.1f | %5s | %5s | %4d | %5.2f | %3d | %4d / %-5d | %3d | %d |\n",
-			t, n, refs, recs, recs / (s / 1000), l[1], l[2], l[3], ok ? r / ok : 0, m, gave, all, other, lost }' <<< "$syncs"
+		END { printf "| %-7s | %-5s | %3d | %4d | %5d | %6.1f | %5s | %5s | %4d | %5.2f | %3d | %4d / %-5d | %3d | %d |\n",
+			t, p, n, refs, recs, recs / (s / 1000), l[1], l[2], l[3], ok ? r / ok : 0, m, gave, all, other, lost }' <<< "$syncs"
 }
 
-echo "one hub, N agents each sending a message then syncing in a loop for ${seconds} s ($(nproc) cores)"
-echo "| server  | N   | refs | msgs  | msgs/s | lat50 | lat90 | n    | retr  | max | exit 4 / syncs | oth | lost |"
-echo "| ------- | --- | ---- | ----- | ------ | ----- | ----- | ---- | ----- | --- | -------------- | --- | ---- |"
+echo "one hub, N agents each sending $batch message(s) then syncing in a loop for ${seconds} s ($(nproc) cores)"
+echo "| server  | push  | N   | refs | msgs  | msgs/s | lat50 | lat90 | n    | retr  | max | exit 4 / syncs | oth | lost |"
+echo "| ------- | ----- | --- | ---- | ----- | ------ | ----- | ----- | ---- | ----- | --- | -------------- | --- | ---- |"
 for transport in $transports; do
-	for n in $agents_list; do
-		run "$transport" "$n"
+	for push in $pushes; do
+		for n in $agents_list; do
+			run "$transport" "$n" "$push"
+		done
 	done
 done
 echo "(lat: probe's ms from write to visible on a second clone, n probes; retr: mean retries per successful sync; lost: sent but not on the hub after a last sync of each clone)"
