@@ -3,7 +3,8 @@
 #   1. validate the AMP/1.0 seed's example messages, and one broken message;
 #   2. run a whole task through a fresh SSOT: dispatch, ACK, result, review,
 #      verdict, and show `amp status`;
-#   3. show the enforcer at work (share/demo-lock.sh), when it is built.
+#   3. show the enforcer at work (share/demo-lock.sh), when it is built;
+#   4. strict mode (signed records): an executor's forged resume is refused.
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 export PATH=${AMP_BIN:-$src/bin}:$PATH NO_COLOR=${NO_COLOR:-}
@@ -107,3 +108,28 @@ if [ -x "$src/share/demo-lock.sh" ] && command -v amp-watch > /dev/null 2>&1; th
 	step "3. The enforcer: three rejects lock the task"
 	"$src/share/demo-lock.sh" || exit 1
 fi
+
+step "4. Signed records, strict mode: an executor's key cannot resume ($work/strict)"
+# Throw-away keys: one for the admin, one for the executor, and the file
+# that says which role each may speak as.  Strict mode takes the time from
+# the clock, so AMP_NOW is not set here.
+unset AMP_NOW
+mkdir "$work/keys" && for r in admin coordinator executor; do
+	ssh-keygen -q -t ed25519 -N '' -C "demo-$r" -f "$work/keys/$r" || exit 1
+	printf '%s %s\n' "$r" "$(cut -d' ' -f1,2 "$work/keys/$r.pub")" >> "$work/keys/signers"
+done
+git init -q "$work/strict" && cd "$work/strict" || exit 1
+git config amp.allowedSigners "$work/keys/signers"
+git config amp.requireSigned true
+git config amp.checkRepo false
+git config amp.signingKey "$work/keys/admin"
+amp init > /dev/null
+git config amp.signingKey "$work/keys/coordinator"
+amp send task_dispatch --task T-2026-044 --from coordinator --to executor --payload "$work/repo/dispatch.json" > /dev/null
+show amp escalate T-2026-044 --from coordinator --type conflict --severity critical --description "stop: the plan is wrong" > /dev/null
+git config amp.signingKey "$work/keys/executor"
+show amp resume T-2026-044 --from admin --reason "I resume my own task"
+echo "(exit $?: refused, nothing written)"
+git config amp.signingKey "$work/keys/admin"
+show amp resume T-2026-044 --from admin --reason "reviewed the plan"
+show git -c gpg.ssh.allowedSignersFile="$work/keys/signers" log -1 --show-signature --format='%h %an: %s' refs/amp/messages

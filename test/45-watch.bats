@@ -418,7 +418,7 @@ JSON
 	assert_fsck_clean
 }
 
-@test "watch keeps its state in the git dir, touches no user ref, and --json prints JSON lines" {
+@test "watch keeps its state in the git dir and its own ref, touches no user ref, and --json prints JSON lines" {
 	send_dispatch
 	at 400
 	run amp watch --once --json
@@ -426,7 +426,8 @@ JSON
 	run json_get 'd["escalation_type"] + " " + d["cause"] + " " + d["severity"]' <<<"$output"
 	assert_output "ack_timeout $D warning"
 	assert_file_exists .git/amp/watch.json
-	assert_equal "$(git for-each-ref --format='%(refname)' | sort | tr '\n' ' ')" "refs/amp/errors refs/amp/messages "
+	# refs/amp-seen/messages: the last intact tip (rewrite detection)
+	assert_equal "$(git for-each-ref --format='%(refname)' | sort | tr '\n' ' ')" "refs/amp-seen/messages refs/amp/errors refs/amp/messages "
 }
 
 @test "watch --interval loops until SIGTERM and exits 0" {

@@ -9,6 +9,11 @@ load helpers
 	assert_output --regexp "T-2026-044  +approved"
 	assert_output --partial "critical hallucination_lock"
 	assert_output --partial "resume by admin"
+	# strict mode: the executor's key cannot resume, the admin's can
+	assert_output --regexp "amp resume: error: the key SHA256:[^ ]+ \(git config amp.signingKey\) may not write as admin"
+	assert_output --partial "(exit 3: refused, nothing written)"
+	assert_output --regexp "resumed T-2026-044 \(suspended -> dispatched\)"
+	assert_output --partial 'Good "git" signature for admin'
 	# the demo cleans up its throw-away repositories
 	assert_equal "$(find "$BATS_TEST_TMPDIR" -maxdepth 1 -name 'amp-demo*' | wc -l)" 0
 }
