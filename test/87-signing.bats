@@ -238,3 +238,19 @@ JSON
 	assert_output --partial 'Good "git" signature for executor'
 	assert_output --partial 'executor '
 }
+
+@test "amp fsck, with amp.allowedSigners set, reports a commit that is not signed or signed by a key of another role" {
+	as coordinator
+	send_dispatch
+	run -0 amp fsck
+	# unsigned, as the executor
+	git config --unset amp.signingKey
+	amp ack "$D" --from executor > /dev/null
+	bad=$(git rev-parse --short=7 refs/amp/messages)
+	run -3 amp fsck
+	assert_line "amp fsck: $bad: rule: written as executor, but it is not signed (git config amp.requireSigned)"
+	assert_line "amp fsck: 4 commits checked: 0 corrupt, 1 rule, 0 unreadable"
+	# without the allowed-signers file, fsck does not look at signatures
+	git config --unset amp.allowedSigners
+	run -0 amp fsck
+}
