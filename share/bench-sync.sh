@@ -35,14 +35,15 @@ cat > "$work/d.json" <<JSON
 JSON
 run() {
 	local transport=$1 url
+	cd "$work"
 	stop_servers
+	rm -rf "$work/hub.git" "$work/a" "$work/b" "$work"/one.*
+	git init -q --bare "$work/hub.git"
+	amp hook install --server --repo "$work/hub.git" > /dev/null
 	case $transport in
 	daemon) start_daemon; url=$URL ;;
 	ssh) start_sshd; url=$SSH_URL ;;
 	esac
-	rm -rf "$work/hub.git" "$work/a" "$work/b" "$work"/one.*
-	git init -q --bare "$work/hub.git"
-	amp hook install --server --repo "$work/hub.git" > /dev/null
 	for c in a b; do git clone -q "$url" "$work/$c" 2> /dev/null; done
 	cd "$work/a" && amp init > /dev/null && amp sync > /dev/null
 	cd "$work/b" && amp sync > /dev/null
