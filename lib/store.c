@@ -1171,6 +1171,29 @@ static int wait_writer_lock(amp_store *st, int fd, int64_t deadline)
 	return 0;
 }
 
+int amp_store_lock(amp_store *st, const char *ref, amp_error *err)
+{
+	int fd = open_writer_lock(st, ref, err);
+
+	if (fd < 0)
+		return -1;
+	if (wait_writer_lock(st, fd, amp_monotonic_ms() + st->retry_timeout_ms) < 0) {
+		close(fd);
+		amp_error_set(err, AMP_EIO, "", "%s stayed busy for %.0f s; nothing was written", ref,
+			      st->retry_timeout_ms / 1000.0);
+		return -1;
+	}
+	return fd;
+}
+
+void amp_store_unlock(int fd)
+{
+	if (fd >= 0) {
+		flock(fd, LOCK_UN);
+		close(fd);
+	}
+}
+
 /*
  * amp's writers take turns: each takes the writers' flock (polled with
  * jittered backoff, never for longer than the deadline) before reading the

@@ -85,6 +85,17 @@ const char *amp_store_errors_ref(const amp_store *st);
 /* The settings of this repository (never NULL). */
 const amp_policy *amp_store_policy(const amp_store *st);
 
+/*
+ * The writers' flock of `ref`, which amp_store_update holds while it reads
+ * the tip, builds and moves the ref: for a writer that builds several
+ * commits before one move (amp sync's joins).  Waits at most
+ * amp.retryTimeout.  Returns a descriptor for amp_store_unlock, or -1 with
+ * err filled.  A process must not call amp_store_update on the same ref
+ * while it holds it (flock: that would wait for itself).
+ */
+int amp_store_lock(amp_store *st, const char *ref, amp_error *err);
+void amp_store_unlock(int fd);
+
 /* The signing settings (sign.h), read when the store was opened: a bad
  * amp.requireSigned, strict mode without amp.allowedSigners, and AMP_NOW
  * in strict mode are AMP_EUSAGE there. */

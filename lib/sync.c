@@ -1202,18 +1202,37 @@ static int join(amp_store *st, amp_schema_set *set, const char *ref, const char 
 			     ref, AMP_SYNC_JOIN_TRIES);
 }
 
+static int absorb_locked(amp_store *st, amp_schema_set *set, const char *ref,
+			 const git_oid *from, int records, struct conflict *cp, const char *why,
+			 amp_sync_absorbed *out, amp_error *err);
+
 int amp_sync_absorb(amp_store *st, amp_schema_set *set, const char *ref, const git_oid *from,
 		    amp_sync_absorbed *out, amp_error *err)
 {
-	git_repository *repo = amp_store_repo(st);
-	int records = !strcmp(ref, amp_store_messages_ref(st)), tries, rc, status;
+	int records = !strcmp(ref, amp_store_messages_ref(st)), lock, status;
 	struct conflict c;
-	git_oid tip, base, next;
 	char why[300];
 
 	memset(out, 0, sizeof(*out));
 	memset(&c, 0, sizeof(c));
 	snprintf(why, sizeof(why), "amp hook: joined %.40s", git_oid_tostr_s(from));
+	/* Joins on a hub take turns, as amp's writers do: one replay each,
+	 * instead of every push's join racing every other's. */
+	if ((lock = amp_store_lock(st, ref, err)) < 0)
+		return AMP_EIO;
+	status = absorb_locked(st, set, ref, from, records, &c, why, out, err);
+	amp_store_unlock(lock);
+	return status;
+}
+
+static int absorb_locked(amp_store *st, amp_schema_set *set, const char *ref,
+			 const git_oid *from, int records, struct conflict *cp, const char *why,
+			 amp_sync_absorbed *out, amp_error *err)
+{
+	git_repository *repo = amp_store_repo(st);
+	git_oid tip, base, next;
+	int tries, rc, status;
+
 	for (tries = 0; tries < AMP_SYNC_JOIN_TRIES; tries++) {
 		if ((rc = read_ref(repo, ref, &tip, err)) < 0)
 			return AMP_EIO;
@@ -1240,7 +1259,7 @@ int amp_sync_absorb(amp_store *st, amp_schema_set *set, const char *ref, const g
 		/* Every record is checked again in its place: nothing of the
 		 * inbox was checked against the rules here. */
 		status = records ? replay(st, set, from, rc == 0 ? &base : NULL, &tip, 1, &next,
-					  &out->replayed, &out->superseded, &c, err)
+					  &out->replayed, &out->superseded, cp, err)
 				 : replay_union(st, from, rc == 0 ? &base : NULL, &tip, &next, err);
 		if (status < 0)
 			return status;
@@ -1547,7 +1566,10 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 				status = rc;
 				goto cleanup;
 			}
-			res->did_push = delivered = 1;
+			/* A refused ref update (a busy hub's git gc holding its
+			 * refs) is pushed again after the fetch, as a race is. */
+			if (rc == PUSHED)
+				res->did_push = delivered = 1;
 		}
 	}
 	for (;;) {
