@@ -11,6 +11,7 @@ load helpers
 load conversation
 load enforcer
 load hub
+load clones
 
 setup() {
 	make_repo # the work repository the dispatches name
@@ -26,14 +27,7 @@ setup() {
 
 teardown() {
 	stop_daemon
-	local r
-	for r in a b hub.git; do
-		[ -d "$BATS_TEST_TMPDIR/$r" ] || continue
-		git -C "$BATS_TEST_TMPDIR/$r" fsck --no-dangling > "$BATS_TEST_TMPDIR/fsck.out" 2>&1 || {
-			cat "$BATS_TEST_TMPDIR/fsck.out"
-			return 1
-		}
-	done
+	clones_teardown
 }
 
 # clone URL NAME: a clone of the hub at $BATS_TEST_TMPDIR/NAME.
