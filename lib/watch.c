@@ -1169,7 +1169,7 @@ static void escalate_rewrite(struct watch *w, git_tree *tip_tree, const char *ta
 	amp_task_log log;
 	amp_error err;
 	json_t *l, *affected = json_array();
-	char cause[600], description[1900], list[1300];
+	char cause[600], description[3200], list[1300];
 	const char *first = NULL;
 	size_t i, len = 0, n = 0;
 
@@ -1204,7 +1204,7 @@ static void escalate_rewrite(struct watch *w, git_tree *tip_tree, const char *ta
 	if (first) {
 		snprintf(cause, sizeof(cause), "%.12s:%s", seen_hex, first);
 		snprintf(description, sizeof(description),
-			 AMP_RECORD_CAUSE "%s: the history of %s was rewritten: it moved from %s (kept as %s) to %s, which lost %zu record%s of this task: %s. Read them with git show %.12s:<path>; run amp fsck; the admin resumes the task once the history is restored or the loss accepted (append-only, never rewritten).",
+			 AMP_RECORD_CAUSE "%.600s: the history of %.300s was rewritten: it moved from %.40s (kept as %.300s) to %.40s, which lost %zu record%s of this task: %.1300s. Read them with git show %.12s:<path>; run amp fsck; the admin resumes the task once the history is restored or the loss accepted (append-only, never rewritten).",
 			 cause, amp_store_messages_ref(w->st), seen_hex, seen_ref, tip_hex, n,
 			 n == 1 ? "" : "s", list, seen_hex);
 		/* affected_msgs[0] would be the cause: the path is. */
