@@ -1296,10 +1296,11 @@ cleanup:
  * of amp import) writes one pack.  The repository's own odb is put back
  * when the batch ends, whatever happens.
  */
+struct mem_recorder;
 struct batch_odb {
 	git_odb *disk;        /* the repository's odb */
 	git_odb *mem_odb;     /* mempack first, then the disk's objects */
-	git_odb_backend *mem; /* owned by mem_odb */
+	struct mem_recorder *mem; /* owned by mem_odb */
 };
 
 /*
@@ -1368,6 +1369,68 @@ static void disk_free(git_odb_backend *b)
 	free(b);
 }
 
+/*
+ * The mempack, behind a backend that remembers what was written: libgit2
+ * 1.5's mempack cannot list its objects, and git_mempack_dump walks the
+ * whole tree of every commit, a cost that grows with the SSOT.
+ */
+struct mem_recorder {
+	git_odb_backend parent;
+	git_odb_backend *mem; /* the mempack; owned */
+	git_oid *ids;         /* what was written since the last flush */
+	size_t n, alloc;
+};
+
+static int rec_read(void **data, size_t *len, git_object_t *type, git_odb_backend *b,
+		    const git_oid *id)
+{
+	git_odb_backend *mem = ((struct mem_recorder *)b)->mem;
+
+	return mem->read(data, len, type, mem, id);
+}
+
+static int rec_read_header(size_t *len, git_object_t *type, git_odb_backend *b,
+			   const git_oid *id)
+{
+	git_odb_backend *mem = ((struct mem_recorder *)b)->mem;
+
+	return mem->read_header(len, type, mem, id);
+}
+
+static int rec_exists(git_odb_backend *b, const git_oid *id)
+{
+	git_odb_backend *mem = ((struct mem_recorder *)b)->mem;
+
+	return mem->exists(mem, id);
+}
+
+static int rec_write(git_odb_backend *b, const git_oid *id, const void *data, size_t len,
+		     git_object_t type)
+{
+	struct mem_recorder *r = (struct mem_recorder *)b;
+
+	if (r->n == r->alloc) {
+		size_t alloc = r->alloc ? r->alloc * 2 : 1024;
+		git_oid *ids = realloc(r->ids, alloc * sizeof(*ids));
+
+		if (!ids)
+			return -1;
+		r->ids = ids;
+		r->alloc = alloc;
+	}
+	git_oid_cpy(&r->ids[r->n++], id);
+	return r->mem->write(r->mem, id, data, len, type);
+}
+
+static void rec_free(git_odb_backend *b)
+{
+	struct mem_recorder *r = (struct mem_recorder *)b;
+
+	r->mem->free(r->mem);
+	free(r->ids);
+	free(r);
+}
+
 static void batch_odb_close(amp_store *st, struct batch_odb *b)
 {
 	if (b->disk)
@@ -1386,12 +1449,21 @@ static int batch_odb_open(amp_store *st, struct batch_odb *b, amp_error *err)
 	memset(b, 0, sizeof(*b));
 	if (git_repository_odb(&b->disk, st->repo) < 0 ||
 	    git_repository_item_path(&objects, st->repo, GIT_REPOSITORY_ITEM_OBJECTS) < 0 ||
-	    git_odb_new(&b->mem_odb) < 0 || git_mempack_new(&b->mem) < 0) {
+	    git_odb_new(&b->mem_odb) < 0 || !(b->mem = calloc(1, sizeof(*b->mem))) ||
+	    git_mempack_new(&b->mem->mem) < 0) {
+		free(b->mem);
+		b->mem = NULL;
 		status = amp_error_git(err, AMP_EIO, "cannot open an object database in memory");
 		goto cleanup;
 	}
-	if (git_odb_add_backend(b->mem_odb, b->mem, 1000) < 0) {
-		b->mem->free(b->mem);
+	b->mem->parent.version = GIT_ODB_BACKEND_VERSION;
+	b->mem->parent.read = rec_read;
+	b->mem->parent.read_header = rec_read_header;
+	b->mem->parent.exists = rec_exists;
+	b->mem->parent.write = rec_write;
+	b->mem->parent.free = rec_free;
+	if (git_odb_add_backend(b->mem_odb, &b->mem->parent, 1000) < 0) {
+		rec_free(&b->mem->parent);
 		b->mem = NULL;
 		status = amp_error_git(err, AMP_EIO, "cannot open an object database in memory");
 		goto cleanup;
@@ -1431,9 +1503,22 @@ static int batch_flush(amp_store *st, struct batch_odb *b, amp_error *err)
 	git_buf pack = { 0 };
 	git_odb_writepack *wp = NULL;
 	git_indexer_progress stats = { 0 };
+	git_packbuilder *pb = NULL;
+	size_t i;
 	int status = AMP_OK;
 
-	if (git_mempack_dump(&pack, st->repo, b->mem) < 0) {
+	/* Not git_mempack_dump: it walks the whole tree of every commit,
+	 * which grows with the SSOT; each new object is inserted once here. */
+	if (git_packbuilder_new(&pb, st->repo) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot pack the new objects");
+		goto cleanup;
+	}
+	for (i = 0; i < b->mem->n; i++)
+		if (git_packbuilder_insert(pb, &b->mem->ids[i], NULL) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot pack the new objects");
+			goto cleanup;
+		}
+	if (git_packbuilder_write_buf(&pack, pb) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot pack the new objects");
 		goto cleanup;
 	}
@@ -1443,10 +1528,12 @@ static int batch_flush(amp_store *st, struct batch_odb *b, amp_error *err)
 		status = amp_error_git(err, AMP_EIO, "cannot write a pack");
 		goto cleanup;
 	}
-	git_mempack_reset(b->mem);
+	git_mempack_reset(b->mem->mem);
+	b->mem->n = 0;
 cleanup:
 	if (wp)
 		wp->free(wp);
+	git_packbuilder_free(pb);
 	git_buf_dispose(&pack);
 	return status;
 }
