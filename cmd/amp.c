@@ -45,6 +45,7 @@ static const struct {
 	{ "sync", "fetch, join and push the SSOT through a git remote" },
 	{ "keys", "the keys that may speak as each role (signed records)" },
 	{ "fsck", "verify the whole history of the SSOT: append-only, in place, valid" },
+	{ "import", "commit a log of AMP records (JSON lines) in one ref update" },
 };
 
 static const char usage_text[] =

@@ -4,7 +4,7 @@
 
 _amp_commands() {
 	{
-		printf '%s\n' validate init send ack status errors verdict escalate resume approve abort heartbeat watch inbox wait show log sync hook fsck help
+		printf '%s\n' validate init send ack status errors verdict escalate resume approve abort heartbeat watch inbox wait show log sync hook fsck import help
 		compgen -c -- amp- | sed -n 's/^amp-//p'
 		ls "$(amp --exec-path 2>/dev/null)" 2>/dev/null | sed -n 's/^amp-//p'
 	} | sort -u
@@ -79,6 +79,7 @@ _amp() {
 	log) COMPREPLY=($(compgen -W "--task --type --from --to --since --until --grep -n --json --repo --help" -- "$cur")) ;;
 	init) COMPREPLY=($(compgen -W "--repo --help" -- "$cur")) ;;
 	fsck) COMPREPLY=($(compgen -W "--json --repo --help" -- "$cur")) ;;
+	import) COMPREPLY=($(compgen -f -W "- --json --repo --help" -- "$cur")) ;;
 	sync)
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "--json --repo --help" -- "$cur"))

@@ -25,6 +25,8 @@ struct message_ctx {
 	int snapshot; /* an escalation by amp: its snapshot is the SSOT's */
 	int check_repo; /* the dispatch's repo is on this machine */
 	char denied[256]; /* the unapproved dispatch a refused result acts on */
+	int import; /* amp import: check_history instead of check_clock */
+	int64_t now_ms; /* amp import: this machine's clock */
 };
 
 /* AMP/1.0 §05 system_state_snapshot, from the log the message goes into
@@ -303,6 +305,42 @@ static int check_clock(amp_store *st, const json_t *msg, amp_errlist *errors)
 	return AMP_OK;
 }
 
+/*
+ * amp import's clock rule, in place of check_clock: a migrated log is
+ * history, so a record may be as old as it is, but not in the future
+ * (further than amp.maxClockSkew ahead of this machine's clock, which
+ * would move deadlines), and not earlier than any record of its task
+ * already in the SSOT (read in the order of the file: a task's timeline
+ * never goes backwards; the same millisecond is fine).
+ */
+static int check_history(amp_store *st, const amp_task_log *log, const json_t *rec,
+			 int64_t now, amp_errlist *errors)
+{
+	int64_t ts = amp_record_time(rec), last = -1, t;
+	int64_t skew = amp_store_policy(st)->max_clock_skew_ms;
+	const amp_entry *latest = NULL;
+	size_t i;
+
+	if (ts < 0)
+		return AMP_OK;
+	if (ts > now + skew)
+		return amp_errlist_add(errors, AMP_ERULE, "/timestamp",
+				       "%s is %lld s ahead of this machine's clock (at most %lld s: git config amp.maxClockSkew; an import takes past timestamps only)",
+				       amp_json_str(rec, "timestamp"),
+				       (long long)((ts - now) / 1000), (long long)(skew / 1000));
+	for (i = 0; i < log->count; i++)
+		if ((t = amp_record_time(log->entries[i].doc)) > last) {
+			last = t;
+			latest = &log->entries[i];
+		}
+	if (ts < last)
+		return amp_errlist_add(errors, AMP_ERULE, "/timestamp",
+				       "%s is earlier than %s (%s), already in task %s: an import keeps each task's timestamps in order",
+				       amp_json_str(rec, "timestamp"), latest->id,
+				       amp_json_str(latest->doc, "timestamp"), log->task_id);
+	return AMP_OK;
+}
+
 static int build_message(amp_store *st, git_tree *tip, void *vctx,
 			 amp_store_write *w, amp_error *err)
 {
@@ -370,7 +408,9 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 		status = AMP_NOOP;
 		goto cleanup;
 	}
-	if (!c->snapshot && (status = check_clock(st, c->msg, c->errors)) < 0) {
+	if (!c->snapshot && (status = c->import ?
+			     check_history(st, &log, c->msg, c->now_ms, c->errors) :
+			     check_clock(st, c->msg, c->errors)) < 0) {
 		first_error(c->errors, c->errors_base, status, err);
 		goto cleanup;
 	}
@@ -632,7 +672,7 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 		     int snapshot)
 {
 	struct message_ctx ctx = { set, msg, opts, res, errors, errors->count,
-				   extra_trailers, once, snapshot, 0, "" };
+				   extra_trailers, once, snapshot, 0, "", 0, 0 };
 	amp_error err;
 	int status;
 
@@ -756,6 +796,8 @@ struct ack_ctx {
 	size_t errors_base;
 	json_t *ack; /* the record built by the last attempt */
 	char denied[256]; /* the unapproved dispatch a refused ACK names */
+	int import; /* amp import: check_history against this clock */
+	int64_t clock_ms;
 };
 
 static int build_ack(amp_store *st, git_tree *tip, void *vctx,
@@ -807,6 +849,16 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 				c->msg_id, c->task);
 		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
 		goto cleanup;
+	}
+	if (c->import) {
+		json_t *when = json_pack("{s:s}", "timestamp", amp_time_format(c->now_ms, why));
+
+		status = check_history(st, &log, when, c->clock_ms, c->errors);
+		json_decref(when);
+		if (status < 0) {
+			status = first_error(c->errors, c->errors_base, status, err);
+			goto cleanup;
+		}
 	}
 	json_decref(c->ack);
 	c->ack = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}",
@@ -865,7 +917,7 @@ int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
 		 amp_errlist *errors)
 {
 	struct ack_ctx c = { set, msg_id, from, now_ms, "", res, errors,
-			     errors->count, NULL, "" };
+			     errors->count, NULL, "", 0, 0 };
 	amp_send_opts opts = { "ack", "built", NULL, 0, 0, NULL };
 	amp_error err;
 	int status;
@@ -896,5 +948,91 @@ int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
 		amp_errlist_add(errors, status, err.path, "%s", err.message);
 	}
 	json_decref(c.ack);
+	return status;
+}
+
+/* An imported ACK must be the record amp ack writes (its timestamp the
+ * same instant, however spelt): the first member in which it differs from
+ * `built` is refused.  What is stored is `built`, amp's own spelling. */
+static int same_ack(const json_t *rec, const json_t *built, amp_errlist *errors)
+{
+	const char *key;
+	json_t *v;
+	char path[AMP_PATH_MAX];
+	int status = AMP_OK;
+
+	json_object_foreach((json_t *)built, key, v) {
+		char *want;
+
+		if (json_equal(v, json_object_get(rec, key)) ||
+		    (!strcmp(key, "timestamp") && amp_record_time(rec) == amp_record_time(built)))
+			continue;
+		want = json_dumps(v, JSON_ENCODE_ANY);
+		snprintf(path, sizeof(path), "/%s", key);
+		status = amp_errlist_add(errors, AMP_ERULE, path,
+					 "must be %s, as amp ack writes the ACK of %s",
+					 want ? want : "?", amp_json_str(built, "ack_for"));
+		free(want);
+		break;
+	}
+	return status;
+}
+
+static int import_ack(amp_store *st, amp_schema_set *set, git_tree *tip, json_t *rec,
+		      int64_t now_ms, amp_store_write *w, amp_send_result *res,
+		      amp_errlist *errors, amp_error *err)
+{
+	struct ack_ctx c = { set, amp_json_str(rec, "ack_for"), amp_json_str(rec, "from"),
+			     amp_record_time(rec), "", res, errors, errors->count, NULL, "",
+			     1, now_ms };
+	int status;
+
+	if (amp_msg_id_task(c.msg_id, c.task, sizeof(c.task)) < 0)
+		return amp_errlist_add(errors, AMP_ERULE, "/ack_for",
+				       "'%s' is not a msg_id ({type}-{task_id}-{unix_ms})", c.msg_id);
+	status = build_ack(st, tip, &c, w, err);
+	if (status < 0 && errors->count == c.errors_base)
+		amp_errlist_add(errors, status, err->path, "%s", err->message);
+	if (status == AMP_OK && same_ack(rec, c.ack, errors) < 0)
+		status = AMP_ERULE;
+	if (status == AMP_OK)
+		w->time_ms = c.now_ms;
+	json_decref(c.ack);
+	return status;
+}
+
+int amp_send_import_record(amp_store *st, amp_schema_set *set, git_tree *tip,
+			   json_t *rec, int check_repo, int64_t now_ms,
+			   amp_store_write *w, amp_send_result *res,
+			   amp_errlist *errors, amp_error *err)
+{
+	amp_send_opts opts = { "import", "import", NULL, 0, 0, NULL };
+	struct message_ctx c = { set, rec, &opts, res, errors, errors->count,
+				 NULL, 0, 0, check_repo, "", 1, now_ms };
+	const char *type = amp_json_str(rec, "type");
+	int ack = type && !strcmp(type, "ack"), status;
+
+	memset(res, 0, sizeof(*res));
+	snprintf(res->msg_id, sizeof(res->msg_id), "%s",
+		 amp_json_str(rec, ack ? "ack_for" : "msg_id") ?
+		 amp_json_str(rec, ack ? "ack_for" : "msg_id") : "");
+	if ((status = amp_message_validate(set, rec, ack, errors)) < 0)
+		return status;
+	if (ack)
+		return import_ack(st, set, tip, rec, now_ms, w, res, errors, err);
+	/* The schema names main and master; git config amp.protectedBranches
+	 * the others.  Refused like any rule, with no escalation: an import
+	 * writes all of its file or nothing. */
+	if (amp_rules_branch_refusal(st, rec, errors, c.errors_base)) {
+		amp_errlist_truncate(errors, c.errors_base);
+		return amp_errlist_add(errors, AMP_ERULE, "/payload/branch",
+				       "must not be \"main\" or \"master\" or another protected branch (Branch Validation): \"%s\" names one",
+				       amp_json_str(json_object_get(rec, "payload"), "branch"));
+	}
+	status = build_message(st, tip, &c, w, err);
+	if (status < 0 && errors->count == c.errors_base)
+		amp_errlist_add(errors, status, err->path, "%s", err->message);
+	if (status == AMP_OK)
+		w->time_ms = amp_record_time(rec);
 	return status;
 }

@@ -135,6 +135,25 @@ void amp_send_log_rejection(amp_store *st, const amp_send_opts *opts,
 			    const json_t *msg, int status, amp_errlist *errors,
 			    size_t base);
 
+/*
+ * amp import's step (import.h): `rec`, a whole message envelope or an ACK
+ * record (type "ack", exactly as amp ack writes it), checked and added to
+ * `w` as amp send --envelope or amp ack would write it on `tip` (the tree
+ * the records before it left), with its own timestamp as the commit's
+ * author time: the schema, the bounds, every write-time rule, the lock,
+ * conflict and ack_timeout escalations amp adds in the same commit.  What
+ * differs from a send: the clock-skew rule is replaced by "no later than
+ * now_ms + amp.maxClockSkew, and no earlier than any record of its task";
+ * a refusal records nothing (no error log, no escalation); `check_repo` is
+ * git config amp.checkRepo.  Returns AMP_OK (w filled), AMP_NOOP (already
+ * in the SSOT as it is: res->duplicate), or the status of the first
+ * failure with its reasons in `errors`.
+ */
+int amp_send_import_record(amp_store *st, amp_schema_set *set, git_tree *tip,
+			   json_t *rec, int check_repo, int64_t now_ms,
+			   amp_store_write *w, amp_send_result *res,
+			   amp_errlist *errors, amp_error *err);
+
 /* What amp_send_escalation needs; the snapshot is taken from the SSOT. */
 typedef struct amp_escalation {
 	const char *task_id;

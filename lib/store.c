@@ -1,4 +1,7 @@
 #include "store.h"
+#include <git2/sys/mempack.h>
+#include <git2/sys/odb_backend.h>
+#include <git2/sys/repository.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -968,7 +971,8 @@ static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
 	snprintf(email, sizeof(email), "%s@amp.invalid",
 		 w->author[0] ? w->author : "system");
 	if (git_signature_new(&author, w->author[0] ? w->author : "system",
-			      email, (git_time_t)(now_ms / 1000), 0) < 0 ||
+			      email, (git_time_t)((w->time_ms ? w->time_ms : now_ms) / 1000),
+			      0) < 0 ||
 	    git_signature_new(&committer, "amp", "amp@amp.invalid",
 			      (git_time_t)(now_ms / 1000), 0) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot make a signature");
@@ -1194,6 +1198,16 @@ void amp_store_unlock(int fd)
 	}
 }
 
+/* Strict mode: the key must be one the role may speak with, before
+ * anything is written (amp init only adds AMP). */
+static int may_write(amp_store *st, const char *ref, const amp_store_write *w,
+		     amp_error *err)
+{
+	if (!st->signing.require || strcmp(ref, st->ref))
+		return AMP_OK;
+	return amp_signing_may_write(&st->signing, w->author[0] ? w->author : "system", err);
+}
+
 /*
  * amp's writers take turns: each takes the writers' flock (polled with
  * jittered backoff, never for longer than the deadline) before reading the
@@ -1251,11 +1265,7 @@ int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 		status = build(st, tree, ctx, &w, err);
 		if (status != AMP_OK)
 			goto cleanup;
-		/* Strict mode: the key must be one the role may speak with,
-		 * before anything is written (amp init only adds AMP). */
-		if (st->signing.require && !strcmp(ref, st->ref) && build != build_init &&
-		    (status = amp_signing_may_write(&st->signing, w.author[0] ? w.author : "system",
-						    err)) < 0)
+		if (build != build_init && (status = may_write(st, ref, &w, err)) < 0)
 			goto cleanup;
 		if ((status = write_commit(st, parent, tree, &w, &next, err)) < 0)
 			goto cleanup;
@@ -1296,6 +1306,389 @@ cleanup:
 	close(fd);
 	write_reset(&w);
 	git_tree_free(tree);
+	git_commit_free(parent);
+	return status;
+}
+
+/* ---- batches ------------------------------------------------------------ */
+
+/*
+ * A batch writes its objects to memory (libgit2's mempack, in front of the
+ * repository's objects) and from there to a pack: ~6 objects per commit
+ * as loose files would cost a file each, where fast-import (the baseline
+ * of amp import) writes one pack.  The repository's own odb is put back
+ * when the batch ends, whatever happens.
+ */
+struct mem_recorder;
+struct batch_odb {
+	git_odb *disk;        /* the repository's odb */
+	git_odb *mem_odb;     /* mempack first, then the disk's objects */
+	struct mem_recorder *mem; /* owned by mem_odb */
+};
+
+/*
+ * The repository's objects, read-only, behind the mempack.  libgit2 asks
+ * every backend whether an object exists before it writes one, and on a
+ * "no" rescans the pack directory (git_odb_refresh): for a new object,
+ * that is every write.  This backend answers "no" at once and has nothing
+ * to rescan, so a write costs a hash and a copy; an object written again
+ * that the disk had is one duplicate in a pack, which git gc drops.
+ */
+struct disk_reader {
+	git_odb_backend parent;
+	git_odb *disk; /* borrowed from the batch */
+};
+
+static int copy_out(git_odb_backend *b, git_odb_object *obj, void **data,
+		    size_t *len, git_object_t *type)
+{
+	*len = git_odb_object_size(obj);
+	*type = git_odb_object_type(obj);
+	if (!(*data = git_odb_backend_data_alloc(b, *len + 1))) {
+		git_odb_object_free(obj);
+		return -1;
+	}
+	memcpy(*data, git_odb_object_data(obj), *len);
+	git_odb_object_free(obj);
+	return 0;
+}
+
+static int disk_read(void **data, size_t *len, git_object_t *type, git_odb_backend *b,
+		     const git_oid *id)
+{
+	git_odb_object *obj;
+	int rc = git_odb_read(&obj, ((struct disk_reader *)b)->disk, id);
+
+	return rc < 0 ? rc : copy_out(b, obj, data, len, type);
+}
+
+static int disk_read_prefix(git_oid *out, void **data, size_t *len, git_object_t *type,
+			    git_odb_backend *b, const git_oid *prefix, size_t n)
+{
+	git_odb_object *obj;
+	int rc = git_odb_read_prefix(&obj, ((struct disk_reader *)b)->disk, prefix, n);
+
+	if (rc < 0)
+		return rc;
+	git_oid_cpy(out, git_odb_object_id(obj));
+	return copy_out(b, obj, data, len, type);
+}
+
+static int disk_read_header(size_t *len, git_object_t *type, git_odb_backend *b,
+			    const git_oid *id)
+{
+	return git_odb_read_header(len, type, ((struct disk_reader *)b)->disk, id);
+}
+
+static int disk_exists(git_odb_backend *b, const git_oid *id)
+{
+	(void)b;
+	(void)id;
+	return 0;
+}
+
+static void disk_free(git_odb_backend *b)
+{
+	free(b);
+}
+
+/*
+ * The mempack, behind a backend that remembers what was written: libgit2
+ * 1.5's mempack cannot list its objects, and git_mempack_dump walks the
+ * whole tree of every commit, a cost that grows with the SSOT.
+ */
+struct mem_recorder {
+	git_odb_backend parent;
+	git_odb_backend *mem; /* the mempack; owned */
+	git_oid *ids;         /* what was written since the last flush */
+	size_t n, alloc;
+};
+
+static int rec_read(void **data, size_t *len, git_object_t *type, git_odb_backend *b,
+		    const git_oid *id)
+{
+	git_odb_backend *mem = ((struct mem_recorder *)b)->mem;
+
+	return mem->read(data, len, type, mem, id);
+}
+
+static int rec_read_header(size_t *len, git_object_t *type, git_odb_backend *b,
+			   const git_oid *id)
+{
+	git_odb_backend *mem = ((struct mem_recorder *)b)->mem;
+
+	return mem->read_header(len, type, mem, id);
+}
+
+static int rec_exists(git_odb_backend *b, const git_oid *id)
+{
+	git_odb_backend *mem = ((struct mem_recorder *)b)->mem;
+
+	return mem->exists(mem, id);
+}
+
+static int rec_write(git_odb_backend *b, const git_oid *id, const void *data, size_t len,
+		     git_object_t type)
+{
+	struct mem_recorder *r = (struct mem_recorder *)b;
+
+	if (r->n == r->alloc) {
+		size_t alloc = r->alloc ? r->alloc * 2 : 1024;
+		git_oid *ids = realloc(r->ids, alloc * sizeof(*ids));
+
+		if (!ids)
+			return -1;
+		r->ids = ids;
+		r->alloc = alloc;
+	}
+	git_oid_cpy(&r->ids[r->n++], id);
+	return r->mem->write(r->mem, id, data, len, type);
+}
+
+static void rec_free(git_odb_backend *b)
+{
+	struct mem_recorder *r = (struct mem_recorder *)b;
+
+	r->mem->free(r->mem);
+	free(r->ids);
+	free(r);
+}
+
+static void batch_odb_close(amp_store *st, struct batch_odb *b)
+{
+	if (b->disk)
+		git_repository_set_odb(st->repo, b->disk);
+	git_odb_free(b->disk);
+	git_odb_free(b->mem_odb);
+	memset(b, 0, sizeof(*b));
+}
+
+static int batch_odb_open(amp_store *st, struct batch_odb *b, amp_error *err)
+{
+	git_buf objects = { 0 };
+	struct disk_reader *reader;
+	int status = AMP_OK;
+
+	memset(b, 0, sizeof(*b));
+	if (git_repository_odb(&b->disk, st->repo) < 0 ||
+	    git_repository_item_path(&objects, st->repo, GIT_REPOSITORY_ITEM_OBJECTS) < 0 ||
+	    git_odb_new(&b->mem_odb) < 0 || !(b->mem = calloc(1, sizeof(*b->mem))) ||
+	    git_mempack_new(&b->mem->mem) < 0) {
+		free(b->mem);
+		b->mem = NULL;
+		status = amp_error_git(err, AMP_EIO, "cannot open an object database in memory");
+		goto cleanup;
+	}
+	b->mem->parent.version = GIT_ODB_BACKEND_VERSION;
+	b->mem->parent.read = rec_read;
+	b->mem->parent.read_header = rec_read_header;
+	b->mem->parent.exists = rec_exists;
+	b->mem->parent.write = rec_write;
+	b->mem->parent.free = rec_free;
+	if (git_odb_add_backend(b->mem_odb, &b->mem->parent, 1000) < 0) {
+		rec_free(&b->mem->parent);
+		b->mem = NULL;
+		status = amp_error_git(err, AMP_EIO, "cannot open an object database in memory");
+		goto cleanup;
+	}
+	if (!(reader = calloc(1, sizeof(*reader)))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	reader->parent.version = GIT_ODB_BACKEND_VERSION;
+	reader->parent.read = disk_read;
+	reader->parent.read_prefix = disk_read_prefix;
+	reader->parent.read_header = disk_read_header;
+	reader->parent.exists = disk_exists;
+	reader->parent.free = disk_free;
+	reader->disk = b->disk;
+	if (git_odb_add_backend(b->mem_odb, &reader->parent, 1) < 0) {
+		free(reader);
+		status = amp_error_git(err, AMP_EIO, "cannot read %s", objects.ptr);
+		goto cleanup;
+	}
+	if (git_repository_set_odb(st->repo, b->mem_odb) < 0)
+		status = amp_error_git(err, AMP_EIO, "cannot read %s", objects.ptr);
+cleanup:
+	git_buf_dispose(&objects);
+	if (status < 0) {
+		git_odb_free(b->mem_odb);
+		b->mem_odb = NULL;
+		git_odb_free(b->disk);
+		b->disk = NULL;
+	}
+	return status;
+}
+
+/* Writes the objects held in memory to one pack of the repository. */
+static int batch_flush(amp_store *st, struct batch_odb *b, amp_error *err)
+{
+	git_buf pack = { 0 };
+	git_odb_writepack *wp = NULL;
+	git_indexer_progress stats = { 0 };
+	git_packbuilder *pb = NULL;
+	size_t i;
+	int status = AMP_OK;
+
+	/* Not git_mempack_dump: it walks the whole tree of every commit,
+	 * which grows with the SSOT; each new object is inserted once here. */
+	if (git_packbuilder_new(&pb, st->repo) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot pack the new objects");
+		goto cleanup;
+	}
+	for (i = 0; i < b->mem->n; i++)
+		if (git_packbuilder_insert(pb, &b->mem->ids[i], NULL) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot pack the new objects");
+			goto cleanup;
+		}
+	if (git_packbuilder_write_buf(&pack, pb) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot pack the new objects");
+		goto cleanup;
+	}
+	if (git_odb_write_pack(&wp, b->disk, NULL, NULL) < 0 ||
+	    wp->append(wp, pack.ptr, pack.size, &stats) < 0 ||
+	    wp->commit(wp, &stats) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot write a pack");
+		goto cleanup;
+	}
+	git_mempack_reset(b->mem->mem);
+	b->mem->n = 0;
+cleanup:
+	if (wp)
+		wp->free(wp);
+	git_packbuilder_free(pb);
+	git_buf_dispose(&pack);
+	return status;
+}
+
+/* Runs every step on `parent` (the tip), committing in memory; *head is the
+ * last commit (a new reference), *n how many were made. */
+static int batch_build(amp_store *st, const char *ref, struct batch_odb *b,
+		       git_commit *parent, amp_store_step_fn step, void *ctx,
+		       git_commit **head, size_t *n, amp_error *err)
+{
+	amp_store_write w;
+	git_commit *cur = NULL;
+	git_tree *tree = NULL;
+	git_oid next;
+	size_t i;
+	int status;
+
+	memset(&w, 0, sizeof(w));
+	*n = 0;
+	if (git_commit_dup(&cur, parent) < 0 || git_commit_tree(&tree, cur) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read %s", ref);
+		goto cleanup;
+	}
+	for (i = 0;; i++) {
+		write_reset(&w);
+		status = step(st, tree, ctx, i, &w, err);
+		if (status == AMP_DONE)
+			break;
+		if (status == AMP_NOOP)
+			continue;
+		if (status != AMP_OK ||
+		    (status = may_write(st, ref, &w, err)) < 0 ||
+		    (status = write_commit(st, cur, tree, &w, &next, err)) < 0)
+			goto cleanup;
+		git_tree_free(tree);
+		git_commit_free(cur);
+		tree = NULL;
+		if (git_commit_lookup(&cur, st->repo, &next) < 0 ||
+		    git_commit_tree(&tree, cur) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot read a new commit");
+			goto cleanup;
+		}
+		if (++*n % AMP_STORE_BATCH_PACK == 0 && (status = batch_flush(st, b, err)) < 0)
+			goto cleanup;
+	}
+	status = *n ? batch_flush(st, b, err) : AMP_OK;
+cleanup:
+	write_reset(&w);
+	git_tree_free(tree);
+	if (status == AMP_OK)
+		*head = cur;
+	else
+		git_commit_free(cur);
+	return status;
+}
+
+/*
+ * Holds the writers' flock through the whole batch, as amp_store_update
+ * does through one build: amp's senders wait (up to amp.retryTimeout)
+ * rather than make the batch start over; a writer outside amp that moves
+ * the ref meanwhile does make it start over, on what that writer wrote.
+ */
+int amp_store_update_batch(amp_store *st, const char *ref, amp_store_step_fn step,
+			   void *ctx, git_oid *out, size_t *commits, amp_error *err)
+{
+	struct batch_odb b = { 0 };
+	git_commit *parent = NULL, *head = NULL;
+	git_oid tip;
+	int64_t deadline = amp_monotonic_ms() + st->retry_timeout_ms;
+	unsigned attempt;
+	size_t n = 0;
+	int rc, status = AMP_OK, fd, held = 0;
+
+	if ((fd = open_writer_lock(st, ref, err)) < 0)
+		return AMP_EIO;
+	for (attempt = 0;; attempt++) {
+		if (wait_writer_lock(st, fd, deadline) < 0) {
+			status = amp_error_set(err, AMP_EIO, "",
+					       "%s stayed busy for %.0f s (%u attempts); nothing was written",
+					       ref, st->retry_timeout_ms / 1000.0, attempt);
+			goto cleanup;
+		}
+		held = 1;
+		if ((rc = git_reference_name_to_id(&tip, st->repo, ref)) == GIT_ENOTFOUND) {
+			status = amp_error_set(err, AMP_EIO, "",
+					       "no AMP store in this repository (%s is missing): run 'amp init'",
+					       ref);
+			goto cleanup;
+		}
+		if (rc < 0 || git_commit_lookup(&parent, st->repo, &tip) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot read %s", ref);
+			goto cleanup;
+		}
+		if ((status = batch_odb_open(st, &b, err)) < 0)
+			goto cleanup;
+		status = batch_build(st, ref, &b, parent, step, ctx, &head, &n, err);
+		batch_odb_close(st, &b);
+		if (status < 0 || n == 0)
+			goto cleanup;
+		rc = move_ref(st, ref, &tip, git_commit_id(head), git_commit_summary(head), err);
+		if (rc < 0) {
+			status = rc;
+			goto cleanup;
+		}
+		if (rc == 0) {
+			if (out)
+				git_oid_cpy(out, git_commit_id(head));
+			sweep_tmp_files(st);
+			goto cleanup;
+		}
+		st->retries++;
+		n = 0;
+		git_commit_free(head);
+		git_commit_free(parent);
+		head = parent = NULL;
+		if (amp_monotonic_ms() > deadline) {
+			status = amp_error_set(err, AMP_EIO, "",
+					       "%s stayed busy for %.0f s (%u attempts); nothing was written",
+					       ref, st->retry_timeout_ms / 1000.0, attempt + 1);
+			goto cleanup;
+		}
+		flock(fd, LOCK_UN);
+		held = 0;
+		backoff(st, attempt);
+	}
+cleanup:
+	if (commits)
+		*commits = status == AMP_OK ? n : 0;
+	if (held)
+		flock(fd, LOCK_UN);
+	close(fd);
+	git_commit_free(head);
 	git_commit_free(parent);
 	return status;
 }

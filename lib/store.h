@@ -249,6 +249,8 @@ typedef struct amp_store_write {
 	char subject[512];  /* commit subject line */
 	char trailers[1024]; /* "Key: value\n" lines, may be empty */
 	char author[32];    /* the role that writes */
+	int64_t time_ms;    /* the author time; 0: now (amp import: the
+			     * record's own timestamp) */
 } amp_store_write;
 
 /* Adds a file to w; data is copied.  All files of one write share a
@@ -279,6 +281,34 @@ typedef int (*amp_store_build_fn)(amp_store *st, git_tree *tip, void *ctx,
  */
 int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 		     void *ctx, git_oid *out, amp_error *err);
+
+/* Returned by a step callback when there is no step i: the batch is whole. */
+#define AMP_DONE 2
+
+/*
+ * Called by amp_store_update_batch for steps i = 0, 1, 2, ... with the tree
+ * the steps before it left (the ref's tip for i = 0; NULL for an empty
+ * ref).  Fills `w` and returns AMP_OK to commit it on top of them, AMP_NOOP
+ * to commit nothing for this step, AMP_DONE when there is no step i, or an
+ * error status (with err filled) to abort the whole batch.  After a lost
+ * compare-and-swap the steps run again from 0 on the new tip.
+ */
+typedef int (*amp_store_step_fn)(amp_store *st, git_tree *tip, void *ctx, size_t i,
+				 amp_store_write *w, amp_error *err);
+
+/*
+ * amp_store_update for many commits: one commit per step that returns
+ * AMP_OK, each on the one before, built in memory (objects written as
+ * packs, a pack every AMP_STORE_BATCH_PACK commits, rather than as loose
+ * objects) while holding the writers' flock, then `ref` moved once by
+ * compare-and-swap.  All or nothing: an error from a step leaves the ref
+ * where it was (the packs written so far are unreachable; git gc drops
+ * them).  *commits (may be NULL) is the number of commits written, *out
+ * (may be NULL) the new tip, left alone when nothing was written.
+ */
+#define AMP_STORE_BATCH_PACK 5000
+int amp_store_update_batch(amp_store *st, const char *ref, amp_store_step_fn step,
+			   void *ctx, git_oid *out, size_t *commits, amp_error *err);
 
 /* How many CAS retries this store handle has needed so far. */
 unsigned long amp_store_retries(const amp_store *st);

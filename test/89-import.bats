@@ -1,0 +1,191 @@
+#!/usr/bin/env bats
+# Issue 12: amp import FILE|-, a log of records (JSON lines) committed in
+# one process and one ref update, each checked as if sent in order.
+
+load helpers
+load conversation
+load enforcer
+
+setup() {
+	make_ssot
+}
+
+teardown() {
+	fsck_teardown
+}
+
+# export_log REPO: every record of REPO's SSOT, in commit order, as JSON lines.
+export_log() {
+	local c f
+	for c in $(git -C "$1" rev-list --reverse refs/amp/messages); do
+		git -C "$1" diff-tree --root --no-commit-id -r --name-only --diff-filter=A "$c" |
+			grep '^tasks/' | while read -r f; do
+				git -C "$1" show "$c:$f" | $PY -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))'
+			done
+	done
+}
+
+# gen N FILE [TASK0]: N records of real traffic as JSON lines (whole
+# tasks: N rounded up to a multiple of 8).
+gen() {
+	$PY "$BATS_TEST_DIRNAME/../share/gen-traffic.py" "$1" "$2" /dev/null 0 "${3:-0}"
+}
+
+# An SSOT of its own in $BATS_TEST_TMPDIR/b, for imports; prints its path.
+other_ssot() {
+	git init -q "$BATS_TEST_TMPDIR/b" && (cd "$BATS_TEST_TMPDIR/b" && amp init > /dev/null)
+	echo "$BATS_TEST_TMPDIR/b"
+}
+
+# dispatch then result, with no ACK of the dispatch between them.
+result_before_ack() {
+	send_dispatch
+	at 10
+	R=$(amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json" 2>/dev/null) || true
+}
+
+@test "a whole conversation imported equals the same conversation sent: same records, same states, amp fsck clean" {
+	dispatch_acked
+	at 60; review_round 0
+	at 120
+	V=$(amp send review_verdict --task $T --from reviewer --context-ref "$Q" --payload "$BATS_TEST_TMPDIR/p/verdict.json")
+	# a late ACK: amp writes an ack_timeout escalation with it
+	at 4000; amp ack "$V" --from coordinator > /dev/null
+	export_log . > "$BATS_TEST_TMPDIR/log.jsonl"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/log.jsonl")" -eq 9 ]
+	b=$(other_ssot)
+	run amp import --repo "$b" "$BATS_TEST_TMPDIR/log.jsonl" --json
+	assert_success
+	# 8 records written; the escalation amp wrote with the late ACK is
+	# written again with it, and its own line is then a duplicate
+	assert_equal "$(echo "$output" | json_get 'd["imported"]')" 8
+	assert_equal "$(echo "$output" | json_get 'd["duplicates"]')" 1
+	assert_equal "$(echo "$output" | json_get 'd["escalations"]')" 1
+	assert_equal "$(echo "$output" | json_get 'd["tip"]')" "$(git -C "$b" rev-parse refs/amp/messages)"
+	assert_equal "$(git -C "$b" ls-tree -r refs/amp/messages tasks)" "$(git ls-tree -r refs/amp/messages tasks)"
+	assert_equal "$(amp status --repo "$b" $T --json)" "$(amp status $T --json)"
+	# one commit per record, as amp send writes them: the author is the
+	# sender, the author time the record's
+	assert_equal "$(git -C "$b" log --format='%an %at %s' refs/amp/messages | sed '$d')" \
+		"$(git log --format='%an %at %s' refs/amp/messages | sed '$d')"
+	(cd "$b" && run amp fsck && assert_success && assert_output --partial clean)
+	# imported again: every line is already there
+	run amp import --repo "$b" "$BATS_TEST_TMPDIR/log.jsonl" --json
+	assert_success
+	assert_output '{"imported":0,"duplicates":9,"escalations":0,"tip":"'"$(git -C "$b" rev-parse refs/amp/messages)"'"}'
+}
+
+@test "a result before the dispatch's ACK is refused naming the line and the field, nothing written" {
+	gen 8 "$BATS_TEST_TMPDIR/log.jsonl"
+	# drop the dispatch's ACK (line 2)
+	sed -i 2d "$BATS_TEST_TMPDIR/log.jsonl"
+	before=$(git rev-parse refs/amp/messages); errors=$(error_count)
+	git config amp.checkRepo false
+	run amp import "$BATS_TEST_TMPDIR/log.jsonl"
+	assert_failure 3
+	assert_output --partial "amp import: error: line 2: /"
+	assert_output --partial "nothing was imported"
+	assert_equal "$(git rev-parse refs/amp/messages)" "$before"
+	assert_equal "$(error_count)" "$errors"
+}
+
+@test "a record that breaks the schema is refused with exit 1 naming the line and the field, nothing written" {
+	gen 8 "$BATS_TEST_TMPDIR/log.jsonl"
+	$PY - "$BATS_TEST_TMPDIR/log.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+d = json.loads(lines[2]); d["payload"]["completion_status"] = "done-ish"
+lines[2] = json.dumps(d)
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+PY
+	git config amp.checkRepo false
+	before=$(git rev-parse refs/amp/messages)
+	run amp import "$BATS_TEST_TMPDIR/log.jsonl"
+	assert_failure 1
+	assert_output --partial "amp import: error: line 3: /payload/completion_status: "
+	assert_equal "$(git rev-parse refs/amp/messages)" "$before"
+}
+
+@test "amp import - reads stdin; blank lines are skipped" {
+	gen 16 "$BATS_TEST_TMPDIR/log.jsonl"
+	git config amp.checkRepo false
+	before=$(commit_count)
+	run amp import - --json < <(sed 's/$/\n/' "$BATS_TEST_TMPDIR/log.jsonl")
+	assert_success
+	assert_equal "$(echo "$output" | json_get 'd["imported"]')" 16
+	assert_equal "$(commit_count)" $((before + 16))
+	assert_equal "$(amp status T-2026-0001 --json | json_get 'd["state"]')" approved
+}
+
+@test "a task's timestamps going backwards are refused naming the line, nothing written" {
+	gen 8 "$BATS_TEST_TMPDIR/log.jsonl"
+	# the result (line 3) one minute before the dispatch's ACK (line 2)
+	sed -i '3s/"timestamp":"2026-02-26T14:33:07+00:00"/"timestamp":"2026-02-26T14:32:00+00:00"/' "$BATS_TEST_TMPDIR/log.jsonl"
+	grep -q '14:32:00' "$BATS_TEST_TMPDIR/log.jsonl"
+	git config amp.checkRepo false
+	before=$(git rev-parse refs/amp/messages)
+	run amp import "$BATS_TEST_TMPDIR/log.jsonl"
+	assert_failure 3
+	assert_output --partial "amp import: error: line 3: /timestamp: 2026-02-26T14:32:00+00:00 is earlier than task_dispatch-T-2026-0000-1772116327000 (2026-02-26T14:32:12+00:00), already in task T-2026-0000"
+	assert_equal "$(git rev-parse refs/amp/messages)" "$before"
+	# in the future of this machine's clock: refused too
+	gen 8 "$BATS_TEST_TMPDIR/log.jsonl"
+	AMP_NOW=2026-02-26T14:00:00+00:00 run amp import "$BATS_TEST_TMPDIR/log.jsonl"
+	assert_failure 3
+	assert_output --partial "line 1: /timestamp: 2026-02-26T14:32:07+00:00 is 1927 s ahead of this machine's clock"
+	# historical timestamps are fine: a year later, well past amp.maxClockSkew
+	AMP_NOW=2027-02-26T14:00:00+00:00 run amp import "$BATS_TEST_TMPDIR/log.jsonl"
+	assert_success
+}
+
+@test "an empty input imports nothing and leaves the ref alone" {
+	before=$(git rev-parse refs/amp/messages)
+	run amp import /dev/null --json
+	assert_success
+	assert_output '{"imported":0,"duplicates":0,"escalations":0,"tip":"'"$before"'"}'
+	printf '\n  \n' | amp import -
+	assert_equal "$(git rev-parse refs/amp/messages)" "$before"
+}
+
+@test "a line past the 1 MiB record limit is refused, nothing written" {
+	gen 8 "$BATS_TEST_TMPDIR/log.jsonl"
+	sed -i 3,8d "$BATS_TEST_TMPDIR/log.jsonl"
+	$PY -c 'import json; print(json.dumps({"pad": "x" * (1 << 20)}))' >> "$BATS_TEST_TMPDIR/log.jsonl"
+	git config amp.checkRepo false
+	before=$(git rev-parse refs/amp/messages)
+	run amp import "$BATS_TEST_TMPDIR/log.jsonl"
+	assert_failure 1
+	assert_output --partial "amp import: error: line 3: more than 1048576 bytes"
+	assert_equal "$(git rev-parse refs/amp/messages)" "$before"
+}
+
+@test "amp send during an import loses nothing: both land, the history stays linear" {
+	gen 800 "$BATS_TEST_TMPDIR/log.jsonl"
+	git config amp.checkRepo false
+	before=$(commit_count)
+	amp import "$BATS_TEST_TMPDIR/log.jsonl" > "$BATS_TEST_TMPDIR/import.out" &
+	pid=$!
+	for i in 1 2 3 4 5; do
+		amp send task_dispatch --task T-2026-90$i --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	done
+	wait $pid
+	assert_equal "$(commit_count)" $((before + 805))
+	assert_equal "$(git rev-list --min-parents=2 --count refs/amp/messages)" 0
+	[ "$(amp status T-2026-0099 --json | json_get 'd["state"]')" = approved ]
+	for i in 1 2 3 4 5; do
+		git ls-tree -r --name-only refs/amp/messages | grep -q "T-2026-90$i/000001.msg.task_dispatch"
+	done
+	amp fsck | grep -q clean
+}
+
+@test "amp import: usage errors exit 2" {
+	run amp import
+	assert_failure 2
+	assert_output --partial "usage: amp import"
+	run amp import a b
+	assert_failure 2
+	run amp import --bogus x
+	assert_failure 2
+	run amp import "$BATS_TEST_TMPDIR/none.jsonl"
+	assert_failure 4
+}
