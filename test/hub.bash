@@ -68,7 +68,8 @@ stop_daemon() {
 # PAM off, key login for the user the test runs as.  Sets SSH_PORT (kept
 # when set), SSH_URL, and exports GIT_SSH_COMMAND so that every git (and so
 # every amp sync) of the caller uses the user key.  The client passes
-# AMP_NOW on, so the hub's hook sees the test's clock.  HUB_SSH_OPTS, when
+# AMP_NOW and AMP_SCHEMA_DIR on, so the hub's hook sees the test's clock and
+# schemas (an asan build's programs are not beside the schemas).  HUB_SSH_OPTS, when
 # set, is added to that ssh command (share/bench-hub.sh: multiplexing).
 start_sshd() {
 	local d=$HUB_BASE/sshd user
@@ -97,14 +98,14 @@ PermitRootLogin prohibit-password
 UsePAM no
 StrictModes no
 PrintMotd no
-AcceptEnv AMP_NOW
+AcceptEnv AMP_NOW AMP_SCHEMA_DIR
 MaxStartups 200
 MaxSessions 200
 LogLevel ERROR
 CONF
 	/usr/sbin/sshd -f "$d/config" -E "$d/log" 3>&- || { cat "$d/log" >&2; return 1; }
 	SSH_URL=ssh://$user@127.0.0.1:$SSH_PORT$HUB_BASE/hub.git
-	export GIT_SSH_COMMAND="ssh -F /dev/null -i $d/user_key -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o SendEnv=AMP_NOW${HUB_SSH_OPTS:+ $HUB_SSH_OPTS}"
+	export GIT_SSH_COMMAND="ssh -F /dev/null -i $d/user_key -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o SendEnv=AMP_NOW -o SendEnv=AMP_SCHEMA_DIR${HUB_SSH_OPTS:+ $HUB_SSH_OPTS}"
 	wait_for_url "$SSH_URL" || { echo "sshd did not listen on $SSH_PORT" >&2; cat "$d/log" >&2; return 1; }
 }
 
