@@ -30,6 +30,9 @@ BIN      ?= bin
 # run, but Debian's shared libgit2 loads 19 libraries at every start.
 LIBGIT2     ?= static
 LIBGIT2_DIR ?= build/libgit2
+# exact: only the installed libgit2-dev's own source (its security fixes);
+# any: the newest revision of its upstream version Debian serves.
+LIBGIT2_REVISION ?= exact
 LIBGIT2_A    = $(LIBGIT2_DIR)/install/lib/libgit2.a
 ifeq ($(LIBGIT2),static)
 LIBGIT2_BUILT = libgit2
@@ -85,7 +88,7 @@ FORCE:
 # Returns at once when built for the installed libgit2-dev (or when it
 # already gave up for it: rm -rf $(LIBGIT2_DIR) to retry).
 libgit2:
-	@share/build-libgit2.sh $(LIBGIT2_DIR)
+	@LIBGIT2_REVISION=$(LIBGIT2_REVISION) share/build-libgit2.sh $(LIBGIT2_DIR)
 
 $(BIN)/amp: $(BUILD)/cmd/amp.o $(LIBAMP)
 	@mkdir -p $(dir $@)

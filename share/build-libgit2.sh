@@ -8,9 +8,11 @@
 # Builds Debian's own source of the libgit2-dev version installed (the one
 # the system build uses), fetched with `apt-get source` through a private
 # apt state in DIR/apt (deb-src twins of the system's deb entries, so
-# /etc/apt is never touched), with cmake, into DIR/install.  When Debian
-# no longer serves that exact revision's source, the newest revision of the
-# same upstream version that it serves is built, with a warning.
+# /etc/apt is never touched), with cmake, into DIR/install.  Only that
+# exact revision: an older one would lack the security fixes the installed
+# one has.  With LIBGIT2_REVISION=any (make LIBGIT2_REVISION=any) the newest
+# revision of the same upstream version Debian serves is built instead, with
+# a warning naming both.
 #
 # DIR/status says what happened: "static <source version> for <installed
 # version>" or "system: <reason>".  A later run with the same installed
@@ -65,6 +67,7 @@ versions=$(aptq apt-cache showsrc libgit2 2>> "$log" | sed -n 's/^Version: //p' 
 		[ "$v" != "$installed" ] && [ "${v%-*}" = "$upstream" ] && echo "$v"
 	done | sort -r -V)
 built=
+[ "${LIBGIT2_REVISION:-exact}" = any ] || versions=
 for v in "$installed" $versions; do
 	if (cd "$dir/src" && aptq apt-get source -q "libgit2=$v") >> "$log" 2>&1; then
 		built=$v
@@ -72,7 +75,7 @@ for v in "$installed" $versions; do
 	fi
 	rm -rf "$dir/src" && mkdir -p "$dir/src"
 done
-[ -n "$built" ] || fallback "no source of libgit2 $upstream could be fetched"
+[ -n "$built" ] || fallback "Debian serves no source of libgit2 $installed (an older revision would lack its fixes; make LIBGIT2_REVISION=any builds one anyway)"
 [ "$built" = "$installed" ] ||
 	echo "make: libgit2: WARNING: Debian serves no source of $installed; building $built (see debian/changelog of each for the fixes it lacks)" >&2
 src=$(find "$dir/src" -mindepth 1 -maxdepth 1 -type d | head -1)
