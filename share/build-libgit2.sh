@@ -22,14 +22,16 @@ set -u
 dir=$1
 mkdir -p "$dir" && dir=$(cd "$dir" && pwd) || exit 0
 installed=$(dpkg-query -W -f='${Version}' libgit2-dev 2>/dev/null) || installed=
+# The cache holds for one installed version and one LIBGIT2_REVISION.
+for_what="$installed (revision ${LIBGIT2_REVISION:-exact})"
 if [ -f "$dir/status" ] && [ -n "$installed" ]; then
-	case $(cat "$dir/status") in *" for $installed") exit 0 ;; esac
+	case $(cat "$dir/status") in *" for $for_what") exit 0 ;; esac
 fi
 
 log=$dir/build.log
 fallback() {
 	rm -rf "$dir/install"
-	echo "system: $1 for $installed" > "$dir/status"
+	echo "system: $1 for $for_what" > "$dir/status"
 	echo "make: libgit2: linking the system libgit2 ($1; see $log; rm -rf $dir to retry)" >&2
 	exit 0
 }
@@ -97,5 +99,5 @@ cmake --build "$dir/cmake" -j "$(nproc 2>/dev/null || echo 2)" >> "$log" 2>&1 ||
 cmake --install "$dir/cmake" >> "$log" 2>&1 || fallback "libgit2 did not install"
 [ -f "$dir/install/lib/libgit2.a" ] || fallback "no libgit2.a"
 rm -rf "$dir/cmake" "$dir/apt" "$dir/src"
-echo "static $built for $installed" > "$dir/status"
+echo "static $built for $for_what" > "$dir/status"
 echo "make: libgit2: static $built built in $(($(date +%s) - start)) s" >&2
