@@ -22,10 +22,30 @@ CFLAGS   ?= -std=c11 -O2 -g -Wall -Wextra -Werror
 BUILD    ?= build
 BIN      ?= bin
 
+# LIBGIT2=static (the default): amp links a libgit2 without its network
+# stack, built once into $(LIBGIT2_DIR) from Debian's source of the
+# installed libgit2-dev by share/build-libgit2.sh; when that cannot be built
+# (offline, no source), the system one, as LIBGIT2=system always does.
+# amp's transport is the user's `git`, so SSH/TLS/Kerberos code is never
+# run, but Debian's shared libgit2 loads 19 libraries at every start.
+LIBGIT2     ?= static
+LIBGIT2_DIR ?= build/libgit2
+# exact: only the installed libgit2-dev's own source (its security fixes);
+# any: the newest revision of its upstream version Debian serves.
+LIBGIT2_REVISION ?= exact
+LIBGIT2_A    = $(LIBGIT2_DIR)/install/lib/libgit2.a
+ifeq ($(LIBGIT2),static)
+LIBGIT2_BUILT = libgit2
+endif
+
 # Recursively expanded on purpose: `make test` installs the packages first,
-# then builds in a sub-make that sees them.
-PKG_CFLAGS = $(shell pkg-config --cflags libgit2 jansson)
-PKG_LIBS   = $(shell pkg-config --libs libgit2 jansson)
+# then builds in a sub-make that sees them; the static libgit2 is looked for
+# when a recipe runs, after the `libgit2` step has built it or given up.
+GIT2_STATIC = $(if $(LIBGIT2_BUILT),$(shell test -f $(LIBGIT2_A) && echo y))
+GIT2_CFLAGS = $(if $(GIT2_STATIC),-I$(LIBGIT2_DIR)/install/include,$(shell pkg-config --cflags libgit2))
+GIT2_LIBS   = $(if $(GIT2_STATIC),$(LIBGIT2_A) -l:libhttp_parser.a -l:libz.a,$(shell pkg-config --libs libgit2))
+PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson)
+PKG_LIBS   = $(GIT2_LIBS) $(shell pkg-config --libs jansson)
 # --as-needed: a program that never touches a repository (the driver, amp
 # validate) does not load libgit2 and its TLS/SSH/Kerberos dependencies.
 AMP_LDFLAGS = -Wl,--as-needed
@@ -42,19 +62,33 @@ TESTS    := $(TEST_SRC:test/c/%.c=$(BUILD)/test/%)
 
 DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
-	python3 python3-jsonschema procps openssh-server openssh-client
+	python3 python3-jsonschema procps openssh-server openssh-client \
+	cmake dpkg-dev libhttp-parser-dev zlib1g-dev
 
-.PHONY: all deps test check demo asan bench install uninstall clean
+.PHONY: all deps test check demo asan bench install uninstall clean libgit2 FORCE
 
 all: $(BIN)/amp $(CMDS) $(TESTS)
 
-$(BUILD)/%.o: %.c $(wildcard lib/*.h)
+# Every compile waits for the libgit2 step (order-only: a cached libgit2
+# rebuilds nothing); every link depends on libgit2.a once it exists.
+$(BUILD)/%.o: %.c $(wildcard lib/*.h) | $(LIBGIT2_BUILT)
 	@mkdir -p $(dir $@)
 	$(CC) $(AMP_CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(LIBAMP): $(LIB_OBJ)
+$(LIBAMP): $(LIB_OBJ) $(BUILD)/libgit2.mode $(if $(LIBGIT2_BUILT),$(wildcard $(LIBGIT2_A)))
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(AR) rcs $@ $(LIB_OBJ)
+
+# Rewritten only when LIBGIT2 changes, so that switching relinks everything.
+$(BUILD)/libgit2.mode: FORCE
+	@mkdir -p $(dir $@)
+	@echo $(LIBGIT2) | cmp -s - $@ || echo $(LIBGIT2) > $@
+FORCE:
+
+# Returns at once when built for the installed libgit2-dev (or when it
+# already gave up for it: rm -rf $(LIBGIT2_DIR) to retry).
+libgit2:
+	@LIBGIT2_REVISION=$(LIBGIT2_REVISION) share/build-libgit2.sh $(LIBGIT2_DIR)
 
 $(BIN)/amp: $(BUILD)/cmd/amp.o $(LIBAMP)
 	@mkdir -p $(dir $@)
@@ -129,7 +163,7 @@ all: $(FUZZ_TARGETS:%=$(BUILD)/test/replay_%)
 $(BUILD)/test/fuzz/%.o: test/fuzz/fuzz.h
 .PRECIOUS: $(BUILD)/test/fuzz/%.o
 
-$(BUILD)/test/fuzz/replay_%.o: test/fuzz/replay.c test/fuzz/fuzz.h $(wildcard lib/*.h)
+$(BUILD)/test/fuzz/replay_%.o: test/fuzz/replay.c test/fuzz/fuzz.h $(wildcard lib/*.h) | $(LIBGIT2_BUILT)
 	@mkdir -p $(dir $@)
 	$(CC) $(AMP_CPPFLAGS) -DFUZZ_TARGET='"$*"' $(CFLAGS) -c -o $@ $<
 

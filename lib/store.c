@@ -59,7 +59,12 @@ unsigned amp_risk_bit(const char *risk_level)
  * git's business (`git push`/`git fetch`) -- so this definition interposes
  * the one parse and leaves the CA chain empty.  Should TLS through libgit2
  * ever be attempted, certificate verification fails: closed, not open.
- * With an OpenSSL build of libgit2 nothing references this function.
+ * Only the system build needs it (`make LIBGIT2=system`): the default static
+ * libgit2 has no TLS at all, and with it, or with an OpenSSL build, nothing
+ * references this function, so it is linked as dead code that never runs
+ * and interposes nothing (an executable exports a symbol only when a shared
+ * library it links refers to it).  It stays in both builds so that one set
+ * of objects serves both.
  */
 int mbedtls_x509_crt_parse_file(void *chain, const char *path);
 int mbedtls_x509_crt_parse_file(void *chain, const char *path)

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Benchmark of the lean binary (never part of the tests): amp linked with
+# the static libgit2 without network stack (make LIBGIT2=static, the
+# default) against amp linked with Debian's shared libgit2 (LIBGIT2=system),
+# the same source, side by side in one run:
+#   1. shared libraries loaded (ldd bin/amp-send);
+#   2. `amp send task_dispatch` into a fresh task and `amp status TASK`,
+#      whole process through the driver: median and p90 of ROUNDS runs
+#      each (AMP_BENCH_LEAN_ROUNDS, default 200), the two builds alternating
+#      run by run so that both see the same machine;
+#   3. the syscalls of one send and one status (strace -c -f), in all and
+#      the filesystem ones (open/stat/access/read/mmap families).
+# Each build goes to build/bench-lean/<variant>/ (kept: a second run only
+# relinks what changed).
+set -eu -o pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+ROUNDS=${AMP_BENCH_LEAN_ROUNDS:-200}
+work=$(mktemp -d "${TMPDIR:-/tmp}/amp-bench-lean.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+variants="static system"
+
+for v in $variants; do
+	b=build/bench-lean/$v
+	make -s -C "$src" LIBGIT2=$v BUILD=$b BIN=$b/bin \
+		"$b/bin/amp" "$b/bin/amp-init" "$b/bin/amp-send" "$b/bin/amp-status" > "$work/make.$v" 2>&1 ||
+		{ cat "$work/make.$v" >&2; exit 1; }
+	# the schemas where bin/amp finds them, ../schemas
+	ln -sfn "$src/schemas" "$src/$b/schemas"
+done
+libgit2_status=$(cat "$src/build/libgit2/status" 2>/dev/null || echo "system: not built")
+case $libgit2_status in
+static*) ;;
+*) echo "bench-lean: the static libgit2 could not be built ($libgit2_status): both builds are the system one" ;;
+esac
+
+cat > "$work/dispatch.json" <<'JSON'
+{"description": "bench", "repo": "/srv/bench", "branch": "feature/bench",
+ "subtasks": [{"subtask_id": "S1", "description": "one", "estimated_lines": 1}],
+ "acceptance_criteria": ["it works"], "risk_level": "low"}
+JSON
+for v in $variants; do
+	git init -q "$work/$v" && (cd "$work/$v" && "$src/build/bench-lean/$v/bin/amp" init > /dev/null &&
+		git config amp.checkRepo false)
+done
+
+# run VARIANT CMD...: one whole-process run in VARIANT's repository, its
+# wall time in microseconds appended to $work/t.<VARIANT>.<CMD>.
+run() {
+	local v=$1 name=$2 a b
+	shift 2
+	a=$EPOCHREALTIME
+	(cd "$work/$v" && "$src/build/bench-lean/$v/bin/amp" "$@" > /dev/null)
+	b=$EPOCHREALTIME
+	echo $(((${b/./} - ${a/./}))) >> "$work/t.$v.$name"
+}
+for ((i = 0; i < ROUNDS; i++)); do
+	task=$(printf 'T-2026-%04d' "$i")
+	for v in $variants; do
+		run "$v" send send task_dispatch --task "$task" --from coordinator \
+			--payload "$work/dispatch.json"
+		run "$v" status status "$task"
+	done
+done
+
+# stat FILE: "median p90" in ms.
+stat() {
+	sort -n "$1" | awk '{ v[NR] = $1 } END {
+		printf "%.2f %.2f\n", v[int((NR + 1) / 2)] / 1000, v[int(NR * 0.9)] / 1000 }'
+}
+# syscalls VARIANT CMD...: "all filesystem" syscall counts of one run.
+syscalls() {
+	local v=$1
+	shift
+	(cd "$work/$v" && strace -f -c -o "$work/strace" "$src/build/bench-lean/$v/bin/amp" "$@" > /dev/null)
+	awk '$NF ~ /^(open|openat|stat|lstat|fstat|newfstatat|statx|access|faccessat|faccessat2|read|pread64|mmap|readlink|getdents64)$/ { fs += $4 }
+		$NF == "total" { all = $4 }
+		END { printf "%d %d\n", all, fs }' "$work/strace"
+}
+
+printf '\n## Lean binary: static libgit2 without network stack vs the system libgit2\n\n'
+echo "libgit2: $libgit2_status; $ROUNDS rounds, builds alternating"
+echo
+echo "| figure | static | system | static/system |"
+echo "|---|---|---|---|"
+libs() { ldd "$src/build/bench-lean/$1/bin/amp-send" | grep -vc 'linux-vdso'; }
+echo "| shared objects loaded by amp-send (ldd) | $(libs static) | $(libs system) | |"
+for name in send status; do
+	read -r sm sp < <(stat "$work/t.static.$name")
+	read -r ym yp < <(stat "$work/t.system.$name")
+	label="amp send (fresh task)"
+	[ $name = status ] && label="amp status TASK"
+	echo "| $label, median ms | $sm | $ym | $(awk -v a="$sm" -v b="$ym" 'BEGIN { printf "%.2f", a / b }') |"
+	echo "| $label, p90 ms | $sp | $yp | $(awk -v a="$sp" -v b="$yp" 'BEGIN { printf "%.2f", a / b }') |"
+done
+if command -v strace > /dev/null; then
+	for name in send status; do
+		for v in $variants; do
+			if [ $name = send ]; then
+				read -r all fs < <(syscalls "$v" send task_dispatch --task T-2027-0001 \
+					--from coordinator --payload "$work/dispatch.json")
+			else
+				read -r all fs < <(syscalls "$v" status T-2027-0001)
+			fi
+			eval "${v}_all=$all ${v}_fs=$fs"
+		done
+		echo "| syscalls of one $name (strace -c -f), all | $static_all | $system_all | $(awk -v a="$static_all" -v b="$system_all" 'BEGIN { printf "%.2f", a / b }') |"
+		echo "| syscalls of one $name, filesystem | $static_fs | $system_fs | $(awk -v a="$static_fs" -v b="$system_fs" 'BEGIN { printf "%.2f", a / b }') |"
+	done
+else
+	echo "(no strace: apt-get install strace for the syscall counts)"
+fi
