@@ -19,15 +19,19 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/amp-bench-lean.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 variants="static system"
 
+# The bench measures what the lean build buys, so it takes the newest
+# revision Debian serves when the installed one's source is gone (make's
+# default builds only the exact one): build/bench-lean/libgit2, apart.
 for v in $variants; do
 	b=build/bench-lean/$v
-	make -s -C "$src" LIBGIT2=$v BUILD=$b BIN=$b/bin \
+	make -s -C "$src" LIBGIT2=$v LIBGIT2_REVISION=any LIBGIT2_DIR=build/bench-lean/libgit2 \
+		BUILD=$b BIN=$b/bin \
 		"$b/bin/amp" "$b/bin/amp-init" "$b/bin/amp-send" "$b/bin/amp-status" > "$work/make.$v" 2>&1 ||
 		{ cat "$work/make.$v" >&2; exit 1; }
 	# the schemas where bin/amp finds them, ../schemas
 	ln -sfn "$src/schemas" "$src/$b/schemas"
 done
-libgit2_status=$(cat "$src/build/libgit2/status" 2>/dev/null || echo "system: not built")
+libgit2_status=$(cat "$src/build/bench-lean/libgit2/status" 2>/dev/null || echo "system: not built")
 case $libgit2_status in
 static*) ;;
 *) echo "bench-lean: the static libgit2 could not be built ($libgit2_status): both builds are the system one" ;;
