@@ -261,6 +261,24 @@ static int load_signing(amp_store *st, amp_error *err)
 
 const amp_signing *amp_store_signing(const amp_store *st) { return &st->signing; }
 
+/*
+ * git config amp.fsync (default true): libgit2 fsyncs every object file,
+ * pack and ref it writes, and their directories, so that a record amp
+ * reported written survives a power cut, not only a killed process.
+ * false trades that away for speed.  The setting is process-wide in
+ * libgit2; amp opens one store per process.
+ */
+static int load_fsync(amp_store *st, amp_error *err)
+{
+	int on, status;
+
+	if ((status = amp_store_config_bool(st, "amp.fsync", 1, &on, err)) < 0)
+		return status;
+	if (git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, on) < 0)
+		return amp_error_git(err, AMP_EIO, "cannot set git config amp.fsync");
+	return AMP_OK;
+}
+
 int amp_store_open(amp_store **out, const char *path, amp_error *err)
 {
 	amp_store *st = NULL;
@@ -309,7 +327,8 @@ int amp_store_open(amp_store **out, const char *path, amp_error *err)
 	    (status = config_ms(st, "amp.staleLockTimeout", 1, 3600,
 				&st->stale_lock_ms, err)) < 0 ||
 	    (status = load_policy(st, err)) < 0 ||
-	    (status = load_signing(st, err)) < 0)
+	    (status = load_signing(st, err)) < 0 ||
+	    (status = load_fsync(st, err)) < 0)
 		goto cleanup;
 	st->rng = (unsigned int)getpid() ^ (unsigned int)time(NULL);
 	*out = st;

@@ -1,0 +1,36 @@
+#!/usr/bin/env bats
+# Durable writes (issue 12): amp's writes are fsynced (objects, packs, refs
+# and their directories, by libgit2) unless git config amp.fsync is false.
+# strace counts the calls of a real amp send.
+
+bats_require_minimum_version 1.5.0
+
+load helpers
+load conversation
+
+setup() {
+	make_ssot
+}
+
+# syncs CMD...: the fsync and fdatasync calls CMD (and its children) make.
+syncs() {
+	strace -f -qq -e trace=fsync,fdatasync -o "$BATS_TEST_TMPDIR/trace" "$@" > /dev/null 2>&1
+	grep -cE '^[0-9]+ +f(data)?sync\(' "$BATS_TEST_TMPDIR/trace" || true
+}
+
+@test "amp send fsyncs what it writes by default, and not with git config amp.fsync false" {
+	n=$(syncs amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	[ "$n" -ge 3 ] # the objects, the ref, their directories
+	git config amp.fsync false
+	n=$(syncs amp send task_dispatch --task T-2026-045 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	[ "$n" = 0 ]
+	# both landed
+	run -0 amp status --json
+	assert_output --partial T-2026-045
+}
+
+@test "a bad amp.fsync is exit 2, naming the key" {
+	git config amp.fsync maybe
+	run -2 amp status
+	assert_output --partial "amp.fsync"
+}
