@@ -45,8 +45,9 @@ int amp_seen_move(amp_store *st, const git_oid *from, const git_oid *to, amp_err
 						  "amp watch: intact")
 		  : git_reference_create(&r, amp_store_repo(st), ref, to, 0, "amp watch: first tip");
 	git_reference_free(r);
-	/* Another watcher moved it first: its move stands. */
-	if (rc == GIT_EMODIFIED || rc == GIT_EEXISTS) {
+	/* Another watcher moved it first, or is moving it now (its lock):
+	 * its move stands, and the next pass compares from there. */
+	if (rc == GIT_EMODIFIED || rc == GIT_EEXISTS || rc == GIT_ELOCKED) {
 		git_error_clear();
 		return AMP_OK;
 	}
