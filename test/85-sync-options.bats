@@ -143,3 +143,12 @@ hub_has() {
 	run -2 on b amp wait executor --sync --timeout 2
 	assert_output --partial "amp.syncInterval"
 }
+
+@test "amp wait --sync with the hub away warns at each poll and goes on waiting" {
+	on b git config amp.syncInterval 1
+	mv "$HUB" "$HUB.away"
+	run -5 on b amp wait executor --sync --timeout 2
+	assert_output --partial "amp wait: warning: sync: "
+	assert_output --partial "nothing for executor after 2 s"
+	mv "$HUB.away" "$HUB"
+}

@@ -139,3 +139,47 @@ teardown() {
 	run -0 on e amp sync
 	[ "$(git -C e rev-parse refs/amp/messages)" = "$(git -C "$EMPTY" rev-parse refs/amp/messages)" ]
 }
+
+@test "an empty hub's first history through an inbox is checked whole: a rule broken there is refused" {
+	EMPTY=$BATS_TEST_TMPDIR/empty.git
+	git init -q --bare "$EMPTY"
+	amp hook install --server --repo "$EMPTY" > /dev/null
+	git clone -q "$EMPTY" e 2> /dev/null
+	cd e
+	git config amp.syncPush inbox
+	amp init > /dev/null
+	send_dispatch
+	# a result before the dispatch's ACK, committed by hand
+	R=task_result-$T-1772116400000
+	python3 - "$R" "$T" "$D" "$BATS_TEST_TMPDIR/p/result.json" <<'PY' | plant "$(next_path $T "$R")"
+import json, sys
+r, t, d, payload = sys.argv[1:]
+print(json.dumps({"msg_id": r, "protocol_version": "AMP/1.0", "type": "task_result", "from": "executor",
+                  "to": "coordinator", "task_id": t, "timestamp": "2026-02-26T14:33:20+00:00",
+                  "requires_ack": True, "ack_timeout_sec": 120, "context_ref": [d],
+                  "payload": json.load(open(payload))}, indent=2))
+PY
+	run -4 amp sync
+	assert_output --partial "refused refs/amp-in/"
+	run -1 git -C "$EMPTY" rev-parse -q --verify refs/amp/messages
+}
+
+@test "a record the hub's join cannot take (the same msg_id with other content) is an error of the sync, and nothing is lost" {
+	D=$(on a amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	on a amp sync > /dev/null
+	f=$(git -C a ls-tree -r --name-only refs/amp/messages | grep "msg.$D.json")
+	# b holds the same msg_id with other content, by hand
+	git -C a cat-file blob "refs/amp/messages:$f" | sed 's/Reconstruct/Rewrite/' > forged.json
+	(cd b && blob=$(git hash-object -w ../forged.json) &&
+		GIT_INDEX_FILE=$BATS_TEST_TMPDIR/idx git read-tree refs/amp/messages &&
+		GIT_INDEX_FILE=$BATS_TEST_TMPDIR/idx git update-index --add --cacheinfo "100644,$blob,$f" &&
+		tree=$(GIT_INDEX_FILE=$BATS_TEST_TMPDIR/idx git write-tree) &&
+		git update-ref refs/amp/messages "$(git commit-tree "$tree" -p refs/amp/messages -m forged)")
+	before=$(git -C "$HUB" rev-parse refs/amp/messages)
+	local_tip=$(git -C b rev-parse refs/amp/messages)
+	run on b amp sync
+	[ "$status" -ne 0 ]
+	assert_output --partial "conflict"
+	[ "$(git -C "$HUB" rev-parse refs/amp/messages)" = "$before" ]
+	git -C b cat-file -e "$local_tip"
+}
