@@ -1199,6 +1199,17 @@ static int wait_writer_lock(amp_store *st, int fd, int64_t deadline)
 	return 0;
 }
 
+/* wait_writer_lock for a writer's attempt, with the error it ends in. */
+static int take_writer_lock(amp_store *st, int fd, int64_t deadline, const char *ref,
+			    unsigned attempt, amp_error *err)
+{
+	if (wait_writer_lock(st, fd, deadline) < 0)
+		return amp_error_set(err, AMP_EIO, "",
+				     "%s stayed busy for %.0f s (%u attempts); nothing was written",
+				     ref, st->retry_timeout_ms / 1000.0, attempt);
+	return AMP_OK;
+}
+
 int amp_store_lock(amp_store *st, const char *ref, amp_error *err)
 {
 	int fd = open_writer_lock(st, ref, err);
@@ -1259,12 +1270,8 @@ int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 	if ((fd = open_writer_lock(st, ref, err)) < 0)
 		return AMP_EIO;
 	for (attempt = 0;; attempt++) {
-		if (wait_writer_lock(st, fd, deadline) < 0) {
-			status = amp_error_set(err, AMP_EIO, "",
-					       "%s stayed busy for %.0f s (%u attempts); nothing was written",
-					       ref, st->retry_timeout_ms / 1000.0, attempt);
+		if ((status = take_writer_lock(st, fd, deadline, ref, attempt, err)) < 0)
 			goto cleanup;
-		}
 		held = 1;
 		rc = git_reference_name_to_id(&tip, st->repo, ref);
 		if (rc < 0 && rc != GIT_ENOTFOUND) {
@@ -1657,12 +1664,8 @@ int amp_store_update_batch(amp_store *st, const char *ref, amp_store_step_fn ste
 	if ((fd = open_writer_lock(st, ref, err)) < 0)
 		return AMP_EIO;
 	for (attempt = 0;; attempt++) {
-		if (wait_writer_lock(st, fd, deadline) < 0) {
-			status = amp_error_set(err, AMP_EIO, "",
-					       "%s stayed busy for %.0f s (%u attempts); nothing was written",
-					       ref, st->retry_timeout_ms / 1000.0, attempt);
+		if ((status = take_writer_lock(st, fd, deadline, ref, attempt, err)) < 0)
 			goto cleanup;
-		}
 		held = 1;
 		if ((rc = git_reference_name_to_id(&tip, st->repo, ref)) == GIT_ENOTFOUND) {
 			status = amp_error_set(err, AMP_EIO, "",
