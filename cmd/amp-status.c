@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "clock.h"
+#include "summary.h"
 #include "task.h"
 #include "util.h"
 
@@ -124,30 +125,6 @@ static void print_task(const json_t *t)
 	}
 }
 
-/* A summary of a task for the one-line-per-task listing. */
-static json_t *summary(const json_t *t)
-{
-	const json_t *msgs = json_object_get(t, "messages"), *m;
-	size_t i, pending = 0, overdue = 0;
-
-	json_array_foreach(msgs, i, m) {
-		pending += !strcmp(str(m, "ack_state"), "pending");
-		overdue += !strcmp(str(m, "ack_state"), "overdue");
-	}
-	return json_pack("{s:O,s:O,s:O,s:O,s:O,s:i,s:i,s:i,s:i,s:O}",
-			 "task_id", json_object_get(t, "task_id"),
-			 "state", json_object_get(t, "state"),
-			 "reject_count", json_object_get(t, "reject_count"),
-			 "suspended", json_object_get(t, "suspended"),
-			 "locked", json_object_get(t, "locked"),
-			 "messages", (int)json_array_size(msgs),
-			 "acks_pending", (int)pending, "acks_overdue", (int)overdue,
-			 "unreadable", (int)json_array_size(json_object_get(t, "unreadable")),
-			 "last_timestamp", json_array_size(msgs) ?
-				 json_object_get(json_array_get(msgs, json_array_size(msgs) - 1), "timestamp") :
-				 json_null());
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -160,6 +137,7 @@ int main(int argc, char **argv)
 	amp_store *st = NULL;
 	git_tree *tip = NULL;
 	amp_task_log log = { 0 };
+	amp_summaries *cache = NULL;
 	amp_error err;
 	json_t *out = NULL;
 	char **ids = NULL;
@@ -215,10 +193,11 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	out = json_array();
+	cache = amp_summaries_open(st);
 	for (i = 0; i < nids; i++) {
-		json_t *t, *s;
+		json_t *s;
 
-		if (amp_store_read_task(st, tip, ids[i], &log, &err) < 0) {
+		if (!(s = amp_summary_get(cache, st, tip, ids[i], now, &err))) {
 			/* One unreadable task directory hides that task only: the
 			 * others are listed, and the exit code says it (4: the
 			 * SSOT holds it, even when its name is no task id). */
@@ -231,10 +210,6 @@ int main(int argc, char **argv)
 							     "state", "unreadable", "reason", err.message));
 			continue;
 		}
-		t = amp_task_status_json(&log, now);
-		s = summary(t);
-		json_decref(t);
-		amp_task_log_free(&log);
 		if (!json_out)
 			printf("%-12s %s%-11s%s %3lld msgs  %lld rejects%s%s", str(s, "task_id"),
 			       state_color(str(s, "state")), str(s, "state"), reset(),
@@ -254,6 +229,7 @@ int main(int argc, char **argv)
 		printf("no tasks yet\n");
 	}
 cleanup:
+	amp_summaries_close(cache);
 	json_decref(out);
 	amp_task_log_free(&log);
 	amp_strv_free(ids, nids);
