@@ -510,6 +510,62 @@ static int parse_oid(git_oid *oid, const char *hex, struct check *c)
 }
 
 /*
+ * Checks, oldest first, every commit `new` brings that neither `hide1` nor
+ * `hide2` (NULL, or an id that may be zero or absent) reaches: what a push
+ * adds.  AMP_OK, the first refusing commit's status, or AMP_EIO.
+ */
+static int check_new_commits(struct check *c, const git_oid *new, const git_oid *hide1,
+			     const git_oid *hide2, const char *new_hex)
+{
+	git_repository *repo = amp_store_repo(c->st);
+	const git_oid *hide[2] = { hide1, hide2 };
+	git_revwalk *walk = NULL;
+	git_commit *commit = NULL;
+	amp_error err;
+	git_oid id;
+	int status;
+	size_t i;
+
+	if (git_revwalk_new(&walk, repo) < 0 ||
+	    git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE) < 0 ||
+	    git_revwalk_push(walk, new) < 0) {
+		status = amp_error_git(&err, AMP_EIO, "cannot walk %.12s", new_hex);
+		amp_errlist_add(c->errors, status, "", "%s", err.message);
+		goto cleanup;
+	}
+	/* What the repository does not have cannot be hidden: nothing of it
+	 * is reachable from `new` either. */
+	for (i = 0; i < 2; i++)
+		if (hide[i] && !git_oid_is_zero(hide[i]) &&
+		    git_commit_lookup(&commit, repo, hide[i]) == 0)
+			git_revwalk_hide(walk, hide[i]);
+	git_commit_free(commit);
+	commit = NULL;
+	git_error_clear();
+	while ((status = git_revwalk_next(&id, walk)) == 0) {
+		if (git_commit_lookup(&commit, repo, &id) < 0) {
+			status = amp_error_git(&err, AMP_EIO, "cannot read a pushed commit");
+			amp_errlist_add(c->errors, status, "", "%s", err.message);
+			goto cleanup;
+		}
+		status = check_commit(c, commit);
+		git_commit_free(commit);
+		commit = NULL;
+		if (status < 0)
+			goto cleanup;
+	}
+	if (status == GIT_ITEROVER) {
+		status = AMP_OK;
+	} else {
+		status = amp_error_git(&err, AMP_EIO, "cannot walk %.12s", new_hex);
+		amp_errlist_add(c->errors, status, "", "%s", err.message);
+	}
+cleanup:
+	git_revwalk_free(walk);
+	return status;
+}
+
+/*
  * A push to a clone's inbox, refs/amp-in/<id>/<name> (sync.h): any update
  * (the clone pushes with force what its own join made), but every commit
  * the hub's refs/amp/<name> does not hold must be well-formed; the rules
@@ -517,13 +573,9 @@ static int parse_oid(git_oid *oid, const char *hex, struct check *c)
  */
 static int check_inbox_update(struct check *c, const char *old_hex, const char *new_hex)
 {
-	git_repository *repo = amp_store_repo(c->st);
 	const char *id = c->ref + strlen(AMP_SYNC_INBOX), *slash = strchr(id, '/');
 	char target[300];
-	git_revwalk *walk = NULL;
-	git_commit *commit = NULL;
-	git_oid old, new, tip, oid;
-	amp_error err;
+	git_oid old, new, tip;
 	int status;
 
 	if (!slash || slash == id || (size_t)(slash - id) > 64 ||
@@ -549,40 +601,13 @@ static int check_inbox_update(struct check *c, const char *old_hex, const char *
 				       target);
 	c->messages = !strcmp(target, amp_store_messages_ref(c->st));
 	c->inbox = 1;
-	if (git_revwalk_new(&walk, repo) < 0 ||
-	    git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE) < 0 ||
-	    git_revwalk_push(walk, &new) < 0) {
-		status = amp_error_git(&err, AMP_EIO, "cannot walk %.12s", new_hex);
-		amp_errlist_add(c->errors, status, "", "%s", err.message);
-		goto cleanup;
-	}
-	if (git_reference_name_to_id(&tip, repo, target) == 0)
-		git_revwalk_hide(walk, &tip);
-	else
+	if (git_reference_name_to_id(&tip, amp_store_repo(c->st), target) < 0) {
+		git_error_clear();
 		c->inbox = 0; /* the first history of the hub is taken as it is:
 			       * every rule, on the history it brings */
-	if (!git_oid_is_zero(&old) && git_commit_lookup(&commit, repo, &old) == 0)
-		git_revwalk_hide(walk, &old);
-	git_commit_free(commit);
-	commit = NULL;
-	git_error_clear();
-	while ((status = git_revwalk_next(&oid, walk)) == 0) {
-		if (git_commit_lookup(&commit, repo, &oid) < 0) {
-			status = amp_error_git(&err, AMP_EIO, "cannot read a pushed commit");
-			amp_errlist_add(c->errors, status, "", "%s", err.message);
-			goto cleanup;
-		}
-		status = check_commit(c, commit);
-		git_commit_free(commit);
-		commit = NULL;
-		if (status < 0)
-			goto cleanup;
+		return check_new_commits(c, &new, &old, NULL, new_hex);
 	}
-	status = status == GIT_ITEROVER ? AMP_OK : amp_errlist_add(c->errors, AMP_EIO, "",
-								  "cannot walk %.12s", new_hex);
-cleanup:
-	git_revwalk_free(walk);
-	return status;
+	return check_new_commits(c, &new, &tip, &old, new_hex);
 }
 
 int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
@@ -592,9 +617,8 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 	struct check c = { st, set, ref, !strcmp(ref, amp_store_messages_ref(st)), "", NULL,
 			   errors, errors->count, NULL, 0, amp_store_signing(st)->require, 0 };
 	git_repository *repo = amp_store_repo(st);
-	git_revwalk *walk = NULL;
 	git_commit *commit = NULL;
-	git_oid old, new, id;
+	git_oid old, new;
 	amp_error err;
 	int status;
 
@@ -637,35 +661,8 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 	}
 	if (!(c.froms = json_array()))
 		return amp_errlist_add(errors, AMP_EIO, "", "out of memory");
-	if (git_revwalk_new(&walk, repo) < 0 ||
-	    git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE) < 0 ||
-	    git_revwalk_push(walk, &new) < 0 ||
-	    (!git_oid_is_zero(&old) && git_revwalk_hide(walk, &old) < 0)) {
-		status = amp_error_git(&err, AMP_EIO, "cannot walk %.12s", new_hex);
-		amp_errlist_add(errors, status, "", "%s", err.message);
-		goto cleanup;
-	}
-	while ((status = git_revwalk_next(&id, walk)) == 0) {
-		if (git_commit_lookup(&commit, repo, &id) < 0) {
-			status = amp_error_git(&err, AMP_EIO, "cannot read a pushed commit");
-			amp_errlist_add(errors, status, "", "%s", err.message);
-			goto cleanup;
-		}
-		status = check_commit(&c, commit);
-		git_commit_free(commit);
-		commit = NULL;
-		if (status < 0)
-			goto cleanup;
-	}
-	if (status == GIT_ITEROVER) {
-		status = AMP_OK;
-	} else {
-		status = amp_error_git(&err, AMP_EIO, "cannot walk %.12s", new_hex);
-		amp_errlist_add(errors, status, "", "%s", err.message);
-	}
-cleanup:
+	status = check_new_commits(&c, &new, &old, NULL, new_hex);
 	json_decref(c.froms);
-	git_revwalk_free(walk);
 	return status;
 }
 

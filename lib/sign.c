@@ -60,6 +60,11 @@ cleanup:
 	return status;
 }
 
+static int is_key_type(const char *t)
+{
+	return !strncmp(t, "ssh-", 4) || !strncmp(t, "ecdsa-", 6) || !strncmp(t, "sk-", 3);
+}
+
 /* The public key of s->key as "type base64" into buf: the key file itself
  * when it is a public key, else `ssh-keygen -y -f key`. */
 static int public_key(const amp_signing *s, char *buf, size_t bufsz, amp_error *err)
@@ -69,12 +74,24 @@ static int public_key(const amp_signing *s, char *buf, size_t bufsz, amp_error *
 	FILE *f;
 	int code, status = AMP_OK;
 
+	char pubpath[PATH_MAX + 8];
+
 	if (!(f = fopen(s->key, "r")))
 		return amp_error_set(err, AMP_EIO, "", "git config amp.signingKey: cannot read %s: %s",
 				     s->key, strerror(errno));
 	if (!fgets(line, sizeof(line), f))
 		line[0] = '\0';
 	fclose(f);
+	/* A private key: its "<key>.pub" beside it, as ssh-keygen writes
+	 * it, spares running ssh-keygen -y on every strict write. */
+	if (!strncmp(line, "-----BEGIN", 10)) {
+		snprintf(pubpath, sizeof(pubpath), "%s.pub", s->key);
+		if ((f = fopen(pubpath, "r"))) {
+			if (!fgets(line, sizeof(line), f) || !is_key_type(line))
+				snprintf(line, sizeof(line), "-----BEGIN");
+			fclose(f);
+		}
+	}
 	if (strncmp(line, "-----BEGIN", 10)) {
 		snprintf(buf, bufsz, "%s", line);
 	} else {
@@ -124,10 +141,6 @@ static size_t tokens(char *line, char **tok, size_t max)
 	return n;
 }
 
-static int is_key_type(const char *t)
-{
-	return !strncmp(t, "ssh-", 4) || !strncmp(t, "ecdsa-", 6) || !strncmp(t, "sk-", 3);
-}
 
 int amp_signing_may_write(const amp_signing *s, const char *role, amp_error *err)
 {

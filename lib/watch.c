@@ -1010,10 +1010,14 @@ static void verify_range(struct watch *w, const git_oid *from, const git_oid *to
 				json_t *doc = NULL;
 
 				snprintf(path, sizeof(path), "%s/%s", dir, name);
+				amp_error perr;
+
+				/* Fetched bytes: read within the record bounds. */
 				if (git_tree_entry_bypath(&e, ct, path) == 0 &&
-				    git_blob_lookup(&b, repo, git_tree_entry_id(e)) == 0)
-					doc = json_loadb(git_blob_rawcontent(b), (size_t)git_blob_rawsize(b),
-							 0, NULL);
+				    git_blob_lookup(&b, repo, git_tree_entry_id(e)) == 0 &&
+				    amp_bounds_parse_record(git_blob_rawcontent(b),
+							    (size_t)git_blob_rawsize(b), &doc, &perr) < 0)
+					doc = NULL;
 				git_error_clear();
 				json_array_append_new(docs, json_pack("{s:s,s:s,s:s,s:o?}", "task", task,
 								      "path", path, "name", name,
@@ -1025,7 +1029,14 @@ static void verify_range(struct watch *w, const git_oid *from, const git_oid *to
 		json_array_foreach(docs, k, v)
 			if (n < sizeof(froms) / sizeof(froms[0]))
 				froms[n++] = amp_or_none(amp_json_str(json_object_get(v, "doc"), "from"));
-		ok = amp_signing_check_commit(repo, signing, c, froms, n, why, sizeof(why), &err);
+		/* As the hook: more records than can be checked is a refusal,
+		 * never a partial check. */
+		if (json_array_size(docs) > n) {
+			ok = 0;
+			snprintf(why, sizeof(why), "it adds more than %zu records: too many to check", n);
+		} else {
+			ok = amp_signing_check_commit(repo, signing, c, froms, n, why, sizeof(why), &err);
+		}
 		if (ok < 0) {
 			amp_errlist_add(w->errors, AMP_EIO, "", "%s", err.message);
 			w->failed = 1;
