@@ -1,4 +1,5 @@
 #include "store.h"
+#include "pack.h"
 #include <git2/sys/mempack.h>
 #include <git2/sys/odb_backend.h>
 #include <git2/sys/repository.h>
@@ -997,8 +998,11 @@ static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
 	if (git_signature_new(&author, w->author[0] ? w->author : "system",
 			      email, (git_time_t)((w->time_ms ? w->time_ms : now_ms) / 1000),
 			      0) < 0 ||
+	    /* An imported record's commit is dated by the record, as
+	     * fast-import would date it: amp watch reads a record's arrival
+	     * from its commit, and a year-old log is not a year late. */
 	    git_signature_new(&committer, "amp", "amp@amp.invalid",
-			      (git_time_t)(now_ms / 1000), 0) < 0) {
+			      (git_time_t)((w->time_ms ? w->time_ms : now_ms) / 1000), 0) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot make a signature");
 		goto cleanup;
 	}
@@ -1338,6 +1342,10 @@ cleanup:
 	write_reset(&w);
 	git_tree_free(tree);
 	git_commit_free(parent);
+	/* After the flock is released: the repack must not hold up the
+	 * writers queued behind this one. */
+	if (status == AMP_OK && build != build_init)
+		amp_pack_maybe(st);
 	return status;
 }
 

@@ -249,8 +249,8 @@ typedef struct amp_store_write {
 	char subject[512];  /* commit subject line */
 	char trailers[1024]; /* "Key: value\n" lines, may be empty */
 	char author[32];    /* the role that writes */
-	int64_t time_ms;    /* the author time; 0: now (amp import: the
-			     * record's own timestamp) */
+	int64_t time_ms;    /* the author and committer time; 0: now (amp
+			     * import: the record's own timestamp) */
 } amp_store_write;
 
 /* Adds a file to w; data is copied.  All files of one write share a
