@@ -280,6 +280,25 @@ static int load_fsync(amp_store *st, amp_error *err)
 	return AMP_OK;
 }
 
+/*
+ * Bounds on what libgit2 keeps in memory, so that a command walking the
+ * whole history (watch --full, fsck, log) stays within a fixed RSS however
+ * long that history: its cache of parsed trees and commits (256 MiB by
+ * default) and the pack windows it maps (8 GiB by default on 64-bit; the
+ * pages of a mapped pack that were read count as resident).  Past the
+ * bounds libgit2 drops the least recently used, which costs a re-read.
+ */
+#define AMP_GIT_CACHE_BYTES   (16 * 1024 * 1024)
+#define AMP_GIT_MAPPED_BYTES  (32 * 1024 * 1024)
+
+static int bound_memory(amp_error *err)
+{
+	if (git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)AMP_GIT_CACHE_BYTES) < 0 ||
+	    git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, (size_t)AMP_GIT_MAPPED_BYTES) < 0)
+		return amp_error_git(err, AMP_EIO, "cannot bound libgit2's memory");
+	return AMP_OK;
+}
+
 int amp_store_open(amp_store **out, const char *path, amp_error *err)
 {
 	amp_store *st = NULL;
@@ -289,6 +308,8 @@ int amp_store_open(amp_store **out, const char *path, amp_error *err)
 	int status = AMP_OK;
 
 	git_libgit2_init();
+	if ((status = bound_memory(err)) < 0)
+		return status;
 	if (!(st = calloc(1, sizeof(*st)))) {
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
