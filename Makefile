@@ -63,9 +63,9 @@ TESTS    := $(TEST_SRC:test/c/%.c=$(BUILD)/test/%)
 DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
 	python3 python3-jsonschema procps openssh-server openssh-client \
-	cmake dpkg-dev libhttp-parser-dev zlib1g-dev strace
+	cmake dpkg-dev libhttp-parser-dev zlib1g-dev strace time gnuplot-nox
 
-.PHONY: all deps test check demo asan bench install uninstall clean libgit2 FORCE
+.PHONY: all deps test check demo asan bench bench-all install uninstall clean libgit2 FORCE
 
 all: $(BIN)/amp $(CMDS) $(TESTS)
 
@@ -142,7 +142,14 @@ asan: deps
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=99:log_path=$(CURDIR)/build/asan/reports/ubsan \
 		test/run
 
+# make bench: the table of share/bench-table.sh (1k, 10k, 100k messages;
+# under 20 minutes), written with its plot to build/bench.  make bench-all:
+# also every other share/bench-*.sh (hub, sync, watch, ...: much longer).
 bench: all
+	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(DEBIAN_PACKAGES) $(BENCH_PACKAGES)"
+	@AMP_BIN=$(CURDIR)/$(BIN) share/bench-table.sh
+
+bench-all: bench
 	@AMP_BIN=$(CURDIR)/$(BIN) share/bench.sh
 
 # ---- fuzzing and valgrind (test/fuzz/README.md) ---------------------------
@@ -157,6 +164,7 @@ FUZZ_CFLAGS   = -std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 FUZZ_PACKAGES = clang libclang-rt-14-dev
 VALGRIND_PACKAGES = valgrind
+BENCH_PACKAGES =
 
 all: $(FUZZ_TARGETS:%=$(BUILD)/test/replay_%)
 

@@ -151,6 +151,8 @@ for n in $sizes; do
 	loose0=$(kib size)
 	cell[disk_loose,$n]=$(awk -v k="$loose0" -v s=$((rounds * 2)) 'BEGIN { printf "%.1f", k / s }')
 	git update-ref refs/amp/plumb "$(git rev-parse refs/amp/messages)"
+	rm -f "$work/index"
+	GIT_INDEX_FILE=$work/index git read-tree refs/amp/plumb
 	seq_plumb=0
 	cell[plumbing,$n]=$(timed "$rounds" plumbing)
 	git update-ref -d refs/amp/plumb

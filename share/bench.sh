@@ -72,6 +72,8 @@ cat retries.* | awk -v ms=$(((t1 - t0) / 1000000)) '{ n++; r += $1; if ($1 > m) 
 echo "history linear: $(git rev-list --min-parents=2 --count refs/amp/messages) merge commits, $(git rev-list --count refs/amp/messages) commits"
 
 for extra in "$src"/share/bench-*.sh; do
+	# the table is make bench's own
+	[ "${extra##*/}" = bench-table.sh ] && continue
 	[ -x "$extra" ] && "$extra"
 done
 exit 0
