@@ -23,7 +23,7 @@
 # messages).  Prints one markdown table and writes it, with the data and a
 # gnuplot PNG of the per-message cost against the SSOT's size, to
 # AMP_BENCH_OUT (build/bench).  `make test` runs it at one tiny size
-# (test/00-driver.bats) so that it cannot rot.
+# (test/91-bench.bats) so that it cannot rot.
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 export PATH=${AMP_BIN:-$src/bin}:$PATH
