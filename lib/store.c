@@ -854,7 +854,8 @@ const amp_entry *amp_task_log_find(const amp_task_log *log,
 {
 	size_t i, *slot;
 
-	if (log->index && index_update(log->index, log) == 0) {
+	/* An empty view has nothing indexed (and no table yet). */
+	if (log->index && index_update(log->index, log) == 0 && log->index->cap) {
 		slot = index_slot(log->index, kind, msg_id);
 		/* a prefix view sees only its own entries */
 		return *slot && *slot - 1 < log->count ? &log->entries[*slot - 1] : NULL;
