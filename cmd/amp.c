@@ -46,6 +46,7 @@ static const struct {
 	{ "keys", "the keys that may speak as each role (signed records)" },
 	{ "fsck", "verify the whole history of the SSOT: append-only, in place, valid" },
 	{ "import", "commit a log of AMP records (JSON lines) in one ref update" },
+	{ "schema", "print the schema of a message type or payload, or list them" },
 };
 
 static const char usage_text[] =
