@@ -112,8 +112,8 @@ _amp_msg_ids() {
 	ref=$(_amp_ref)
 	task=$(printf '%s\n' "$cur" | grep -oE 'T-[0-9]{4}-[0-9]{3,9}' | head -n 1)
 	if [ -n "$task" ]; then
-		# tasks/<YYYY>/<number without its last two digits, or 0>/<task>/
-		dir=$(printf '%s\n' "$task" | awk -F- '{ s = substr($3, 1, length($3) - 2); sub(/^0+/, "", s); print "tasks/" $2 "/" (s == "" ? 0 : s) "/" $0 "/" }')
+		# tasks/<YYYY>/<the number without its last two digits>/<task>/
+		dir=$(printf '%s\n' "$task" | awk -F- '{ print "tasks/" $2 "/" substr($3, 1, length($3) - 2) "/" $0 "/" }')
 		_amp_git ls-tree --name-only "$ref" "$dir" | sed -n 's#.*/[0-9]\{6\}\.msg\.\(.*\)\.json$#\1#p'
 		return
 	fi

@@ -13,7 +13,7 @@ load conversation
 setup() {
 	make_ssot
 	send_dispatch
-	amp send task_dispatch --task T-2026-1234 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	amp send task_dispatch --task T-2026-01234 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
 	# a user's own command, found on PATH as git finds git-*
 	mkdir -p "$BATS_TEST_TMPDIR/ubin"
 	printf '#!/bin/sh\necho foo\n' > "$BATS_TEST_TMPDIR/ubin/amp-foo"
@@ -77,21 +77,21 @@ complete_bash() {
 
 @test "bash: task ids and msg_ids from the SSOT of the current repository" {
 	run -0 complete_bash "amp status "
-	assert_output "T-2026-044 T-2026-1234"
-	run -0 complete_bash "amp send task_result --task T-2026-1"
-	assert_output "T-2026-1234"
+	assert_output "T-2026-01234 T-2026-044"
+	run -0 complete_bash "amp send task_result --task T-2026-01"
+	assert_output "T-2026-01234"
 	# before a msg_id names its task: "<type>-<task_id>-" stems
 	run -0 complete_bash "amp ack task_d"
-	assert_output "task_dispatch-T-2026-044- task_dispatch-T-2026-1234-"
+	assert_output "task_dispatch-T-2026-01234- task_dispatch-T-2026-044-"
 	# then that task's messages, and no other task's
 	run -0 complete_bash "amp ack task_dispatch-T-2026-044-"
 	assert_output "$D"
-	run -0 complete_bash "amp show task_dispatch-T-2026-1234-"
-	assert_output --regexp '^task_dispatch-T-2026-1234-[0-9]+$'
+	run -0 complete_bash "amp show task_dispatch-T-2026-01234-"
+	assert_output --regexp '^task_dispatch-T-2026-01234-[0-9]+$'
 	# --repo points the completion at another repository
 	cd "$BATS_TEST_TMPDIR"
 	run -0 complete_bash "amp status --repo $BATS_TEST_TMPDIR/repo "
-	assert_output "T-2026-044 T-2026-1234"
+	assert_output "T-2026-01234 T-2026-044"
 }
 
 @test "bash: outside a repository ids complete to nothing and nothing is printed" {
@@ -134,7 +134,8 @@ complete_zsh() {
 	: > "$BATS_TEST_TMPDIR/zerr"
 	run -0 complete_zsh "amp s" "amp f" "amp send --t" "amp status --" "amp send " \
 		"amp send task_result --from " "amp verdict T-2026-044 --decision " \
-		"amp status " "amp ack task_d" "amp ack task_dispatch-T-2026-044-"
+		"amp status " "amp ack task_d" "amp ack task_dispatch-T-2026-044-" \
+		"amp show task_dispatch-T-2026-01234-"
 	assert_equal "$(sed -n '/^== amp s$/{n;p}' <<< "$output")" "schema send show status sync"
 	assert_equal "$(sed -n '/^== amp f$/{n;p}' <<< "$output")" "foo fsck"
 	assert_equal "$(sed -n '/^== amp send --t$/{n;p}' <<< "$output")" "--task --template --to"
@@ -145,10 +146,13 @@ complete_zsh() {
 		"admin coordinator executor reviewer system"
 	assert_equal "$(sed -n '/^== amp verdict T-2026-044 --decision $/{n;p}' <<< "$output")" \
 		"approved approved_with_fix rejected"
-	assert_equal "$(sed -n '/^== amp status $/{n;p}' <<< "$output")" "T-2026-044 T-2026-1234"
+	assert_equal "$(sed -n '/^== amp status $/{n;p}' <<< "$output")" "T-2026-01234 T-2026-044"
 	assert_equal "$(sed -n '/^== amp ack task_d$/{n;p}' <<< "$output")" \
-		"task_dispatch-T-2026-044- task_dispatch-T-2026-1234-"
+		"task_dispatch-T-2026-01234- task_dispatch-T-2026-044-"
 	assert_equal "$(sed -n '/^== amp ack task_dispatch-T-2026-044-$/{n;p}' <<< "$output")" "$D"
+	# shard 012 of tasks/2026/
+	assert_regex "$(sed -n '/^== amp show task_dispatch-T-2026-01234-$/{n;p}' <<< "$output")" \
+		'^task_dispatch-T-2026-01234-[0-9]+$'
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/zerr")" ""
 }
 
