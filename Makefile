@@ -63,7 +63,7 @@ TESTS    := $(TEST_SRC:test/c/%.c=$(BUILD)/test/%)
 DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
 	python3 python3-jsonschema procps openssh-server openssh-client \
-	cmake dpkg-dev libhttp-parser-dev zlib1g-dev strace time gnuplot-nox
+	cmake dpkg-dev libhttp-parser-dev zlib1g-dev strace time gnuplot-nox zsh
 
 .PHONY: all deps test check demo asan bench bench-all install uninstall clean libgit2 FORCE
 

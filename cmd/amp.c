@@ -47,6 +47,7 @@ static const struct {
 	{ "fsck", "verify the whole history of the SSOT: append-only, in place, valid" },
 	{ "import", "commit a log of AMP records (JSON lines) in one ref update" },
 	{ "gc", "pack the loose objects of the SSOT's writes (also run on its own)" },
+	{ "schema", "print the schema of a message type or payload, or list them" },
 };
 
 static const char usage_text[] =
