@@ -247,10 +247,11 @@ uninstall:
 
 # A Debian-style upstream tarball: amp-$(VERSION)/ holding the tree of HEAD
 # (what is committed; `git archive` leaves out build products and local
-# changes).
+# changes), written into $(DISTDIR).
+DISTDIR ?= .
 dist:
-	git archive --format=tar.gz --prefix=amp-$(VERSION)/ -o amp-$(VERSION).tar.gz HEAD
-	@echo amp-$(VERSION).tar.gz
+	git archive --format=tar.gz --prefix=amp-$(VERSION)/ -o $(DISTDIR)/amp-$(VERSION).tar.gz HEAD
+	@echo $(DISTDIR)/amp-$(VERSION).tar.gz
 
 clean:
 	rm -rf $(BUILD) $(BIN) amp-$(VERSION).tar.gz
