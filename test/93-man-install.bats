@@ -4,6 +4,7 @@
 
 load helpers
 load conversation
+load enforcer
 
 BUILD_DIR=${AMP_TEST_BUILD:-$AMP_SRC/build}
 
@@ -302,4 +303,19 @@ shell_scripts() {
 	run shellcheck -x -f gcc "${files[@]}"
 	assert_success
 	assert_output ""
+}
+
+@test "the first example of amp-send(1) runs as written and commits its dispatch" {
+	make_ssot
+	# the example's repo is another machine's path
+	git config amp.checkRepo false
+	sed -n '/^# EXAMPLES/,/^# /p' "$AMP_SRC/share/man/amp-send.1.scd" |
+		awk '/^```/ { n++; next } n == 1' > "$BATS_TEST_TMPDIR/example.sh"
+	assert [ -s "$BATS_TEST_TMPDIR/example.sh" ]
+	run bash -e "$BATS_TEST_TMPDIR/example.sh"
+	assert_success
+	assert_output --regexp '^task_dispatch-T-2026-001-[0-9]+$'
+	run amp status T-2026-001 --json
+	assert_success
+	assert_equal "$(json_get 'd["state"]' <<< "$output")" dispatched
 }
