@@ -1,3 +1,8 @@
+# shellcheck shell=bash
+# COMPREPLY=($(compgen ...)) is bash-completion's idiom: compgen prints one
+# candidate a line, and the candidates (commands, roles, types, ids, names
+# of amp-* programs) hold no blanks or glob characters.
+# shellcheck disable=SC2207,SC2012
 # bash completion for amp                                  -*- shell-script -*-
 #
 # Nothing here lists amp's options: they are read from `amp <command>
