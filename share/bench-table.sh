@@ -39,7 +39,8 @@ trap 'rm -rf "$work"' EXIT
 export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@amp.invalid
 export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@amp.invalid
 
-cc -O2 -o "$work/floor" "$src/share/bench-floor.c" $(pkg-config --cflags --libs libgit2)
+read -ra git2_flags <<< "$(pkg-config --cflags --libs libgit2)"
+cc -O2 -o "$work/floor" "$src/share/bench-floor.c" "${git2_flags[@]}"
 
 now_ns() { date +%s%N; }
 # median FILE: the median of the numbers in FILE, one a line.
