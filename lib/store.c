@@ -1075,8 +1075,24 @@ cleanup:
 	return status;
 }
 
+/*
+ * 1 when the object write that just failed lost a race with a repack: git
+ * prune-packed (amp gc, or the user's own git gc) removes a fan-out
+ * directory that became empty, between libgit2 creating it and renaming
+ * the new object into it (ENOENT).  Git retries that case in its own
+ * writer; amp writes the commit again.
+ */
+static int object_dir_vanished(void)
+{
+	const git_error *e = git_error_last();
+
+	return e && e->klass == GIT_ERROR_OS && e->message &&
+	       strstr(e->message, "No such file or directory");
+}
+
 static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
-			const amp_store_write *w, git_oid *out, amp_error *err)
+			const amp_store_write *w, git_oid *out, int *vanished,
+			amp_error *err)
 {
 	git_oid blobs[AMP_WRITE_MAX_FILES], tree_oid, next;
 	git_tree *tree = NULL, *next_tree = NULL;
@@ -1095,6 +1111,7 @@ static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
 	for (i = 0; i < w->nfiles; i++)
 		if (git_blob_create_from_buffer(&blobs[i], st->repo, w->files[i].data,
 						w->files[i].len) < 0) {
+			*vanished = object_dir_vanished();
 			status = amp_error_git(err, AMP_EIO, "cannot write %s",
 					       w->files[i].path);
 			goto cleanup;
@@ -1103,8 +1120,10 @@ static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
 		/* Fits: files[].path has the same size. */
 		snprintf(dir, sizeof(dir), "%.*s", (int)dir_len(w->files[0].path),
 			 w->files[0].path);
-		if ((status = tree_insert(st->repo, tree, dir, w, blobs, &tree_oid, err)) < 0)
+		if ((status = tree_insert(st->repo, tree, dir, w, blobs, &tree_oid, err)) < 0) {
+			*vanished = object_dir_vanished();
 			goto cleanup;
+		}
 		if (git_tree_lookup(&next_tree, st->repo, &tree_oid) < 0) {
 			status = amp_error_git(err, AMP_EIO, "cannot read a new tree");
 			goto cleanup;
@@ -1130,8 +1149,10 @@ static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
 		 w->trailers[0] ? "\n" : "", w->trailers);
 	if ((status = amp_sign_commit_create(st->repo, &st->signing, &next, author, committer,
 					     NULL, message, tree, parent ? 1 : 0,
-					     (const git_commit **)&parent, err)) < 0)
+					     (const git_commit **)&parent, err)) < 0) {
+		*vanished = object_dir_vanished();
 		goto cleanup;
+	}
 	git_oid_cpy(out, &next);
 	status = AMP_OK;
 cleanup:
@@ -1387,7 +1408,7 @@ int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 	git_tree *tree = NULL;
 	git_oid tip, next;
 	int64_t deadline = amp_monotonic_ms() + st->retry_timeout_ms;
-	unsigned attempt;
+	unsigned attempt, rewrites;
 	int rc, status = AMP_OK, have_tip, fd, held = 0;
 
 	memset(&w, 0, sizeof(w));
@@ -1422,7 +1443,14 @@ int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 			goto cleanup;
 		if (build != build_init && (status = may_write(st, ref, &w, err)) < 0)
 			goto cleanup;
-		if ((status = write_commit(st, parent, tree, &w, &next, err)) < 0)
+		for (rewrites = 0;; rewrites++) {
+			int vanished = 0;
+
+			status = write_commit(st, parent, tree, &w, &next, &vanished, err);
+			if (status == AMP_OK || !vanished || rewrites == 3)
+				break;
+		}
+		if (status < 0)
 			goto cleanup;
 		rc = move_ref(st, ref, have_tip ? &tip : NULL, &next, w.subject,
 			      err);
@@ -1731,7 +1759,7 @@ static int batch_build(amp_store *st, const char *ref, struct batch_odb *b,
 	git_tree *tree = NULL;
 	git_oid next;
 	size_t i;
-	int status;
+	int status, vanished = 0; /* objects go to memory: no directory races */
 
 	memset(&w, 0, sizeof(w));
 	*n = 0;
@@ -1748,7 +1776,7 @@ static int batch_build(amp_store *st, const char *ref, struct batch_odb *b,
 			continue;
 		if (status != AMP_OK ||
 		    (status = may_write(st, ref, &w, err)) < 0 ||
-		    (status = write_commit(st, cur, tree, &w, &next, err)) < 0)
+		    (status = write_commit(st, cur, tree, &w, &next, &vanished, err)) < 0)
 			goto cleanup;
 		git_tree_free(tree);
 		git_commit_free(cur);

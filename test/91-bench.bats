@@ -19,7 +19,7 @@ load helpers
 		"libgit2 loop in one process (floor)" "amp send into a 1,000-record task" \
 		"amp status (all), warm cache" "amp watch --once --full" "peak RSS: send" \
 		"disk per message after amp gc" "amp import" "git fast-import, same records"; do
-		grep -qE "^\| $row \| [0-9.]+ [a-zA-Z/]+ \| [0-9.]+ [a-zA-Z/]+ \|$" "$table" ||
+		grep -F "| $row | " "$table" | grep -qE '\| [0-9.]+ [a-zA-Z/]+ \| [0-9.]+ [a-zA-Z/]+ \|$' ||
 			{ echo "row missing or not numeric: $row"; cat "$table"; false; }
 	done
 	[ "$(grep -cE '^\| [a-z]' "$table")" -ge 22 ]
