@@ -58,6 +58,9 @@ struct amp_schema_set {
 	char *scratch;		/* key building for the tables */
 	size_t scratch_alloc;
 	json_t *lazy;		/* URI prefix -> file or directory, read on first use */
+	json_t *retired;	/* targets tables replaced while lookups held
+				 * strings of theirs (a document loaded lazily
+				 * in the middle of a validation) */
 };
 
 /* A growable string; `oom` sticks once an allocation failed. */
@@ -479,8 +482,9 @@ amp_schema_set *amp_schema_set_new(void)
 	set->scopes = json_object();
 	set->roots = json_object();
 	set->pattern_ids = json_object();
+	set->retired = json_array();
 	if (!set->docs || !set->index || !set->resolved || !set->targets ||
-	    !set->scopes || !set->roots || !set->pattern_ids) {
+	    !set->scopes || !set->roots || !set->pattern_ids || !set->retired) {
 		amp_schema_set_free(set);
 		return NULL;
 	}
@@ -507,6 +511,7 @@ void amp_schema_set_free(amp_schema_set *set)
 	json_decref(set->roots);
 	json_decref(set->pattern_ids);
 	json_decref(set->lazy);
+	json_decref(set->retired);
 	free(set->scratch);
 	free(set);
 }
@@ -542,8 +547,21 @@ int amp_schema_set_add(amp_schema_set *set, json_t *schema, const char *uri,
 	strip_fragment(doc);
 	snprintf(ptr, sizeof(ptr), "%p", (void *)schema);
 	/* A document added again (or a new one with an old URI) replaces
-	 * the old entries, so memoised lookups must go. */
-	json_object_clear(set->targets);
+	 * the old entries, so memoised lookups must go.  The old table is
+	 * kept, not freed: a document loaded lazily during a validation
+	 * (a "$ref" into common.schema.json) comes here while the caller
+	 * still holds a scope string of that table. */
+	if (json_object_size(set->targets)) {
+		json_t *fresh = json_object();
+
+		if (!fresh || json_array_append(set->retired, set->targets) < 0) {
+			json_decref(fresh);
+			status = amp_error_set(err, AMP_EIO, "", "out of memory");
+			goto cleanup;
+		}
+		json_decref(set->targets);
+		set->targets = fresh;
+	}
 	if (json_array_append(set->docs, schema) < 0 ||
 	    index_put(set, doc, schema, scope) < 0 ||
 	    (strcmp(doc, scope) && index_put(set, scope, schema, scope) < 0) ||

@@ -215,3 +215,18 @@ print("shape ok")' "$output"
 	assert_output --partial "premature end of input"
 	[ "$SECONDS" -lt 30 ]
 }
+
+@test "a schema file whose \$refs load another file in the middle of a validation resolves them (review_verdict against common.schema.json)" {
+	cat > verdict.json <<-'EOF'
+	{"decision": "approved", "criteria_results": [{"criterion": "it works", "passed": true, "evidence": "ok"},
+	 {"criterion": "and fast", "passed": null, "evidence": "not measured"}], "confidence": 0.875}
+	EOF
+	run amp validate --schema "$AMP_SRC/schemas/review_verdict.schema.json" verdict.json
+	assert_success
+	assert_output "verdict.json: ok"
+	echo '{"decision": "approved", "criteria_results": [{"criterion": "x", "passed": "yes", "evidence": "ok"}], "confidence": 0.5}' > bad-verdict.json
+	run amp validate --schema "$AMP_SRC/schemas/review_verdict.schema.json" bad-verdict.json
+	assert_failure 1
+	assert_output --partial "/criteria_results/0/passed"
+	refute_output --partial "cannot resolve"
+}
