@@ -46,6 +46,7 @@ static const struct {
 	{ "keys", "the keys that may speak as each role (signed records)" },
 	{ "fsck", "verify the whole history of the SSOT: append-only, in place, valid" },
 	{ "import", "commit a log of AMP records (JSON lines) in one ref update" },
+	{ "dashboard", "the SSOT as a static web site (and a read-only server for it)" },
 };
 
 static const char usage_text[] =
