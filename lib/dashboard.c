@@ -617,6 +617,13 @@ static void overview_svg(FILE *f, const json_t *rows)
 
 static void task_link(FILE *f, const json_t *row)
 {
+	if (!str(row, "page")) {
+		amp_html_put(f, str(row, "task_id"), 0);
+		fputs(" <span class=\"overdue\">", f);
+		amp_html_put(f, str(row, "reason"), 0);
+		fputs("</span>", f);
+		return;
+	}
 	fputs("<a href=\"tasks/", f);
 	amp_html_put(f, str(row, "page"), 0);
 	fputs("\">", f);
@@ -734,7 +741,7 @@ static int errors_walk(git_repository *repo, git_tree *tree, int depth, FILE *f,
 		if (git_tree_entry_type(e) != GIT_OBJECT_TREE ||
 		    git_tree_lookup(&sub, repo, git_tree_entry_id(e)) < 0)
 			continue;
-		if (depth < 3) {
+		if (depth < 3) { /* <YYYY>/<MM>/<DD>/ */
 			status = errors_walk(repo, sub, depth + 1, f, left);
 		} else {
 			const git_tree_entry *r = git_tree_entry_byname(sub, "reasons.json");
@@ -788,7 +795,7 @@ static int render_errors(amp_store *st, FILE *f, amp_error *err)
 		"<th>exit</th><th>reasons</th><th class=\"hide-s\">id</th></tr>\n", ERRORS_SHOWN);
 	if (git_tree_entry_bypath(&e, tree, "errors") == 0 &&
 	    git_tree_lookup(&sub, amp_store_repo(st), git_tree_entry_id(e)) == 0)
-		errors_walk(amp_store_repo(st), sub, 1, f, &left);
+		errors_walk(amp_store_repo(st), sub, 0, f, &left);
 	git_error_clear();
 	fputs("</table></div>\n", f);
 	if (left == ERRORS_SHOWN)
@@ -821,7 +828,10 @@ static void tip_hex(amp_store *st, const char *ref, char *buf, size_t bufsz)
 	git_error_clear();
 }
 
-/* The page and row of one task whose records changed. */
+/* The page and row of one task whose records changed.  AMP_NOOP (err
+ * filled) when the task's records cannot be read: one unreadable task
+ * directory (or a name in the tree that is no task id) hides that task
+ * only. */
 static int build_task(struct gen *g, git_tree *root, const char *task, const char *page,
 		      int64_t now_ms, json_t **row, amp_error *err)
 {
@@ -831,8 +841,8 @@ static int build_task(struct gen *g, git_tree *root, const char *task, const cha
 	char rel[AMP_DASHBOARD_NAME_MAX + 8];
 	int status;
 
-	if ((status = amp_store_read_task(g->st, root, task, &log, err)) < 0)
-		return status;
+	if (amp_store_read_task(g->st, root, task, &log, err) < 0)
+		return AMP_NOOP;
 	if (!(t = amp_task_status_json(&log, now_ms))) {
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
@@ -913,15 +923,21 @@ int amp_dashboard_write(amp_store *st, const char *dir, int64_t now_ms, json_t *
 			row = json_incref(json_object_get(hit, "row"));
 			unchanged++;
 		} else if ((status = build_task(&g, root, ids[i], page, now_ms, &row, err)) < 0) {
-			/* One unreadable task directory hides that task only. */
-			if (status != AMP_EIO || !(row = json_pack("{s:s,s:s,s:s,s:[],s:[],s:{},s:[],s:I}",
-					"task_id", ids[i], "page", page, "state", "unreadable",
-					"subtasks", "deadlines", "hours", "open", "last_ms", (json_int_t)-1))) {
-				git_tree_entry_free(e);
-				goto cleanup;
-			}
+			git_tree_entry_free(e);
+			goto cleanup;
+		} else if (status == AMP_NOOP) {
+			/* No page: the row says why, and the next pass tries
+			 * again. */
+			row = json_pack("{s:s,s:n,s:s,s:s,s:[],s:[],s:{},s:[],s:I}", "task_id", ids[i],
+					"page", "state", "unreadable", "reason", err->message,
+					"subtasks", "deadlines", "hours", "open", "last_ms", (json_int_t)-1);
 			status = AMP_OK;
 			hex[0] = 0;
+		}
+		if (!row) {
+			git_tree_entry_free(e);
+			status = amp_error_set(err, AMP_EIO, "", "out of memory");
+			goto cleanup;
 		}
 		git_tree_entry_free(e);
 		json_array_append(rows, row);
