@@ -860,10 +860,24 @@ cleanup:
 	return status;
 }
 
+/* mkdir -p path. */
 static int ensure_dir(const char *path, amp_error *err)
 {
-	if (mkdir(path, 0777) < 0 && errno != EEXIST)
-		return amp_error_set(err, AMP_EIO, "", "cannot create %s: %s", path, strerror(errno));
+	char buf[PATH_MAX];
+	size_t i;
+
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf))
+		return amp_error_set(err, AMP_EIO, "", "%s: path too long", path);
+	for (i = 1; buf[i]; i++) {
+		if (buf[i] != '/')
+			continue;
+		buf[i] = 0;
+		if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+			return amp_error_set(err, AMP_EIO, "", "cannot create %s: %s", buf, strerror(errno));
+		buf[i] = '/';
+	}
+	if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+		return amp_error_set(err, AMP_EIO, "", "cannot create %s: %s", buf, strerror(errno));
 	return AMP_OK;
 }
 

@@ -207,7 +207,7 @@ PY
 	run -0 amp watch --once --no-exec --dashboard "$out"
 	run -0 grep -F '<b>heartbeat</b>' "$out/tasks/T-2026-044.html"
 	run -4 amp watch --once --no-exec --dashboard /proc/nonexistent/site
-	assert_output --partial 'amp watch: error: cannot create /proc/nonexistent/site'
+	assert_output --partial 'amp watch: error: cannot create /proc/nonexistent'
 }
 
 @test "usage: --out or --serve, ports in range, a numeric bind address" {
@@ -311,4 +311,13 @@ teardown() {
 	[ "$rc" -eq 0 ]
 	# the site went to <git dir>/amp/dashboard
 	assert_file_exists .git/amp/dashboard/index.html
+}
+
+@test "make demo ends by writing the dashboard of its SSOT and printing the path of its index page" {
+	mkdir "$BATS_TEST_TMPDIR/demo"
+	run -0 env TMPDIR="$BATS_TEST_TMPDIR/demo" "$AMP_SRC/share/demo.sh"
+	assert_line --index $((${#lines[@]} - 1)) "dashboard: $BATS_TEST_TMPDIR/demo/amp-dashboard-demo/index.html"
+	run -0 grep -F '<a href="tasks/T-2026-044.html">T-2026-044</a></td><td><span class="st st-approved">approved</span>' \
+		"$BATS_TEST_TMPDIR/demo/amp-dashboard-demo/index.html"
+	assert_file_exists "$BATS_TEST_TMPDIR/demo/amp-dashboard-demo/tasks/T-2026-044.html"
 }
