@@ -20,6 +20,9 @@
  * every page. */
 #define PAGE_FORMAT 1
 #define STATE_FILE ".amp-dashboard.json"
+/* Per shard of the task tree: its tasks' trees and rows, its rows of the
+ * overview. */
+#define STATE_DIR ".amp-dashboard"
 /* The error page lists the newest rejections only, so that it stays small. */
 #define ERRORS_SHOWN 500
 /* The overview's charts: this many hours up to the newest message. */
@@ -559,7 +562,7 @@ static json_t *task_row(const amp_task_log *log, const json_t *t, const char *pa
  * over the CHART_HOURS hours up to the newest message. */
 static void overview_svg(FILE *f, const json_t *rows)
 {
-	long long counts[CHART_HOURS] = { 0 }, open[CHART_HOURS] = { 0 }, h1 = -1, maxc = 1, maxo = 1;
+	long long counts[CHART_HOURS] = { 0 }, open[CHART_HOURS] = { 0 }, h1 = -1, maxc = 1, maxo = 0;
 	const json_t *row, *v, *iv;
 	const char *key;
 	size_t i, j;
@@ -604,7 +607,7 @@ static void overview_svg(FILE *f, const json_t *rows)
 			150.0 * (double)counts[k] / (double)maxc, counts[k], open[k]);
 	fputs("<polyline fill=\"none\" stroke=\"#b00020\" stroke-width=\"2\" points=\"", f);
 	for (k = 0; k < CHART_HOURS; k++) {
-		double y = 170 - 150.0 * (double)open[k] / (double)maxo;
+		double y = 170 - 150.0 * (double)open[k] / (double)(maxo ? maxo : 1);
 
 		fprintf(f, "%.1f,%.1f %.1f,%.1f ", 40 + k * 15.0, y, 55 + k * 15.0, y);
 	}
@@ -631,67 +634,36 @@ static void task_link(FILE *f, const json_t *row)
 	fputs("</a>", f);
 }
 
-static void render_index(FILE *f, const json_t *rows, int64_t now_ms, const char *tip)
+/* The overdue ACKs of row at now_ms; 1 when the row needs the admin
+ * (suspended, locked, awaiting approval, or with an overdue ACK). */
+static int needs_admin(const json_t *row, int64_t now_ms, size_t *overdue)
+{
+	const json_t *d;
+	size_t j;
+
+	*overdue = 0;
+	json_array_foreach(json_object_get(row, "deadlines"), j, d)
+		if (now_ms > (int64_t)json_integer_value(d))
+			(*overdue)++;
+	return str(row, "suspended_by") || str(row, "awaiting_approval") || *overdue;
+}
+
+/* The overview's table rows of one shard's tasks.  They do not depend on
+ * the time (deadlines are dates), so they are kept as they are until a
+ * task of the shard changes. */
+static void render_rows(FILE *f, const json_t *rows)
 {
 	const json_t *row, *d, *s;
-	size_t i, j, needs = 0;
+	size_t i, j;
 
-	page_head(f, "amp dashboard", "");
-	fprintf(f, "<p class=\"meta\">SSOT tip %s &middot; %zu task(s)</p>\n", tip, json_array_size(rows));
-	fputs("<h2>Needs the admin</h2>\n", f);
 	json_array_foreach(rows, i, row) {
-		size_t overdue = 0;
-
-		json_array_foreach(json_object_get(row, "deadlines"), j, d)
-			if (now_ms > (int64_t)json_integer_value(d))
-				overdue++;
-		if (!str(row, "suspended_by") && !str(row, "awaiting_approval") && !overdue)
-			continue;
-		needs++;
-		fputs("<div class=\"needs\"><p>", f);
-		task_link(f, row);
-		fputs(" ", f);
-		put_state(f, str(row, "state"));
-		if (str(row, "suspended_by")) {
-			s = json_object_get(row, "suspension");
-			fputs(" suspended by <b>", f);
-			amp_html_put(f, str(s, "severity"), 0);
-			fputs(" ", f);
-			amp_html_put(f, str(s, "escalation_type"), 0);
-			fputs("</b> ", f);
-			amp_html_put(f, str(row, "suspended_by"), 0);
-			fputs(": ", f);
-			amp_html_put(f, str(s, "description"), 0);
-		}
-		if (str(row, "awaiting_approval")) {
-			fputs(" awaiting approval of ", f);
-			amp_html_put(f, str(row, "awaiting_approval"), 0);
-		}
-		if (overdue)
-			fprintf(f, " <span class=\"overdue\">%zu ACK(s) overdue</span>", overdue);
-		fputs("</p></div>\n", f);
-	}
-	if (!needs)
-		fputs("<p>Nothing: no task is suspended, locked, awaiting approval or overdue.</p>\n", f);
-	fprintf(f, "<h2>Messages per hour, open escalations</h2>\n");
-	overview_svg(f, rows);
-	fputs("<h2>Tasks</h2>\n<div class=\"wrap\"><table id=\"tasks\"><tr><th>task</th><th>state</th>"
-	      "<th>subtasks</th><th>rejects</th><th>open deadlines</th><th class=\"hide-s\">messages</th>"
-	      "<th class=\"hide-s\">escalations</th><th class=\"hide-s\">last activity</th></tr>\n", f);
-	json_array_foreach(rows, i, row) {
-		size_t pending = 0, overdue = 0;
+		size_t open = 0;
 		int64_t next = -1;
 
 		json_array_foreach(json_object_get(row, "deadlines"), j, d) {
-			int64_t ms = json_integer_value(d);
-
-			if (now_ms > ms) {
-				overdue++;
-			} else {
-				pending++;
-				if (next < 0 || ms < next)
-					next = ms;
-			}
+			open++;
+			if (next < 0 || (int64_t)json_integer_value(d) < next)
+				next = json_integer_value(d);
 		}
 		fputs("<tr class=\"task\"><td>", f);
 		task_link(f, row);
@@ -705,14 +677,12 @@ static void render_index(FILE *f, const json_t *rows, int64_t now_ms, const char
 			fputs("<br>", f);
 		}
 		fprintf(f, "</td><td>%lld</td><td>", (long long)json_integer_value(json_object_get(row, "reject_count")));
-		if (overdue)
-			fprintf(f, "<span class=\"overdue\">%zu overdue</span> ", overdue);
-		if (pending) {
-			fprintf(f, "%zu due, next ", pending);
+		if (open) {
+			fprintf(f, "%zu open, next ", open);
 			put_time(f, next);
-		}
-		if (!overdue && !pending)
+		} else {
 			fputs("-", f);
+		}
 		fprintf(f, "</td><td class=\"hide-s\">%lld%s</td><td class=\"hide-s\">%lld</td><td class=\"hide-s\">",
 			(long long)json_integer_value(json_object_get(row, "messages")),
 			json_integer_value(json_object_get(row, "unreadable")) ? " (unreadable records)" : "",
@@ -720,6 +690,57 @@ static void render_index(FILE *f, const json_t *rows, int64_t now_ms, const char
 		put_time(f, json_integer_value(json_object_get(row, "last_ms")));
 		fputs("</td></tr>\n", f);
 	}
+}
+
+/* The overview: what needs the admin (from the shards' notes: the rows
+ * that may), the charts (from the shards' summaries), and the table (the
+ * shards' rows, as rendered). */
+static void render_index(FILE *f, const json_t *shards, int64_t now_ms, const char *tip,
+			 long long ntasks, const char *table, size_t tablelen)
+{
+	const json_t *sh, *row, *s;
+	size_t i, j, needs = 0, overdue;
+
+	page_head(f, "amp dashboard", "");
+	fprintf(f, "<p class=\"meta\">SSOT tip %s &middot; %lld task(s)</p>\n", tip, ntasks);
+	fputs("<h2>Needs the admin</h2>\n", f);
+	json_array_foreach(shards, i, sh) {
+		json_array_foreach(json_object_get(sh, "notes"), j, row) {
+			if (!needs_admin(row, now_ms, &overdue))
+				continue;
+			needs++;
+			fputs("<div class=\"needs\"><p>", f);
+			task_link(f, row);
+			fputs(" ", f);
+			put_state(f, str(row, "state"));
+			if (str(row, "suspended_by")) {
+				s = json_object_get(row, "suspension");
+				fputs(" suspended by <b>", f);
+				amp_html_put(f, str(s, "severity"), 0);
+				fputs(" ", f);
+				amp_html_put(f, str(s, "escalation_type"), 0);
+				fputs("</b> ", f);
+				amp_html_put(f, str(row, "suspended_by"), 0);
+				fputs(": ", f);
+				amp_html_put(f, str(s, "description"), 0);
+			}
+			if (str(row, "awaiting_approval")) {
+				fputs(" awaiting approval of ", f);
+				amp_html_put(f, str(row, "awaiting_approval"), 0);
+			}
+			if (overdue)
+				fprintf(f, " <span class=\"overdue\">%zu ACK(s) overdue</span>", overdue);
+			fputs("</p></div>\n", f);
+		}
+	}
+	if (!needs)
+		fputs("<p>Nothing: no task is suspended, locked, awaiting approval or overdue.</p>\n", f);
+	fprintf(f, "<h2>Messages per hour, open escalations</h2>\n");
+	overview_svg(f, shards);
+	fputs("<h2>Tasks</h2>\n<div class=\"wrap\"><table id=\"tasks\"><tr><th>task</th><th>state</th>"
+	      "<th>subtasks</th><th>rejects</th><th>ACK deadlines</th><th class=\"hide-s\">messages</th>"
+	      "<th class=\"hide-s\">escalations</th><th class=\"hide-s\">last activity</th></tr>\n", f);
+	fwrite(table, 1, tablelen, f);
 	fputs("</table></div>\n", f);
 	page_tail(f);
 }
@@ -881,95 +902,369 @@ static int ensure_dir(const char *path, amp_error *err)
 	return AMP_OK;
 }
 
+/* The summary of one shard's rows for the overview: its task count, its
+ * messages per hour, its critical escalations' open intervals, its newest
+ * record, and the rows that may need the admin (notes). */
+static json_t *shard_summary(const json_t *rows, const char *tree)
+{
+	json_t *hours = json_object(), *open = json_array(), *notes = json_array(), *v;
+	const json_t *row;
+	const char *k;
+	json_int_t last = -1;
+	size_t i, j, pages = 0;
+
+	json_array_foreach(rows, i, row) {
+		pages += str(row, "page") != NULL;
+		json_object_foreach((json_t *)json_object_get(row, "hours"), k, v)
+			json_object_set_new(hours, k, json_integer(json_integer_value(json_object_get(hours, k)) +
+								   json_integer_value(v)));
+		json_array_foreach(json_object_get(row, "open"), j, v)
+			json_array_append(open, v);
+		if (json_integer_value(json_object_get(row, "last_ms")) > last)
+			last = json_integer_value(json_object_get(row, "last_ms"));
+		if (str(row, "suspended_by") || str(row, "awaiting_approval") ||
+		    json_array_size(json_object_get(row, "deadlines")))
+			json_array_append(notes, (json_t *)row);
+	}
+	return json_pack("{s:s,s:i,s:i,s:o,s:o,s:I,s:o}", "tree", tree, "count", (int)json_array_size(rows),
+			 "pages", (int)pages, "hours", hours, "open", open, "last_ms", last, "notes", notes);
+}
+
+/* The files a shard's state goes to: <dir>/.amp-dashboard/<name>.json (its
+ * tasks' trees and rows) and .html (its rows of the overview's table), the
+ * name made from the shard's key ("2026/0") as a page name is, since the
+ * key comes from the tree. */
+static void shard_path(const struct gen *g, const char *key, const char *ext, char *buf, size_t bufsz)
+{
+	char name[AMP_DASHBOARD_NAME_MAX];
+
+	amp_dashboard_page_name(key, name);
+	name[strlen(name) - 5] = 0; /* ".html" */
+	snprintf(buf, bufsz, "%s/%s/%s.%s", g->dir, STATE_DIR, name, ext);
+}
+
+/* Writes data to path (absolute) through a temporary file and a rename. */
+static int write_state(const char *path, const char *data, size_t len, amp_error *err)
+{
+	char tmp[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+	if (!(f = fopen(tmp, "w")) || fwrite(data, 1, len, f) != len || fclose(f) != 0 ||
+	    rename(tmp, path) < 0) {
+		amp_error_set(err, AMP_EIO, "", "cannot write %s: %s", path, strerror(errno));
+		unlink(tmp);
+		return AMP_EIO;
+	}
+	return AMP_OK;
+}
+
+/* Deletes the pages of the tasks of shard state `tasks` that `keep` (may
+ * be NULL) does not hold: tasks gone from the SSOT (history rewritten). */
+static void drop_pages(const struct gen *g, const json_t *tasks, const json_t *keep)
+{
+	const char *k, *page;
+	json_t *v;
+	char path[PATH_MAX];
+
+	json_object_foreach((json_t *)tasks, k, v) {
+		if (keep && json_object_get(keep, k))
+			continue;
+		page = str(json_object_get(v, "row"), "page");
+		if (page && !strchr(page, '/') && page[0] != '.') {
+			snprintf(path, sizeof(path), "%s/tasks/%s", g->dir, page);
+			unlink(path);
+		}
+	}
+}
+
+/*
+ * Brings one shard (tasks/<YYYY>/<S>/, tree `shard`) up to date: each task
+ * whose tree differs from the shard state's gets its page and row anew,
+ * the others keep theirs; then the shard's rows of the overview and its
+ * state are written.  The summary for the top state goes to *summary.
+ */
+static int do_shard(struct gen *g, git_tree *root, git_tree *shard, const char *key, int trust,
+		    int64_t now_ms, json_t **summary, size_t *unchanged, amp_error *err)
+{
+	char path[PATH_MAX], hex[GIT_OID_HEXSZ + 1], page[AMP_DASHBOARD_NAME_MAX];
+	json_t *old = NULL, *tasks = json_object(), *rows = json_array(), *state = NULL;
+	const json_t *old_tasks = NULL;
+	struct page p = { NULL, NULL, 0 };
+	char *dump = NULL;
+	size_t i, n = git_tree_entrycount(shard);
+	int status = AMP_OK;
+
+	shard_path(g, key, "json", path, sizeof(path));
+	if (trust && (old = json_load_file(path, 0, NULL)))
+		old_tasks = json_object_get(old, "tasks");
+	for (i = 0; i < n; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(shard, i);
+		const char *task = git_tree_entry_name(e);
+		const json_t *hit = json_object_get(old_tasks, task);
+		json_t *row = NULL;
+		struct stat sb;
+		char pagepath[PATH_MAX];
+
+		if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
+			continue;
+		git_oid_tostr(hex, sizeof(hex), git_tree_entry_id(e));
+		amp_dashboard_page_name(task, page);
+		snprintf(pagepath, sizeof(pagepath), "%s/tasks/%s", g->dir, page);
+		if (hit && str(hit, "tree") && !strcmp(str(hit, "tree"), hex) &&
+		    json_is_object(json_object_get(hit, "row")) && stat(pagepath, &sb) == 0) {
+			row = json_incref(json_object_get(hit, "row"));
+			(*unchanged)++;
+		} else if ((status = build_task(g, root, task, page, now_ms, &row, err)) < 0) {
+			goto cleanup;
+		} else if (status == AMP_NOOP) {
+			/* No page: the row says why, and the next pass tries
+			 * again. */
+			row = json_pack("{s:s,s:n,s:s,s:s,s:[],s:[],s:{},s:[],s:I}", "task_id", task,
+					"page", "state", "unreadable", "reason", err->message,
+					"subtasks", "deadlines", "hours", "open", "last_ms", (json_int_t)-1);
+			hex[0] = 0;
+			status = AMP_OK;
+		}
+		if (!row) {
+			status = amp_error_set(err, AMP_EIO, "", "out of memory");
+			goto cleanup;
+		}
+		json_array_append(rows, row);
+		json_object_set_new(tasks, task, json_pack("{s:s,s:o}", "tree", hex, "row", row));
+	}
+	drop_pages(g, old_tasks, tasks);
+	if ((status = page_open(&p, err)) < 0)
+		goto cleanup;
+	render_rows(p.f, rows);
+	if (fclose(p.f) != 0) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	shard_path(g, key, "html", path, sizeof(path));
+	if ((status = write_state(path, p.buf, p.len, err)) < 0)
+		goto cleanup;
+	git_oid_tostr(hex, sizeof(hex), git_tree_id(shard));
+	state = json_pack("{s:O}", "tasks", tasks);
+	shard_path(g, key, "json", path, sizeof(path));
+	if (!state || !(dump = json_dumps(state, JSON_COMPACT))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	if ((status = write_state(path, dump, strlen(dump), err)) < 0)
+		goto cleanup;
+	if (!(*summary = shard_summary(rows, hex)))
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+cleanup:
+	free(dump);
+	free(p.buf);
+	json_decref(state);
+	json_decref(old);
+	json_decref(tasks);
+	json_decref(rows);
+	return status;
+}
+
+/* A shard of the task tree: tasks/<year>/<s>/. */
+struct shard {
+	char key[600]; /* "<year>/<s>" */
+	long long year, s; /* for the order; -1 when not a number */
+	git_oid id;
+};
+
+static long long number(const char *s)
+{
+	char *end;
+	long long v;
+
+	if (!*s || strlen(s) > 12)
+		return -1;
+	v = strtoll(s, &end, 10);
+	return *end ? -1 : v;
+}
+
+/* The overview lists shards in their numbers' order ("2" before "10"). */
+static int shard_cmp(const void *a, const void *b)
+{
+	const struct shard *x = a, *y = b;
+
+	if (x->year != y->year)
+		return x->year < y->year ? -1 : 1;
+	if (x->s != y->s)
+		return x->s < y->s ? -1 : 1;
+	return strcmp(x->key, y->key);
+}
+
+/* Every shard of the tip's task tree into *out (the caller frees). */
+static int list_shards(git_repository *repo, git_tree *root, struct shard **out, size_t *count,
+		       amp_error *err)
+{
+	git_tree_entry *te = NULL;
+	git_tree *tasks = NULL, *year = NULL;
+	struct shard *v = NULL, *nv;
+	size_t n = 0, i, j;
+	int status = AMP_OK;
+
+	*out = NULL;
+	*count = 0;
+	if (git_tree_entry_bypath(&te, root, "tasks") < 0) {
+		git_error_clear();
+		return AMP_OK; /* no task yet */
+	}
+	if (git_tree_lookup(&tasks, repo, git_tree_entry_id(te)) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read the tree tasks/");
+		goto cleanup;
+	}
+	for (i = 0; i < git_tree_entrycount(tasks); i++) {
+		const git_tree_entry *ye = git_tree_entry_byindex(tasks, i);
+
+		if (git_tree_entry_type(ye) != GIT_OBJECT_TREE)
+			continue;
+		if (git_tree_lookup(&year, repo, git_tree_entry_id(ye)) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot read the tree tasks/%s",
+					       amp_term(git_tree_entry_name(ye)));
+			goto cleanup;
+		}
+		for (j = 0; j < git_tree_entrycount(year); j++) {
+			const git_tree_entry *se = git_tree_entry_byindex(year, j);
+
+			if (git_tree_entry_type(se) != GIT_OBJECT_TREE)
+				continue;
+			if (!(nv = realloc(v, (n + 1) * sizeof(*v)))) {
+				status = amp_error_set(err, AMP_EIO, "", "out of memory");
+				goto cleanup;
+			}
+			v = nv;
+			snprintf(v[n].key, sizeof(v[n].key), "%s/%s", git_tree_entry_name(ye),
+				 git_tree_entry_name(se));
+			v[n].year = number(git_tree_entry_name(ye));
+			v[n].s = number(git_tree_entry_name(se));
+			git_oid_cpy(&v[n].id, git_tree_entry_id(se));
+			n++;
+		}
+		git_tree_free(year);
+		year = NULL;
+	}
+	qsort(v, n, sizeof(*v), shard_cmp);
+	*out = v;
+	*count = n;
+	v = NULL;
+cleanup:
+	free(v);
+	git_tree_free(year);
+	git_tree_free(tasks);
+	git_tree_entry_free(te);
+	return status;
+}
+
 int amp_dashboard_write(amp_store *st, const char *dir, int64_t now_ms, json_t **report,
 			amp_error *err)
 {
 	struct gen g = { st, dir, json_array() };
-	git_tree *root = NULL;
+	git_repository *repo = amp_store_repo(st);
+	git_tree *root = NULL, *shard = NULL;
 	git_commit *commit = NULL;
 	git_odb *odb = NULL;
-	json_t *old = NULL, *old_tasks = NULL, *tasks = json_object(), *rows = json_array(), *state = NULL;
-	char **ids = NULL, path[PATH_MAX], key[128], tip[GIT_OID_HEXSZ + 1], etip[GIT_OID_HEXSZ + 1];
-	size_t nids = 0, i, unchanged = 0;
-	struct page p;
+	struct shard *shards = NULL;
+	json_t *old = NULL, *old_shards = NULL, *summaries = json_array(), *byname = json_object(),
+	       *state = NULL;
+	char path[PATH_MAX], key[128], tip[GIT_OID_HEXSZ + 1], etip[GIT_OID_HEXSZ + 1],
+	     hex[GIT_OID_HEXSZ + 1], *table = NULL, *dump = NULL;
+	size_t nshards = 0, i, unchanged = 0, tablelen = 0;
+	long long ntasks = 0;
+	struct page p = { NULL, NULL, 0 };
+	FILE *tf = NULL;
 	const char *k;
 	json_t *v;
-	int status;
+	int status, trust;
 
 	if (report)
 		*report = NULL;
 	if ((status = ensure_dir(dir, err)) < 0 ||
-	    (snprintf(path, sizeof(path), "%s/tasks", dir), status = ensure_dir(path, err)) < 0)
+	    (snprintf(path, sizeof(path), "%s/tasks", dir), status = ensure_dir(path, err)) < 0 ||
+	    (snprintf(path, sizeof(path), "%s/%s", dir, STATE_DIR), status = ensure_dir(path, err)) < 0)
 		goto cleanup;
 	policy_key(st, key, sizeof(key));
 	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
 	/* A state of another format or policy, or none: every page anew. */
 	old = json_load_file(path, 0, NULL);
-	if (old && str(old, "key") && !strcmp(str(old, "key"), key) &&
-	    json_is_object(json_object_get(old, "tasks")))
-		old_tasks = json_object_get(old, "tasks");
+	trust = old && str(old, "key") && !strcmp(str(old, "key"), key) &&
+		json_is_object(json_object_get(old, "shards"));
+	if (trust)
+		old_shards = json_object_get(old, "shards");
 	if ((status = amp_store_tip(st, amp_store_messages_ref(st), &commit, &root, err)) < 0 ||
-	    (status = amp_store_list_tasks(st, root, &ids, &nids, err)) < 0)
+	    (status = list_shards(repo, root, &shards, &nshards, err)) < 0)
 		goto cleanup;
 	git_oid_tostr(tip, sizeof(tip), git_commit_id(commit));
-	if (git_repository_odb(&odb, amp_store_repo(st)) < 0) {
+	if (git_repository_odb(&odb, repo) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot open the object database");
 		goto cleanup;
 	}
-	for (i = 0; i < nids; i++) {
-		git_tree_entry *e = NULL;
-		char dirpath[128], hex[GIT_OID_HEXSZ + 1] = "", page[AMP_DASHBOARD_NAME_MAX];
-		const json_t *hit = json_object_get(old_tasks, ids[i]);
-		json_t *row = NULL;
-		struct stat sb;
-
-		amp_dashboard_page_name(ids[i], page);
-		if (amp_store_task_dir(ids[i], dirpath, sizeof(dirpath)) == 0 &&
-		    git_tree_entry_bypath(&e, root, dirpath) == 0)
-			git_oid_tostr(hex, sizeof(hex), git_tree_entry_id(e));
-		git_error_clear();
-		snprintf(path, sizeof(path), "%s/tasks/%s", dir, page);
-		/* The same tree (still in the object database: a tree gone is
-		 * damage the records must show) and the page still there. */
-		if (hit && hex[0] && str(hit, "tree") && !strcmp(str(hit, "tree"), hex) &&
-		    json_is_object(json_object_get(hit, "row")) && stat(path, &sb) == 0 &&
-		    git_odb_exists(odb, git_tree_entry_id(e))) {
-			row = json_incref(json_object_get(hit, "row"));
-			unchanged++;
-		} else if ((status = build_task(&g, root, ids[i], page, now_ms, &row, err)) < 0) {
-			git_tree_entry_free(e);
-			goto cleanup;
-		} else if (status == AMP_NOOP) {
-			/* No page: the row says why, and the next pass tries
-			 * again. */
-			row = json_pack("{s:s,s:n,s:s,s:s,s:[],s:[],s:{},s:[],s:I}", "task_id", ids[i],
-					"page", "state", "unreadable", "reason", err->message,
-					"subtasks", "deadlines", "hours", "open", "last_ms", (json_int_t)-1);
-			status = AMP_OK;
-			hex[0] = 0;
-		}
-		if (!row) {
-			git_tree_entry_free(e);
-			status = amp_error_set(err, AMP_EIO, "", "out of memory");
-			goto cleanup;
-		}
-		git_tree_entry_free(e);
-		json_array_append(rows, row);
-		json_object_set_new(tasks, ids[i], json_pack("{s:s,s:o}", "tree", hex, "row", row));
+	if (!(tf = open_memstream(&table, &tablelen))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
 	}
-	/* Pages of tasks gone from the SSOT (a rewritten history) go too. */
-	json_object_foreach(old_tasks, k, v) {
-		if (json_object_get(tasks, k))
-			continue;
-		if (str(json_object_get(v, "row"), "page") &&
-		    !strchr(str(json_object_get(v, "row"), "page"), '/')) {
-			snprintf(path, sizeof(path), "%s/tasks/%s", dir, str(json_object_get(v, "row"), "page"));
-			unlink(path);
+	for (i = 0; i < nshards; i++) {
+		const json_t *hit = json_object_get(old_shards, shards[i].key);
+		json_t *summary = NULL;
+		char frag[PATH_MAX], *buf = NULL;
+		size_t len = 0;
+		amp_error ignored;
+
+		git_oid_tostr(hex, sizeof(hex), &shards[i].id);
+		shard_path(&g, shards[i].key, "html", frag, sizeof(frag));
+		/* The same shard tree (still in the object database: a tree
+		 * gone is damage the records must show) and its rows still
+		 * there: not one of its tasks changed. */
+		if (hit && str(hit, "tree") && !strcmp(str(hit, "tree"), hex) &&
+		    git_odb_exists(odb, &shards[i].id) &&
+		    amp_read_file(frag, &buf, &len, &ignored) == 0) {
+			summary = json_incref((json_t *)hit);
+			unchanged += (size_t)json_integer_value(json_object_get(hit, "pages"));
+		} else {
+			free(buf);
+			buf = NULL;
+			if (git_tree_lookup(&shard, repo, &shards[i].id) < 0) {
+				status = amp_error_git(err, AMP_EIO, "cannot read the tree tasks/%s",
+						       amp_term(shards[i].key));
+				goto cleanup;
+			}
+			if ((status = do_shard(&g, root, shard, shards[i].key, trust, now_ms, &summary,
+					       &unchanged, err)) < 0 ||
+			    (status = amp_read_file(frag, &buf, &len, err)) < 0)
+				goto cleanup;
+			git_tree_free(shard);
+			shard = NULL;
 		}
+		fwrite(buf, 1, len, tf);
+		free(buf);
+		ntasks += json_integer_value(json_object_get(summary, "count"));
+		json_array_append(summaries, summary);
+		json_object_set_new(byname, shards[i].key, summary);
+	}
+	if (fclose(tf) != 0) {
+		tf = NULL;
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	tf = NULL;
+	/* Shards gone from the SSOT (a rewritten history): their pages too. */
+	json_object_foreach(old_shards, k, v) {
+		json_t *gone;
+
+		if (json_object_get(byname, k))
+			continue;
+		shard_path(&g, k, "json", path, sizeof(path));
+		if ((gone = json_load_file(path, 0, NULL)))
+			drop_pages(&g, json_object_get(gone, "tasks"), NULL);
+		json_decref(gone);
+		unlink(path);
+		shard_path(&g, k, "html", path, sizeof(path));
+		unlink(path);
 	}
 	tip_hex(st, amp_store_errors_ref(st), etip, sizeof(etip));
 	snprintf(path, sizeof(path), "%s/errors.html", dir);
-	if (!old_tasks || !str(old, "errors_tip") || strcmp(str(old, "errors_tip"), etip) ||
+	if (!trust || !str(old, "errors_tip") || strcmp(str(old, "errors_tip"), etip) ||
 	    access(path, F_OK) != 0) {
 		if ((status = page_open(&p, err)) < 0)
 			goto cleanup;
@@ -983,39 +1278,36 @@ int amp_dashboard_write(amp_store *st, const char *dir, int64_t now_ms, json_t *
 	}
 	if ((status = page_open(&p, err)) < 0)
 		goto cleanup;
-	render_index(p.f, rows, now_ms, tip);
+	render_index(p.f, summaries, now_ms, tip, ntasks, table, tablelen);
 	if ((status = page_finish(&g, &p, "index.html", 1, err)) < 0)
 		goto cleanup;
 	/* The state last: a pass that failed before leaves the old one,
 	 * which at worst rebuilds pages that were already current. */
-	state = json_pack("{s:s,s:s,s:s,s:O}", "key", key, "tip", tip, "errors_tip", etip, "tasks", tasks);
-	snprintf(path, sizeof(path), "%s/%s.%ld.tmp", dir, STATE_FILE, (long)getpid());
-	if (!state || json_dump_file(state, path, JSON_COMPACT) < 0) {
-		unlink(path);
-		status = amp_error_set(err, AMP_EIO, "", "cannot write %s", path);
+	state = json_pack("{s:s,s:s,s:s,s:O}", "key", key, "tip", tip, "errors_tip", etip,
+			  "shards", byname);
+	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
+	if (!state || !(dump = json_dumps(state, JSON_COMPACT))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
 	}
-	{
-		char final[PATH_MAX];
-
-		snprintf(final, sizeof(final), "%s/%s", dir, STATE_FILE);
-		if (rename(path, final) < 0) {
-			status = amp_error_set(err, AMP_EIO, "", "cannot rename %s: %s", path, strerror(errno));
-			unlink(path);
-			goto cleanup;
-		}
-	}
+	if ((status = write_state(path, dump, strlen(dump), err)) < 0)
+		goto cleanup;
 	if (report)
-		*report = json_pack("{s:s,s:s,s:i,s:O,s:i}", "dir", dir, "tip", tip, "tasks", (int)nids,
-				    "written", g.written, "unchanged", (int)unchanged);
+		*report = json_pack("{s:s,s:s,s:I,s:O,s:i}", "dir", dir, "tip", tip, "tasks",
+				    (json_int_t)ntasks, "written", g.written, "unchanged", (int)unchanged);
 cleanup:
+	if (tf)
+		fclose(tf);
+	free(table);
+	free(dump);
+	free(shards);
 	json_decref(state);
 	json_decref(old);
-	json_decref(tasks);
-	json_decref(rows);
+	json_decref(summaries);
+	json_decref(byname);
 	json_decref(g.written);
-	amp_strv_free(ids, nids);
 	git_odb_free(odb);
+	git_tree_free(shard);
 	git_tree_free(root);
 	git_commit_free(commit);
 	return status;

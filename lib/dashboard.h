@@ -10,19 +10,28 @@
  *   errors.html             the error log (refs/amp/errors), newest first
  *   tasks/<page>.html       one page per task: its conversation
  *   .amp-dashboard.json     what the pages were built from (below)
+ *   .amp-dashboard/         the same, per shard of the task tree
  *
  * Every string that comes from a record is untrusted: it goes through
  * amp_html_put, which leaves no markup and shows control characters.
  *
- * The state file keeps, per task, the id of the task directory's tree
- * (content-addressed: the same id, the same records) and the task's row of
- * the overview.  A task page is rewritten only when that id changed (or the
- * page is gone), so one new message costs one task page and the overview,
- * whatever the size of the history.  Task pages do not depend on the time
- * (deadlines are shown as dates); the overview, which counts overdue ACKs,
- * is rebuilt on every pass and written only when its bytes changed.  The
- * state is keyed by the store's policy and the page format: a mismatch
- * rebuilds everything; a missing or corrupt state file too.
+ * The state follows the store's layout (store.h): per shard
+ * tasks/<YYYY>/<S>/ (at most 100 tasks), .amp-dashboard.json keeps the
+ * shard's tree id and a summary (task count, messages per hour, open
+ * critical escalations, the rows that may need the admin), and
+ * .amp-dashboard/<shard>.json the tree id and overview row of each of its
+ * tasks, <shard>.html its rows of the overview's table.  Trees are
+ * content-addressed: a shard whose tree id did not change is not read at
+ * all, and in a shard that changed only the tasks whose tree id changed get
+ * their page rewritten.  So one new message costs one task page, one
+ * shard's rows and the overview, whatever the size of the history.  Task
+ * pages and the table's rows do not depend on the time (deadlines are
+ * shown as dates); the "needs the admin" part of the overview, which counts
+ * overdue ACKs, is rebuilt on every pass, and a file is written only when
+ * its bytes changed.  The state is keyed by the store's policy and the page
+ * format: a mismatch, or a missing or corrupt state file, rebuilds
+ * everything; so does deleting DIR.  (A page deleted by hand comes back
+ * when its shard changes, or with the state file removed.)
  */
 #ifndef AMP_DASHBOARD_H
 #define AMP_DASHBOARD_H
