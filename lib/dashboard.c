@@ -293,6 +293,23 @@ static void task_svg(FILE *f, const amp_task_log *log)
 		amp_time_format(t0, a), (unsigned)(NLANES + 1) * 22 + 24, amp_time_format(t1, b));
 }
 
+/* "<b>severity type</b> [msg_id]: description" of an escalation's payload
+ * (or of amp status's summary of one, which has the same members). */
+static void put_escalation(FILE *f, const json_t *e, const char *msg_id)
+{
+	fputs("<b>", f);
+	amp_html_put(f, str(e, "severity"), 0);
+	fputs(" ", f);
+	amp_html_put(f, str(e, "escalation_type"), 0);
+	fputs("</b>", f);
+	if (msg_id) {
+		fputs(" ", f);
+		amp_html_put(f, msg_id, 0);
+	}
+	fputs(": ", f);
+	amp_html_put(f, str(e, "description"), 0);
+}
+
 /* One line saying what a message says, from the fields of its type. */
 static void put_gist(FILE *f, const json_t *doc)
 {
@@ -326,12 +343,8 @@ static void put_gist(FILE *f, const json_t *doc)
 		amp_html_put(f, str(p, "decision"), 0);
 		fprintf(f, "</b>, confidence %.2f</p>", json_number_value(json_object_get(p, "confidence")));
 	} else if (!strcmp(type, "escalation")) {
-		fputs("<p><b>", f);
-		amp_html_put(f, str(p, "severity"), 0);
-		fputs(" ", f);
-		amp_html_put(f, str(p, "escalation_type"), 0);
-		fputs("</b>: ", f);
-		amp_html_put(f, str(p, "description"), 0);
+		fputs("<p>", f);
+		put_escalation(f, p, NULL);
 		fputs("</p>", f);
 	}
 }
@@ -698,7 +711,7 @@ static void render_rows(FILE *f, const json_t *rows)
 static void render_index(FILE *f, const json_t *shards, int64_t now_ms, const char *tip,
 			 long long ntasks, const char *table, size_t tablelen)
 {
-	const json_t *sh, *row, *s;
+	const json_t *sh, *row;
 	size_t i, j, needs = 0, overdue;
 
 	page_head(f, "amp dashboard", "");
@@ -714,15 +727,8 @@ static void render_index(FILE *f, const json_t *shards, int64_t now_ms, const ch
 			fputs(" ", f);
 			put_state(f, str(row, "state"));
 			if (str(row, "suspended_by")) {
-				s = json_object_get(row, "suspension");
-				fputs(" suspended by <b>", f);
-				amp_html_put(f, str(s, "severity"), 0);
-				fputs(" ", f);
-				amp_html_put(f, str(s, "escalation_type"), 0);
-				fputs("</b> ", f);
-				amp_html_put(f, str(row, "suspended_by"), 0);
-				fputs(": ", f);
-				amp_html_put(f, str(s, "description"), 0);
+				fputs(" suspended by ", f);
+				put_escalation(f, json_object_get(row, "suspension"), str(row, "suspended_by"));
 			}
 			if (str(row, "awaiting_approval")) {
 				fputs(" awaiting approval of ", f);
