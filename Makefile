@@ -9,7 +9,9 @@
 #   make screenshots the dashboard of the demo, by headless Chromium
 #   make fuzz       deps + clang + each libFuzzer target for FUZZ_SECONDS
 #   make valgrind   deps + every command once under valgrind memcheck
+#   make man        the manual pages (scdoc) into $(BUILD)/man
 #   make install    PREFIX=/usr/local DESTDIR=
+#   make dist       amp-$(VERSION).tar.gz, the source tree of HEAD
 
 VERSION   = 0.1.0
 PREFIX   ?= /usr/local
@@ -17,6 +19,8 @@ BINDIR    = $(PREFIX)/bin
 LIBEXECDIR = $(PREFIX)/libexec/amp
 DATADIR   = $(PREFIX)/share/amp
 BASHCOMPDIR = $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR = $(PREFIX)/share/zsh/site-functions
+MANDIR    = $(PREFIX)/share/man
 
 CC       ?= cc
 CFLAGS   ?= -std=c11 -O2 -g -Wall -Wextra -Werror
@@ -60,15 +64,29 @@ CMD_SRC  := $(sort $(wildcard cmd/amp-*.c))
 CMDS     := $(CMD_SRC:cmd/%.c=$(BIN)/%)
 TEST_SRC := $(sort $(wildcard test/c/*.c))
 TESTS    := $(TEST_SRC:test/c/%.c=$(BUILD)/test/%)
+# share/man/<page>.<section>.scd -> $(BUILD)/man/<page>.<section>
+MAN_SRC  := $(sort $(wildcard share/man/*.scd))
+MANS     := $(MAN_SRC:share/man/%.scd=$(BUILD)/man/%)
+# Without scdoc, `make` builds the programs and skips the pages (`make man`
+# says what is missing); `make deps` installs it.
+SCDOC    := $(shell command -v scdoc 2>/dev/null)
 
 DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
 	python3 python3-jsonschema procps openssh-server openssh-client \
-	cmake dpkg-dev libhttp-parser-dev zlib1g-dev strace chromium curl
+	cmake dpkg-dev libhttp-parser-dev zlib1g-dev strace time gnuplot-nox zsh \
+	scdoc shellcheck man-db chromium curl
 
-.PHONY: all deps test check demo asan bench install uninstall clean libgit2 FORCE screenshots
+.PHONY: all deps test check demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
 
-all: $(BIN)/amp $(CMDS) $(TESTS)
+all: $(BIN)/amp $(CMDS) $(TESTS) $(if $(SCDOC),$(MANS))
+
+man: $(MANS)
+
+$(BUILD)/man/%: share/man/%.scd
+	@command -v scdoc >/dev/null || { echo "make man: scdoc is missing (make deps installs it)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	scdoc < $< > $@.tmp && mv $@.tmp $@
 
 # Every compile waits for the libgit2 step (order-only: a cached libgit2
 # rebuilds nothing); every link depends on libgit2.a once it exists.
@@ -143,7 +161,14 @@ asan: deps
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=99:log_path=$(CURDIR)/build/asan/reports/ubsan \
 		test/run
 
+# make bench: the table of share/bench-table.sh (1k, 10k, 100k messages;
+# under 20 minutes), written with its plot to build/bench.  make bench-all:
+# also every other share/bench-*.sh (hub, sync, watch, ...: much longer).
 bench: all
+	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(DEBIAN_PACKAGES) $(BENCH_PACKAGES)"
+	@AMP_BIN=$(CURDIR)/$(BIN) share/bench-table.sh
+
+bench-all: bench
 	@AMP_BIN=$(CURDIR)/$(BIN) share/bench.sh
 
 # The README's pictures of the dashboard (share/doc/img/): the site of
@@ -175,6 +200,7 @@ FUZZ_CFLAGS   = -std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 FUZZ_PACKAGES = clang libclang-rt-14-dev
 VALGRIND_PACKAGES = valgrind
+BENCH_PACKAGES =
 
 all: $(FUZZ_TARGETS:%=$(BUILD)/test/replay_%)
 
@@ -217,6 +243,8 @@ valgrind:
 	@$(MAKE) --no-print-directory all
 	@AMP_BIN=$(CURDIR)/$(BIN) test/valgrind
 
+# The pages are installed when built (scdoc present); the zsh completion
+# when the tree has one.
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) \
 		$(DESTDIR)$(DATADIR)/schemas $(DESTDIR)$(DATADIR)/doc \
@@ -227,10 +255,30 @@ install: all
 	install -m 644 share/doc/* $(DESTDIR)$(DATADIR)/doc/ 2>/dev/null || true
 	install -m 644 share/json-schema/*.json $(DESTDIR)$(DATADIR)/json-schema/
 	install -m 644 completions/amp.bash $(DESTDIR)$(BASHCOMPDIR)/amp
+	@set -e; for s in 1 7; do \
+		pages=$$(ls $(BUILD)/man/*.$$s 2>/dev/null || true); \
+		[ -z "$$pages" ] && continue; \
+		echo install -d $(DESTDIR)$(MANDIR)/man$$s; install -d $(DESTDIR)$(MANDIR)/man$$s; \
+		echo install -m 644 $$pages $(DESTDIR)$(MANDIR)/man$$s/; install -m 644 $$pages $(DESTDIR)$(MANDIR)/man$$s/; \
+	done
+	@if [ -f completions/_amp ]; then \
+		echo install -D -m 644 completions/_amp $(DESTDIR)$(ZSHCOMPDIR)/_amp; \
+		install -D -m 644 completions/_amp $(DESTDIR)$(ZSHCOMPDIR)/_amp; \
+	fi
 
+# Removes what install put there, each page by the name of its source.
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/amp $(DESTDIR)$(BASHCOMPDIR)/amp
+	rm -f $(DESTDIR)$(BINDIR)/amp $(DESTDIR)$(BASHCOMPDIR)/amp $(DESTDIR)$(ZSHCOMPDIR)/_amp
+	rm -f $(foreach p,$(MAN_SRC:share/man/%.scd=%),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(p)))/$(p))
 	rm -rf $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DATADIR)
 
+# A Debian-style upstream tarball: amp-$(VERSION)/ holding the tree of HEAD
+# (what is committed; `git archive` leaves out build products and local
+# changes), written into $(DISTDIR).
+DISTDIR ?= .
+dist:
+	git archive --format=tar.gz --prefix=amp-$(VERSION)/ -o $(DISTDIR)/amp-$(VERSION).tar.gz HEAD
+	@echo $(DISTDIR)/amp-$(VERSION).tar.gz
+
 clean:
-	rm -rf $(BUILD) $(BIN)
+	rm -rf $(BUILD) $(BIN) amp-$(VERSION).tar.gz

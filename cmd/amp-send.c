@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "message.h"
 #include "send.h"
+#include "template.h"
 #include "util.h"
 
 static const char usage[] =
@@ -16,7 +17,47 @@ static const char usage[] =
 	"                [--idempotency-key <key>] [--sync|--no-sync] [--json] [--repo <dir>]\n"
 	"   or: amp send --envelope <file>|- [--idempotency-key <key>] [--sync|--no-sync] [--json]\n"
 	"                [--repo <dir>]\n"
-	"types: task_dispatch task_result review_request review_verdict escalation\n";
+	"   or: amp send <type> --template [--task <id>] [--repo <dir>]\n"
+	"types: task_dispatch task_result review_request review_verdict escalation\n"
+	"--template prints an example payload for <type>, made from its schema, that\n"
+	"amp send takes as it is; with --task its references, snapshot and repo are\n"
+	"the task's in the SSOT. Fill it in and pass it to --payload. Each field's\n"
+	"meaning, type and bounds: amp schema <type>.\n";
+
+/* --template: the example payload of argv[optind], with the facts of
+ * `task` when given; `other` says another message option was given. */
+static int print_template(int argc, char **argv, const char *task,
+			  const char *repo, int other)
+{
+	amp_schema_set *set = NULL;
+	amp_store *st = NULL;
+	json_t *facts = NULL, *payload = NULL;
+	amp_error err;
+	char uri[AMP_PATH_MAX];
+	int code;
+
+	if (other || optind != argc - 1)
+		return amp_cli_usage_error("send", usage, "--template takes a message type and only --task and --repo");
+	if (!amp_type_lookup(argv[optind]) ||
+	    amp_template_schema_uri(argv[optind], uri, sizeof(uri)) < 0)
+		return amp_cli_usage_error("send", usage, "unknown message type '%s'", argv[optind]);
+	if ((code = amp_cli_load_schemas("send", &set)) ||
+	    (task && ((code = amp_cli_check_id("send", set, "--task", task, "task_id")) ||
+		      (code = amp_cli_open_ssot("send", repo, &st)))))
+		goto cleanup;
+	if ((task && amp_template_facts(st, task, &facts, &err) < 0) ||
+	    amp_template_build(set, uri, facts, &payload, &err) < 0) {
+		code = amp_cli_fail("send", &err);
+		goto cleanup;
+	}
+	amp_cli_print_json(payload, 1);
+cleanup:
+	json_decref(payload);
+	json_decref(facts);
+	amp_store_free(st);
+	amp_schema_set_free(set);
+	return code;
+}
 
 int main(int argc, char **argv)
 {
@@ -33,6 +74,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
 		AMP_CLI_SYNC_OPTIONS,
+		{ "template", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -49,7 +91,7 @@ int main(int argc, char **argv)
 	char *raw = NULL;
 	size_t raw_len = 0, i;
 	int sync = -1;
-	int c, json_out = 0, no_ack = 0, code = 0, status;
+	int c, json_out = 0, no_ack = 0, template = 0, code = 0, status;
 	long long ack_timeout = -1;
 
 	opterr = 0;
@@ -71,6 +113,7 @@ int main(int argc, char **argv)
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
 		AMP_CLI_SYNC_CASES(sync);
+		case 'T': template = 1; break;
 		case 'h': fputs(usage, stdout); goto cleanup;
 		default:
 			code = amp_cli_usage_error("send", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
@@ -80,6 +123,13 @@ int main(int argc, char **argv)
 	if ((code = amp_cli_check_args("send", argc, argv, "h", opts)) ||
 	    (code = amp_cli_idempotency_key("send", &sopts.idempotency_key)))
 		goto cleanup;
+	if (template) {
+		code = print_template(argc, argv, task, repo,
+				      envelope_file || from || to || payload_file ||
+				      json_array_size(context) || ack_timeout >= 0 ||
+				      no_ack || sopts.idempotency_key || json_out || sync >= 0);
+		goto cleanup;
+	}
 	if (envelope_file) {
 		if (optind < argc || task || from || to || payload_file ||
 		    json_array_size(context) || ack_timeout >= 0 || no_ack) {

@@ -6,11 +6,13 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -46,11 +48,20 @@ static const struct {
 	{ "keys", "the keys that may speak as each role (signed records)" },
 	{ "fsck", "verify the whole history of the SSOT: append-only, in place, valid" },
 	{ "import", "commit a log of AMP records (JSON lines) in one ref update" },
+	{ "gc", "pack the loose objects of the SSOT's writes (also run on its own)" },
+	{ "schema", "print the schema of a message type or payload, or list them" },
 	{ "dashboard", "the SSOT as a static web site (and a read-only server for it)" },
 };
 
 static const char usage_text[] =
 	"usage: amp [--version] [--help] [--exec-path] <command> [<args>]\n";
+
+static int is_readable(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0;
+}
 
 static int is_executable(const char *path)
 {
@@ -87,11 +98,81 @@ static void print_help(FILE *out)
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "   %-10s %s\n", commands[i].name,
 			commands[i].summary);
-	fputs("\n'amp <command> --help' tells more about a command.\n"
+	fputs("\n'amp <command> --help' prints a command's usage, 'amp help <command>' its\n"
+	      "manual page, 'amp help config' every setting.\n"
 	      "Exit codes: 0 ok, 1 message does not conform, 2 usage, "
 	      "3 refused by a protocol rule, 4 repository or I/O failure,\n"
 	      "5 amp wait timed out.\n",
 	      out);
+}
+
+/* 1 when `man` knows the page (`man -w` finds it on the MANPATH). */
+static int man_has(const char *section, const char *page)
+{
+	pid_t pid;
+	int status, fd;
+
+	fflush(NULL);
+	if ((pid = fork()) < 0)
+		return 0;
+	if (pid == 0) {
+		if ((fd = open("/dev/null", O_WRONLY)) >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execlp("man", "man", "-w", section, page, (char *)NULL);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return 0;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/*
+ * `amp help <topic>`, as `git help`: `man amp-<topic>` when man knows the
+ * page; else the page built or installed next to this binary, shown with
+ * `man -l` (bin/ -> build/man in the source tree, <BUILD>/bin -> <BUILD>/man,
+ * <prefix>/bin -> <prefix>/share/man/manN).  man chooses the pager
+ * (MANPAGER, PAGER) and pages only on a terminal.  "config" is amp-config(7).
+ */
+static int help_page(const char *topic)
+{
+	const char *section = strcmp(topic, "config") ? "1" : "7";
+	char page[128], self[PATH_MAX], file[3][PATH_MAX + 256];
+	int i;
+
+	/* A topic is a command name: never a path man -l would open. */
+	if (!*topic || strlen(topic) > 64 ||
+	    strspn(topic, "abcdefghijklmnopqrstuvwxyz0123456789-_") != strlen(topic)) {
+		fprintf(stderr, "amp: '%s' is not an amp command. See 'amp --help'.\n",
+			amp_term(topic));
+		return 2;
+	}
+	/* `amp help amp` is amp(1), as `git help git` is git(1). */
+	snprintf(page, sizeof(page), strcmp(topic, "amp") ? "amp-%s" : "amp", topic);
+	if (man_has(section, page)) {
+		execlp("man", "man", section, page, (char *)NULL);
+		fprintf(stderr, "amp help: error: cannot run man: %s\n", strerror(errno));
+		return 4;
+	}
+	if (amp_exe_dir(self, sizeof(self)) == 0) {
+		snprintf(file[0], sizeof(file[0]), "%s/../build/man/%s.%s", self, page, section);
+		snprintf(file[1], sizeof(file[1]), "%s/../man/%s.%s", self, page, section);
+		snprintf(file[2], sizeof(file[2]), "%s/../share/man/man%s/%s.%s", self, section,
+			 page, section);
+		for (i = 0; i < 3; i++) {
+			if (!is_readable(file[i]))
+				continue;
+			execlp("man", "man", "-l", file[i], (char *)NULL);
+			fprintf(stderr, "amp help: error: cannot run man (%s): the page is %s\n",
+				strerror(errno), amp_term(file[i]));
+			return 4;
+		}
+	}
+	fprintf(stderr, "amp help: error: no manual page %s(%s): not installed, "
+		"and not built next to amp (make man)\n", amp_term(page), section);
+	return 4;
 }
 
 static void run_command(const char *name, char **argv)
@@ -146,13 +227,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(name, "help")) {
-		/* `amp help send` is `amp send --help`. */
-		char *help_argv[] = { NULL, "--help", NULL };
-
-		run_command(argv[2], help_argv);
-		fprintf(stderr, "amp: '%s' is not an amp command. See 'amp --help'.\n",
-			amp_term(argv[2]));
-		return 2;
+		if (argc > 3) {
+			fprintf(stderr, "usage: amp help [<command>|config]\n");
+			return 2;
+		}
+		return help_page(argv[2]);
 	}
 	if (name[0] == '-' || strchr(name, '/')) {
 		fprintf(stderr, "amp: error: unknown option: %s\n%s",

@@ -1,98 +1,216 @@
+# shellcheck shell=bash
+# COMPREPLY=($(compgen ...)) is bash-completion's idiom: compgen prints one
+# candidate a line, and the candidates (commands, roles, types, ids, names
+# of amp-* programs) hold no blanks or glob characters.
+# shellcheck disable=SC2207,SC2012
 # bash completion for amp                                  -*- shell-script -*-
-# Completes commands (amp's own and any amp-* on PATH), message types,
-# roles, flags, and task ids / msg_ids from the SSOT of the current repo.
+#
+# Nothing here lists amp's options: they are read from `amp <command>
+# --help` when first needed (and kept for the shell's life), so the
+# completion says what the installed amp takes and cannot drift from it.
+# A usage line's placeholders say what a value is: <role>, <msg_id>,
+# <task_id>, <file>, <dir>, <remote>, <type> (the words of the usage's
+# "types:" line), <name> ("names:"), a|b|c (those words).  Commands are
+# those `amp --help` lists plus every amp-* on PATH, as git does.  Task
+# ids and msg_ids come from the tree of the messages ref with `git
+# ls-tree`, reading the year and shard trees only (a task's own directory
+# only once a msg_id names its task), never a record.
+
+# COMPREPLY from compgen "$@", one candidate a line (a file name may
+# hold spaces).
+_amp_reply() {
+	mapfile -t COMPREPLY < <(compgen "$@")
+}
+
+# COMPREPLY from the lines of stdin that start with $1: compgen -W is
+# slow on the 25,000 task ids of an SSOT of 100,000 messages.
+_amp_reply_prefix() {
+	mapfile -t COMPREPLY < <(p=$1 awk 'index($0, ENVIRON["p"]) == 1')
+}
+
+_amp_roles="admin coordinator executor reviewer system"
+
+# The usage of `amp $1`, parsed into lines: "opt NAME KIND", "pos KIND",
+# "word WORD", "types WORDS", "names WORDS".  KIND is "-" for a flag.
+_amp_usage() {
+	amp "$1" --help 2>/dev/null | awk '
+	function kind(v) {
+		gsub(/[][]|\.\.\.$/, "", v)
+		if (v ~ /^</) { gsub(/[<>]/, "", v); sub(/\|.*/, "", v); return v }
+		if (v ~ /^[a-z_]+(\|[a-z_]+)*$/) return "list:" v
+		return ""
+	}
+	/^(usage|   or):/ {
+		for (i = 1; i <= NF; i++) if ($i == "amp") break
+		first = $(i + 2)
+		if (first ~ /^\[?</) print "pos", kind(first)
+		else if (first ~ /^[a-z]/) print "word", first
+	}
+	/^types:/ { list = "types" }
+	/^names:/ { list = "names" }
+	list != "" && /^(types:|names:|       )/ {
+		for (i = ($1 ~ /:$/) ? 2 : 1; i <= NF; i++) if ($i ~ /^[a-z_]+,?$/) { sub(/,$/, "", $i); words[list] = words[list] " " $i }
+		next
+	}
+	{ list = "" }
+	/^(usage|   or|  )/ || /^ +[[<-]/ {
+		for (i = 1; i <= NF; i++) {
+			n = split($i, parts, "|")
+			for (j = 1; j <= n; j++) {
+				o = parts[j]; gsub(/^[[(]+|[])]+$|\.\.\.$/, "", o)
+				if (o !~ /^--?[a-z][a-z0-9-]*$/) continue
+				v = (j == n && i < NF) ? $(i + 1) : ""
+				k = (v ~ /^\[?</ || v ~ /^[a-z_]+(\|[a-z_]+)+\]?$/ || v ~ /^[a-z]+\]?$/ && v != "amp") ? kind(v) : "-"
+				if (k == "") k = "-"
+				print "opt", o, k
+			}
+		}
+	}
+	END { for (l in words) print l words[l] }' | sort -u
+}
+
+# Cached per command: the parse costs a process.
+declare -gA _amp_usage_cache 2>/dev/null
+_amp_usage_of() {
+	if [ -z "${_amp_usage_cache[$1]+set}" ]; then
+		_amp_usage_cache[$1]=$(_amp_usage "$1")
+	fi
+	printf '%s\n' "${_amp_usage_cache[$1]}"
+}
 
 _amp_commands() {
 	{
-		printf '%s\n' validate init send ack status errors verdict escalate resume approve abort heartbeat watch inbox wait show log sync hook fsck import help
+		amp --help 2>/dev/null | awk '/^   [a-z]/ { print $1 }'
 		compgen -c -- amp- | sed -n 's/^amp-//p'
-		ls "$(amp --exec-path 2>/dev/null)" 2>/dev/null | sed -n 's/^amp-//p'
+		echo help
 	} | sort -u
 }
 
+# git, in the repository of --repo when the line gives one.
+_amp_git() {
+	local i
+	for ((i = 1; i < ${#COMP_WORDS[@]} - 1; i++)); do
+		if [ "${COMP_WORDS[i]}" = --repo ]; then
+			git -C "${COMP_WORDS[i + 1]}" "$@" 2>/dev/null
+			return
+		fi
+	done
+	git "$@" 2>/dev/null
+}
+
 _amp_ref() {
-	git config amp.ref 2>/dev/null || echo refs/amp/messages
+	_amp_git config amp.ref || echo refs/amp/messages
 }
 
+# Task ids: tasks/<YYYY>/<S>/<task_id>/, listed level by level so that no
+# task directory is read.
 _amp_tasks() {
-	git ls-tree -r -d --name-only "$(_amp_ref)" tasks/ 2>/dev/null | sed -n 's#^tasks/[^/]*/[^/]*/##p'
+	local ref years shards
+	ref=$(_amp_ref)
+	years=$(_amp_git ls-tree -d --name-only "$ref" tasks/ | sed 's#$#/#')
+	[ -n "$years" ] || return 0
+	# shellcheck disable=SC2086 # one path argument per line
+	shards=$(_amp_git ls-tree -d --name-only "$ref" $years | sed 's#$#/#')
+	[ -n "$shards" ] || return 0
+	# shellcheck disable=SC2086
+	_amp_git ls-tree -d --name-only "$ref" $shards | sed 's#.*/##'
 }
 
+# msg_ids: once the word names a task, that task's messages; before,
+# "<type>-<task_id>-" for each task, to be completed further.
 _amp_msg_ids() {
-	git ls-tree -r --name-only "$(_amp_ref)" tasks/ 2>/dev/null |
-		sed -n 's#.*/[0-9]\{6\}\.msg\.\(.*\)\.json$#\1#p'
+	local cur=$1 task dir ref types
+	ref=$(_amp_ref)
+	task=$(printf '%s\n' "$cur" | grep -oE 'T-[0-9]{4}-[0-9]{3,9}' | head -n 1)
+	if [ -n "$task" ]; then
+		# tasks/<YYYY>/<the number without its last two digits>/<task>/
+		dir=$(printf '%s\n' "$task" | awk -F- '{ print "tasks/" $2 "/" substr($3, 1, length($3) - 2) "/" $0 "/" }')
+		_amp_git ls-tree --name-only "$ref" "$dir" | sed -n 's#.*/[0-9]\{6\}\.msg\.\(.*\)\.json$#\1#p'
+		return
+	fi
+	types=$(_amp_usage_of send | sed -n 's/^types //p')
+	_amp_tasks | awk -v types="$types" '{ n = split(types, t, " "); for (i = 1; i <= n; i++) print t[i] "-" $0 "-" }'
+}
+
+# Sets COMPREPLY to the values of KIND matching $cur.
+_amp_values() {
+	local kind=$1 cur=$2 cmd=$3 words
+	case $kind in
+	role) words=$_amp_roles ;;
+	msg_id)
+		_amp_reply_prefix "$cur" < <(_amp_msg_ids "$cur")
+		# a "<type>-<task>-" stem is not a whole msg_id yet
+		if [ ${#COMPREPLY[@]} -gt 0 ] && [[ ${COMPREPLY[0]} == *- ]]; then
+			compopt -o nospace 2>/dev/null || true
+		fi
+		return ;;
+	task_id) _amp_reply_prefix "$cur" < <(_amp_tasks); return ;;
+	file | pubkey | schema.json) _amp_reply -f -- "$cur"; return ;;
+	dir) _amp_reply -d -- "$cur"; return ;;
+	remote) words=$(_amp_git remote) ;;
+	type | escalation_type)
+		words=$(_amp_usage_of "$cmd" | sed -n 's/^types //p')
+		[ -n "$words" ] || words=$(_amp_usage_of send | sed -n 's/^types //p') ;;
+	name) words=$(_amp_usage_of "$cmd" | sed -n 's/^names //p') ;;
+	list:*) words=${kind#list:}; words=${words//|/ } ;;
+	*) return ;;
+	esac
+	_amp_reply -W "$words" -- "$cur"
 }
 
 _amp() {
-	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd=${COMP_WORDS[1]}
-	local roles="admin coordinator executor reviewer system"
-	local types="task_dispatch task_result review_request review_verdict escalation"
+	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
+	local cmd=${COMP_WORDS[1]} usage kind i npos=0
+	COMPREPLY=()
 
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W "$(_amp_commands) --help --version --exec-path" -- "$cur"))
+		_amp_reply -W "$(_amp_commands) --help --version --exec-path" -- "$cur"
 		return
 	fi
-	case $prev in
-	--from | --to | --exec-for) COMPREPLY=($(compgen -W "$roles" -- "$cur")); return ;;
-	--payload | --envelope | --schema | --ref) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-	--repo) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-	--task) COMPREPLY=($(compgen -W "$(_amp_tasks)" -- "$cur")); return ;;
-	--context-ref | --affected) COMPREPLY=($(compgen -W "$(_amp_msg_ids)" -- "$cur")); return ;;
-	--decision) COMPREPLY=($(compgen -W "approved approved_with_fix rejected" -- "$cur")); return ;;
-	--severity) COMPREPLY=($(compgen -W "critical warning info" -- "$cur")); return ;;
-	--type) COMPREPLY=($(compgen -W "hallucination_lock ack_timeout branch_violation ci_failure conflict heartbeat_timeout permission_denied unknown" -- "$cur")); return ;;
-	esac
-	case $cmd in
-	send)
-		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--task --from --to --payload --context-ref --ack-timeout --no-ack --envelope --idempotency-key --sync --no-sync --json --repo --help" -- "$cur"))
+	if [ "$cmd" = help ]; then
+		[ "$COMP_CWORD" -eq 2 ] && _amp_reply -W "$(_amp_commands)" -- "$cur"
+		return
+	fi
+	usage=$(_amp_usage_of "$cmd")
+	# the value of an option
+	if [[ $prev == -* ]]; then
+		kind=$(printf '%s\n' "$usage" | awk -v o="$prev" '$1 == "opt" && $2 == o { print $3; exit }')
+		# --task names a task whatever its placeholder says
+		[ "$prev" = --task ] && kind=task_id
+		if [ -n "$kind" ] && [ "$kind" != - ]; then
+			_amp_values "$kind" "$cur" "$cmd"
+			return
+		fi
+	fi
+	if [[ $cur == -* ]]; then
+		_amp_reply -W "$(printf '%s\n' "$usage" | awk '$1 == "opt" { print $2 }') --help" -- "$cur"
+		return
+	fi
+	# the first operand: what the usage lines put right after the command
+	for ((i = 2; i < COMP_CWORD; i++)); do
+		if [[ ${COMP_WORDS[i]} == -* ]]; then
+			kind=$(printf '%s\n' "$usage" | awk -v o="${COMP_WORDS[i]}" '$1 == "opt" && $2 == o { print $3; exit }')
+			[ -n "$kind" ] && [ "$kind" != - ] && i=$((i + 1))
 		else
-			COMPREPLY=($(compgen -W "$types" -- "$cur"))
-		fi ;;
-	ack)
-		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--from --sync --no-sync --json --repo --help" -- "$cur"))
-		else
-			COMPREPLY=($(compgen -W "$(_amp_msg_ids)" -- "$cur"))
-		fi ;;
-	status | verdict | escalate | resume | approve | abort | heartbeat)
-		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--json --repo --help --decision --confidence --payload --context-ref --type --severity --description --from --affected --suggest --reason --note --idempotency-key --sync --no-sync" -- "$cur"))
-		else
-			COMPREPLY=($(compgen -W "$(_amp_tasks)" -- "$cur"))
-		fi ;;
-	validate) COMPREPLY=($(compgen -f -W "--json --schema --ref --help" -- "$cur")) ;;
-	errors) COMPREPLY=($(compgen -W "--json --limit --raw --repo --help" -- "$cur")) ;;
-	watch) COMPREPLY=($(compgen -W "--once --interval --full --json --exec --exec-for --no-exec --sync --no-sync --repo --help" -- "$cur")) ;;
-	inbox | wait)
-		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--task --all --timeout --sync --no-sync --json --repo --help" -- "$cur"))
-		else
-			COMPREPLY=($(compgen -W "admin coordinator executor reviewer" -- "$cur"))
-		fi ;;
-	show)
-		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--context --json --repo --help" -- "$cur"))
-		else
-			COMPREPLY=($(compgen -W "$(_amp_msg_ids)" -- "$cur"))
-		fi ;;
-	log) COMPREPLY=($(compgen -W "--task --type --from --to --since --until --grep -n --json --repo --help" -- "$cur")) ;;
-	init) COMPREPLY=($(compgen -W "--repo --help" -- "$cur")) ;;
-	fsck) COMPREPLY=($(compgen -W "--json --repo --help" -- "$cur")) ;;
-	import) COMPREPLY=($(compgen -f -W "- --json --repo --help" -- "$cur")) ;;
-	sync)
-		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--json --repo --help" -- "$cur"))
-		else
-			COMPREPLY=($(compgen -W "$(git remote 2>/dev/null)" -- "$cur"))
-		fi ;;
-	hook)
-		if [ "$COMP_CWORD" -eq 2 ]; then
-			COMPREPLY=($(compgen -W "install pre-receive pre-push pre-commit pre-merge-commit work-pre-push" -- "$cur"))
-		else
-			COMPREPLY=($(compgen -W "--server --work --repo --help" -- "$cur"))
-		fi ;;
-	help) COMPREPLY=($(compgen -W "$(_amp_commands)" -- "$cur")) ;;
-	esac
+			npos=$((npos + 1))
+		fi
+	done
+	[ "$npos" -eq 0 ] || return 0
+	local words kinds found=()
+	words=$(printf '%s\n' "$usage" | awk '$1 == "word" { print $2 }')
+	kinds=$(printf '%s\n' "$usage" | awk '$1 == "pos" { print $2 }')
+	# one kind of operand: its values as they are (copying 25,000 task
+	# ids to merge them would cost a tenth of a second)
+	if [ -z "$words" ] && [[ $kinds != *[[:space:]]* ]]; then
+		[ -z "$kinds" ] || _amp_values "$kinds" "$cur" "$cmd"
+		return
+	fi
+	_amp_reply -W "$words" -- "$cur"
+	found=("${COMPREPLY[@]}")
+	for kind in $kinds; do
+		_amp_values "$kind" "$cur" "$cmd"
+		found+=("${COMPREPLY[@]}")
+	done
+	COMPREPLY=("${found[@]}")
 }
 complete -F _amp amp

@@ -96,6 +96,7 @@ static int log_plus(const amp_task_log *log, amp_entry_kind kind, const char *id
 		    json_t *doc, amp_task_log *out, amp_error *err)
 {
 	*out = *log;
+	out->index = NULL; /* it indexes log's entries, not these */
 	if (!(out->entries = malloc((log->count + 1) * sizeof(*out->entries))))
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
 	if (log->count)

@@ -167,6 +167,12 @@ typedef struct amp_task_log {
 	amp_entry *superseded; /* records set aside, in sequence order */
 	size_t nsuperseded;
 	const amp_policy *policy; /* the store's settings (borrowed) */
+	/* A hash index of entries for amp_task_log_find, built as lookups
+	 * need it; made by amp_store_read_task, owned by the log and freed
+	 * with it.  Views of a prefix (a copy with a smaller count) share
+	 * it; a copy with an entries array of its own must set it to NULL
+	 * (NULL: lookups scan). */
+	struct amp_log_index *index;
 } amp_task_log;
 
 /* Reads every record of one task from `root` (a tip tree).  A task with no
@@ -249,8 +255,8 @@ typedef struct amp_store_write {
 	char subject[512];  /* commit subject line */
 	char trailers[1024]; /* "Key: value\n" lines, may be empty */
 	char author[32];    /* the role that writes */
-	int64_t time_ms;    /* the author time; 0: now (amp import: the
-			     * record's own timestamp) */
+	int64_t time_ms;    /* the author and committer time; 0: now (amp
+			     * import: the record's own timestamp) */
 } amp_store_write;
 
 /* Adds a file to w; data is copied.  All files of one write share a

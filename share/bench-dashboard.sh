@@ -45,7 +45,7 @@ bench() {
 		t0=$(now_ns); amp dashboard --repo "$repo" --out "$site" > /dev/null; t1=$(now_ns)
 		echo $(((t1 - t0) / 1000)) >> "$work/none.times"
 	done
-	awk -v n="$n" -v tasks="$(ls "$site/tasks" | wc -l)" -v f="$first" -v o="$(med "$work/one.times")" \
+	awk -v n="$n" -v tasks="$(find "$site/tasks" -name '*.html' | wc -l)" -v f="$first" -v o="$(med "$work/one.times")" \
 		-v z="$(med "$work/none.times")" -v r="$ROUNDS" 'BEGIN {
 		printf "amp dashboard, %d messages (%d task pages): first %.0f ms, after one new message %.1f ms, nothing new %.1f ms (median of %d)\n",
 			n, tasks, f / 1000, o / 1000, z / 1000, r }'

@@ -37,14 +37,14 @@ records=$(wc -l < records.jsonl)
 : > fi.times
 : > amp.times
 for ((r = 0; r < ROUNDS; r++)); do
-	rm -rf fi amp && cp -a base fi && cp -a base amp
-	t0=$(now_ns); git -C fi fast-import --quiet < records.fi; t1=$(now_ns)
-	echo $(((t1 - t0) / 1000)) >> fi.times
+	rm -rf "fi" amp && cp -a base "fi" && cp -a base amp
+	t0=$(now_ns); git -C "fi" fast-import --quiet < records.fi; t1=$(now_ns)
+	echo $(( (t1 - t0) / 1000 )) >> fi.times
 	t0=$(now_ns); amp import --repo amp records.jsonl > /dev/null; t1=$(now_ns)
-	echo $(((t1 - t0) / 1000)) >> amp.times
+	echo $(( (t1 - t0) / 1000 )) >> amp.times
 done
 # The same records, in the same places.
-[ "$(git -C fi ls-tree -r refs/amp/messages | awk '{print $4}' | sort | md5sum)" = \
+[ "$(git -C "fi" ls-tree -r refs/amp/messages | awk '{print $4}' | sort | md5sum)" = \
   "$(git -C amp ls-tree -r refs/amp/messages | awk '{print $4}' | sort | md5sum)" ] ||
 	echo "bench-import: WARNING: the two SSOTs differ" >&2
 (cd amp && amp fsck > /dev/null) || echo "bench-import: WARNING: amp fsck is not clean" >&2

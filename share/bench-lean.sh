@@ -24,8 +24,8 @@ variants="static system"
 # default builds only the exact one): build/bench-lean/libgit2, apart.
 for v in $variants; do
 	b=build/bench-lean/$v
-	make -s -C "$src" LIBGIT2=$v LIBGIT2_REVISION=any LIBGIT2_DIR=build/bench-lean/libgit2 \
-		BUILD=$b BIN=$b/bin \
+	make -s -C "$src" LIBGIT2="$v" LIBGIT2_REVISION=any LIBGIT2_DIR=build/bench-lean/libgit2 \
+		BUILD="$b" BIN="$b/bin" \
 		"$b/bin/amp" "$b/bin/amp-init" "$b/bin/amp-send" "$b/bin/amp-status" > "$work/make.$v" 2>&1 ||
 		{ cat "$work/make.$v" >&2; exit 1; }
 	# the schemas where bin/amp finds them, ../schemas
@@ -55,7 +55,7 @@ run() {
 	a=$EPOCHREALTIME
 	(cd "$work/$v" && "$src/build/bench-lean/$v/bin/amp" "$@" > /dev/null)
 	b=$EPOCHREALTIME
-	echo $(((${b/./} - ${a/./}))) >> "$work/t.$v.$name"
+	echo $(( ${b/./} - ${a/./} )) >> "$work/t.$v.$name"
 }
 for ((i = 0; i < ROUNDS; i++)); do
 	task=$(printf 'T-2026-%04d' "$i")
@@ -97,6 +97,7 @@ for name in send status; do
 	echo "| $label, p90 ms | $sp | $yp | $(awk -v a="$sp" -v b="$yp" 'BEGIN { printf "%.2f", a / b }') |"
 done
 if command -v strace > /dev/null; then
+	declare -A calls # <variant>.all, <variant>.fs: the system calls of one run
 	for name in send status; do
 		for v in $variants; do
 			if [ $name = send ]; then
@@ -105,10 +106,10 @@ if command -v strace > /dev/null; then
 			else
 				read -r all fs < <(syscalls "$v" status T-2027-0001)
 			fi
-			eval "${v}_all=$all ${v}_fs=$fs"
+			calls[$v.all]=$all calls[$v.fs]=$fs
 		done
-		echo "| syscalls of one $name (strace -c -f), all | $static_all | $system_all | $(awk -v a="$static_all" -v b="$system_all" 'BEGIN { printf "%.2f", a / b }') |"
-		echo "| syscalls of one $name, filesystem | $static_fs | $system_fs | $(awk -v a="$static_fs" -v b="$system_fs" 'BEGIN { printf "%.2f", a / b }') |"
+		echo "| syscalls of one $name (strace -c -f), all | ${calls[static.all]} | ${calls[system.all]} | $(awk -v a="${calls[static.all]}" -v b="${calls[system.all]}" 'BEGIN { printf "%.2f", a / b }') |"
+		echo "| syscalls of one $name, filesystem | ${calls[static.fs]} | ${calls[system.fs]} | $(awk -v a="${calls[static.fs]}" -v b="${calls[system.fs]}" 'BEGIN { printf "%.2f", a / b }') |"
 	done
 else
 	echo "(no strace: apt-get install strace for the syscall counts)"

@@ -40,6 +40,8 @@ run() {
 	rm -rf "$work/hub.git" "$work/a" "$work/b" "$work"/one.*
 	git init -q --bare "$work/hub.git"
 	amp hook install --server --repo "$work/hub.git" > /dev/null
+	# start_daemon's arguments are extra git daemon options: none here.
+	# shellcheck disable=SC2119
 	case $transport in
 	daemon) start_daemon; url=$URL ;;
 	ssh) start_sshd; url=$SSH_URL ;;

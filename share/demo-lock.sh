@@ -11,7 +11,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/amp-demo-lock.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 show() { printf '$ %s\n' "$*" >&2; "$@"; }
 at() { AMP_NOW=$(date -u -d "@$((1772116327 + $1))" +%Y-%m-%dT%H:%M:%S+00:00); export AMP_NOW; }
-T=T-2026-044
+T="T-2026-044"
 
 git init -q "$work/repo" && cd "$work/repo" || exit 1
 amp init > /dev/null

@@ -40,7 +40,8 @@ load helpers
 	run amp --version
 	assert_success
 	assert_output --regexp '^amp version [0-9.]+ \(AMP/1.0\)$'
-	run amp help status
+	# amp help CMD is the manual page (test/93-man-install.bats); --help the usage
+	run amp status --help
 	assert_success
 	assert_output --partial "usage: amp status"
 	run amp

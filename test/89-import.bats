@@ -189,3 +189,21 @@ PY
 	run amp import "$BATS_TEST_TMPDIR/none.jsonl"
 	assert_failure 4
 }
+
+@test "an imported year-old log reads back clean: amp watch escalates none of it as a wrong clock, commits are dated by their records" {
+	gen 16 "$BATS_TEST_TMPDIR/old.jsonl"
+	git config amp.checkRepo false
+	# months after the records (gen-traffic dates them 2026-02-26)
+	export AMP_NOW=2026-11-01T00:00:00Z
+	run amp import "$BATS_TEST_TMPDIR/old.jsonl"
+	assert_success
+	run amp watch --once --json
+	assert_success
+	refute_output --partial 'amp watch cannot use'
+	[ "$(git log --format=%s refs/amp/messages | grep -c '^escalation')" -eq 0 ]
+	# each commit's committer time is its record's (to the second)
+	c=$(git log --format='%H %ct' refs/amp/messages | sed -n 1p)
+	f=$(git diff-tree --no-commit-id -r --name-only ${c%% *} | sed -n 1p)
+	ts=$(git show "${c%% *}:$f" | json_get 'd["timestamp"]')
+	[ "$(date -u -d "$ts" +%s)" = "${c##* }" ]
+}

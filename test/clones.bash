@@ -1,3 +1,7 @@
+# shellcheck shell=bash
+# Sourced by the bats files, which use the variables set here (SC2034)
+# and whose `run` sets status, output and stderr (SC2154).
+# shellcheck disable=SC2034,SC2154
 # Two clones, a and b, of a bare hub guarded by the server hook, for the
 # suites that sync (84-join, 85-sync-options).  Load after helpers,
 # conversation, enforcer and hub (its `on NAME CMD...` runs in a clone).
@@ -35,6 +39,6 @@ clones_teardown() {
 
 # dispatched_on_both: a dispatch sent on clone a (sets D), synced to b.
 dispatched_on_both() {
-	D=$(on a amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json") &&
+	D=$(on a amp send task_dispatch --task "$T" --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json") &&
 		on a amp sync > /dev/null && on b amp sync > /dev/null
 }

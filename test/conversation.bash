@@ -1,7 +1,11 @@
+# shellcheck shell=bash
+# Sourced by the bats files, which use the variables set here (SC2034)
+# and whose `run` sets status, output and stderr (SC2154).
+# shellcheck disable=SC2034,SC2154
 # Payloads and steps of an AMP/1.0 conversation, for the store and message
 # path suites.  Load after helpers.
 
-T=T-2026-044
+T="T-2026-044"
 T0=2026-02-26T14:32:07+00:00
 
 # at SECONDS: sets AMP_NOW to T0 + SECONDS.

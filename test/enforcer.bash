@@ -1,3 +1,7 @@
+# shellcheck shell=bash
+# Sourced by the bats files, which use the variables set here (SC2034)
+# and whose `run` sets status, output and stderr (SC2154).
+# shellcheck disable=SC2034,SC2154
 # Steps and checks for the enforcer suites (verdict, escalate, resume,
 # watch).  Load after helpers and conversation.
 
@@ -27,24 +31,26 @@ JSON
 # Uses the current AMP_NOW.
 review_round() {
 	local n=$1 notes=""
-	if [ "$(amp status $T --json | json_get '[s["state"] for s in d["subtasks"]][:1]')" = '["rejected"]' ]; then
+	if [ "$(amp status "$T" --json | json_get '[s["state"] for s in d["subtasks"]][:1]')" = '["rejected"]' ]; then
 		# the verdict that locked the task could not be ACKed before the resume
 		[ -z "${V:-}" ] || amp ack "$V" --from coordinator > /dev/null || return 1
 		send_dispatch || return 1
 		amp ack "$D" --from executor > /dev/null || return 1
 	fi
-	R=$(amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json") || return 1
+	R=$(amp send task_result --task "$T" --from executor --payload "$BATS_TEST_TMPDIR/p/result.json") || return 1
 	amp ack "$R" --from coordinator > /dev/null || return 1
 	[ "$n" -ge 2 ] && notes=', "coordinator_notes": "Lock is approaching: two rejects already"'
 	cat > "$BATS_TEST_TMPDIR/p/rr.json" <<JSON
 {"original_dispatch_ref": "$D", "task_result_ref": "$R", "review_scope": "full",
  "diff_url": "https://example.invalid/compare/main...feature/watch-breath-v2", "reject_count": $n$notes}
 JSON
-	Q=$(amp send review_request --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/rr.json") || return 1
+	Q=$(amp send review_request --task "$T" --from coordinator --payload "$BATS_TEST_TMPDIR/p/rr.json") || return 1
 	amp ack "$Q" --from reviewer > /dev/null
 }
 
 # task_state [TASK]: the task's state, as amp status --json says it.
+# The argument is optional; the bats files pass it (SC2120).
+# shellcheck disable=SC2120
 task_state() {
 	amp status "${1:-$T}" --json | $PY -c 'import json,sys; print(json.load(sys.stdin)["state"])'
 }
@@ -64,14 +70,14 @@ redispatch_if_rejected() {
 # (default 10); sets V to the last.
 reject_rounds() {
 	local k=$1 t=${2:-10} i base
-	base=$(amp status $T --json | $PY -c 'import json,sys; print(json.load(sys.stdin)["reject_count"])')
+	base=$(amp status "$T" --json | $PY -c 'import json,sys; print(json.load(sys.stdin)["reject_count"])')
 	write_reject_payload
 	for ((i = 0; i < k; i++)); do
 		at $((t + i * 100)); review_round $((base + i)) || return 1
 		at $((t + i * 100 + 50))
-		V=$(amp verdict $T --decision rejected --confidence 0.9 --payload "$BATS_TEST_TMPDIR/p/reject.json") || return 1
+		V=$(amp verdict "$T" --decision rejected --confidence 0.9 --payload "$BATS_TEST_TMPDIR/p/reject.json") || return 1
 		amp ack "$V" --from coordinator > /dev/null 2>&1 ||
-			[ "$(amp status $T --json | json_get 'd["state"]')" = locked ] || return 1
+			[ "$(amp status "$T" --json | json_get 'd["state"]')" = locked ] || return 1
 	done
 }
 
@@ -81,7 +87,7 @@ reject_rounds() {
 plant_reject() {
 	V=review_verdict-$T-$(($(date -u -d "$AMP_NOW" +%s) * 1000))
 	write_reject_payload
-	$PY - "$V" "$T" "$AMP_NOW" "$Q" "$BATS_TEST_TMPDIR/p/reject.json" "${1:-}" "${2:-0.9}" <<'PY' | plant "$(next_path $T "$V")"
+	$PY - "$V" "$T" "$AMP_NOW" "$Q" "$BATS_TEST_TMPDIR/p/reject.json" "${1:-}" "${2:-0.9}" <<'PY' | plant "$(next_path "$T" "$V")"
 import json, sys
 v, t, now, q, payload, malformed, confidence = sys.argv[1:]
 p = json.load(open(payload))

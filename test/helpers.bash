@@ -1,3 +1,7 @@
+# shellcheck shell=bash
+# Sourced by the bats files, which use the variables set here (SC2034)
+# and whose `run` sets status, output and stderr (SC2154).
+# shellcheck disable=SC2034,SC2154
 # Shared set-up for the bats suites: bats-support/assert/file, amp on PATH,
 # and a private HOME so no test reads or writes the user's git config.
 bats_load_library bats-support

@@ -1,3 +1,7 @@
+# shellcheck shell=bash
+# Sourced by the bats files, which use the variables set here (SC2034)
+# and whose `run` sets status, output and stderr (SC2154).
+# shellcheck disable=SC2034,SC2154
 # Real servers on loopback for the sync suites and share/bench-hub.sh: a
 # bare hub served by `git daemon --enable=receive-pack` and by a private
 # OpenSSH sshd, each on a free port of 127.0.0.1, started and stopped by

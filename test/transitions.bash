@@ -1,3 +1,7 @@
+# shellcheck shell=bash
+# Sourced by the bats files, which use the variables set here (SC2034)
+# and whose `run` sets status, output and stderr (SC2154).
+# shellcheck disable=SC2034,SC2154
 # Steps and checks for the transition-table suites (60-transitions,
 # 62-approve-abort): one subtask driven to each state of lib/task.c's
 # amp_transitions[] through the real commands.  Load after helpers,
@@ -72,12 +76,14 @@ risk_payload() {
 
 # dispatch [PAYLOAD]: a dispatch from the coordinator; sets D.
 dispatch() {
-	D=$(amp send task_dispatch --task $T --from coordinator --to executor --payload "$(P "${1:-dispatch.json}")")
+	D=$(amp send task_dispatch --task "$T" --from coordinator --to executor --payload "$(P "${1:-dispatch.json}")")
 }
 
 # result [PAYLOAD]: the executor's task_result; sets R.
+# The argument is optional; the bats files pass it (SC2120).
+# shellcheck disable=SC2120
 result() {
-	R=$(amp send task_result --task $T --from executor --payload "$(P "${1:-result.json}")")
+	R=$(amp send task_result --task "$T" --from executor --payload "$(P "${1:-result.json}")")
 }
 
 # request DISPATCH RESULT [REJECTS]: the coordinator's review_request (the
@@ -89,7 +95,7 @@ request() {
 {"original_dispatch_ref": "$1", "task_result_ref": "$2", "review_scope": "full",
  "diff_url": "https://example.invalid/compare/main...feature/watch-breath-v2", "reject_count": ${3:-0}$notes}
 JSON
-	Q=$(amp send review_request --task $T --from coordinator --payload "$(P rr.json)")
+	Q=$(amp send review_request --task "$T" --from coordinator --payload "$(P rr.json)")
 }
 
 # verdict DECISION [REQUEST]: the reviewer's verdict (rejected: with
@@ -97,7 +103,7 @@ JSON
 verdict() {
 	local payload=verdict.json
 	[ "$1" = rejected ] && write_reject_payload && payload=reject.json
-	V=$(amp verdict $T --decision "$1" --confidence 0.9 --payload "$(P $payload)" ${2:+--context-ref "$2"})
+	V=$(amp verdict "$T" --decision "$1" --confidence 0.9 --payload "$(P $payload)" ${2:+--context-ref "$2"})
 }
 
 # The subtask S1 in each state, AMP_NOW moving on; D, R, Q, V as set above.

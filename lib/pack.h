@@ -1,0 +1,72 @@
+/*
+ * pack.h - amp's own storage maintenance: the loose objects every write
+ * leaves (a commit, its trees and the record's blob, each a file of its
+ * own) are rolled into packs, so that the object count and the disk per
+ * message stay bounded whatever the history's length.
+ *
+ * The work is git's: `git repack -d --geometric=2` packs every loose
+ * object (reachable or not: nothing is ever pruned) into a new pack, rolls
+ * small packs into bigger ones so that there are O(log n) of them, and
+ * deletes a loose object only once a pack holds it.  A writer racing the
+ * repack loses nothing: an object it wrote after the repack looked stays
+ * loose until the next one.
+ *
+ * When: after a write, amp estimates the loose objects the way `git gc
+ * --auto` does (the files in objects/17, times 256: one directory read)
+ * and starts `amp gc --auto` in the background (detached, like git's
+ * gc.autoDetach) when the estimate passes git config amp.autoPack
+ * (default: gc.auto's value, else git's 6700; 0 turns it off).  One
+ * repack runs at a time (a flock on <git common dir>/amp/gc.lock).
+ */
+#ifndef AMP_PACK_H
+#define AMP_PACK_H
+
+#include <jansson.h>
+
+#include "error.h"
+#include "store.h"
+
+/* The largest amp.autoPack; 0 turns automatic packing off. */
+#define AMP_AUTOPACK_DEFAULT 6700
+#define AMP_AUTOPACK_MAX 100000000
+
+/* What a repository's objects take, as `git count-objects -v` counts. */
+typedef struct amp_pack_counts {
+	long long loose;        /* loose object files */
+	long long loose_kib;    /* their disk usage */
+	long long packs;        /* pack files */
+	long long pack_kib;     /* their size */
+} amp_pack_counts;
+
+/* Reads amp.autoPack (falling back to gc.auto, then 6700) into *limit:
+ * 0..AMP_AUTOPACK_MAX, else AMP_EUSAGE naming the key. */
+int amp_pack_limit(amp_store *st, long long *limit, amp_error *err);
+
+/* The estimated number of loose objects (git gc --auto's estimate: the
+ * entries of objects/17 times 256). */
+long long amp_pack_estimate(amp_store *st);
+
+/* Counts the objects of st (git count-objects -v).  AMP_EIO on failure. */
+int amp_pack_count(amp_store *st, amp_pack_counts *out, amp_error *err);
+
+/*
+ * Runs the repack now, waiting for a repack already running.  With `auto_`
+ * set, returns at once with *ran = 0 when another repack holds the lock or
+ * the estimate is within the limit.  `before`/`after` (optional) receive
+ * the counts around the repack.  With amp.fsync on (the default), git
+ * fsyncs the pack and its index before any loose object goes.  AMP_EIO
+ * when git cannot be run or fails (its reasons on stderr).
+ */
+int amp_pack_run(amp_store *st, int auto_, int *ran, amp_pack_counts *before,
+		 amp_pack_counts *after, amp_error *err);
+
+/*
+ * Called after every write: when the estimate passes the limit, starts
+ * `amp-gc --auto` detached from the caller (its own session, stdio on
+ * /dev/null) and returns at once, or runs it in the foreground when git
+ * config amp.autoPackDetach is false.  Never fails the write that called
+ * it: an error here costs disk, not data.
+ */
+void amp_pack_maybe(amp_store *st);
+
+#endif

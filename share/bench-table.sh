@@ -1,0 +1,270 @@
+#!/usr/bin/env bash
+# The table of `make bench` (never part of the tests): for SSOTs of 1k, 10k
+# and 100k messages of real traffic (per task: dispatch, result,
+# review_request, verdict, each ACKed: share/gen-traffic.py), written with
+# amp import and, side by side, with git fast-import, each figure next to
+# its baseline, measured in the same run:
+#   - amp send into a fresh task (fsync off, then on), whole process, against
+#     a plumbing shell script writing the same record (hash-object,
+#     update-index, write-tree, commit-tree, update-ref with the old value)
+#     and against one libgit2 process writing in a loop (share/bench-floor.c:
+#     the floor);
+#   - amp send into a task of 1,000 records, against the fresh task;
+#   - amp status TASK, status (all) on a warm cache and with none, inbox,
+#     watch --once on an unchanged SSOT, watch --once --full;
+#   - peak RSS of those commands (GNU time %M);
+#   - disk per message: the SSOT as imported, the loose objects a send
+#     leaves, and after `amp gc`;
+#   - amp import against git fast-import (msgs/s);
+#   - at the smallest size, 1, 2, 4 and 8 concurrent writers (msgs/s in all,
+#     and messages lost: must be 0).
+# Medians of AMP_BENCH_ROUNDS (20) whole-process runs (whole-store reads:
+# AMP_BENCH_SLOW_ROUNDS, 5).  Sizes: AMP_BENCH_SIZES ("1000 10000 100000"
+# messages).  Prints one markdown table and writes it, with the data and a
+# gnuplot PNG of the per-message cost against the SSOT's size, to
+# AMP_BENCH_OUT (build/bench).  `make test` runs it at one tiny size
+# (test/91-bench.bats) so that it cannot rot.
+set -eu
+src=$(cd "$(dirname "$0")/.." && pwd)
+export PATH=${AMP_BIN:-$src/bin}:$PATH
+sizes=${AMP_BENCH_SIZES:-1000 10000 100000}
+rounds=${AMP_BENCH_ROUNDS:-20}
+slow=${AMP_BENCH_SLOW_ROUNDS:-5}
+writers_each=${AMP_BENCH_WRITERS_EACH:-100}
+out=${AMP_BENCH_OUT:-$src/build/bench}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/amp-bench-table.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@amp.invalid
+export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@amp.invalid
+
+cc -O2 -o "$work/floor" "$src/share/bench-floor.c" $(pkg-config --cflags --libs libgit2)
+
+now_ns() { date +%s%N; }
+# median FILE: the median of the numbers in FILE, one a line.
+median() { sort -n "$1" | awk '{ v[NR] = $1 } END { printf "%.2f", NR ? v[int((NR + 1) / 2)] : 0 }'; }
+# timed N CMD...: the median wall time of N runs of CMD, in ms.
+timed() {
+	local n=$1 i t0 t1
+	shift
+	: > "$work/t"
+	for ((i = 0; i < n; i++)); do
+		t0=$(now_ns); "$@" > /dev/null; t1=$(now_ns)
+		echo "$(((t1 - t0) / 1000))" >> "$work/t"
+	done
+	awk '{ printf "%.3f\n", $1 / 1000 }' "$work/t" > "$work/t.ms"
+	median "$work/t.ms"
+}
+# rss CMD...: the peak RSS of one run of CMD, in MB.
+rss() { /usr/bin/time -f %M -o "$work/rss" "$@" > /dev/null && awk '{ printf "%.1f", $1 / 1024 }' "$work/rss"; }
+kib() { git count-objects -v | awk -v k="$1" '$1 == k ":" { print $2 }'; }
+
+cat > "$work/dispatch.json" <<'JSON'
+{"description": "bench", "repo": "/srv/bench", "branch": "feature/bench",
+ "subtasks": [{"subtask_id": "S1", "description": "one", "estimated_lines": 1}],
+ "acceptance_criteria": ["it works"], "risk_level": "low"}
+JSON
+
+# long_task FILE: a task of 1,000 records (500 dispatches, each ACKed) as
+# JSON lines for amp import.
+long_task() {
+	python3 - "$1" <<'PY'
+import datetime, json, sys
+t0 = 1780000000000
+def ts(ms):
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+with open(sys.argv[1], "w") as f:
+    for i in range(500):
+        ms = t0 + i * 60000
+        mid = f"task_dispatch-T-2026-999999-{ms}"
+        f.write(json.dumps({"protocol_version": "AMP/1.0", "msg_id": mid, "type": "task_dispatch",
+            "from": "coordinator", "to": "executor", "task_id": "T-2026-999999", "timestamp": ts(ms),
+            "requires_ack": True, "payload": {"description": "bench", "repo": "/srv/bench",
+            "branch": "feature/bench", "subtasks": [{"subtask_id": "S1", "description": "one",
+            "estimated_lines": 1}], "acceptance_criteria": ["it works"], "risk_level": "low"}}) + "\n")
+        f.write(json.dumps({"protocol_version": "AMP/1.0", "type": "ack", "ack_for": mid,
+            "task_id": "T-2026-999999", "from": "executor", "to": "coordinator",
+            "timestamp": ts(ms + 5000)}) + "\n")
+PY
+}
+
+# plumbing REPO: one record written the way a shell script would, safely
+# (update-ref with the old value: a compare-and-swap).
+plumbing() {
+	local i=$((seq_plumb += 1)) blob tree commit old
+	echo "{\"n\": $i}" > "$work/rec.json"
+	old=$(git rev-parse refs/amp/plumb)
+	blob=$(git hash-object -w "$work/rec.json")
+	GIT_INDEX_FILE=$work/index git update-index --add --cacheinfo \
+		"100644,$blob,tasks/2029/0/T-2029-$(printf %06d "$i")/000001.msg.p-$i.json"
+	tree=$(GIT_INDEX_FILE=$work/index git write-tree)
+	commit=$(git commit-tree "$tree" -p "$old" -m "plumbing $i")
+	git update-ref refs/amp/plumb "$commit" "$old"
+}
+
+seq_send=0
+send_fresh() {
+	amp send task_dispatch --task "$(printf 'T-2030-%06d' $((seq_send += 1)))" \
+		--from coordinator --payload "$work/dispatch.json"
+}
+send_long() { amp send task_dispatch --task T-2026-999999 --from coordinator --payload "$work/dispatch.json"; }
+
+table=$out/table.md
+data=$out/cost.dat
+: > "$work/rows"
+echo "# messages send_ms status_task_ms watch_once_ms status_all_ms send_long_ms" > "$data"
+declare -A cell
+for n in $sizes; do
+	repo=$work/ssot-$n
+	git init -q "$repo"
+	cd "$repo"
+	amp init > /dev/null
+	git config amp.checkRepo false
+	git config amp.autoPack 0 # measured by hand below
+	records=$((n * 2))
+	python3 "$src/share/gen-traffic.py" "$records" "$work/lines" "$work/stream" \
+		"$(git rev-parse refs/amp/messages)"
+	t0=$(now_ns); amp import "$work/lines" > /dev/null; t1=$(now_ns)
+	cell[import,$n]=$(awk -v n="$n" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", n / (ns / 1e9) }')
+	git init -q --bare "$work/fi-$n"
+	# fast-import gets the same commits on the same root
+	git push -q "$work/fi-$n" "$(git rev-list --max-parents=0 refs/amp/messages):refs/amp/messages"
+	t0=$(now_ns); git -C "$work/fi-$n" fast-import --quiet --force < "$work/stream"; t1=$(now_ns)
+	cell[fastimport,$n]=$(awk -v n="$n" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", n / (ns / 1e9) }')
+	cell[disk_import,$n]=$(awk -v k="$(kib size-pack)" -v n="$n" 'BEGIN { printf "%.2f", k / n }')
+	long_task "$work/long"
+	amp import "$work/long" > /dev/null
+	task=$(git ls-tree -r --name-only refs/amp/messages tasks | sed -n '1s|.*/\(T-[0-9-]*\)/.*|\1|p')
+
+	# sends, fsync off and on alternating, so both see the same machine
+	: > "$work/off"; : > "$work/on"
+	for ((i = 0; i < rounds; i++)); do
+		git config amp.fsync false
+		t0=$(now_ns); send_fresh > /dev/null; t1=$(now_ns); echo "$(((t1 - t0) / 1000))" >> "$work/off"
+		git config amp.fsync true
+		t0=$(now_ns); send_fresh > /dev/null; t1=$(now_ns); echo "$(((t1 - t0) / 1000))" >> "$work/on"
+	done
+	git config amp.fsync false
+	cell[send,$n]=$(awk '{ printf "%.3f\n", $1 / 1000 }' "$work/off" | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", v[int((NR + 1) / 2)] }')
+	cell[send_fsync,$n]=$(awk '{ printf "%.3f\n", $1 / 1000 }' "$work/on" | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", v[int((NR + 1) / 2)] }')
+	loose0=$(kib size)
+	cell[disk_loose,$n]=$(awk -v k="$loose0" -v s=$((rounds * 2)) 'BEGIN { printf "%.1f", k / s }')
+	git update-ref refs/amp/plumb "$(git rev-parse refs/amp/messages)"
+	rm -f "$work/index"
+	GIT_INDEX_FILE=$work/index git read-tree refs/amp/plumb
+	seq_plumb=0
+	cell[plumbing,$n]=$(timed "$rounds" plumbing)
+	git update-ref -d refs/amp/plumb
+	git update-ref refs/amp/floor "$(git rev-parse refs/amp/messages)"
+	cell[floor,$n]=$("$work/floor" "$repo" "$rounds" "$work/dispatch.json")
+	git update-ref -d refs/amp/floor
+	cell[send_long,$n]=$(timed "$rounds" send_long)
+	cell[rss_send,$n]=$(rss amp send task_dispatch --task T-2030-999999 --from coordinator \
+		--payload "$work/dispatch.json")
+
+	cell[status_task,$n]=$(timed "$rounds" amp status "$task")
+	rm -f "$(git rev-parse --git-common-dir)/amp/status.json"
+	cell[rss_status_all,$n]=$(rss amp status)
+	rm -f "$(git rev-parse --git-common-dir)/amp/status.json"
+	cell[status_all_cold,$n]=$(timed 1 amp status)
+	cell[status_all,$n]=$(timed "$slow" amp status)
+	amp watch --once > /dev/null 2>&1 || true
+	cell[watch_once,$n]=$(timed "$rounds" amp watch --once)
+	cell[rss_watch_full,$n]=$(rss amp watch --once --full)
+	cell[watch_full,$n]=$(timed "$slow" amp watch --once --full)
+	amp inbox executor > /dev/null
+	cell[inbox,$n]=$(timed "$rounds" amp inbox executor)
+
+	t0=$(now_ns); amp gc > /dev/null; t1=$(now_ns)
+	cell[gc_ms,$n]=$(((t1 - t0) / 1000000))
+	total=$(($(kib size-pack) + $(kib size)))
+	cell[disk_gc,$n]=$(awk -v k="$total" -v n="$n" 'BEGIN { printf "%.2f", k / n }')
+	echo "$n ${cell[send,$n]} ${cell[status_task,$n]} ${cell[watch_once,$n]} ${cell[status_all,$n]} ${cell[send_long,$n]}" >> "$data"
+	cd "$work"
+	rm -rf "$repo" "$work/fi-$n"
+done
+
+# concurrent writers, on a fresh SSOT: msgs/s in all, and none lost
+cd "$work" && git init -q w && cd w && amp init > /dev/null && git config amp.checkRepo false
+git config amp.fsync false
+writer() {
+	local i
+	for ((i = 0; i < writers_each; i++)); do
+		amp send task_dispatch --task "$(printf 'T-2031-%03d%03d' "$1" "$i")" \
+			--from coordinator --payload "$work/dispatch.json" > /dev/null || echo lost >> "$work/lost"
+	done
+}
+for w in 1 2 4 8; do
+	before=$(git ls-tree -r --name-only refs/amp/messages | grep -c '\.msg\.' || true)
+	: > "$work/lost"
+	t0=$(now_ns)
+	for ((k = 0; k < w; k++)); do writer $((w * 10 + k)) & done
+	wait
+	t1=$(now_ns)
+	after=$(git ls-tree -r --name-only refs/amp/messages | grep -c '\.msg\.' || true)
+	cell[writers,$w]=$(awk -v m=$((after - before)) -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", m / (ns / 1e9) }')
+	cell[lost,$w]=$((w * writers_each - (after - before)))
+done
+
+# the table
+{
+	machine="$(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(. /etc/os-release && echo "$PRETTY_NAME"), $(git --version), libgit2 $(pkg-config --modversion libgit2)"
+	echo "Measured $(date -u +%Y-%m-%d) on $machine; medians of $rounds runs ($slow for whole-store reads), whole process."
+	echo
+	printf '| figure |'; for n in $sizes; do printf ' %s msgs |' "$n"; done; echo
+	printf '|---|'; for n in $sizes; do printf -- '---|'; done; echo
+	row() {
+		local label=$1 key=$2 unit=$3 n
+		printf '| %s |' "$label"
+		for n in $sizes; do printf ' %s%s |' "${cell[$key,$n]}" "$unit"; done
+		echo
+	}
+	row "amp send, fresh task, fsync off" send " ms"
+	row "amp send, fresh task, fsync on (default)" send_fsync " ms"
+	row "plumbing script, one record" plumbing " ms"
+	row "libgit2 loop in one process (floor)" floor " ms"
+	row "amp send into a 1,000-record task" send_long " ms"
+	row "amp status TASK" status_task " ms"
+	row "amp status (all), warm cache" status_all " ms"
+	row "amp status (all), no cache" status_all_cold " ms"
+	row "amp inbox executor" inbox " ms"
+	row "amp watch --once, unchanged" watch_once " ms"
+	row "amp watch --once --full" watch_full " ms"
+	row "peak RSS: send" rss_send " MB"
+	row "peak RSS: status (all), no cache" rss_status_all " MB"
+	row "peak RSS: watch --once --full" rss_watch_full " MB"
+	row "disk per message, as imported" disk_import " KiB"
+	row "disk per sent message, loose" disk_loose " KiB"
+	row "disk per message after amp gc" disk_gc " KiB"
+	row "amp gc" gc_ms " ms"
+	row "amp import" import " msgs/s"
+	row "git fast-import, same records" fastimport " msgs/s"
+	echo
+	printf '| concurrent writers |'; for w in 1 2 4 8; do printf ' %s |' "$w"; done; echo
+	printf '|---|---|---|---|---|\n'
+	printf '| msgs/s in all |'; for w in 1 2 4 8; do printf ' %s |' "${cell[writers,$w]}"; done; echo
+	printf '| lost |'; for w in 1 2 4 8; do printf ' %s |' "${cell[lost,$w]}"; done; echo
+} > "$table"
+cat "$table"
+
+if command -v gnuplot > /dev/null; then
+	gnuplot <<GP
+set terminal pngcairo size 900,540 noenhanced font ",11"
+set output "$out/cost.png"
+set title "amp: cost per command against the SSOT's size (medians, whole process)"
+set logscale x
+set logscale y
+set xlabel "messages in the SSOT"
+set ylabel "ms"
+set key top left
+set grid
+plot "$data" using 1:2 with linespoints title "send (fresh task)", \
+     "$data" using 1:6 with linespoints title "send (1,000-record task)", \
+     "$data" using 1:3 with linespoints title "status TASK", \
+     "$data" using 1:4 with linespoints title "watch --once (unchanged)", \
+     "$data" using 1:5 with linespoints title "status (all), warm cache"
+GP
+	echo "plot: $out/cost.png"
+fi
+echo "table: $table"

@@ -1,0 +1,166 @@
+#!/usr/bin/env bats
+# Packed storage (issue 12): amp gc rolls the loose objects of amp's writes
+# into packs (git repack -d --geometric=2), and every write starts it on
+# its own once git gc --auto's estimate passes amp.autoPack.
+
+bats_require_minimum_version 1.5.0
+
+load helpers
+load conversation
+load enforcer
+
+setup() {
+	make_ssot
+}
+
+loose() { git count-objects -v | awk '$1 == "count:" { print $2 }'; }
+packs() { git count-objects -v | awk '$1 == "packs:" { print $2 }'; }
+
+# A loose object in objects/17, where the estimate looks (git gc --auto's
+# sample directory): found by hashing, not by luck.
+plant_in_17() {
+	content=$($PY -c '
+import hashlib
+i = 0
+while True:
+    s = "amp pack test %d\n" % i
+    b = s.encode()
+    if hashlib.sha1(b"blob %d\0" % len(b) + b).hexdigest().startswith("17"):
+        print(s, end=""); break
+    i += 1')
+	printf '%s\n' "$content" | git hash-object -w --stdin > /dev/null
+	[ -n "$(ls .git/objects/17)" ]
+}
+
+send_n() {
+	local i
+	for ((i = 0; i < $1; i++)); do
+		amp send task_dispatch --task "$(printf 'T-2026-%03d' $((100 + i)))" \
+			--from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	done
+}
+
+@test "amp gc packs every loose object; every record reads back the same, amp fsck clean" {
+	send_n 5
+	before_status=$(amp status --json)
+	[ "$(loose)" -gt 20 ]
+	run -0 amp gc --json
+	[ "$(echo "$output" | json_get 'd["packed"]')" = true ]
+	[ "$(echo "$output" | json_get 'd["after"]["loose"]')" = 0 ]
+	[ "$(echo "$output" | json_get 'd["after"]["packs"]')" -ge 1 ]
+	[ "$(echo "$output" | json_get 'd["before"]["loose"]')" -gt 20 ]
+	[ "$(loose)" = 0 ]
+	[ "$(amp status --json)" = "$before_status" ]
+	run -0 amp fsck
+	# and the store takes writes as before
+	send_n 1
+	run -0 amp gc
+	assert_output --regexp '^amp gc: [0-9]+ loose objects .* -> 0 loose'
+}
+
+@test "a write past amp.autoPack packs on its own (amp.autoPackDetach false: in the foreground)" {
+	send_n 2
+	plant_in_17
+	git config amp.autoPack 1
+	git config amp.autoPackDetach false
+	[ "$(loose)" -gt 10 ]
+	send_n 1
+	[ "$(loose)" = 0 ]
+	[ "$(packs)" -ge 1 ]
+	[ "$(git ls-tree -r --name-only refs/amp/messages | grep -c '\.msg\.')" = 3 ]
+	run -0 amp fsck
+}
+
+@test "by default the repack runs detached: the send returns, the loose objects go soon after" {
+	plant_in_17
+	git config amp.autoPack 1
+	send_n 1
+	# waiting is what is tested: the detached amp gc --auto finishes
+	for ((i = 0; i < 100; i++)); do
+		[ "$(loose)" = 0 ] && break
+		sleep 0.1
+	done
+	[ "$(loose)" = 0 ]
+	# its lock is free again: a foreground gc does not wait
+	run -0 timeout 10 amp gc
+}
+
+@test "amp.autoPack 0, or gc.auto 0 with amp.autoPack unset, turns it off; amp.autoPack wins over gc.auto" {
+	plant_in_17
+	git config amp.autoPackDetach false
+	git config amp.autoPack 0
+	send_n 1
+	[ "$(loose)" -gt 0 ]
+	git config --unset amp.autoPack
+	git config gc.auto 0
+	send_n 1
+	[ "$(loose)" -gt 0 ]
+	git config amp.autoPack 1
+	send_n 1
+	[ "$(loose)" = 0 ]
+}
+
+@test "amp gc --auto does nothing under the limit" {
+	send_n 1
+	n=$(loose)
+	run -0 amp gc --auto --json
+	[ "$(echo "$output" | json_get 'd["packed"]')" = false ]
+	[ "$(loose)" = "$n" ]
+	run -0 amp gc --auto
+	assert_output "amp gc: nothing to do"
+}
+
+@test "a bad amp.autoPack is exit 2 for amp gc, naming the key; a write still lands (maintenance never fails a write)" {
+	git config amp.autoPack -1
+	run -2 amp gc
+	assert_output --partial "git config amp.autoPack"
+	git config amp.autoPack lots
+	run -2 amp gc --auto
+	assert_output --partial "git config amp.autoPack"
+	git config amp.autoPack 100000001
+	run -2 amp gc
+	assert_output --partial "out of range"
+	plant_in_17
+	run -0 amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json"
+}
+
+@test "writers racing repacks lose nothing: 4 writers x 10 messages while amp gc runs in a loop" {
+	git config amp.autoPack 0
+	( for ((i = 0; i < 30; i++)); do amp gc > /dev/null || echo "gc failed" >> "$BATS_TEST_TMPDIR/fail"; done ) &
+	gc_pid=$!
+	for w in 1 2 3 4; do
+		( for ((i = 0; i < 10; i++)); do
+			amp send task_dispatch --task "$(printf 'T-2026-%d%02d' "$w" "$i")" --from coordinator \
+				--payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null ||
+				echo "send failed" >> "$BATS_TEST_TMPDIR/fail"
+		done ) &
+	done
+	wait
+	[ ! -e "$BATS_TEST_TMPDIR/fail" ]
+	[ "$(git ls-tree -r --name-only refs/amp/messages | grep -c '\.msg\.')" = 40 ]
+	run -0 amp fsck
+	run -0 amp gc
+	[ "$(loose)" = 0 ]
+	run -0 amp fsck
+	: "$gc_pid"
+}
+
+@test "with amp.fsync (the default) the pack and its index are fsynced before loose objects go; not with amp.fsync false" {
+	send_n 2
+	strace -f -qq -y -e trace=fsync,fdatasync -o "$BATS_TEST_TMPDIR/trace" amp gc > /dev/null
+	# git fsyncs them under temporary names, then renames them into place
+	grep -qE 'f(data)?sync\([0-9]+<[^>]*/objects/pack/tmp_pack_[^>]*>' "$BATS_TEST_TMPDIR/trace"
+	grep -qE 'f(data)?sync\([0-9]+<[^>]*/objects/pack/tmp_idx_[^>]*>' "$BATS_TEST_TMPDIR/trace"
+	send_n 2
+	git config amp.fsync false
+	strace -f -qq -y -e trace=fsync,fdatasync -o "$BATS_TEST_TMPDIR/trace" amp gc > /dev/null
+	! grep -qE 'f(data)?sync\([0-9]+<[^>]*/objects/pack/' "$BATS_TEST_TMPDIR/trace"
+}
+
+@test "amp gc: usage errors exit 2" {
+	run -2 amp gc extra
+	assert_output --partial "usage: amp gc"
+	run -2 amp gc --bogus
+	run -0 amp gc --help
+	assert_output --partial "usage: amp gc"
+}
