@@ -169,17 +169,19 @@ PY
 }
 
 @test "incremental: one new message rewrites its task's page and the overview, nothing else" {
+	# a task in another shard of the tree (tasks/2026/12/), whose shard is not read again
+	amp send task_dispatch --task T-2026-1245 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
 	amp dashboard --out "$out" > /dev/null
 	touch -d '2000-01-01' "$out"/tasks/*.html "$out/errors.html"
 	# nothing new: nothing written
 	run -0 amp dashboard --out "$out" --json
 	[ "$(json_get 'd["written"]' <<< "$output")" = '[]' ]
-	[ "$(json_get 'd["unchanged"]' <<< "$output")" = 4 ]
+	[ "$(json_get 'd["unchanged"]' <<< "$output")" = 5 ]
 	at 1400; amp heartbeat T-2026-044 --from executor > /dev/null
 	run -0 amp dashboard --out "$out" --json
 	[ "$(json_get 'd["written"]' <<< "$output")" = '["tasks/T-2026-044.html", "index.html"]' ]
-	[ "$(json_get 'd["unchanged"]' <<< "$output")" = 3 ]
-	for t in T-2026-045 T-2026-046 T-2026-047; do
+	[ "$(json_get 'd["unchanged"]' <<< "$output")" = 4 ]
+	for t in T-2026-045 T-2026-046 T-2026-047 T-2026-1245; do
 		[ "$(stat -c %Y "$out/tasks/$t.html")" = "$(date -d 2000-01-01 +%s)" ]
 	done
 	[ "$(stat -c %Y "$out/tasks/T-2026-044.html")" != "$(date -d 2000-01-01 +%s)" ]
@@ -189,7 +191,12 @@ PY
 	echo garbage > "$out/.amp-dashboard.json"
 	run -0 amp dashboard --out "$out" --json
 	# (every task page; the overview and the error log hold the same bytes)
-	[ "$(json_get 'd["written"]' <<< "$output")" = '["tasks/T-2026-044.html", "tasks/T-2026-045.html", "tasks/T-2026-046.html", "tasks/T-2026-047.html"]' ]
+	[ "$(json_get 'd["written"]' <<< "$output")" = '["tasks/T-2026-044.html", "tasks/T-2026-045.html", "tasks/T-2026-046.html", "tasks/T-2026-047.html", "tasks/T-2026-1245.html"]' ]
+	# so does another policy: the states depend on it
+	git config amp.lockThreshold 5
+	run -0 amp dashboard --out "$out" --json
+	[ "$(json_get 'len([w for w in d["written"] if w.startswith("tasks/")])' <<< "$output")" = 5 ]
+	run -0 grep -F '<a href="tasks/T-2026-045.html">T-2026-045</a></td><td><span class="st st-locked">' "$out/index.html"
 	# no temporary file left behind
 	run -0 find "$out" -name '*.tmp'
 	assert_output ''
