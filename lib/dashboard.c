@@ -291,6 +291,13 @@ static void task_svg(FILE *f, const amp_task_log *log)
 	fprintf(f, "<text x=\"%.0f\" y=\"%u\">%s</text><text x=\"790\" y=\"%u\" "
 		"text-anchor=\"end\">%s</text>\n</svg>\n", x0, (unsigned)(NLANES + 1) * 22 + 24,
 		amp_time_format(t0, a), (unsigned)(NLANES + 1) * 22 + 24, amp_time_format(t1, b));
+	fputs("<p class=\"meta\"><span style=\"color:#1f5fbf\">&#9679;</span> dispatch "
+	      "<span style=\"color:#2a9d8f\">&#9679;</span> result "
+	      "<span style=\"color:#7b5ea7\">&#9679;</span> review request "
+	      "<span style=\"color:#1e9e3e\">&#9679;</span> approved "
+	      "<span style=\"color:#e06000\">&#9679;</span> rejected "
+	      "<span style=\"color:#b00020\">&#9670;</span> escalation "
+	      "<span style=\"color:#777\">&#9632;</span> control record</p>\n", f);
 }
 
 /* "<b>severity type</b> [msg_id]: description" of an escalation's payload
