@@ -6,6 +6,7 @@
 #   make demo       deps + build + a whole task on a throw-away repository
 #   make asan       the whole test suite under AddressSanitizer + UBSan
 #   make bench      speed figures (never part of the tests)
+#   make screenshots the dashboard of the demo, by headless Chromium
 #   make fuzz       deps + clang + each libFuzzer target for FUZZ_SECONDS
 #   make valgrind   deps + every command once under valgrind memcheck
 #   make man        the manual pages (scdoc) into $(BUILD)/man
@@ -74,9 +75,9 @@ DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
 	python3 python3-jsonschema procps openssh-server openssh-client \
 	cmake dpkg-dev libhttp-parser-dev zlib1g-dev strace time gnuplot-nox zsh \
-	scdoc shellcheck man-db
+	scdoc shellcheck man-db chromium curl
 
-.PHONY: all deps test check demo asan bench bench-all install uninstall clean libgit2 man dist FORCE
+.PHONY: all deps test check demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
 
 all: $(BIN)/amp $(CMDS) $(TESTS) $(if $(SCDOC),$(MANS))
 
@@ -169,6 +170,23 @@ bench: all
 
 bench-all: bench
 	@AMP_BIN=$(CURDIR)/$(BIN) share/bench.sh
+
+# The README's pictures of the dashboard (share/doc/img/): the site of
+# make demo's SSOT, taken by headless Chromium.
+SHOTS = $(BUILD)/screenshots
+screenshots: deps
+	@$(MAKE) --no-print-directory all
+	@rm -rf $(SHOTS) && mkdir -p $(SHOTS) share/doc/img
+	@AMP_BIN=$(CURDIR)/$(BIN) AMP_DEMO_DASHBOARD=$(CURDIR)/$(SHOTS)/site TMPDIR=$(CURDIR)/$(SHOTS) \
+		share/demo.sh > $(SHOTS)/demo.log 2>&1 || { cat $(SHOTS)/demo.log; exit 1; }
+	@for shot in overview:index.html task:tasks/T-2026-044.html; do \
+		chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,1250 \
+			--user-data-dir=$(CURDIR)/$(SHOTS)/chromium \
+			--screenshot=$(CURDIR)/share/doc/img/dashboard-$${shot%%:*}.png \
+			file://$(CURDIR)/$(SHOTS)/site/$${shot#*:} 2> $(SHOTS)/chromium.log || \
+			{ cat $(SHOTS)/chromium.log; exit 1; }; \
+		echo "share/doc/img/dashboard-$${shot%%:*}.png"; \
+	done
 
 # ---- fuzzing and valgrind (test/fuzz/README.md) ---------------------------
 # Each test/fuzz/fuzz_<t>.c is a libFuzzer target.  `all` also links it with

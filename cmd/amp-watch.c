@@ -7,6 +7,7 @@
 
 #include "clock.h"
 #include "cli.h"
+#include "dashboard.h"
 #include "notify.h"
 #include "util.h"
 #include "watch.h"
@@ -14,7 +15,7 @@
 static const char usage[] =
 	"usage: amp watch [--once | --interval <1..86400 sec>] [--full] [--json]\n"
 	"                 [--exec <cmd> [--exec-for <role>] | --no-exec] [--sync|--no-sync]\n"
-	"                 [--repo <dir>]\n";
+	"                 [--dashboard <dir>] [--repo <dir>]\n";
 
 /* What the reports print with. */
 struct out {
@@ -186,11 +187,12 @@ int main(int argc, char **argv)
 		{ "exec-for", required_argument, NULL, 'R' },
 		{ "no-exec", no_argument, NULL, 'X' },
 		AMP_CLI_SYNC_OPTIONS,
+		{ "dashboard", required_argument, NULL, 'D' },
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *repo = NULL, *exec_cmd = NULL, *exec_for = NULL;
+	const char *repo = NULL, *exec_cmd = NULL, *exec_for = NULL, *dashboard = NULL;
 	amp_notify_opts notify, *use_notify = NULL;
 	struct out out = { 0, NULL };
 	amp_schema_set *set = NULL;
@@ -215,6 +217,7 @@ int main(int argc, char **argv)
 		case 'R': exec_for = optarg; break;
 		case 'X': no_exec = 1; break;
 		AMP_CLI_SYNC_CASES(sync);
+		case 'D': dashboard = optarg; break;
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
@@ -251,6 +254,15 @@ int main(int argc, char **argv)
 
 		code = pass(st, &set, full, sync, use_notify, &out);
 		full = 0;
+		/* --dashboard: the site follows what this pass wrote; a
+		 * failure to write it is an I/O error of the pass. */
+		if (dashboard && code != AMP_EXIT_USAGE) {
+			int64_t now;
+
+			if (amp_clock_now_ms(&now, &err) < 0 ||
+			    amp_dashboard_write(st, dashboard, now, NULL, &err) < 0)
+				code = amp_cli_fail("watch", &err);
+		}
 		if (once || stop || code == AMP_EXIT_USAGE)
 			break;
 		/* Sleep in short steps so a signal ends the loop promptly. */

@@ -50,6 +50,7 @@ static const struct {
 	{ "import", "commit a log of AMP records (JSON lines) in one ref update" },
 	{ "gc", "pack the loose objects of the SSOT's writes (also run on its own)" },
 	{ "schema", "print the schema of a message type or payload, or list them" },
+	{ "dashboard", "the SSOT as a static web site (and a read-only server for it)" },
 };
 
 static const char usage_text[] =

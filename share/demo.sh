@@ -133,3 +133,8 @@ echo "(exit $?: refused, nothing written)"
 git config amp.signingKey "$work/keys/admin"
 show amp resume T-2026-044 --from admin --reason "reviewed the plan"
 show git -c gpg.ssh.allowedSignersFile="$work/keys/signers" log -1 --show-signature --format='%h %an: %s' refs/amp/messages
+
+step "5. The admin's dashboard (amp dashboard), of the SSOT of part 2"
+site=${AMP_DEMO_DASHBOARD:-${TMPDIR:-/tmp}/amp-dashboard-demo}
+(cd "$work/repo" && AMP_NOW=2026-02-26T15:30:30+00:00 amp dashboard --out "$site" > /dev/null) || exit 1
+echo "dashboard: $site/index.html"

@@ -1,0 +1,1327 @@
+/*
+ * dashboard.c - the static site of the SSOT (dashboard.h): the overview,
+ * one page per task, the error log, and the state that makes a pass cost
+ * what changed.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "dashboard.h"
+#include "task.h"
+#include "util.h"
+
+/* Bumped when the pages change shape: a state of another format rebuilds
+ * every page. */
+#define PAGE_FORMAT 1
+#define STATE_FILE ".amp-dashboard.json"
+/* Per shard of the task tree: its tasks' trees and rows, its rows of the
+ * overview. */
+#define STATE_DIR ".amp-dashboard"
+/* The error page lists the newest rejections only, so that it stays small. */
+#define ERRORS_SHOWN 500
+/* The overview's charts: this many hours up to the newest message. */
+#define CHART_HOURS 48
+#define HOUR_MS 3600000LL
+
+struct gen {
+	amp_store *st;
+	const char *dir;
+	json_t *written; /* paths under dir */
+};
+
+/* ---- files ------------------------------------------------------------ */
+
+/* Writes data to dir/rel through a temporary file and a rename, so that a
+ * reader (a browser, the server) never sees half a page.  With
+ * `if_changed`, a file already holding these bytes is left alone. */
+static int write_file(struct gen *g, const char *rel, const char *data, size_t len,
+		      int if_changed, amp_error *err)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 32];
+	FILE *f = NULL;
+	int status = AMP_OK;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", g->dir, rel) >= sizeof(path))
+		return amp_error_set(err, AMP_EIO, "", "%s/%s: path too long", g->dir, rel);
+	if (if_changed) {
+		char *old = NULL;
+		size_t oldlen = 0;
+		amp_error ignored;
+
+		if (amp_read_file(path, &old, &oldlen, &ignored) == 0 && oldlen == len &&
+		    !memcmp(old, data, len)) {
+			free(old);
+			return AMP_OK;
+		}
+		free(old);
+	}
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+	if (!(f = fopen(tmp, "w")) || fwrite(data, 1, len, f) != len) {
+		status = amp_error_set(err, AMP_EIO, "", "cannot write %s: %s", tmp, strerror(errno));
+		goto cleanup;
+	}
+	if (fclose(f) != 0) {
+		f = NULL;
+		status = amp_error_set(err, AMP_EIO, "", "cannot write %s: %s", tmp, strerror(errno));
+		goto cleanup;
+	}
+	f = NULL;
+	if (rename(tmp, path) < 0) {
+		status = amp_error_set(err, AMP_EIO, "", "cannot rename %s: %s", tmp, strerror(errno));
+		goto cleanup;
+	}
+	json_array_append_new(g->written, json_string(rel));
+cleanup:
+	if (f)
+		fclose(f);
+	if (status < 0)
+		unlink(tmp);
+	return status;
+}
+
+/* A page being built in memory (open_memstream), written by finish(). */
+struct page {
+	FILE *f;
+	char *buf;
+	size_t len;
+};
+
+static int page_open(struct page *p, amp_error *err)
+{
+	p->buf = NULL;
+	p->len = 0;
+	if (!(p->f = open_memstream(&p->buf, &p->len)))
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	return AMP_OK;
+}
+
+static int page_finish(struct gen *g, struct page *p, const char *rel, int if_changed,
+		       amp_error *err)
+{
+	int status;
+
+	if (fclose(p->f) != 0) {
+		free(p->buf);
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	}
+	status = write_file(g, rel, p->buf, p->len, if_changed, err);
+	free(p->buf);
+	return status;
+}
+
+/* ---- page chrome ---------------------------------------------------------- */
+
+static const char css[] =
+	"body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;padding:0 1em 2em;"
+	"color:#1d1d1f;background:#fbfbfd;line-height:1.4}"
+	"header{border-bottom:1px solid #ddd;margin-bottom:1em}"
+	"nav a{margin-right:1em}h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.5em}"
+	"table{border-collapse:collapse;width:100%;font-size:.92em}"
+	"th,td{border-bottom:1px solid #e3e3e6;padding:.3em .4em;text-align:left;vertical-align:top}"
+	".wrap{overflow-x:auto}"
+	".st{display:inline-block;padding:0 .45em;border-radius:.6em;font-size:.85em;background:#eee}"
+	".st-approved{background:#d4f5dc}.st-rejected,.st-locked,.st-suspended,.st-aborted{background:#fbd5d5}"
+	".st-awaiting_approval{background:#fff0c2}.overdue{color:#b00020;font-weight:600}"
+	".needs{border-left:4px solid #b00020;background:#fff5f5;padding:.5em .8em;margin:.5em 0}"
+	"ol.tl{list-style:none;padding:0}ol.tl li{border-left:3px solid #ccd;margin:0 0 .8em;padding:.2em .7em}"
+	"li.k-escalation{border-color:#b00020;background:#fff5f5}li.k-ctl{border-color:#888}"
+	"li.k-ack{border-color:#dde;font-size:.9em;color:#555}li.rejected{border-color:#e06000}"
+	"li.k-bad{border-color:#b00020}"
+	".meta{color:#555;font-size:.85em}.who{font-weight:600}"
+	"pre{white-space:pre-wrap;word-break:break-all;background:#f3f3f6;padding:.5em;font-size:.8em}"
+	"svg{width:100%;height:auto;max-width:60em;background:#fff;border:1px solid #e3e3e6}"
+	"svg text{font-size:11px;fill:#444}"
+	"@media (max-width:600px){body{padding:0 .5em 1em}th,td{padding:.25em}.hide-s{display:none}}";
+
+/* The top of a page; `up` is the path back to DIR ("" or "../"). */
+static void page_head(FILE *f, const char *title, const char *up)
+{
+	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+	      /* No script ever: even a markup mistake could not run one. */
+	      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+	      "style-src 'unsafe-inline'; img-src 'self'\">\n<title>", f);
+	amp_html_put(f, title, 0);
+	fprintf(f, "</title>\n<style>%s</style></head>\n<body>\n<header><nav>"
+		"<a href=\"%sindex.html\">Overview</a><a href=\"%serrors.html\">Error log</a>"
+		"</nav>\n<h1>", css, up, up);
+	amp_html_put(f, title, 0);
+	fputs("</h1></header>\n<main>\n", f);
+}
+
+static void page_tail(FILE *f)
+{
+	fputs("</main>\n<footer class=\"meta\"><p>Generated by amp dashboard from the SSOT; "
+	      "read-only.</p></footer>\n</body></html>\n", f);
+}
+
+static const char *str(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+/* A state as a badge; the class name is one of amp's own state words. */
+static void put_state(FILE *f, const char *state)
+{
+	static const char *known[] = { "new", "awaiting_approval", "dispatched", "in_progress",
+		"submitted", "in_review", "approved", "rejected", "suspended", "locked",
+		"aborted", "unreadable", NULL };
+	const char *cls = "other";
+	size_t i;
+
+	for (i = 0; state && known[i]; i++)
+		if (!strcmp(state, known[i]))
+			cls = known[i];
+	fprintf(f, "<span class=\"st st-%s\">", cls);
+	amp_html_put(f, state ? state : "?", 0);
+	fputs("</span>", f);
+}
+
+static void put_time(FILE *f, int64_t ms)
+{
+	char buf[AMP_TIME_BUFSZ];
+
+	if (ms < 0)
+		fputs("-", f);
+	else
+		amp_html_put(f, amp_time_format(ms, buf), 0);
+}
+
+/* ---- the task page -------------------------------------------------------- */
+
+static const char *const lanes[] = { "coordinator", "executor", "reviewer", "admin", "system" };
+#define NLANES (sizeof(lanes) / sizeof(lanes[0]))
+
+static size_t lane_of(const char *role)
+{
+	size_t i;
+
+	for (i = 0; role && i < NLANES; i++)
+		if (!strcmp(role, lanes[i]))
+			return i;
+	return NLANES; /* any other: the bottom lane */
+}
+
+/* The colour of a record on the timeline: a fixed palette by what it is,
+ * never a value from the record. */
+static const char *mark_color(const amp_entry *e)
+{
+	const char *type = str(e->doc, "type");
+	const json_t *p = json_object_get(e->doc, "payload");
+
+	if (e->kind == AMP_ENTRY_CTL)
+		return "#777";
+	if (!type)
+		return "#999";
+	if (!strcmp(type, "task_dispatch"))
+		return "#1f5fbf";
+	if (!strcmp(type, "task_result"))
+		return "#2a9d8f";
+	if (!strcmp(type, "review_request"))
+		return "#7b5ea7";
+	if (!strcmp(type, "review_verdict"))
+		return str(p, "decision") && !strcmp(str(p, "decision"), "approved") ? "#1e9e3e" : "#e06000";
+	if (!strcmp(type, "escalation"))
+		return "#b00020";
+	return "#999";
+}
+
+/* Per task: the records on one time axis, a lane per role. */
+static void task_svg(FILE *f, const amp_task_log *log)
+{
+	int64_t t0 = -1, t1 = -1, t;
+	size_t i, l;
+	char a[AMP_TIME_BUFSZ], b[AMP_TIME_BUFSZ];
+	const double x0 = 90, w = 690;
+
+	for (i = 0; i < log->count; i++) {
+		if (log->entries[i].kind == AMP_ENTRY_ACK ||
+		    (t = amp_record_time(log->entries[i].doc)) < 0)
+			continue;
+		if (t0 < 0 || t < t0)
+			t0 = t;
+		if (t > t1)
+			t1 = t;
+	}
+	if (t0 < 0)
+		return;
+	fprintf(f, "<svg viewBox=\"0 0 800 %u\" role=\"img\" aria-label=\"timeline\">\n",
+		(unsigned)(NLANES + 1) * 22 + 30);
+	for (l = 0; l <= NLANES; l++)
+		fprintf(f, "<text x=\"4\" y=\"%u\">%s</text><line x1=\"%.0f\" x2=\"790\" y1=\"%u\" "
+			"y2=\"%u\" stroke=\"#eee\"/>\n", (unsigned)(l * 22 + 24),
+			l < NLANES ? lanes[l] : "other", x0, (unsigned)(l * 22 + 20),
+			(unsigned)(l * 22 + 20));
+	for (i = 0; i < log->count; i++) {
+		const amp_entry *e = &log->entries[i];
+		const char *type = str(e->doc, "type");
+		double x;
+		unsigned y;
+
+		if (e->kind == AMP_ENTRY_ACK || (t = amp_record_time(e->doc)) < 0)
+			continue;
+		x = t1 > t0 ? x0 + w * (double)(t - t0) / (double)(t1 - t0) : x0 + w / 2;
+		y = (unsigned)(lane_of(str(e->doc, "from")) * 22 + 20);
+		fprintf(f, "<a href=\"#r%d\">", e->seq);
+		if (type && !strcmp(type, "escalation"))
+			fprintf(f, "<polygon points=\"%.1f,%u %.1f,%u %.1f,%u %.1f,%u\" fill=\"%s\">",
+				x, y - 7, x + 7, y, x, y + 7, x - 7, y, mark_color(e));
+		else if (e->kind == AMP_ENTRY_CTL)
+			fprintf(f, "<rect x=\"%.1f\" y=\"%u\" width=\"10\" height=\"10\" fill=\"%s\">",
+				x - 5, y - 5, mark_color(e));
+		else
+			fprintf(f, "<circle cx=\"%.1f\" cy=\"%u\" r=\"6\" fill=\"%s\">", x, y,
+				mark_color(e));
+		fputs("<title>", f);
+		amp_html_put(f, type ? type : e->id, 0);
+		fputs(" ", f);
+		amp_html_put(f, str(e->doc, "from"), 0);
+		fputs(" ", f);
+		put_time(f, t);
+		fputs(e->kind == AMP_ENTRY_CTL ? "</title></rect></a>\n" :
+		      type && !strcmp(type, "escalation") ? "</title></polygon></a>\n" :
+		      "</title></circle></a>\n", f);
+	}
+	fprintf(f, "<text x=\"%.0f\" y=\"%u\">%s</text><text x=\"790\" y=\"%u\" "
+		"text-anchor=\"end\">%s</text>\n</svg>\n", x0, (unsigned)(NLANES + 1) * 22 + 24,
+		amp_time_format(t0, a), (unsigned)(NLANES + 1) * 22 + 24, amp_time_format(t1, b));
+	fputs("<p class=\"meta\"><span style=\"color:#1f5fbf\">&#9679;</span> dispatch "
+	      "<span style=\"color:#2a9d8f\">&#9679;</span> result "
+	      "<span style=\"color:#7b5ea7\">&#9679;</span> review request "
+	      "<span style=\"color:#1e9e3e\">&#9679;</span> approved "
+	      "<span style=\"color:#e06000\">&#9679;</span> rejected "
+	      "<span style=\"color:#b00020\">&#9670;</span> escalation "
+	      "<span style=\"color:#777\">&#9632;</span> control record</p>\n", f);
+}
+
+/* "<b>severity type</b> [msg_id]: description" of an escalation's payload
+ * (or of amp status's summary of one, which has the same members). */
+static void put_escalation(FILE *f, const json_t *e, const char *msg_id)
+{
+	fputs("<b>", f);
+	amp_html_put(f, str(e, "severity"), 0);
+	fputs(" ", f);
+	amp_html_put(f, str(e, "escalation_type"), 0);
+	fputs("</b>", f);
+	if (msg_id) {
+		fputs(" ", f);
+		amp_html_put(f, msg_id, 0);
+	}
+	fputs(": ", f);
+	amp_html_put(f, str(e, "description"), 0);
+}
+
+/* One line saying what a message says, from the fields of its type. */
+static void put_gist(FILE *f, const json_t *doc)
+{
+	const char *type = str(doc, "type");
+	const json_t *p = json_object_get(doc, "payload");
+
+	if (!type)
+		return;
+	if (!strcmp(type, "task_dispatch")) {
+		fputs("<p>", f);
+		amp_html_put(f, str(p, "description"), 0);
+		fputs("</p><p class=\"meta\">branch ", f);
+		amp_html_put(f, str(p, "branch"), 0);
+		fputs(", risk ", f);
+		amp_html_put(f, str(p, "risk_level"), 0);
+		fprintf(f, ", %zu subtask(s)</p>", json_array_size(json_object_get(p, "subtasks")));
+	} else if (!strcmp(type, "task_result")) {
+		fputs("<p>", f);
+		amp_html_put(f, str(p, "subtask_id"), 0);
+		fputs(": ", f);
+		amp_html_put(f, str(p, "completion_status"), 0);
+		fputs("</p>", f);
+	} else if (!strcmp(type, "review_request")) {
+		fputs("<p>review of ", f);
+		amp_html_put(f, str(p, "task_result_ref"), 0);
+		fputs(" (", f);
+		amp_html_put(f, str(p, "review_scope"), 0);
+		fputs(")</p>", f);
+	} else if (!strcmp(type, "review_verdict")) {
+		fputs("<p>decision <b>", f);
+		amp_html_put(f, str(p, "decision"), 0);
+		fprintf(f, "</b>, confidence %.2f</p>", json_number_value(json_object_get(p, "confidence")));
+	} else if (!strcmp(type, "escalation")) {
+		fputs("<p>", f);
+		put_escalation(f, p, NULL);
+		fputs("</p>", f);
+	}
+}
+
+static void put_json(FILE *f, const json_t *doc)
+{
+	char *s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
+	fputs("<details><summary>JSON</summary><pre>", f);
+	amp_html_put(f, s ? s : "(cannot print)", 1);
+	fputs("</pre></details>\n", f);
+	free(s);
+}
+
+/* The ACK line of message msg_id, from its `amp status --json` entry:
+ * dates rather than "due in", so the page does not depend on the time. */
+static void put_ack(FILE *f, const json_t *m)
+{
+	const char *state = str(m, "ack_state");
+
+	if (!m || !state)
+		return;
+	fputs("<p class=\"meta\">", f);
+	if (!strcmp(state, "acked")) {
+		fputs("ACKed by ", f);
+		amp_html_put(f, str(m, "acked_by"), 0);
+		fprintf(f, " after %lld s", (long long)json_integer_value(json_object_get(m, "ack_seconds")));
+		if (json_is_integer(json_object_get(m, "ack_late_seconds")))
+			fprintf(f, " <span class=\"overdue\">(%lld s late)</span>",
+				(long long)json_integer_value(json_object_get(m, "ack_late_seconds")));
+	} else if (!strcmp(state, "not_required")) {
+		fputs("no ACK required", f);
+	} else if (!strcmp(state, "awaiting_approval")) {
+		fputs("no ACK before the admin's approval", f);
+	} else {
+		fputs("no ACK yet; due ", f);
+		amp_html_put(f, str(m, "ack_deadline"), 0);
+	}
+	fputs("</p>\n", f);
+}
+
+static void render_task(FILE *f, const amp_task_log *log, const json_t *t)
+{
+	const json_t *subs = json_object_get(t, "subtasks"), *m;
+	json_t *byid;
+	int rejects = 0;
+	size_t i;
+
+	page_head(f, log->task_id, "../");
+	fputs("<p>state ", f);
+	put_state(f, str(t, "state"));
+	fprintf(f, " &middot; %lld reject(s)", (long long)json_integer_value(json_object_get(t, "reject_count")));
+	if (str(t, "suspended_by")) {
+		fputs(" &middot; <span class=\"overdue\">suspended by ", f);
+		amp_html_put(f, str(t, "suspended_by"), 0);
+		fputs("</span>", f);
+	}
+	if (str(t, "awaiting_approval")) {
+		fputs(" &middot; awaiting the admin's approval of ", f);
+		amp_html_put(f, str(t, "awaiting_approval"), 0);
+	}
+	fputs("</p>\n<h2>Subtasks</h2>\n<div class=\"wrap\"><table><tr><th>subtask</th><th>state</th>"
+	      "<th>round</th><th>rejects</th></tr>\n", f);
+	json_array_foreach(subs, i, m) {
+		fputs("<tr><td>", f);
+		amp_html_put(f, str(m, "subtask_id"), 0);
+		fputs("</td><td>", f);
+		put_state(f, str(m, "state"));
+		fprintf(f, "</td><td>%lld</td><td>%lld</td></tr>\n",
+			(long long)json_integer_value(json_object_get(m, "round")),
+			(long long)json_integer_value(json_object_get(m, "rejects")));
+	}
+	fputs("</table></div>\n<h2>Timeline</h2>\n", f);
+	task_svg(f, log);
+	/* The status entries by msg_id, for the ACK of each message. */
+	byid = json_object();
+	json_array_foreach(json_object_get(t, "messages"), i, m)
+		if (str(m, "msg_id"))
+			json_object_set(byid, str(m, "msg_id"), (json_t *)m);
+	fputs("<h2>Conversation</h2>\n<ol class=\"tl\">\n", f);
+	for (i = 0; i < log->count; i++) {
+		const amp_entry *e = &log->entries[i];
+		const char *type = str(e->doc, "type");
+		int rejected = e->kind == AMP_ENTRY_MSG && type && !strcmp(type, "review_verdict") &&
+			       str(json_object_get(e->doc, "payload"), "decision") &&
+			       !strcmp(str(json_object_get(e->doc, "payload"), "decision"), "rejected");
+
+		fprintf(f, "<li id=\"r%d\" class=\"%s%s\"><p class=\"meta\">#%d ", e->seq,
+			e->kind == AMP_ENTRY_ACK ? "k-ack" : e->kind == AMP_ENTRY_CTL ? "k-ctl" :
+			type && !strcmp(type, "escalation") ? "k-escalation" : "k-msg",
+			rejected ? " rejected" : "", e->seq);
+		amp_html_put(f, str(e->doc, "timestamp"), 0);
+		fputs("</p><p><span class=\"who\">", f);
+		amp_html_put(f, str(e->doc, "from"), 0);
+		fputs("</span> &rarr; <span class=\"who\">", f);
+		amp_html_put(f, str(e->doc, "to") ? str(e->doc, "to") : "SSOT", 0);
+		fputs("</span>: <b>", f);
+		if (e->kind == AMP_ENTRY_ACK) {
+			fputs("ACK</b> of <a href=\"#", f);
+			amp_html_put(f, e->id, 0);
+			fputs("\">", f);
+			amp_html_put(f, e->id, 0);
+			fputs("</a></p>\n", f);
+		} else if (e->kind == AMP_ENTRY_CTL) {
+			amp_html_put(f, type ? type : e->id, 0);
+			fputs("</b>", f);
+			if (str(e->doc, "reason") || str(e->doc, "note")) {
+				fputs(": ", f);
+				amp_html_put(f, str(e->doc, "reason") ? str(e->doc, "reason") : str(e->doc, "note"), 0);
+			}
+			fputs("</p>\n", f);
+		} else {
+			amp_html_put(f, type, 0);
+			fputs("</b> <span class=\"meta\" id=\"", f);
+			amp_html_put(f, e->id, 0);
+			fputs("\">", f);
+			amp_html_put(f, e->id, 0);
+			fputs("</span>", f);
+			if (rejected)
+				fprintf(f, " <span class=\"overdue\">reject #%d</span>", ++rejects);
+			fputs("</p>\n", f);
+			put_gist(f, e->doc);
+			put_ack(f, json_object_get(byid, e->id));
+		}
+		put_json(f, e->doc);
+		fputs("</li>\n", f);
+	}
+	json_decref(byid);
+	for (i = 0; i < log->nbad; i++) {
+		fprintf(f, "<li class=\"k-bad\"><p><b class=\"overdue\">unreadable record</b> #%d ",
+			log->bad[i].seq);
+		amp_html_put(f, log->bad[i].name, 0);
+		fputs(": ", f);
+		amp_html_put(f, log->bad[i].reason, 0);
+		fputs("</p></li>\n", f);
+	}
+	for (i = 0; i < log->nsuperseded; i++) {
+		fprintf(f, "<li class=\"k-ack\"><p><b>superseded</b> #%d ", log->superseded[i].seq);
+		amp_html_put(f, log->superseded[i].id, 0);
+		fputs("</p>", f);
+		put_json(f, log->superseded[i].doc);
+		fputs("</li>\n", f);
+	}
+	fputs("</ol>\n", f);
+	page_tail(f);
+}
+
+/* The task's row of the overview: what index.html needs, without reading
+ * the task again while its records stay the same. */
+static json_t *task_row(const amp_task_log *log, const json_t *t, const char *page)
+{
+	json_t *row = json_object(), *subs = json_array(), *dl = json_array(), *hours = json_object(),
+	       *open = json_array(), *m;
+	const json_t *esc = NULL;
+	size_t i;
+	int64_t last = -1, ms;
+	int nesc = 0;
+
+	json_array_foreach(json_object_get(t, "subtasks"), i, m)
+		json_array_append_new(subs, json_pack("[s?s?]", str(m, "subtask_id"), str(m, "state")));
+	json_array_foreach(json_object_get(t, "messages"), i, m) {
+		const char *state = str(m, "ack_state");
+
+		if (state && (!strcmp(state, "pending") || !strcmp(state, "overdue")) &&
+		    str(m, "ack_deadline") && amp_time_parse(str(m, "ack_deadline"), &ms) == 0)
+			json_array_append_new(dl, json_integer(ms));
+	}
+	json_array_foreach(json_object_get(t, "escalations"), i, m)
+		if (str(t, "suspended_by") && str(m, "msg_id") &&
+		    !strcmp(str(m, "msg_id"), str(t, "suspended_by")))
+			esc = m;
+	/* Messages per hour, and how long each critical escalation stayed
+	 * open: until a resume or an abort after it. */
+	for (i = 0; i < log->count; i++) {
+		const amp_entry *e = &log->entries[i];
+		const char *type = str(e->doc, "type");
+		char key[24];
+		size_t j;
+		json_t *iv;
+
+		if ((ms = amp_record_time(e->doc)) < 0)
+			continue;
+		if (ms > last)
+			last = ms;
+		if (e->kind == AMP_ENTRY_CTL && type &&
+		    (!strcmp(type, "resume") || !strcmp(type, "abort"))) {
+			json_array_foreach(open, j, iv)
+				if (json_integer_value(json_array_get(iv, 1)) < 0)
+					json_array_set_new(iv, 1, json_integer(ms));
+		}
+		if (e->kind != AMP_ENTRY_MSG)
+			continue;
+		snprintf(key, sizeof(key), "%lld", (long long)(ms / HOUR_MS));
+		json_object_set_new(hours, key, json_integer(json_integer_value(json_object_get(hours, key)) + 1));
+		if (type && !strcmp(type, "escalation")) {
+			const char *sev = str(json_object_get(e->doc, "payload"), "severity");
+
+			nesc++;
+			if (sev && !strcmp(sev, "critical"))
+				json_array_append_new(open, json_pack("[I,I]", (json_int_t)ms, (json_int_t)-1));
+		}
+	}
+	json_object_set_new(row, "task_id", json_string(log->task_id));
+	json_object_set_new(row, "page", json_string(page));
+	json_object_set(row, "state", json_object_get(t, "state"));
+	json_object_set(row, "reject_count", json_object_get(t, "reject_count"));
+	json_object_set_new(row, "messages", json_integer((json_int_t)json_array_size(json_object_get(t, "messages"))));
+	json_object_set_new(row, "escalations", json_integer(nesc));
+	json_object_set_new(row, "unreadable", json_integer((json_int_t)log->nbad));
+	json_object_set_new(row, "subtasks", subs);
+	json_object_set_new(row, "deadlines", dl);
+	json_object_set_new(row, "hours", hours);
+	json_object_set_new(row, "open", open);
+	json_object_set_new(row, "last_ms", json_integer(last));
+	json_object_set(row, "awaiting_approval", json_object_get(t, "awaiting_approval"));
+	json_object_set(row, "suspended_by", json_object_get(t, "suspended_by"));
+	if (esc)
+		json_object_set_new(row, "suspension", json_pack("{s:O,s:O,s:O}",
+			"escalation_type", json_object_get(esc, "escalation_type"),
+			"severity", json_object_get(esc, "severity"),
+			"description", json_object_get(esc, "description")));
+	return row;
+}
+
+/* ---- the overview ----------------------------------------------------------- */
+
+/* Messages per hour (bars) and open critical escalations (a step line)
+ * over the CHART_HOURS hours up to the newest message. */
+static void overview_svg(FILE *f, const json_t *rows)
+{
+	long long counts[CHART_HOURS] = { 0 }, open[CHART_HOURS] = { 0 }, h1 = -1, maxc = 1, maxo = 0;
+	const json_t *row, *v, *iv;
+	const char *key;
+	size_t i, j;
+	int k;
+	char a[AMP_TIME_BUFSZ], b[AMP_TIME_BUFSZ];
+
+	json_array_foreach(rows, i, row)
+		if (json_integer_value(json_object_get(row, "last_ms")) / HOUR_MS > h1)
+			h1 = json_integer_value(json_object_get(row, "last_ms")) / HOUR_MS;
+	if (h1 < 0)
+		return;
+	json_array_foreach(rows, i, row) {
+		json_object_foreach((json_t *)json_object_get(row, "hours"), key, v) {
+			long long h = strtoll(key, NULL, 10);
+
+			if (h > h1 - CHART_HOURS && h <= h1)
+				counts[h - (h1 - CHART_HOURS + 1)] += json_integer_value(v);
+		}
+		json_array_foreach(json_object_get(row, "open"), j, iv) {
+			long long s = json_integer_value(json_array_get(iv, 0));
+			long long e = json_integer_value(json_array_get(iv, 1));
+
+			for (k = 0; k < CHART_HOURS; k++) {
+				long long end = (h1 - CHART_HOURS + 2 + k) * HOUR_MS;
+
+				if (s < end && (e < 0 || e >= end))
+					open[k]++;
+			}
+		}
+	}
+	for (k = 0; k < CHART_HOURS; k++) {
+		if (counts[k] > maxc)
+			maxc = counts[k];
+		if (open[k] > maxo)
+			maxo = open[k];
+	}
+	fputs("<svg viewBox=\"0 0 800 200\" role=\"img\" aria-label=\"messages per hour\">\n", f);
+	for (k = 0; k < CHART_HOURS; k++)
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#8fb3e8\">"
+			"<title>%lld message(s), %lld open escalation(s)</title></rect>\n",
+			40 + k * 15.0, 170 - 150.0 * (double)counts[k] / (double)maxc, 13.0,
+			150.0 * (double)counts[k] / (double)maxc, counts[k], open[k]);
+	fputs("<polyline fill=\"none\" stroke=\"#b00020\" stroke-width=\"2\" points=\"", f);
+	for (k = 0; k < CHART_HOURS; k++) {
+		double y = 170 - 150.0 * (double)open[k] / (double)(maxo ? maxo : 1);
+
+		fprintf(f, "%.1f,%.1f %.1f,%.1f ", 40 + k * 15.0, y, 55 + k * 15.0, y);
+	}
+	fprintf(f, "\"/>\n<text x=\"2\" y=\"24\">%lld</text><text x=\"2\" y=\"170\">0</text>"
+		"<text x=\"40\" y=\"192\">%s</text><text x=\"760\" y=\"192\" text-anchor=\"end\">%s</text>"
+		"<text x=\"760\" y=\"14\" text-anchor=\"end\" fill=\"#b00020\">open escalations (max %lld)</text>"
+		"\n</svg>\n", maxc, amp_time_format((h1 - CHART_HOURS + 1) * HOUR_MS, a),
+		amp_time_format((h1 + 1) * HOUR_MS, b), maxo);
+}
+
+static void task_link(FILE *f, const json_t *row)
+{
+	if (!str(row, "page")) {
+		amp_html_put(f, str(row, "task_id"), 0);
+		fputs(" <span class=\"overdue\">", f);
+		amp_html_put(f, str(row, "reason"), 0);
+		fputs("</span>", f);
+		return;
+	}
+	fputs("<a href=\"tasks/", f);
+	amp_html_put(f, str(row, "page"), 0);
+	fputs("\">", f);
+	amp_html_put(f, str(row, "task_id"), 0);
+	fputs("</a>", f);
+}
+
+/* The overdue ACKs of row at now_ms; 1 when the row needs the admin
+ * (suspended, locked, awaiting approval, or with an overdue ACK). */
+static int needs_admin(const json_t *row, int64_t now_ms, size_t *overdue)
+{
+	const json_t *d;
+	size_t j;
+
+	*overdue = 0;
+	json_array_foreach(json_object_get(row, "deadlines"), j, d)
+		if (now_ms > (int64_t)json_integer_value(d))
+			(*overdue)++;
+	return str(row, "suspended_by") || str(row, "awaiting_approval") || *overdue;
+}
+
+/* The overview's table rows of one shard's tasks.  They do not depend on
+ * the time (deadlines are dates), so they are kept as they are until a
+ * task of the shard changes. */
+static void render_rows(FILE *f, const json_t *rows)
+{
+	const json_t *row, *d, *s;
+	size_t i, j;
+
+	json_array_foreach(rows, i, row) {
+		size_t open = 0;
+		int64_t next = -1;
+
+		json_array_foreach(json_object_get(row, "deadlines"), j, d) {
+			open++;
+			if (next < 0 || (int64_t)json_integer_value(d) < next)
+				next = json_integer_value(d);
+		}
+		fputs("<tr class=\"task\"><td>", f);
+		task_link(f, row);
+		fputs("</td><td>", f);
+		put_state(f, str(row, "state"));
+		fputs("</td><td>", f);
+		json_array_foreach(json_object_get(row, "subtasks"), j, s) {
+			amp_html_put(f, json_string_value(json_array_get(s, 0)), 0);
+			fputs(" ", f);
+			put_state(f, json_string_value(json_array_get(s, 1)));
+			fputs("<br>", f);
+		}
+		fprintf(f, "</td><td>%lld</td><td>", (long long)json_integer_value(json_object_get(row, "reject_count")));
+		if (open) {
+			fprintf(f, "%zu open, next ", open);
+			put_time(f, next);
+		} else {
+			fputs("-", f);
+		}
+		fprintf(f, "</td><td class=\"hide-s\">%lld%s</td><td class=\"hide-s\">%lld</td><td class=\"hide-s\">",
+			(long long)json_integer_value(json_object_get(row, "messages")),
+			json_integer_value(json_object_get(row, "unreadable")) ? " (unreadable records)" : "",
+			(long long)json_integer_value(json_object_get(row, "escalations")));
+		put_time(f, json_integer_value(json_object_get(row, "last_ms")));
+		fputs("</td></tr>\n", f);
+	}
+}
+
+/* The overview: what needs the admin (from the shards' notes: the rows
+ * that may), the charts (from the shards' summaries), and the table (the
+ * shards' rows, as rendered). */
+static void render_index(FILE *f, const json_t *shards, int64_t now_ms, const char *tip,
+			 long long ntasks, const char *table, size_t tablelen)
+{
+	const json_t *sh, *row;
+	size_t i, j, needs = 0, overdue;
+
+	page_head(f, "amp dashboard", "");
+	fprintf(f, "<p class=\"meta\">SSOT tip %s &middot; %lld task(s)</p>\n", tip, ntasks);
+	fputs("<h2>Needs the admin</h2>\n", f);
+	json_array_foreach(shards, i, sh) {
+		json_array_foreach(json_object_get(sh, "notes"), j, row) {
+			if (!needs_admin(row, now_ms, &overdue))
+				continue;
+			needs++;
+			fputs("<div class=\"needs\"><p>", f);
+			task_link(f, row);
+			fputs(" ", f);
+			put_state(f, str(row, "state"));
+			if (str(row, "suspended_by")) {
+				fputs(" suspended by ", f);
+				put_escalation(f, json_object_get(row, "suspension"), str(row, "suspended_by"));
+			}
+			if (str(row, "awaiting_approval")) {
+				fputs(" awaiting approval of ", f);
+				amp_html_put(f, str(row, "awaiting_approval"), 0);
+			}
+			if (overdue)
+				fprintf(f, " <span class=\"overdue\">%zu ACK(s) overdue</span>", overdue);
+			fputs("</p></div>\n", f);
+		}
+	}
+	if (!needs)
+		fputs("<p>Nothing: no task is suspended, locked, awaiting approval or overdue.</p>\n", f);
+	fprintf(f, "<h2>Messages per hour, open escalations</h2>\n");
+	overview_svg(f, shards);
+	fputs("<h2>Tasks</h2>\n<div class=\"wrap\"><table id=\"tasks\"><tr><th>task</th><th>state</th>"
+	      "<th>subtasks</th><th>rejects</th><th>ACK deadlines</th><th class=\"hide-s\">messages</th>"
+	      "<th class=\"hide-s\">escalations</th><th class=\"hide-s\">last activity</th></tr>\n", f);
+	fwrite(table, 1, tablelen, f);
+	fputs("</table></div>\n", f);
+	page_tail(f);
+}
+
+/* ---- the error log ------------------------------------------------------------ */
+
+/* Each rejection is a directory errors/<YYYY>/<MM>/<DD>/<id>/ (store.h):
+ * walking the tree in reverse name order lists them newest first, and
+ * stops after `left` of them. */
+static int errors_walk(git_repository *repo, git_tree *tree, int depth, FILE *f, int *left)
+{
+	size_t n = git_tree_entrycount(tree), i;
+	int status = 0;
+
+	for (i = n; i-- > 0 && *left > 0;) {
+		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
+		git_tree *sub = NULL;
+
+		if (git_tree_entry_type(e) != GIT_OBJECT_TREE ||
+		    git_tree_lookup(&sub, repo, git_tree_entry_id(e)) < 0)
+			continue;
+		if (depth < 3) { /* <YYYY>/<MM>/<DD>/ */
+			status = errors_walk(repo, sub, depth + 1, f, left);
+		} else {
+			const git_tree_entry *r = git_tree_entry_byname(sub, "reasons.json");
+			git_blob *blob = NULL;
+			json_t *doc = NULL, *x;
+			size_t j;
+
+			if (r && git_blob_lookup(&blob, repo, git_tree_entry_id(r)) == 0)
+				doc = json_loadb(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob), 0, NULL);
+			fputs("<tr><td>", f);
+			amp_html_put(f, str(doc, "time"), 0);
+			fputs("</td><td>", f);
+			amp_html_put(f, str(doc, "command"), 0);
+			fputs("</td><td>", f);
+			amp_html_put(f, str(doc, "msg_id") ? str(doc, "msg_id") : "(no msg_id)", 0);
+			fprintf(f, "</td><td>%lld</td><td>", (long long)json_integer_value(json_object_get(doc, "exit_code")));
+			json_array_foreach(json_object_get(doc, "errors"), j, x) {
+				amp_html_put(f, str(x, "path"), 0);
+				fputs(str(x, "path") && *str(x, "path") ? ": " : "", f);
+				amp_html_put(f, str(x, "message"), 0);
+				fputs("<br>", f);
+			}
+			if (!doc)
+				fputs("(reasons.json unreadable)", f);
+			fputs("</td><td class=\"hide-s\">", f);
+			amp_html_put(f, git_tree_entry_name(e), 0);
+			fputs("</td></tr>\n", f);
+			json_decref(doc);
+			git_blob_free(blob);
+			(*left)--;
+		}
+		git_tree_free(sub);
+		if (status < 0)
+			break;
+	}
+	return status;
+}
+
+static int render_errors(amp_store *st, FILE *f, amp_error *err)
+{
+	git_tree *tree = NULL, *sub = NULL;
+	git_tree_entry *e = NULL;
+	int left = ERRORS_SHOWN, status = AMP_OK;
+
+	if (amp_store_tip(st, amp_store_errors_ref(st), NULL, &tree, err) < 0)
+		return AMP_EIO;
+	page_head(f, "amp dashboard: error log", "");
+	fprintf(f, "<p>Messages the SSOT refused, newest first (at most %d; <code>amp errors</code> "
+		"lists all, <code>amp errors --raw &lt;id&gt;</code> shows one as sent).</p>\n"
+		"<div class=\"wrap\"><table id=\"errors\"><tr><th>time</th><th>command</th><th>msg_id</th>"
+		"<th>exit</th><th>reasons</th><th class=\"hide-s\">id</th></tr>\n", ERRORS_SHOWN);
+	if (git_tree_entry_bypath(&e, tree, "errors") == 0 &&
+	    git_tree_lookup(&sub, amp_store_repo(st), git_tree_entry_id(e)) == 0)
+		errors_walk(amp_store_repo(st), sub, 0, f, &left);
+	git_error_clear();
+	fputs("</table></div>\n", f);
+	if (left == ERRORS_SHOWN)
+		fputs("<p>No rejected messages.</p>\n", f);
+	page_tail(f);
+	git_tree_entry_free(e);
+	git_tree_free(sub);
+	git_tree_free(tree);
+	return status;
+}
+
+/* ---- one pass --------------------------------------------------------------------- */
+
+static void policy_key(amp_store *st, char *buf, size_t bufsz)
+{
+	const amp_policy *p = amp_store_policy(st);
+
+	snprintf(buf, bufsz, "%d %d %u %lld", PAGE_FORMAT, p->lock_threshold, p->approval_levels,
+		 (long long)p->max_clock_skew_ms);
+}
+
+/* The hex id of a ref's tip commit into buf ("" when it has none). */
+static void tip_hex(amp_store *st, const char *ref, char *buf, size_t bufsz)
+{
+	git_oid oid;
+
+	buf[0] = 0;
+	if (git_reference_name_to_id(&oid, amp_store_repo(st), ref) == 0)
+		git_oid_tostr(buf, bufsz, &oid);
+	git_error_clear();
+}
+
+/* The page and row of one task whose records changed.  AMP_NOOP (err
+ * filled) when the task's records cannot be read: one unreadable task
+ * directory (or a name in the tree that is no task id) hides that task
+ * only. */
+static int build_task(struct gen *g, git_tree *root, const char *task, const char *page,
+		      int64_t now_ms, json_t **row, amp_error *err)
+{
+	amp_task_log log;
+	struct page p;
+	json_t *t = NULL;
+	char rel[AMP_DASHBOARD_NAME_MAX + 8];
+	int status;
+
+	if (amp_store_read_task(g->st, root, task, &log, err) < 0)
+		return AMP_NOOP;
+	if (!(t = amp_task_status_json(&log, now_ms))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	if ((status = page_open(&p, err)) < 0)
+		goto cleanup;
+	render_task(p.f, &log, t);
+	snprintf(rel, sizeof(rel), "tasks/%s", page);
+	if ((status = page_finish(g, &p, rel, 0, err)) < 0)
+		goto cleanup;
+	*row = task_row(&log, t, page);
+cleanup:
+	json_decref(t);
+	amp_task_log_free(&log);
+	return status;
+}
+
+/* mkdir -p path. */
+static int ensure_dir(const char *path, amp_error *err)
+{
+	char buf[PATH_MAX];
+	size_t i;
+
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf))
+		return amp_error_set(err, AMP_EIO, "", "%s: path too long", path);
+	for (i = 1; buf[i]; i++) {
+		if (buf[i] != '/')
+			continue;
+		buf[i] = 0;
+		if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+			return amp_error_set(err, AMP_EIO, "", "cannot create %s: %s", buf, strerror(errno));
+		buf[i] = '/';
+	}
+	if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+		return amp_error_set(err, AMP_EIO, "", "cannot create %s: %s", buf, strerror(errno));
+	return AMP_OK;
+}
+
+/* The summary of one shard's rows for the overview: its task count, its
+ * messages per hour, its critical escalations' open intervals, its newest
+ * record, and the rows that may need the admin (notes). */
+static json_t *shard_summary(const json_t *rows, const char *tree)
+{
+	json_t *hours = json_object(), *open = json_array(), *notes = json_array(), *v;
+	const json_t *row;
+	const char *k;
+	json_int_t last = -1;
+	size_t i, j, pages = 0;
+
+	json_array_foreach(rows, i, row) {
+		pages += str(row, "page") != NULL;
+		json_object_foreach((json_t *)json_object_get(row, "hours"), k, v)
+			json_object_set_new(hours, k, json_integer(json_integer_value(json_object_get(hours, k)) +
+								   json_integer_value(v)));
+		json_array_foreach(json_object_get(row, "open"), j, v)
+			json_array_append(open, v);
+		if (json_integer_value(json_object_get(row, "last_ms")) > last)
+			last = json_integer_value(json_object_get(row, "last_ms"));
+		if (str(row, "suspended_by") || str(row, "awaiting_approval") ||
+		    json_array_size(json_object_get(row, "deadlines")))
+			json_array_append(notes, (json_t *)row);
+	}
+	return json_pack("{s:s,s:i,s:i,s:o,s:o,s:I,s:o}", "tree", tree, "count", (int)json_array_size(rows),
+			 "pages", (int)pages, "hours", hours, "open", open, "last_ms", last, "notes", notes);
+}
+
+/* The files a shard's state goes to: <dir>/.amp-dashboard/<name>.json (its
+ * tasks' trees and rows) and .html (its rows of the overview's table), the
+ * name made from the shard's key ("2026/0") as a page name is, since the
+ * key comes from the tree. */
+static void shard_path(const struct gen *g, const char *key, const char *ext, char *buf, size_t bufsz)
+{
+	char name[AMP_DASHBOARD_NAME_MAX];
+
+	amp_dashboard_page_name(key, name);
+	name[strlen(name) - 5] = 0; /* ".html" */
+	snprintf(buf, bufsz, "%s/%s/%s.%s", g->dir, STATE_DIR, name, ext);
+}
+
+/* Writes data to path (absolute) through a temporary file and a rename. */
+static int write_state(const char *path, const char *data, size_t len, amp_error *err)
+{
+	char tmp[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+	if (!(f = fopen(tmp, "w")) || fwrite(data, 1, len, f) != len || fclose(f) != 0 ||
+	    rename(tmp, path) < 0) {
+		amp_error_set(err, AMP_EIO, "", "cannot write %s: %s", path, strerror(errno));
+		unlink(tmp);
+		return AMP_EIO;
+	}
+	return AMP_OK;
+}
+
+/* Deletes the pages of the tasks of shard state `tasks` that `keep` (may
+ * be NULL) does not hold: tasks gone from the SSOT (history rewritten). */
+static void drop_pages(const struct gen *g, const json_t *tasks, const json_t *keep)
+{
+	const char *k, *page;
+	json_t *v;
+	char path[PATH_MAX];
+
+	json_object_foreach((json_t *)tasks, k, v) {
+		if (keep && json_object_get(keep, k))
+			continue;
+		page = str(json_object_get(v, "row"), "page");
+		if (page && !strchr(page, '/') && page[0] != '.') {
+			snprintf(path, sizeof(path), "%s/tasks/%s", g->dir, page);
+			unlink(path);
+		}
+	}
+}
+
+/*
+ * Brings one shard (tasks/<YYYY>/<S>/, tree `shard`) up to date: each task
+ * whose tree differs from the shard state's gets its page and row anew,
+ * the others keep theirs; then the shard's rows of the overview and its
+ * state are written.  The summary for the top state goes to *summary.
+ */
+static int do_shard(struct gen *g, git_tree *root, git_tree *shard, const char *key, int trust,
+		    int64_t now_ms, json_t **summary, size_t *unchanged, amp_error *err)
+{
+	char path[PATH_MAX], hex[GIT_OID_HEXSZ + 1], page[AMP_DASHBOARD_NAME_MAX];
+	json_t *old = NULL, *tasks = json_object(), *rows = json_array(), *state = NULL;
+	const json_t *old_tasks = NULL;
+	struct page p = { NULL, NULL, 0 };
+	char *dump = NULL;
+	size_t i, n = git_tree_entrycount(shard);
+	int status = AMP_OK;
+
+	shard_path(g, key, "json", path, sizeof(path));
+	if (trust && (old = json_load_file(path, 0, NULL)))
+		old_tasks = json_object_get(old, "tasks");
+	for (i = 0; i < n; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(shard, i);
+		const char *task = git_tree_entry_name(e);
+		const json_t *hit = json_object_get(old_tasks, task);
+		json_t *row = NULL;
+		struct stat sb;
+		char pagepath[PATH_MAX];
+
+		if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
+			continue;
+		git_oid_tostr(hex, sizeof(hex), git_tree_entry_id(e));
+		amp_dashboard_page_name(task, page);
+		snprintf(pagepath, sizeof(pagepath), "%s/tasks/%s", g->dir, page);
+		if (hit && str(hit, "tree") && !strcmp(str(hit, "tree"), hex) &&
+		    json_is_object(json_object_get(hit, "row")) && stat(pagepath, &sb) == 0) {
+			row = json_incref(json_object_get(hit, "row"));
+			(*unchanged)++;
+		} else if ((status = build_task(g, root, task, page, now_ms, &row, err)) < 0) {
+			goto cleanup;
+		} else if (status == AMP_NOOP) {
+			/* No page: the row says why, and the next pass tries
+			 * again. */
+			row = json_pack("{s:s,s:n,s:s,s:s,s:[],s:[],s:{},s:[],s:I}", "task_id", task,
+					"page", "state", "unreadable", "reason", err->message,
+					"subtasks", "deadlines", "hours", "open", "last_ms", (json_int_t)-1);
+			hex[0] = 0;
+			status = AMP_OK;
+		}
+		if (!row) {
+			status = amp_error_set(err, AMP_EIO, "", "out of memory");
+			goto cleanup;
+		}
+		json_array_append(rows, row);
+		json_object_set_new(tasks, task, json_pack("{s:s,s:o}", "tree", hex, "row", row));
+	}
+	drop_pages(g, old_tasks, tasks);
+	if ((status = page_open(&p, err)) < 0)
+		goto cleanup;
+	render_rows(p.f, rows);
+	if (fclose(p.f) != 0) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	shard_path(g, key, "html", path, sizeof(path));
+	if ((status = write_state(path, p.buf, p.len, err)) < 0)
+		goto cleanup;
+	git_oid_tostr(hex, sizeof(hex), git_tree_id(shard));
+	state = json_pack("{s:O}", "tasks", tasks);
+	shard_path(g, key, "json", path, sizeof(path));
+	if (!state || !(dump = json_dumps(state, JSON_COMPACT))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	if ((status = write_state(path, dump, strlen(dump), err)) < 0)
+		goto cleanup;
+	if (!(*summary = shard_summary(rows, hex)))
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+cleanup:
+	free(dump);
+	free(p.buf);
+	json_decref(state);
+	json_decref(old);
+	json_decref(tasks);
+	json_decref(rows);
+	return status;
+}
+
+/* A shard of the task tree: tasks/<year>/<s>/. */
+struct shard {
+	char key[600]; /* "<year>/<s>" */
+	long long year, s; /* for the order; -1 when not a number */
+	git_oid id;
+};
+
+static long long number(const char *s)
+{
+	char *end;
+	long long v;
+
+	if (!*s || strlen(s) > 12)
+		return -1;
+	v = strtoll(s, &end, 10);
+	return *end ? -1 : v;
+}
+
+/* The overview lists shards in their numbers' order ("2" before "10"). */
+static int shard_cmp(const void *a, const void *b)
+{
+	const struct shard *x = a, *y = b;
+
+	if (x->year != y->year)
+		return x->year < y->year ? -1 : 1;
+	if (x->s != y->s)
+		return x->s < y->s ? -1 : 1;
+	return strcmp(x->key, y->key);
+}
+
+/* Every shard of the tip's task tree into *out (the caller frees). */
+static int list_shards(git_repository *repo, git_tree *root, struct shard **out, size_t *count,
+		       amp_error *err)
+{
+	git_tree_entry *te = NULL;
+	git_tree *tasks = NULL, *year = NULL;
+	struct shard *v = NULL, *nv;
+	size_t n = 0, i, j;
+	int status = AMP_OK;
+
+	*out = NULL;
+	*count = 0;
+	if (git_tree_entry_bypath(&te, root, "tasks") < 0) {
+		git_error_clear();
+		return AMP_OK; /* no task yet */
+	}
+	if (git_tree_lookup(&tasks, repo, git_tree_entry_id(te)) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read the tree tasks/");
+		goto cleanup;
+	}
+	for (i = 0; i < git_tree_entrycount(tasks); i++) {
+		const git_tree_entry *ye = git_tree_entry_byindex(tasks, i);
+
+		if (git_tree_entry_type(ye) != GIT_OBJECT_TREE)
+			continue;
+		if (git_tree_lookup(&year, repo, git_tree_entry_id(ye)) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot read the tree tasks/%s",
+					       amp_term(git_tree_entry_name(ye)));
+			goto cleanup;
+		}
+		for (j = 0; j < git_tree_entrycount(year); j++) {
+			const git_tree_entry *se = git_tree_entry_byindex(year, j);
+
+			if (git_tree_entry_type(se) != GIT_OBJECT_TREE)
+				continue;
+			if (!(nv = realloc(v, (n + 1) * sizeof(*v)))) {
+				status = amp_error_set(err, AMP_EIO, "", "out of memory");
+				goto cleanup;
+			}
+			v = nv;
+			snprintf(v[n].key, sizeof(v[n].key), "%s/%s", git_tree_entry_name(ye),
+				 git_tree_entry_name(se));
+			v[n].year = number(git_tree_entry_name(ye));
+			v[n].s = number(git_tree_entry_name(se));
+			git_oid_cpy(&v[n].id, git_tree_entry_id(se));
+			n++;
+		}
+		git_tree_free(year);
+		year = NULL;
+	}
+	qsort(v, n, sizeof(*v), shard_cmp);
+	*out = v;
+	*count = n;
+	v = NULL;
+cleanup:
+	free(v);
+	git_tree_free(year);
+	git_tree_free(tasks);
+	git_tree_entry_free(te);
+	return status;
+}
+
+int amp_dashboard_write(amp_store *st, const char *dir, int64_t now_ms, json_t **report,
+			amp_error *err)
+{
+	struct gen g = { st, dir, json_array() };
+	git_repository *repo = amp_store_repo(st);
+	git_tree *root = NULL, *shard = NULL;
+	git_commit *commit = NULL;
+	git_odb *odb = NULL;
+	struct shard *shards = NULL;
+	json_t *old = NULL, *old_shards = NULL, *summaries = json_array(), *byname = json_object(),
+	       *state = NULL;
+	char path[PATH_MAX], key[128], tip[GIT_OID_HEXSZ + 1], etip[GIT_OID_HEXSZ + 1],
+	     hex[GIT_OID_HEXSZ + 1], *table = NULL, *dump = NULL;
+	size_t nshards = 0, i, unchanged = 0, tablelen = 0;
+	long long ntasks = 0;
+	struct page p = { NULL, NULL, 0 };
+	FILE *tf = NULL;
+	const char *k;
+	json_t *v;
+	int status, trust;
+
+	if (report)
+		*report = NULL;
+	if ((status = ensure_dir(dir, err)) < 0 ||
+	    (snprintf(path, sizeof(path), "%s/tasks", dir), status = ensure_dir(path, err)) < 0 ||
+	    (snprintf(path, sizeof(path), "%s/%s", dir, STATE_DIR), status = ensure_dir(path, err)) < 0)
+		goto cleanup;
+	policy_key(st, key, sizeof(key));
+	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
+	/* A state of another format or policy, or none: every page anew. */
+	old = json_load_file(path, 0, NULL);
+	trust = old && str(old, "key") && !strcmp(str(old, "key"), key) &&
+		json_is_object(json_object_get(old, "shards"));
+	if (trust)
+		old_shards = json_object_get(old, "shards");
+	if ((status = amp_store_tip(st, amp_store_messages_ref(st), &commit, &root, err)) < 0 ||
+	    (status = list_shards(repo, root, &shards, &nshards, err)) < 0)
+		goto cleanup;
+	git_oid_tostr(tip, sizeof(tip), git_commit_id(commit));
+	if (git_repository_odb(&odb, repo) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot open the object database");
+		goto cleanup;
+	}
+	if (!(tf = open_memstream(&table, &tablelen))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	for (i = 0; i < nshards; i++) {
+		const json_t *hit = json_object_get(old_shards, shards[i].key);
+		json_t *summary = NULL;
+		char frag[PATH_MAX], *buf = NULL;
+		size_t len = 0;
+		amp_error ignored;
+
+		git_oid_tostr(hex, sizeof(hex), &shards[i].id);
+		shard_path(&g, shards[i].key, "html", frag, sizeof(frag));
+		/* The same shard tree (still in the object database: a tree
+		 * gone is damage the records must show) and its rows still
+		 * there: not one of its tasks changed. */
+		if (hit && str(hit, "tree") && !strcmp(str(hit, "tree"), hex) &&
+		    git_odb_exists(odb, &shards[i].id) &&
+		    amp_read_file(frag, &buf, &len, &ignored) == 0) {
+			summary = json_incref((json_t *)hit);
+			unchanged += (size_t)json_integer_value(json_object_get(hit, "pages"));
+		} else {
+			free(buf);
+			buf = NULL;
+			if (git_tree_lookup(&shard, repo, &shards[i].id) < 0) {
+				status = amp_error_git(err, AMP_EIO, "cannot read the tree tasks/%s",
+						       amp_term(shards[i].key));
+				goto cleanup;
+			}
+			if ((status = do_shard(&g, root, shard, shards[i].key, trust, now_ms, &summary,
+					       &unchanged, err)) < 0 ||
+			    (status = amp_read_file(frag, &buf, &len, err)) < 0)
+				goto cleanup;
+			git_tree_free(shard);
+			shard = NULL;
+		}
+		fwrite(buf, 1, len, tf);
+		free(buf);
+		ntasks += json_integer_value(json_object_get(summary, "count"));
+		json_array_append(summaries, summary);
+		json_object_set_new(byname, shards[i].key, summary);
+	}
+	if (fclose(tf) != 0) {
+		tf = NULL;
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	tf = NULL;
+	/* Shards gone from the SSOT (a rewritten history): their pages too. */
+	json_object_foreach(old_shards, k, v) {
+		json_t *gone;
+
+		if (json_object_get(byname, k))
+			continue;
+		shard_path(&g, k, "json", path, sizeof(path));
+		if ((gone = json_load_file(path, 0, NULL)))
+			drop_pages(&g, json_object_get(gone, "tasks"), NULL);
+		json_decref(gone);
+		unlink(path);
+		shard_path(&g, k, "html", path, sizeof(path));
+		unlink(path);
+	}
+	tip_hex(st, amp_store_errors_ref(st), etip, sizeof(etip));
+	snprintf(path, sizeof(path), "%s/errors.html", dir);
+	if (!trust || !str(old, "errors_tip") || strcmp(str(old, "errors_tip"), etip) ||
+	    access(path, F_OK) != 0) {
+		if ((status = page_open(&p, err)) < 0)
+			goto cleanup;
+		if ((status = render_errors(st, p.f, err)) < 0) {
+			fclose(p.f);
+			free(p.buf);
+			goto cleanup;
+		}
+		if ((status = page_finish(&g, &p, "errors.html", 1, err)) < 0)
+			goto cleanup;
+	}
+	if ((status = page_open(&p, err)) < 0)
+		goto cleanup;
+	render_index(p.f, summaries, now_ms, tip, ntasks, table, tablelen);
+	if ((status = page_finish(&g, &p, "index.html", 1, err)) < 0)
+		goto cleanup;
+	/* The state last: a pass that failed before leaves the old one,
+	 * which at worst rebuilds pages that were already current. */
+	state = json_pack("{s:s,s:s,s:s,s:O}", "key", key, "tip", tip, "errors_tip", etip,
+			  "shards", byname);
+	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
+	if (!state || !(dump = json_dumps(state, JSON_COMPACT))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	if ((status = write_state(path, dump, strlen(dump), err)) < 0)
+		goto cleanup;
+	if (report)
+		*report = json_pack("{s:s,s:s,s:I,s:O,s:i}", "dir", dir, "tip", tip, "tasks",
+				    (json_int_t)ntasks, "written", g.written, "unchanged", (int)unchanged);
+cleanup:
+	if (tf)
+		fclose(tf);
+	free(table);
+	free(dump);
+	free(shards);
+	json_decref(state);
+	json_decref(old);
+	json_decref(summaries);
+	json_decref(byname);
+	json_decref(g.written);
+	git_odb_free(odb);
+	git_tree_free(shard);
+	git_tree_free(root);
+	git_commit_free(commit);
+	return status;
+}

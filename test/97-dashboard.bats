@@ -1,0 +1,328 @@
+#!/usr/bin/env bats
+# amp dashboard (issue 15): the SSOT as a static site -- an overview, a
+# page per task, the error log -- regenerated incrementally, served
+# read-only over HTTP, checked as text and in a real browser (headless
+# Chromium).  Every message-derived string is untrusted.
+
+bats_require_minimum_version 1.5.0
+
+load helpers
+load conversation
+load enforcer
+
+# What a message could do if a page let it: change the title, add an
+# attribute, add an element.
+HOSTILE='<script>document.title="pwned"</script>"><img src=x onerror="document.body.setAttribute('\''data-pwned'\'','\''1'\'')">'
+
+# The scripted SSOT, built once: the demo's task (approved), a locked task,
+# an aborted one (with a hostile reason and an unreadable record), a
+# suspended one full of hostile text, a refused message in the error log
+# and a task directory whose name is no task id.
+setup_file() {
+	local BATS_TEST_TMPDIR=$BATS_FILE_TMPDIR
+	make_ssot
+	git config amp.checkRepo false
+	# T-2026-044: the demo's task, approved
+	at 0; dispatch_acked
+	at 60; R=$(amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json")
+	at 90; amp ack "$R" --from coordinator > /dev/null
+	at 100; Q=$(amp send review_request --task $T --from coordinator --payload "$(review_payload "$D" "$R")")
+	at 110; amp ack "$Q" --from reviewer > /dev/null
+	at 200; V=$(amp send review_verdict --task $T --from reviewer --payload "$BATS_TEST_TMPDIR/p/verdict.json")
+	at 210; amp ack "$V" --from coordinator > /dev/null
+	# T-2026-045: three rejects lock it
+	T=T-2026-045 V=
+	at 300; send_dispatch
+	at 305; amp ack "$D" --from executor > /dev/null
+	T=T-2026-045 reject_rounds 3 400
+	T=T-2026-044
+	# T-2026-046: aborted, with a hostile reason, and a record that is no JSON
+	at 1000; amp send task_dispatch --task T-2026-046 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	at 1010; amp abort T-2026-046 --from admin --reason "$HOSTILE" > /dev/null
+	at 1020; printf 'not json {' | plant "$(next_path T-2026-046 broken)"
+	# T-2026-047: hostile text everywhere a writer may put it, and a
+	# critical escalation that suspends it
+	$PY - "$HOSTILE" > "$BATS_TEST_TMPDIR/p/hostile.json" <<'PY'
+import json, sys
+h = sys.argv[1]
+print(json.dumps({"description": h + " esc\u001b[31m bidi\u202e nl\nend", "repo": "/x",
+                  "branch": "feature/x", "risk_level": "low", "acceptance_criteria": [h],
+                  "subtasks": [{"subtask_id": "S1" + h, "description": h, "estimated_lines": 1}]}))
+PY
+	at 1100; amp send task_dispatch --task T-2026-047 --from coordinator --payload "$BATS_TEST_TMPDIR/p/hostile.json" > /dev/null
+	at 1110; amp escalate T-2026-047 --from coordinator --type conflict --severity critical --description "$HOSTILE" > /dev/null
+	# the error log: a message refused for a hostile extra member
+	$PY - "$HOSTILE" "$BATS_TEST_TMPDIR/p/dispatch.json" > "$BATS_TEST_TMPDIR/p/refused.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[2])); d[sys.argv[1]] = 1; print(json.dumps(d))
+PY
+	at 1200; run amp send task_dispatch --task T-2026-048 --from coordinator --payload "$BATS_TEST_TMPDIR/p/refused.json"
+	# a task directory named like markup, as a hand-made commit could
+	echo '{"a": 1}' | plant 'tasks/2026/0/"><img src=x onerror=alert(1)>/000001.msg.x.json'
+	at 1300
+}
+
+setup() {
+	cp -a "$BATS_FILE_TMPDIR/repo" "$BATS_TEST_TMPDIR/repo"
+	cp -a "$BATS_FILE_TMPDIR/p" "$BATS_TEST_TMPDIR/p"
+	cd "$BATS_TEST_TMPDIR/repo" || return 1
+	at 1300
+	out=$BATS_TEST_TMPDIR/site
+}
+
+# rows: the task ids of the overview's table, in order.
+rows() {
+	$PY - "$1" <<'PY'
+import re, sys
+html = open(sys.argv[1], encoding="utf-8").read()
+table = html[html.index('<table id="tasks">'):]
+for row in re.findall(r'<tr class="task"><td>(.*?)</td>', table):
+    print(re.sub(r"<[^>]*>", "", row).split(" ")[0])
+PY
+}
+
+@test "amp dashboard --out writes the overview, a page per task and the error log" {
+	run -0 amp dashboard --out "$out"
+	assert_output "$out/index.html (6 page(s) written, 0 task page(s) unchanged)"
+	assert_file_exists "$out/index.html"
+	assert_file_exists "$out/errors.html"
+	for t in T-2026-044 T-2026-045 T-2026-046 T-2026-047; do
+		assert_file_exists "$out/tasks/$t.html"
+	done
+	run -0 rows "$out/index.html"
+	assert_line --index 0 '&quot;&gt;&lt;img'
+	assert_line --index 1 T-2026-044
+	assert_line --index 4 T-2026-047
+	# each row: its state, its subtasks' states, its rejects
+	run -0 grep -F '<tr class="task"><td><a href="tasks/T-2026-045.html">T-2026-045</a></td><td><span class="st st-locked">locked</span></td><td>T-2026-044-S1 <span class="st st-rejected">rejected</span><br></td><td>3</td>' "$out/index.html"
+	run -0 grep -F '<a href="tasks/T-2026-044.html">T-2026-044</a></td><td><span class="st st-approved">approved</span>' "$out/index.html"
+	run -0 grep -F '<a href="tasks/T-2026-046.html">T-2026-046</a></td><td><span class="st st-aborted">aborted</span>' "$out/index.html"
+	# phone-readable and script-free
+	run -0 grep -F '<meta name="viewport" content="width=device-width, initial-scale=1">' "$out/index.html" "$out/tasks/T-2026-044.html" "$out/errors.html"
+	run -1 grep -il '<script' "$out/index.html" "$out/errors.html" "$out"/tasks/*.html
+}
+
+@test "the overview lists what needs the admin first: the lock, the suspension" {
+	amp dashboard --out "$out" > /dev/null
+	needs=$(sed -n '/<h2>Needs the admin<\/h2>/,/<h2>Tasks<\/h2>/p' "$out/index.html")
+	[[ $needs == *'T-2026-045</a> <span class="st st-locked">locked</span> suspended by <b>critical hallucination_lock</b>'* ]]
+	[[ $needs == *'T-2026-047</a> <span class="st st-suspended">suspended</span> suspended by <b>critical conflict</b>'* ]]
+	# the approved task needs nobody
+	[[ $needs != *T-2026-044* ]]
+	# and the charts: messages per hour, open escalations
+	run -0 grep -c '<title>[0-9]* message(s), [0-9]* open escalation(s)</title>' "$out/index.html"
+	assert_output 48
+	run -0 grep -F '<title>20 message(s), 2 open escalation(s)</title>' "$out/index.html"
+}
+
+@test "a task page tells the conversation: who to whom, ACK times, reject cycles, escalations, controls, the JSON" {
+	amp dashboard --out "$out" > /dev/null
+	page=$out/tasks/T-2026-045.html
+	run -0 grep -F '<span class="who">coordinator</span> &rarr; <span class="who">executor</span>: <b>task_dispatch</b>' "$page"
+	run -0 grep -F 'ACKed by executor after 5 s' "$page"
+	run -0 grep -F 'reject #1' "$page"
+	run -0 grep -F 'reject #3' "$page"
+	run -1 grep -F 'reject #4' "$page"
+	run -0 grep -F '<b>critical hallucination_lock</b>' "$page"
+	run -0 grep -F '<span class="st st-locked">locked</span> &middot; 3 reject(s)' "$page"
+	# every record's whole JSON, one click away
+	records=$(git ls-tree --name-only refs/amp/messages:tasks/2026/0/T-2026-045 | wc -l)
+	[ "$(grep -c '<details><summary>JSON</summary>' "$page")" -eq "$records" ]
+	# the SVG timeline: a mark per message and control record, none for ACKs
+	marks=$(git ls-tree --name-only refs/amp/messages:tasks/2026/0/T-2026-045 | grep -vc '\.ack\.')
+	[ "$(grep -c '<a href="#r[0-9]*"><\(circle\|polygon\|rect\)' "$page")" -eq "$marks" ]
+	# the aborted task: its control record, its unreadable record
+	page=$out/tasks/T-2026-046.html
+	run -0 grep -F '<b>abort</b>: &lt;script&gt;' "$page"
+	run -0 grep -F 'unreadable record</b> #3 000003.msg.broken.json' "$page"
+}
+
+@test "hostile text is escaped everywhere: markup, quotes, control characters, bidi overrides" {
+	amp dashboard --out "$out" > /dev/null
+	esc='&lt;script&gt;document.title=&quot;pwned&quot;&lt;/script&gt;&quot;&gt;&lt;img src=x onerror=&quot;document.body.setAttribute(&#39;data-pwned&#39;,&#39;1&#39;)&quot;&gt;'
+	page=$out/tasks/T-2026-047.html
+	run -0 grep -cF "$esc" "$page"
+	(( output >= 3 )) # the lines of the description, the subtask, the escalation
+	run -0 grep -F "<p>$esc esc␛[31m bidi\\u202e nl␊end</p>" "$page"
+	run -0 grep -F "$esc" "$out/index.html"
+	run -0 grep -F "$esc" "$out/tasks/T-2026-046.html"
+	run -0 grep -F "$esc" "$out/errors.html"
+	# nothing of it left as markup, no raw control character
+	run -1 grep -lE '<(script|img)|onerror="' "$out/index.html" "$out/errors.html" "$out"/tasks/*.html
+	run -1 grep -lP '[\x00-\x08\x0b-\x1f\x7f]|\xe2\x80\xae' "$out/index.html" "$out/errors.html" "$out"/tasks/*.html
+}
+
+@test "a task directory that is no task id gets a page name that stays in the directory" {
+	run -0 amp dashboard --out "$out" --json
+	# listed (unreadable, with the reason), no page under any other name
+	run -0 grep -F '&quot;&gt;&lt;img src=x onerror=alert(1)&gt; <span class="overdue">not a task id' "$out/index.html"
+	[ "$(find "$out" -path "$out/.amp-dashboard" -prune -o -type f -print | wc -l)" -eq 7 ]
+	run -0 find "$out" -type f -name '*img*'
+	assert_output ''
+}
+
+@test "the error log page lists the refused message and its reasons" {
+	amp dashboard --out "$out" > /dev/null
+	run -0 grep -F 'task_dispatch-T-2026-048-' "$out/errors.html"
+	run -0 grep -F '<td>1</td>' "$out/errors.html"
+	run -0 grep -F '/payload: unexpected property &quot;&lt;script&gt;' "$out/errors.html"
+}
+
+@test "incremental: one new message rewrites its task's page and the overview, nothing else" {
+	# a task in another shard of the tree (tasks/2026/12/), whose shard is not read again
+	amp send task_dispatch --task T-2026-1245 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	amp dashboard --out "$out" > /dev/null
+	touch -d '2000-01-01' "$out"/tasks/*.html "$out/errors.html"
+	# nothing new: nothing written
+	run -0 amp dashboard --out "$out" --json
+	[ "$(json_get 'd["written"]' <<< "$output")" = '[]' ]
+	[ "$(json_get 'd["unchanged"]' <<< "$output")" = 5 ]
+	at 1400; amp heartbeat T-2026-044 --from executor > /dev/null
+	run -0 amp dashboard --out "$out" --json
+	[ "$(json_get 'd["written"]' <<< "$output")" = '["tasks/T-2026-044.html", "index.html"]' ]
+	[ "$(json_get 'd["unchanged"]' <<< "$output")" = 4 ]
+	for t in T-2026-045 T-2026-046 T-2026-047 T-2026-1245; do
+		[ "$(stat -c %Y "$out/tasks/$t.html")" = "$(date -d 2000-01-01 +%s)" ]
+	done
+	[ "$(stat -c %Y "$out/tasks/T-2026-044.html")" != "$(date -d 2000-01-01 +%s)" ]
+	run -0 grep -F '<b>heartbeat</b>' "$out/tasks/T-2026-044.html"
+	# a state file that is garbage rebuilds all, a lost page too
+	rm "$out/tasks/T-2026-045.html"
+	echo garbage > "$out/.amp-dashboard.json"
+	run -0 amp dashboard --out "$out" --json
+	# (every task page; the overview and the error log hold the same bytes)
+	[ "$(json_get 'd["written"]' <<< "$output")" = '["tasks/T-2026-044.html", "tasks/T-2026-045.html", "tasks/T-2026-046.html", "tasks/T-2026-047.html", "tasks/T-2026-1245.html"]' ]
+	# so does another policy: the states depend on it
+	git config amp.lockThreshold 5
+	run -0 amp dashboard --out "$out" --json
+	[ "$(json_get 'len([w for w in d["written"] if w.startswith("tasks/")])' <<< "$output")" = 5 ]
+	run -0 grep -F '<a href="tasks/T-2026-045.html">T-2026-045</a></td><td><span class="st st-locked">' "$out/index.html"
+	# no temporary file left behind
+	run -0 find "$out" -name '*.tmp'
+	assert_output ''
+}
+
+@test "amp watch --dashboard keeps the site current on every pass" {
+	# without the hand-made task directory, which amp watch refuses
+	git update-ref refs/amp/messages refs/amp/messages~1
+	run -0 amp watch --once --no-exec --dashboard "$out"
+	assert_file_exists "$out/tasks/T-2026-044.html"
+	run -1 grep -F '<b>heartbeat</b>' "$out/tasks/T-2026-044.html"
+	amp heartbeat T-2026-044 --from executor > /dev/null
+	run -0 amp watch --once --no-exec --dashboard "$out"
+	run -0 grep -F '<b>heartbeat</b>' "$out/tasks/T-2026-044.html"
+	run -4 amp watch --once --no-exec --dashboard /proc/nonexistent/site
+	assert_output --partial 'amp watch: error: cannot create /proc/nonexistent'
+}
+
+@test "usage: --out or --serve, ports in range, a numeric bind address" {
+	run -2 amp dashboard
+	assert_output --partial '--out <dir> or --serve is required'
+	run -2 amp dashboard --serve --port 65536
+	assert_output --partial '65536 is out of range (0..65535)'
+	run -2 amp dashboard --out "$out" --port 80
+	run -2 amp dashboard --serve --bind localhost --port 0
+	assert_output --partial "--bind: 'localhost' is not a numeric IP address"
+	run -2 amp dashboard --out "$out" extra
+	run -0 amp dashboard --help
+	assert_output --partial 'usage: amp dashboard --out <dir>'
+}
+
+# chromium_dom FILE: the DOM headless Chromium renders from FILE, into
+# dom.html; its console into console.log.
+chromium_dom() {
+	timeout 120 chromium --headless --no-sandbox --disable-gpu --enable-logging=stderr --v=0 \
+		--user-data-dir="$BATS_TEST_TMPDIR/chromium" --dump-dom "file://$1" \
+		> "$BATS_TEST_TMPDIR/dom.html" 2> "$BATS_TEST_TMPDIR/console.log"
+}
+
+# assert_rendered_clean: no script of a message ran (title, attribute,
+# element) and the console said nothing.
+assert_rendered_clean() {
+	local dom=$BATS_TEST_TMPDIR/dom.html
+	run -1 grep -E '<body[^>]*data-pwned|<title>pwned|<img|<script' "$dom"
+	run -1 grep -E 'CONSOLE|Uncaught|Content Security Policy' "$BATS_TEST_TMPDIR/console.log"
+}
+
+@test "in headless Chromium: the overview renders every task row and runs nothing from a message" {
+	amp dashboard --out "$out" > /dev/null
+	chromium_dom "$out/index.html"
+	run -0 grep -c '<tr class="task">' "$BATS_TEST_TMPDIR/dom.html"
+	assert_output 5
+	run -0 grep -F '<title>amp dashboard</title>' "$BATS_TEST_TMPDIR/dom.html"
+	run -0 grep -F '"&gt;&lt;img src=x onerror=alert(1)&gt;' "$BATS_TEST_TMPDIR/dom.html"
+	assert_rendered_clean
+}
+
+@test "in headless Chromium: the hostile task's page renders its text as text" {
+	amp dashboard --out "$out" > /dev/null
+	chromium_dom "$out/tasks/T-2026-047.html"
+	run -0 grep -F '<title>T-2026-047</title>' "$BATS_TEST_TMPDIR/dom.html"
+	run -0 grep -F '&lt;script&gt;document.title="pwned"&lt;/script&gt;"&gt;&lt;img src=x onerror=' "$BATS_TEST_TMPDIR/dom.html"
+	run -0 grep -c '<li id="r' "$BATS_TEST_TMPDIR/dom.html"
+	assert_output 2
+	assert_rendered_clean
+}
+
+# serve: starts amp dashboard --serve on a free loopback port; sets URL and
+# SERVER (its pid).
+serve() {
+	amp dashboard --serve --port 0 "$@" > "$BATS_TEST_TMPDIR/serve.out" 2>&1 &
+	SERVER=$!
+	for _ in $(seq 100); do grep -q '^serving ' "$BATS_TEST_TMPDIR/serve.out" && break; sleep 0.05; done
+	URL=$(sed -n 's/^serving //p' "$BATS_TEST_TMPDIR/serve.out")
+	[ -n "$URL" ]
+}
+
+teardown() {
+	if [ -n "${SERVER:-}" ]; then
+		kill "$SERVER" 2> /dev/null
+		wait "$SERVER" 2> /dev/null || true
+	fi
+}
+
+@test "--serve: GET and HEAD of the pages on loopback, kept current; traversal, other methods, big requests refused" {
+	serve
+	[[ $URL == http://127.0.0.1:* ]]
+	run -0 curl -sS -o page.html -w '%{http_code} %{content_type}' "$URL"
+	assert_output '200 text/html; charset=utf-8'
+	run -0 grep -c '<tr class="task">' page.html
+	assert_output 5
+	run -0 curl -sS -o /dev/null -w '%{http_code}' "${URL}tasks/T-2026-045.html"
+	assert_output 200
+	run -0 curl -sS -I -o /dev/null -w '%{http_code}' "${URL}errors.html"
+	assert_output 200
+	# what arrives after the start is served
+	amp heartbeat T-2026-044 --from executor > /dev/null
+	run -0 curl -sS "${URL}tasks/T-2026-044.html"
+	assert_output --partial '<b>heartbeat</b>'
+	for p in '../.git/config' 'tasks/../../.git/config' '.amp-dashboard.json' '%2e%2e/x' 'tasks//T-2026-044.html'; do
+		run -0 curl -sS --path-as-is -o /dev/null -w '%{http_code}' "$URL$p"
+		assert_output 400
+	done
+	run -0 curl -sS -o /dev/null -w '%{http_code}' "${URL}nope.html"
+	assert_output 404
+	run -0 curl -sS -X POST -d x -D - -o /dev/null "$URL"
+	assert_output --partial '405 Method Not Allowed'
+	assert_output --partial 'Allow: GET, HEAD'
+	run -0 curl -sS -o /dev/null -w '%{http_code}' -H "X-Big: $(head -c 9000 /dev/zero | tr '\0' a)" "$URL"
+	assert_output 400
+	# still serving after all that; stops on SIGTERM with exit 0
+	run -0 curl -sS -o /dev/null -w '%{http_code}' "$URL"
+	assert_output 200
+	kill "$SERVER"
+	rc=0; wait "$SERVER" || rc=$?
+	SERVER=
+	[ "$rc" -eq 0 ]
+	# the site went to <git dir>/amp/dashboard
+	assert_file_exists .git/amp/dashboard/index.html
+}
+
+@test "make demo ends by writing the dashboard of its SSOT and printing the path of its index page" {
+	mkdir "$BATS_TEST_TMPDIR/demo"
+	run -0 env TMPDIR="$BATS_TEST_TMPDIR/demo" "$AMP_SRC/share/demo.sh"
+	assert_line --index $((${#lines[@]} - 1)) "dashboard: $BATS_TEST_TMPDIR/demo/amp-dashboard-demo/index.html"
+	run -0 grep -F '<a href="tasks/T-2026-044.html">T-2026-044</a></td><td><span class="st st-approved">approved</span>' \
+		"$BATS_TEST_TMPDIR/demo/amp-dashboard-demo/index.html"
+	assert_file_exists "$BATS_TEST_TMPDIR/demo/amp-dashboard-demo/tasks/T-2026-044.html"
+}
