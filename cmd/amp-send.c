@@ -13,7 +13,8 @@
 static const char usage[] =
 	"usage: amp send <type> --task <id> --payload <file>|- [--from <role>] [--to <role>]\n"
 	"                [--context-ref <msg_id>]... [--ack-timeout <1..604800 sec>] [--no-ack]\n"
-	"                [--idempotency-key <key>] [--sync|--no-sync] [--json] [--repo <dir>]\n"
+	"                [--idempotency-key <key>] [--agent <name>] [--sync|--no-sync] [--json]\n"
+	"                [--repo <dir>]\n"
 	"   or: amp send --envelope <file>|- [--idempotency-key <key>] [--sync|--no-sync] [--json]\n"
 	"                [--repo <dir>]\n"
 	"types: task_dispatch task_result review_request review_verdict escalation\n";
@@ -32,6 +33,7 @@ int main(int argc, char **argv)
 		{ "idempotency-key", required_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
+		AMP_CLI_AGENT_OPTION,
 		AMP_CLI_SYNC_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -70,6 +72,7 @@ int main(int argc, char **argv)
 		case 'k': sopts.idempotency_key = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
+		AMP_CLI_AGENT_CASE;
 		AMP_CLI_SYNC_CASES(sync);
 		case 'h': fputs(usage, stdout); goto cleanup;
 		default:

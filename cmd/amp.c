@@ -46,6 +46,8 @@ static const struct {
 	{ "keys", "the keys that may speak as each role (signed records)" },
 	{ "fsck", "verify the whole history of the SSOT: append-only, in place, valid" },
 	{ "import", "commit a log of AMP records (JSON lines) in one ref update" },
+	{ "claim", "take a task on a lease as a named executor instance" },
+	{ "release", "give a claimed task back" },
 };
 
 static const char usage_text[] =

@@ -54,6 +54,38 @@ int amp_cli_open_store(const char *cmd, const char *repo, amp_store **st)
 	return 0;
 }
 
+/* --agent, when given: command-line glue, one per process. */
+static const char *agent_option;
+
+void amp_cli_agent_given(const char *name)
+{
+	agent_option = name;
+}
+
+/* The instance writing: --agent, $AMP_AGENT, git config amp.agent. */
+static int set_agent(const char *cmd, amp_store *st)
+{
+	const char *env = getenv("AMP_AGENT"), *name = agent_option, *where = "--agent";
+	char conf[256];
+	amp_error err;
+
+	if (!name && env && *env) {
+		name = env;
+		where = "AMP_AGENT";
+	}
+	if (!name && amp_store_config(st, "amp.agent", conf, sizeof(conf)) && conf[0]) {
+		name = conf;
+		where = "git config amp.agent";
+	}
+	if (amp_store_set_agent(st, name, &err) < 0) {
+		amp_error out = err;
+
+		snprintf(out.message, sizeof(out.message), "%s: %.900s", where, err.message);
+		return amp_cli_fail(cmd, &out);
+	}
+	return 0;
+}
+
 int amp_cli_open_ssot(const char *cmd, const char *repo, amp_store **st)
 {
 	const char *ref;
@@ -61,7 +93,7 @@ int amp_cli_open_ssot(const char *cmd, const char *repo, amp_store **st)
 	git_oid oid;
 	int code;
 
-	if ((code = amp_cli_open_store(cmd, repo, st)))
+	if ((code = amp_cli_open_store(cmd, repo, st)) || (code = set_agent(cmd, *st)))
 		return code;
 	ref = amp_store_messages_ref(*st);
 	if (git_reference_name_to_id(&oid, amp_store_repo(*st), ref) < 0) {
@@ -310,6 +342,7 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 		{ "from", required_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
+		AMP_CLI_AGENT_OPTION,
 		AMP_CLI_SYNC_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -334,6 +367,7 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 		case 'f': from = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
+		AMP_CLI_AGENT_CASE;
 		AMP_CLI_SYNC_CASES(sync);
 		case 'h': fputs(usage, stdout); return 0;
 		default:
@@ -378,6 +412,8 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 		json_object_set_new(out, "state", json_string(res.now));
 		json_object_set_new(out, "type", json_string(type));
 		json_object_set_new(out, "from", json_string(from));
+		json_object_set_new(out, "agent", amp_store_agent(st) ?
+				    json_string(amp_store_agent(st)) : json_null());
 		json_object_set_new(out, "escalation", res.escalation_id[0] ?
 				    json_string(res.escalation_id) : json_null());
 		amp_cli_print_json(out, 0);

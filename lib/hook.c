@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "coord.h"
 #include "hook.h"
 #include "message.h"
 #include "rules.h"
@@ -136,6 +137,12 @@ int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
 	}
 	if (e->kind == AMP_ENTRY_CTL) {
 		if (!amp_control_allowed(&before, type, amp_json_str(e->doc, "from"), why, sizeof(why)))
+			return amp_errlist_add(errors, AMP_ERULE, "/type", "%s", why);
+		/* A lease is in force only where it stands (coord.h): a claim
+		 * inside another instance's lease is refused here, and amp
+		 * sync's join sets it aside. */
+		if (type && (!strcmp(type, "claim") || !strcmp(type, "release")) &&
+		    amp_coord_check_record(&before, e->doc, why, sizeof(why)) < 0)
 			return amp_errlist_add(errors, AMP_ERULE, "/type", "%s", why);
 		return AMP_OK;
 	}

@@ -1,4 +1,5 @@
 #include "rules.h"
+#include "coord.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -539,6 +540,12 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 	    (closed == 2 && !(type && !strcmp(type, "escalation") && from &&
 			      !strcmp(from, "system"))))
 		amp_errlist_add(errors, AMP_ERULE, "/task_id", "task %s %s", log->task_id, why);
+	/* A claimed task takes the holder's executor writes only (coord.h);
+	 * an escalation still reaches the admin (No Silent Failure). */
+	else if ((!type || strcmp(type, "escalation")) &&
+		 amp_coord_check_write(log, from, amp_store_agent(st), amp_record_time(msg),
+				       why, sizeof(why)) < 0)
+		amp_errlist_add(errors, AMP_ERULE, "/from", "%s", why);
 	check_refs(st, tip, log, json_object_get(msg, "context_ref"), "/context_ref", errors);
 	if (type && !strcmp(type, "task_dispatch")) {
 		check_dispatch(payload, errors);

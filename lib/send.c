@@ -1,4 +1,5 @@
 #include "send.h"
+#include "coord.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -839,6 +840,12 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 	amp_task_state_compute(&log, &s);
 	if (amp_task_closed_to(&s, c->from, why, sizeof(why))) {
 		amp_errlist_add(c->errors, AMP_ERULE, "/task_id", "task %s %s", c->task, why);
+		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
+		goto cleanup;
+	}
+	if (amp_coord_check_write(&log, c->from, amp_store_agent(st), c->now_ms, why,
+				  sizeof(why)) < 0) {
+		amp_errlist_add(c->errors, AMP_ERULE, "/from", "%s", why);
 		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
 		goto cleanup;
 	}

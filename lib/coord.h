@@ -1,0 +1,152 @@
+/*
+ * coord.h - coordinating many agents on one SSOT: claims with leases.
+ *
+ * A claim is amp's own control record (control.h, schemas/
+ * control.schema.json), never an AMP/1.0 message:
+ *
+ *   claim    {"type":"claim", "from":"executor", "agent":NAME,
+ *             "ttl_sec":N, "subtask_id":S?}  the instance NAME holds the
+ *            task (or one subtask of it) for N seconds from its last write
+ *   release  {"type":"release", "from":ROLE, "agent":NAME, "releases":
+ *            CLAIM, "reason":TEXT?}  the lease of claim record CLAIM ends
+ *            (the holder gives it up; the admin or the coordinator takes
+ *            it back; system, from amp watch, when it expired)
+ *
+ * The leases of a task are replayed from its records alone, in order, so
+ * every clone that holds the same records agrees on them:
+ *   - a claim whose timestamp falls inside another instance's lease of the
+ *     same subtask (or of the whole task; a whole-task claim conflicts with
+ *     every lease) is not in force (amp refuses to write one, the hub's
+ *     hook refuses it, and amp sync's join sets the later one aside);
+ *   - a claim by the holder again renews its lease;
+ *   - a lease is renewed (its clock starts again) by each later executor
+ *     record of the task while it runs: a message or ACK from the
+ *     executor, a heartbeat from the executor (naming the agent, or not);
+ *     while a lease runs amp refuses executor writes to the task from any
+ *     other instance, so those records are the holder's;
+ *   - it ends with a release naming it, or with a task_result of its
+ *     subtask (a whole-task lease: any task_result);
+ *   - it is expired at time t when t > renewed + ttl; an expired lease is
+ *     not in force (another instance may claim), and amp watch writes its
+ *     release with a heartbeat_timeout escalation, once.
+ *
+ * A claim is decided inside the store's compare-and-swap, on the tip it
+ * lands on: of N instances racing, exactly one wins; the others get
+ * AMP_ECLAIMED and the winner's name.
+ */
+#ifndef AMP_COORD_H
+#define AMP_COORD_H
+
+#include <stdint.h>
+
+#include "error.h"
+#include "schema.h"
+#include "store.h"
+#include "task.h"
+
+#define AMP_CLAIM_TTL_MAX 2592000 /* 30 days, as amp.heartbeatTimeout */
+#define AMP_LEASES_MAX 64         /* leases in force on one task at most */
+
+typedef struct amp_lease {
+	char subtask[128];           /* "" for the whole task */
+	char agent[AMP_AGENT_MAX + 1];
+	char claim[64];              /* the claim record's name */
+	int64_t since_ms;            /* the claim's time */
+	int64_t renewed_ms;          /* the last write that renewed it */
+	int64_t ttl_ms;
+	int released;                /* a release or a result ended it */
+} amp_lease;
+
+typedef struct amp_leases {
+	amp_lease v[AMP_LEASES_MAX];
+	size_t n;
+} amp_leases;
+
+/* The leases of a task, replayed from its log as described above
+ * (released ones included, marked). */
+void amp_coord_leases(const amp_task_log *log, amp_leases *out);
+
+/* When lease l expires: renewed + ttl (it is in force up to then). */
+int64_t amp_lease_expires(const amp_lease *l);
+
+/* The lease of another instance than `agent` in force at `at_ms` that a
+ * claim of `subtask` ("" or NULL: the whole task) conflicts with, or
+ * NULL.  Borrowed from ls. */
+const amp_lease *amp_coord_conflict(const amp_leases *ls, const char *subtask,
+				    const char *agent, int64_t at_ms);
+
+/* The first lease in force at at_ms (any subtask), or NULL. */
+const amp_lease *amp_coord_holder(const amp_leases *ls, int64_t at_ms);
+
+/*
+ * The write-time rule of a held task: a record `from` the executor by
+ * instance `agent` (NULL: unnamed) at at_ms on a task whose lease another
+ * instance holds then is refused: AMP_ERULE with the reason in why.
+ * AMP_OK otherwise.
+ */
+int amp_coord_check_write(const amp_task_log *log, const char *from, const char *agent,
+			  int64_t at_ms, char *why, size_t whysz);
+
+/*
+ * For a claim or release record that arrives without amp (a push, a
+ * fetch, amp sync's join): AMP_OK when it is in force where it stands
+ * after `before` (the task's records before it); AMP_ECLAIMED (a claim
+ * inside another instance's lease) or AMP_ERULE with the reason in why.
+ * The role was checked by amp_control_allowed.
+ */
+int amp_coord_check_record(const amp_task_log *before, const json_t *doc,
+			   char *why, size_t whysz);
+
+/* What a claim or a release did. */
+typedef struct amp_coord_result {
+	char name[64];                /* the record written */
+	char holder[AMP_AGENT_MAX + 1]; /* claim refused: who holds it */
+	char claim[64];               /* release: the claim released */
+	char agent[AMP_AGENT_MAX + 1]; /* release: whose lease it was */
+	int64_t expires_ms;           /* claim: when the lease runs out (or the
+				       * holder's, when refused) */
+	int renewed;                  /* claim: the holder claimed again */
+	char escalation_id[256];      /* expire: the escalation written, or "" */
+} amp_coord_result;
+
+/*
+ * `agent` (from the executor) claims task_id, or its subtask (NULL: the
+ * whole task), for ttl_sec seconds at now_ms: the task must have a
+ * dispatch (the subtask must be one of it, not approved) and must not be
+ * closed to the executor (aborted, suspended, locked).  Decided inside the
+ * compare-and-swap: AMP_OK (res->name, res->expires_ms), AMP_ECLAIMED
+ * (res->holder, res->expires_ms; nothing written, nothing logged),
+ * AMP_ERULE (written to the error log), AMP_EIO.  Reasons in errors.
+ */
+int amp_coord_claim(amp_store *st, amp_schema_set *set, const char *task_id,
+		    const char *subtask, const char *from, const char *agent,
+		    long long ttl_sec, int64_t now_ms, amp_coord_result *res,
+		    amp_errlist *errors);
+
+/*
+ * Releases the lease in force on task_id (of `subtask`, NULL: the whole
+ * task's, or the only one): by its holder (from the executor, as `agent`),
+ * or by the admin or the coordinator (any holder).  `reason` may be NULL.
+ * Statuses as amp_coord_claim (AMP_ERULE when nothing is held).
+ */
+int amp_coord_release(amp_store *st, amp_schema_set *set, const char *task_id,
+		      const char *subtask, const char *from, const char *agent,
+		      const char *reason, int64_t now_ms, amp_coord_result *res,
+		      amp_errlist *errors);
+
+/*
+ * amp watch: every lease of task_id expired at now_ms and not released
+ * gets its release from system and a heartbeat_timeout escalation (cause:
+ * the claim record, AMP_SILENCE_CAUSE; once per cause), in one commit per
+ * lease.  *released counts them; the last escalation's id goes to res.
+ */
+int amp_coord_expire(amp_store *st, amp_schema_set *set, const char *task_id,
+		     int64_t now_ms, amp_coord_result *res, int *released,
+		     amp_errlist *errors);
+
+/* The `amp status --json` "claims" array of a task at now_ms: its leases
+ * not released, [{agent, subtask_id|null, claim, since, expires, expired}],
+ * times as ISO 8601.  New reference. */
+json_t *amp_coord_claims_json(const amp_task_log *log, int64_t now_ms);
+
+#endif
