@@ -189,6 +189,7 @@ int main(int argc, char **argv)
 		puts(amp_term(res.msg_id));
 	}
 	amp_cli_report_escalation("send", &res);
+	amp_cli_warn_soft_waits("send", st, msg);
 	if (res.duplicate)
 		fprintf(stderr, "amp send: %s was already in the SSOT (nothing written)\n", amp_term(res.msg_id));
 	code = amp_cli_sync_after_write("send", st, set, sync);

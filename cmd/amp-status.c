@@ -117,6 +117,10 @@ static void print_task(const json_t *t)
 			printf(": %s", str(m, "note"));
 		putchar('\n');
 	}
+	/* Dependencies (amp depend) not approved yet. */
+	json_array_foreach(json_object_get(t, "waits_for"), i, m)
+		printf("waits for %s (%s)%s\n", str(m, "task_id"), str(m, "state"),
+		       json_is_true(json_object_get(m, "soft")) ? ", soft" : "");
 	/* Leases (coord.h) not released: who holds the task, until when. */
 	json_array_foreach(json_object_get(t, "claims"), i, m)
 		printf("claimed by %s%s%s until %s%s\n", str(m, "agent"),
@@ -149,7 +153,7 @@ int main(int argc, char **argv)
 	amp_task_log log = { 0 };
 	amp_summaries *cache = NULL;
 	amp_error err;
-	json_t *out = NULL;
+	json_t *out = NULL, *waits = NULL;
 	char **ids = NULL;
 	size_t nids = 0, i;
 	int64_t now;
@@ -192,6 +196,11 @@ int main(int argc, char **argv)
 		}
 		out = amp_task_status_json(&log, now);
 		json_object_set_new(out, "claims", amp_coord_claims_json(&log, now));
+		if (amp_coord_waits(st, tip, &log, &waits, &err) < 0) {
+			code = amp_cli_fail("status", &err);
+			goto cleanup;
+		}
+		json_object_set_new(out, "waits_for", waits);
 		if (json_out) {
 			amp_cli_print_json(out, 1);
 		} else {

@@ -48,6 +48,8 @@ static const struct {
 	{ "import", "commit a log of AMP records (JSON lines) in one ref update" },
 	{ "claim", "take a task on a lease as a named executor instance" },
 	{ "release", "give a claimed task back" },
+	{ "depend", "make a task's dispatch wait for another task's approval" },
+	{ "ready", "list the tasks ready to work on: dependencies approved, nobody holding them" },
 };
 
 static const char usage_text[] =

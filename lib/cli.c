@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "coord.h"
 #include "sync.h"
 
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include "clock.h"
 #include "control.h"
 #include "inbox.h"
+#include "message.h"
 #include "util.h"
 
 int amp_cli_fail(const char *cmd, const amp_error *err)
@@ -327,6 +329,29 @@ int amp_cli_real(const char *cmd, const char *what, const char *s,
 	       amp_cli_fail(cmd, &err) : 0;
 }
 
+void amp_cli_warn_soft_waits(const char *cmd, amp_store *st, const json_t *msg)
+{
+	const char *type = amp_json_str(msg, "type"), *task = amp_json_str(msg, "task_id");
+	amp_task_log log = { 0 };
+	git_tree *tip = NULL;
+	json_t *waits = NULL, *d;
+	amp_error err;
+	size_t i;
+
+	if (!type || strcmp(type, "task_dispatch") || !task ||
+	    amp_store_tip(st, amp_store_messages_ref(st), NULL, &tip, &err) < 0 ||
+	    amp_store_read_task(st, tip, task, &log, &err) < 0 ||
+	    amp_coord_waits(st, tip, &log, &waits, &err) < 0)
+		goto cleanup;
+	json_array_foreach(waits, i, d)
+		fprintf(stderr, "amp %s: warning: task %s waits for %s (%s), a soft dependency: dispatched before it is approved\n",
+			cmd, task, amp_term(amp_json_str(d, "task_id")), amp_json_str(d, "state"));
+cleanup:
+	json_decref(waits);
+	amp_task_log_free(&log);
+	git_tree_free(tip);
+}
+
 void amp_cli_print_json(const json_t *value, int pretty)
 {
 	json_dumpf(value, stdout, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |
@@ -412,8 +437,9 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 		json_object_set_new(out, "state", json_string(res.now));
 		json_object_set_new(out, "type", json_string(type));
 		json_object_set_new(out, "from", json_string(from));
-		json_object_set_new(out, "agent", amp_store_agent(st) ?
-				    json_string(amp_store_agent(st)) : json_null());
+		/* The instance, when one is named (--agent, AMP_AGENT, amp.agent). */
+		if (amp_store_agent(st))
+			json_object_set_new(out, "agent", json_string(amp_store_agent(st)));
 		json_object_set_new(out, "escalation", res.escalation_id[0] ?
 				    json_string(res.escalation_id) : json_null());
 		amp_cli_print_json(out, 0);

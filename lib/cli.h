@@ -146,6 +146,11 @@ int amp_cli_idempotency_key(const char *cmd, const char **key);
  * lock, a late ACK's timeout), if any. */
 void amp_cli_report_escalation(const char *cmd, const amp_send_result *res);
 
+/* After a dispatch of `msg` was written: warns on stderr ("amp CMD:
+ * warning: ...") for each soft dependency (amp depend --soft) of its task
+ * that is not approved yet. */
+void amp_cli_warn_soft_waits(const char *cmd, amp_store *st, const json_t *msg);
+
 /* Prints `value` on stdout as the --json result: one JSON document and a
  * newline, indented when `pretty`, members in their order.  Borrowed. */
 void amp_cli_print_json(const json_t *value, int pretty);

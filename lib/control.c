@@ -54,6 +54,8 @@ static int role_may(const char *type, const char *from)
 		return !strcmp(from, "executor");
 	if (!strcmp(type, "release"))
 		return amp_role_in(from, "executor coordinator admin system");
+	if (!strcmp(type, "depend"))
+		return amp_role_in(from, "coordinator admin");
 	return amp_role_in(from, "coordinator executor reviewer");
 }
 
@@ -116,18 +118,18 @@ int amp_control_allowed(const amp_task_log *log, const char *type, const char *f
 		return 0;
 	}
 	amp_task_state_compute(log, &s);
-	if (!strcmp(type, "claim") || !strcmp(type, "release")) {
+	if (!strcmp(type, "claim") || !strcmp(type, "release") || !strcmp(type, "depend")) {
 		char closed[512];
 
 		/* Leases are coord.h's (amp_coord_check_record); like a
 		 * message, none while the task is closed to the role.  amp
 		 * watch's release of an expired lease is system's. */
 		ok = 1;
-		if (!log->count) {
+		if (!log->count && strcmp(type, "depend")) {
 			snprintf(why, whysz, "a %s is refused while task %s is new: it has no records",
 				 type, log->task_id);
 			ok = 0;
-		} else if (strcmp(from, "system") &&
+		} else if (log->count && strcmp(from, "system") &&
 			   amp_task_closed_to(&s, from, closed, sizeof(closed))) {
 			snprintf(why, whysz, "task %s %s", log->task_id, closed);
 			ok = 0;

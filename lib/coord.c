@@ -248,9 +248,204 @@ json_t *amp_coord_claims_json(const amp_task_log *log, int64_t now_ms)
 	return out;
 }
 
+/* ---- dependencies ---------------------------------------------------------- */
+
+size_t amp_coord_deps(const amp_task_log *log, amp_dep out[AMP_DEPS_MAX])
+{
+	size_t i, k, n = 0;
+
+	for (i = 0; i < log->count; i++) {
+		const amp_entry *e = &log->entries[i];
+		const char *type = amp_json_str(e->doc, "type"), *on = amp_json_str(e->doc, "on");
+
+		if (e->kind != AMP_ENTRY_CTL || !type || strcmp(type, "depend") || !on ||
+		    !amp_task_entry_in_place(log, e))
+			continue;
+		for (k = 0; k < n && strcmp(out[k].on, on); k++)
+			;
+		if (k == n && n == AMP_DEPS_MAX)
+			continue;
+		out[k].on = on;
+		out[k].soft = json_is_true(json_object_get(e->doc, "soft"));
+		if (k == n)
+			n++;
+	}
+	return n;
+}
+
+/* The state of task `id` on tip: "new" when it has no records. */
+static int task_state(amp_store *st, git_tree *tip, const char *id, char *buf, size_t bufsz,
+		      amp_error *err)
+{
+	amp_task_log log;
+	amp_task_state s;
+	int status;
+
+	if ((status = amp_store_read_task(st, tip, id, &log, err)) < 0)
+		return status;
+	amp_task_state_compute(&log, &s);
+	snprintf(buf, bufsz, "%s", s.state);
+	amp_task_state_free(&s);
+	amp_task_log_free(&log);
+	return AMP_OK;
+}
+
+int amp_coord_waits(amp_store *st, git_tree *tip, const amp_task_log *log, json_t **out,
+		    amp_error *err)
+{
+	amp_dep deps[AMP_DEPS_MAX];
+	size_t i, n = amp_coord_deps(log, deps);
+	char state[32];
+	int status;
+
+	if (!(*out = json_array()))
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	for (i = 0; i < n; i++) {
+		if ((status = task_state(st, tip, deps[i].on, state, sizeof(state), err)) < 0) {
+			json_decref(*out);
+			*out = NULL;
+			return status;
+		}
+		if (strcmp(state, "approved"))
+			json_array_append_new(*out, json_pack("{s:s,s:b,s:s}", "task_id", deps[i].on,
+							      "soft", deps[i].soft, "state", state));
+	}
+	return AMP_OK;
+}
+
+/* Depth-first from `task` along dependencies: 1 when `target` is reached
+ * (the path, "A -> B -> ...", in path), 0 when not, or an error. */
+static int reaches(amp_store *st, git_tree *tip, const char *task, const char *target,
+		   json_t *seen, char *path, size_t pathsz, amp_error *err)
+{
+	amp_task_log log;
+	amp_dep deps[AMP_DEPS_MAX];
+	size_t i, n, len = strlen(path);
+	int status, found = 0;
+
+	if (json_object_get(seen, task))
+		return 0;
+	if (json_object_size(seen) >= AMP_DEPS_WALK_MAX)
+		return amp_error_set(err, AMP_ERULE, "", "more than %d tasks depend on each other: cannot check for a cycle",
+				     AMP_DEPS_WALK_MAX);
+	json_object_set_new(seen, task, json_true());
+	if ((status = amp_store_read_task(st, tip, task, &log, err)) < 0)
+		return status;
+	n = amp_coord_deps(&log, deps);
+	for (i = 0; i < n && !found; i++) {
+		snprintf(path + len, pathsz - len, " -> %s", deps[i].on);
+		if (!strcmp(deps[i].on, target))
+			found = 1;
+		else if ((found = reaches(st, tip, deps[i].on, target, seen, path, pathsz, err)) < 0)
+			break;
+		if (!found)
+			path[len] = '\0';
+	}
+	amp_task_log_free(&log);
+	return found;
+}
+
+int amp_coord_check_depend(amp_store *st, git_tree *tip, const char *task_id,
+			   const char *on, char *why, size_t whysz, amp_error *err)
+{
+	json_t *seen;
+	char path[2048];
+	int found;
+
+	if (!strcmp(task_id, on)) {
+		snprintf(why, whysz, "task %s cannot depend on itself", task_id);
+		return AMP_ERULE;
+	}
+	if (!(seen = json_object()))
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	snprintf(path, sizeof(path), "%s", on);
+	found = reaches(st, tip, on, task_id, seen, path, sizeof(path), err);
+	json_decref(seen);
+	if (found < 0) {
+		snprintf(why, whysz, "%s", err->message);
+		return found;
+	}
+	if (found) {
+		snprintf(why, whysz, "a cycle: %s already waits for %s (%s), so %s cannot wait for %s",
+			 on, task_id, path, task_id, on);
+		return AMP_ERULE;
+	}
+	return AMP_OK;
+}
+
+/* ---- ready ------------------------------------------------------------------- */
+
+static int cmp_since(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	json_int_t p = json_integer_value(json_object_get(x, "since_ms"));
+	json_int_t q = json_integer_value(json_object_get(y, "since_ms"));
+
+	if (p != q)
+		return p < q ? -1 : 1;
+	return strcmp(amp_json_str(x, "task_id"), amp_json_str(y, "task_id"));
+}
+
+int amp_coord_ready(amp_store *st, git_tree *tip, int64_t now_ms, json_t **out,
+		    amp_error *err)
+{
+	char **ids = NULL, since[AMP_TIME_BUFSZ];
+	size_t n = 0, i, k = 0;
+	json_t **v = NULL;
+	int status;
+
+	*out = NULL;
+	if ((status = amp_store_list_tasks(st, tip, &ids, &n, err)) < 0)
+		return status;
+	if (n && !(v = calloc(n, sizeof(*v)))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	for (i = 0; i < n; i++) {
+		amp_task_log log;
+		amp_task_state s;
+		amp_leases ls;
+		json_t *waits = NULL;
+		int64_t first;
+
+		if ((status = amp_store_read_task(st, tip, ids[i], &log, err)) < 0)
+			goto cleanup;
+		amp_task_state_compute(&log, &s);
+		amp_coord_leases(&log, &ls);
+		first = log.count ? amp_record_time(log.entries[0].doc) : -1;
+		if (!s.aborted && !s.suspended && !s.lock_due && strcmp(s.state, "approved") &&
+		    !amp_coord_holder(&ls, now_ms) &&
+		    (status = amp_coord_waits(st, tip, &log, &waits, err)) == AMP_OK &&
+		    !json_array_size(waits))
+			v[k++] = json_pack("{s:s,s:s,s:s,s:I}", "task_id", ids[i], "state", s.state,
+					   "since", amp_time_format(first, since), "since_ms",
+					   (json_int_t)first);
+		json_decref(waits);
+		amp_task_state_free(&s);
+		amp_task_log_free(&log);
+		if (status < 0)
+			goto cleanup;
+	}
+	if (k)
+		qsort(v, k, sizeof(*v), cmp_since);
+	*out = json_array();
+	for (i = 0; i < k; i++) {
+		json_object_del(v[i], "since_ms");
+		json_array_append_new(*out, v[i]);
+		v[i] = NULL;
+	}
+	status = *out ? AMP_OK : amp_error_set(err, AMP_EIO, "", "out of memory");
+cleanup:
+	for (i = 0; v && i < n; i++)
+		json_decref(v[i]);
+	free(v);
+	amp_strv_free(ids, n);
+	return status;
+}
+
 /* ---- writing ----------------------------------------------------------------- */
 
-enum coord_op { OP_CLAIM, OP_RELEASE, OP_EXPIRE };
+enum coord_op { OP_CLAIM, OP_RELEASE, OP_EXPIRE, OP_DEPEND };
 
 struct coord_ctx {
 	enum coord_op op;
@@ -266,6 +461,8 @@ struct coord_ctx {
 	amp_errlist *errors;
 	size_t errors_base;
 	json_t *doc; /* the record of the last attempt */
+	const char *on; /* depend: the task waited for */
+	int soft;
 };
 
 /* Records a refusal in the caller's list and for the store. */
@@ -467,13 +664,36 @@ static int build_expire(struct coord_ctx *c, const amp_task_log *log, const amp_
 	return status;
 }
 
+static int build_depend(struct coord_ctx *c, amp_store *st, git_tree *tip,
+			const amp_task_log *log, amp_store_write *w, amp_error *err)
+{
+	amp_dep deps[AMP_DEPS_MAX];
+	char why[700];
+	json_t *extra;
+	int status;
+
+	if ((status = amp_coord_check_depend(st, tip, c->task_id, c->on, why, sizeof(why), err)) < 0)
+		return status == AMP_ERULE ? refuse(c, err, AMP_ERULE, "/on", why) : status;
+	if (amp_coord_deps(log, deps) >= AMP_DEPS_MAX) {
+		snprintf(why, sizeof(why), "task %s depends on %d tasks already, the most it may",
+			 c->task_id, AMP_DEPS_MAX);
+		return refuse(c, err, AMP_ERULE, "/on", why);
+	}
+	control_name(log, "depend", c->now_ms, c->res->name, sizeof(c->res->name));
+	extra = json_pack("{s:s,s:b}", "on", c->on, "soft", c->soft);
+	status = extra ? add_doc(c, log, "depend", extra, w, err)
+		       : amp_error_set(err, AMP_EIO, "", "out of memory");
+	json_decref(extra);
+	return status;
+}
+
 static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, amp_error *err)
 {
 	struct coord_ctx *c = vctx;
 	amp_task_log log;
 	amp_task_state s;
 	char closed[512], why[700];
-	const char *type = c->op == OP_CLAIM ? "claim" : "release";
+	const char *type = c->op == OP_CLAIM ? "claim" : c->op == OP_DEPEND ? "depend" : "release";
 	int status;
 
 	amp_errlist_truncate(c->errors, c->errors_base);
@@ -486,6 +706,9 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 	if (log.count && c->op != OP_EXPIRE && amp_task_closed_to(&s, c->from, closed, sizeof(closed))) {
 		snprintf(why, sizeof(why), "task %s %s", c->task_id, closed);
 		status = refuse(c, err, AMP_ERULE, "/task_id", why);
+	} else if (c->op == OP_DEPEND) {
+		/* A dependency is planned before the dispatch: a new task too. */
+		status = build_depend(c, st, tip, &log, w, err);
 	} else if (!log.count) {
 		snprintf(why, sizeof(why), "task %s has no records", c->task_id);
 		status = refuse(c, err, AMP_ERULE, "/task_id", why);
@@ -497,7 +720,10 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 		status = build_expire(c, &log, &s, w, err);
 	}
 	if (status == AMP_OK) {
-		if (c->op == OP_CLAIM)
+		if (c->op == OP_DEPEND)
+			snprintf(w->subject, sizeof(w->subject), "depend %s %s: on %s%s", c->task_id,
+				 c->from, c->on, c->soft ? " (soft)" : "");
+		else if (c->op == OP_CLAIM)
 			snprintf(w->subject, sizeof(w->subject), "claim %s %s: %s%s%s", c->task_id,
 				 c->from, c->agent, c->subtask ? " subtask " : "",
 				 c->subtask ? c->subtask : "");
@@ -544,7 +770,7 @@ int amp_coord_claim(amp_store *st, amp_schema_set *set, const char *task_id,
 		    amp_errlist *errors)
 {
 	struct coord_ctx c = { OP_CLAIM, set, task_id, subtask, from, agent, NULL, ttl_sec,
-			       now_ms, res, errors, errors->count, NULL };
+			       now_ms, res, errors, errors->count, NULL, NULL, 0 };
 
 	memset(res, 0, sizeof(*res));
 	if (strcmp(from, "executor"))
@@ -562,7 +788,7 @@ int amp_coord_release(amp_store *st, amp_schema_set *set, const char *task_id,
 		      amp_errlist *errors)
 {
 	struct coord_ctx c = { OP_RELEASE, set, task_id, subtask, from, agent, reason, 0,
-			       now_ms, res, errors, errors->count, NULL };
+			       now_ms, res, errors, errors->count, NULL, NULL, 0 };
 
 	memset(res, 0, sizeof(*res));
 	if (!amp_role_in(from, "executor coordinator admin"))
@@ -570,6 +796,20 @@ int amp_coord_release(amp_store *st, amp_schema_set *set, const char *task_id,
 				       "a release comes from the holder (executor), the coordinator or the admin, not %s",
 				       from);
 	return run(st, &c, "release");
+}
+
+int amp_coord_depend(amp_store *st, amp_schema_set *set, const char *task_id,
+		     const char *on, int soft, const char *from, int64_t now_ms,
+		     amp_coord_result *res, amp_errlist *errors)
+{
+	struct coord_ctx c = { OP_DEPEND, set, task_id, NULL, from, NULL, NULL, 0,
+			       now_ms, res, errors, errors->count, NULL, on, soft };
+
+	memset(res, 0, sizeof(*res));
+	if (!amp_role_in(from, "coordinator admin"))
+		return amp_errlist_add(errors, AMP_ERULE, "/from",
+				       "a dependency is planned by the coordinator or the admin, not %s", from);
+	return run(st, &c, "depend");
 }
 
 int amp_coord_expire(amp_store *st, amp_schema_set *set, const char *task_id,
@@ -584,7 +824,7 @@ int amp_coord_expire(amp_store *st, amp_schema_set *set, const char *task_id,
 	/* One commit per lease; AMP_LEASES_MAX bounds the loop. */
 	for (n = 0; n < AMP_LEASES_MAX; n++) {
 		struct coord_ctx c = { OP_EXPIRE, set, task_id, NULL, "system", NULL, NULL, 0,
-				       now_ms, &one, errors, errors->count, NULL };
+				       now_ms, &one, errors, errors->count, NULL, NULL, 0 };
 
 		status = run(st, &c, "release");
 		if (status != AMP_OK)

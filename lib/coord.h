@@ -149,4 +149,57 @@ int amp_coord_expire(amp_store *st, amp_schema_set *set, const char *task_id,
  * times as ISO 8601.  New reference. */
 json_t *amp_coord_claims_json(const amp_task_log *log, int64_t now_ms);
 
+/* ---- dependencies -------------------------------------------------------
+ *
+ *   depend   {"type":"depend", "from":coordinator|admin, "on":OTHER,
+ *             "soft":BOOL}  a dispatch of the task waits for OTHER to be
+ *            approved: refused (hard) or warned (soft) until then.  A
+ *            later depend record on the same OTHER replaces the earlier
+ *            (soft or hard); a task depends on at most AMP_DEPS_MAX others.
+ * Cycles are refused when written (amp depend) and when they arrive (the
+ * hub's hook, amp fsck).
+ */
+#define AMP_DEPS_MAX 64
+#define AMP_DEPS_WALK_MAX 10000 /* tasks a cycle check reads at most */
+
+typedef struct amp_dep {
+	const char *on; /* borrowed from the log */
+	int soft;
+} amp_dep;
+
+/* The dependencies of the task of `log`, at most AMP_DEPS_MAX, into out;
+ * returns how many. */
+size_t amp_coord_deps(const amp_task_log *log, amp_dep out[AMP_DEPS_MAX]);
+
+/*
+ * What the task of `log` waits for on tip tree `tip`: a new JSON array
+ * (*out) of {"task_id", "soft", "state"} for each dependency not approved
+ * (state "new" for a task with no records).  AMP_OK or AMP_EIO.
+ */
+int amp_coord_waits(amp_store *st, git_tree *tip, const amp_task_log *log, json_t **out,
+		    amp_error *err);
+
+/* For a depend record that arrives (the hook, fsck) or is written: AMP_OK,
+ * or AMP_ERULE with why (a task depending on itself; a cycle through the
+ * tasks of `tip`), or AMP_EIO. */
+int amp_coord_check_depend(amp_store *st, git_tree *tip, const char *task_id,
+			   const char *on, char *why, size_t whysz, amp_error *err);
+
+/* `from` (coordinator or admin) records that task_id depends on `on`.
+ * Refused (AMP_ERULE, logged) for another role, a cycle, a task closed to
+ * the role.  res->name gets the record's name. */
+int amp_coord_depend(amp_store *st, amp_schema_set *set, const char *task_id,
+		     const char *on, int soft, const char *from, int64_t now_ms,
+		     amp_coord_result *res, amp_errlist *errors);
+
+/* ---- ready ----------------------------------------------------------------
+ *
+ * `amp ready`: the tasks nobody holds (no lease in force at now_ms), not
+ * approved, aborted or suspended, whose dependencies are all approved, as
+ * a new JSON array of {"task_id", "state", "since"} (since: the task's
+ * first record), oldest first.
+ */
+int amp_coord_ready(amp_store *st, git_tree *tip, int64_t now_ms, json_t **out,
+		    amp_error *err);
+
 #endif

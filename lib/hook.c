@@ -144,6 +144,17 @@ int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
 		if (type && (!strcmp(type, "claim") || !strcmp(type, "release")) &&
 		    amp_coord_check_record(&before, e->doc, why, sizeof(why)) < 0)
 			return amp_errlist_add(errors, AMP_ERULE, "/type", "%s", why);
+		/* A dependency cycle is refused however it arrives. */
+		if (type && !strcmp(type, "depend") && amp_json_str(e->doc, "on")) {
+			amp_error derr;
+
+			status = amp_coord_check_depend(st, tree, log->task_id, amp_json_str(e->doc, "on"),
+							why, sizeof(why), &derr);
+			if (status == AMP_ERULE)
+				return amp_errlist_add(errors, AMP_ERULE, "/on", "%s", why);
+			if (status < 0)
+				return amp_errlist_add(errors, status, "", "%s", derr.message);
+		}
 		return AMP_OK;
 	}
 	if (amp_task_log_id_taken(&before, e->id))

@@ -611,7 +611,7 @@ json_t *amp_log_record_json(const amp_log_record *r)
 	json_t *o;
 
 	git_oid_tostr(hex, sizeof(hex), &r->commit);
-	o = json_pack("{s:s,s:O?,s:s,s:s,s:O?,s:O?,s:O?,s:s,s:s,s:b,s:O?}",
+	o = json_pack("{s:s,s:O?,s:s,s:s,s:O?,s:O?,s:O?,s:s,s:s,s:b,s:s?,s:O?}",
 		      "commit", hex,
 		      "time", json_is_string(json_object_get(d, "timestamp")) ? json_object_get(d, "timestamp") : NULL,
 		      "task_id", amp_json_text(r->task_id),
@@ -622,10 +622,9 @@ json_t *amp_log_record_json(const amp_log_record *r)
 		      "id", amp_json_text(r->id),
 		      "path", amp_json_text(r->path),
 		      "unreadable", r->reason != NULL,
+		      "agent", r->agent,
 		      "record", d);
 	if (o && r->reason)
 		json_object_set_new(o, "reason", json_string(r->reason));
-	if (o)
-		json_object_set_new(o, "agent", r->agent ? json_string(r->agent) : json_null());
 	return o;
 }
