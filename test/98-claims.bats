@@ -12,13 +12,23 @@ bats_require_minimum_version 1.5.0
 load helpers
 load conversation
 load enforcer
+load hub
+load clones
 
 setup() {
-	make_ssot
+	if [[ $BATS_TEST_DESCRIPTION == *"two clones"* ]]; then
+		clones_setup
+	else
+		make_ssot
+	fi
 }
 
 teardown() {
-	fsck_teardown
+	if [[ $BATS_TEST_DESCRIPTION == *"two clones"* ]]; then
+		clones_teardown
+	else
+		fsck_teardown
+	fi
 }
 
 # claims TASK: the claims array of amp status --json.
@@ -222,4 +232,23 @@ JSON
 	run amp fsck
 	assert_failure
 	assert_output --partial "extra"
+}
+
+@test "two clones claiming offline, then syncing: the join keeps the first claim in the hub's order and sets the other aside" {
+	dispatched_on_both
+	at 5
+	on a amp claim $T --agent alice > /dev/null
+	at 7
+	on b amp claim $T --agent bob > /dev/null
+	run -0 on a amp sync
+	run -0 on b amp sync --json
+	assert_output --partial '"superseded":1,'
+	run -0 on b amp status $T --json
+	run -0 json_get '[[c["agent"] for c in d["claims"]], [(s["type"], s["from"]) for s in d["superseded"]]]' <<< "$output"
+	assert_output '[["alice"], [["claim", "executor"]]]'
+	# bob is told, like a loser of a race on one clone.
+	run -6 on b amp claim $T --agent bob
+	assert_output --partial "is claimed by alice"
+	run -0 on a amp sync
+	run -0 on a amp fsck
 }

@@ -93,3 +93,75 @@ Amp-Agent: planner-1"
 	run -0 amp heartbeat $T --from executor --agent alice
 	run -0 git -c gpg.ssh.allowedSignersFile="$K/signers" verify-commit refs/amp/messages
 }
+
+# dispatch_of TASK: a dispatch of TASK to the executor; the exit code.
+dispatch_of() {
+	amp send task_dispatch --task "$1" --from coordinator --to executor --payload "$BATS_TEST_TMPDIR/p/dispatch.json"
+}
+
+@test "dependencies: a dispatch is refused until its dependency is approved; amp ready and amp status after each step" {
+	B=T-2026-045
+	run -0 amp depend $B --on $T --from coordinator
+	assert_output "$B waits for $T (depend-1772116327000)"
+	run -0 amp ready --json
+	assert_output '[]'
+	run -0 amp status $B --json
+	run -0 json_get 'd["waits_for"]' <<< "$output"
+	assert_output '[{"task_id": "T-2026-044", "soft": false, "state": "new"}]'
+	run -3 dispatch_of $B
+	assert_output "amp send: error: /task_id: task $B waits for $T (new): a dispatch is refused until it is approved (amp depend)"
+	send_dispatch
+	run -0 amp ready --json
+	assert_output '[{"task_id":"T-2026-044","state":"dispatched","since":"2026-02-26T14:32:07+00:00"}]'
+	run -0 amp status $B
+	assert_line "waits for $T (dispatched)"
+	at 5; amp ack "$D" --from executor > /dev/null
+	at 10; review_round 0
+	run -0 amp ready
+	assert_output "$T  in_review         since 2026-02-26T14:32:07+00:00"
+	run -3 dispatch_of $B
+	assert_output --partial "waits for $T (in_review)"
+	at 20; amp verdict $T --decision approved --confidence 0.95 --payload "$BATS_TEST_TMPDIR/p/verdict.json" > /dev/null
+	run -0 amp ready --json
+	assert_output '[{"task_id":"T-2026-045","state":"new","since":"2026-02-26T14:32:07+00:00"}]'
+	run -0 amp status $B --json
+	run -0 json_get 'd["waits_for"]' <<< "$output"
+	assert_output '[]'
+	run -0 dispatch_of $B
+	run -0 amp ready --json
+	assert_output '[{"task_id":"T-2026-045","state":"dispatched","since":"2026-02-26T14:32:07+00:00"}]'
+	amp claim $B --agent alice > /dev/null
+	run -0 amp ready --json
+	assert_output '[]'
+}
+
+@test "dependencies: a cycle is refused, and so is a task depending on itself; only the coordinator or the admin plans them" {
+	amp depend T-2026-002 --on T-2026-001 --from coordinator > /dev/null
+	amp depend T-2026-003 --on T-2026-002 --from admin > /dev/null
+	before=$(commit_count)
+	run -3 amp depend T-2026-001 --on T-2026-003 --from coordinator
+	assert_output "amp depend: error: /on: a cycle: T-2026-003 already waits for T-2026-001 (T-2026-003 -> T-2026-002 -> T-2026-001), so T-2026-001 cannot wait for T-2026-003"
+	run -3 amp depend T-2026-001 --on T-2026-001 --from coordinator
+	assert_output "amp depend: error: /on: task T-2026-001 cannot depend on itself"
+	run -3 amp depend T-2026-004 --on T-2026-001 --from executor
+	assert_output "amp depend: error: /from: a dependency is planned by the coordinator or the admin, not executor"
+	assert_equal "$(commit_count)" "$before"
+	run -2 amp depend T-2026-004 --on nope --from coordinator
+	run -2 amp depend T-2026-004 --from coordinator
+	# A cycle that arrives by a push or a fetch is found by amp fsck.
+	plant "$(next_path T-2026-001 depend-1772116327000 ctl)" <<JSON
+{"protocol_version":"AMP/1.0","type":"depend","task_id":"T-2026-001","from":"coordinator","timestamp":"$AMP_NOW","on":"T-2026-003","soft":false}
+JSON
+	run amp fsck
+	assert_failure
+	assert_output --partial "a cycle: T-2026-003 already waits for T-2026-001"
+}
+
+@test "a soft dependency warns on stderr and lets the dispatch through" {
+	amp depend T-2026-045 --on $T --soft --from coordinator > /dev/null
+	run -0 --separate-stderr dispatch_of T-2026-045
+	assert_output "task_dispatch-T-2026-045-1772116327000"
+	assert_equal "$stderr" "amp send: warning: task T-2026-045 waits for $T (new), a soft dependency: dispatched before it is approved"
+	run -0 amp status T-2026-045
+	assert_line "waits for $T (new), soft"
+}
