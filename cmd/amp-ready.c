@@ -9,17 +9,18 @@
 #include "message.h"
 #include "util.h"
 
-static const char usage[] = "usage: amp ready [--json] [--repo <dir>]\n";
+static const char usage[] = "usage: amp ready [--capability <name>] [--json] [--repo <dir>]\n";
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{ "capability", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *repo = NULL;
+	const char *repo = NULL, *capability = NULL;
 	amp_store *st = NULL;
 	git_tree *tip = NULL;
 	json_t *out = NULL, *t;
@@ -31,6 +32,7 @@ int main(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'c': capability = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
@@ -46,7 +48,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if (amp_clock_now_ms(&now, &err) < 0 ||
 	    amp_store_tip(st, amp_store_messages_ref(st), NULL, &tip, &err) < 0 ||
-	    amp_coord_ready(st, tip, now, &out, &err) < 0) {
+	    amp_coord_ready(st, tip, now, capability, &out, &err) < 0) {
 		code = amp_cli_fail("ready", &err);
 		goto cleanup;
 	}
@@ -55,8 +57,10 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	json_array_foreach(out, i, t)
-		printf("%s  %-17s since %s\n", amp_json_str(t, "task_id"), amp_json_str(t, "state"),
-		       amp_json_str(t, "since"));
+		printf("%s  %s  %-17s since %s%s%s\n", amp_json_str(t, "task_id"),
+		       amp_json_str(t, "priority"), amp_json_str(t, "state"), amp_json_str(t, "since"),
+		       amp_json_str(t, "deadline") ? "  due " : "",
+		       amp_json_str(t, "deadline") ? amp_json_str(t, "deadline") : "");
 cleanup:
 	json_decref(out);
 	git_tree_free(tip);

@@ -49,6 +49,7 @@ static const struct {
 	{ "claim", "take a task on a lease as a named executor instance" },
 	{ "release", "give a claimed task back" },
 	{ "depend", "make a task's dispatch wait for another task's approval" },
+	{ "plan", "set a task's priority, deadline, lock threshold or capability" },
 	{ "ready", "list the tasks ready to work on: dependencies approved, nobody holding them" },
 };
 

@@ -54,7 +54,7 @@ static int role_may(const char *type, const char *from)
 		return !strcmp(from, "executor");
 	if (!strcmp(type, "release"))
 		return amp_role_in(from, "executor coordinator admin system");
-	if (!strcmp(type, "depend"))
+	if (!strcmp(type, "depend") || !strcmp(type, "plan"))
 		return amp_role_in(from, "coordinator admin");
 	return amp_role_in(from, "coordinator executor reviewer");
 }
@@ -118,14 +118,15 @@ int amp_control_allowed(const amp_task_log *log, const char *type, const char *f
 		return 0;
 	}
 	amp_task_state_compute(log, &s);
-	if (!strcmp(type, "claim") || !strcmp(type, "release") || !strcmp(type, "depend")) {
+	if (!strcmp(type, "claim") || !strcmp(type, "release") || !strcmp(type, "depend") ||
+	    !strcmp(type, "plan")) {
 		char closed[512];
 
 		/* Leases are coord.h's (amp_coord_check_record); like a
 		 * message, none while the task is closed to the role.  amp
 		 * watch's release of an expired lease is system's. */
 		ok = 1;
-		if (!log->count && strcmp(type, "depend")) {
+		if (!log->count && strcmp(type, "depend") && strcmp(type, "plan")) {
 			snprintf(why, whysz, "a %s is refused while task %s is new: it has no records",
 				 type, log->task_id);
 			ok = 0;

@@ -373,21 +373,60 @@ int amp_coord_check_depend(amp_store *st, git_tree *tip, const char *task_id,
 	return AMP_OK;
 }
 
+/* ---- plans --------------------------------------------------------------------- */
+
+void amp_coord_plan(const amp_task_log *log, amp_plan *out)
+{
+	size_t i;
+
+	out->priority = AMP_PRIORITY_DEFAULT;
+	out->deadline_ms = -1;
+	out->max_iterations = 0;
+	out->capability = NULL;
+	out->deadline_record = NULL;
+	for (i = 0; i < log->count; i++) {
+		const amp_entry *e = &log->entries[i];
+		const char *type = amp_json_str(e->doc, "type"), *from = amp_json_str(e->doc, "from");
+		const char *p = amp_json_str(e->doc, "priority"), *d = amp_json_str(e->doc, "deadline");
+		const json_t *n = json_object_get(e->doc, "max_iterations");
+		int64_t ms;
+
+		if (e->kind != AMP_ENTRY_CTL || !type || strcmp(type, "plan") || !from ||
+		    !amp_role_in(from, "coordinator admin") || !amp_task_entry_in_place(log, e))
+			continue;
+		if (p && p[0] == 'P' && p[1] >= '0' && p[1] <= '3' && !p[2])
+			out->priority = p[1] - '0';
+		if (d && amp_time_parse(d, &ms) == 0) {
+			out->deadline_ms = ms;
+			out->deadline_record = e->id;
+		}
+		if (json_is_integer(n) && json_integer_value(n) >= 1 &&
+		    json_integer_value(n) <= AMP_POLICY_LOCK_THRESHOLD_MAX)
+			out->max_iterations = (int)json_integer_value(n);
+		if (amp_json_str(e->doc, "capability"))
+			out->capability = amp_json_str(e->doc, "capability");
+	}
+}
+
 /* ---- ready ------------------------------------------------------------------- */
 
 static int cmp_since(const void *a, const void *b)
 {
 	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-	json_int_t p = json_integer_value(json_object_get(x, "since_ms"));
-	json_int_t q = json_integer_value(json_object_get(y, "since_ms"));
+	json_int_t p = json_integer_value(json_object_get(x, "rank"));
+	json_int_t q = json_integer_value(json_object_get(y, "rank"));
 
+	if (p == q) {
+		p = json_integer_value(json_object_get(x, "since_ms"));
+		q = json_integer_value(json_object_get(y, "since_ms"));
+	}
 	if (p != q)
 		return p < q ? -1 : 1;
 	return strcmp(amp_json_str(x, "task_id"), amp_json_str(y, "task_id"));
 }
 
-int amp_coord_ready(amp_store *st, git_tree *tip, int64_t now_ms, json_t **out,
-		    amp_error *err)
+int amp_coord_ready(amp_store *st, git_tree *tip, int64_t now_ms, const char *capability,
+		    json_t **out, amp_error *err)
 {
 	char **ids = NULL, since[AMP_TIME_BUFSZ];
 	size_t n = 0, i, k = 0;
@@ -405,21 +444,30 @@ int amp_coord_ready(amp_store *st, git_tree *tip, int64_t now_ms, json_t **out,
 		amp_task_log log;
 		amp_task_state s;
 		amp_leases ls;
+		amp_plan plan;
 		json_t *waits = NULL;
+		char prio[3] = "P0", due[AMP_TIME_BUFSZ];
 		int64_t first;
 
 		if ((status = amp_store_read_task(st, tip, ids[i], &log, err)) < 0)
 			goto cleanup;
 		amp_task_state_compute(&log, &s);
 		amp_coord_leases(&log, &ls);
+		amp_coord_plan(&log, &plan);
+		prio[1] = (char)('0' + plan.priority);
 		first = log.count ? amp_record_time(log.entries[0].doc) : -1;
 		if (!s.aborted && !s.suspended && !s.lock_due && strcmp(s.state, "approved") &&
 		    !amp_coord_holder(&ls, now_ms) &&
+		    (!capability || (plan.capability && !strcmp(plan.capability, capability))) &&
 		    (status = amp_coord_waits(st, tip, &log, &waits, err)) == AMP_OK &&
 		    !json_array_size(waits))
-			v[k++] = json_pack("{s:s,s:s,s:s,s:I}", "task_id", ids[i], "state", s.state,
+			v[k++] = json_pack("{s:s,s:s,s:s,s:s?,s:s?,s:s,s:I,s:i}", "task_id", ids[i],
+					   "state", s.state, "priority", prio,
+					   "deadline", plan.deadline_ms >= 0 ?
+					   amp_time_format(plan.deadline_ms, due) : NULL,
+					   "capability", plan.capability,
 					   "since", amp_time_format(first, since), "since_ms",
-					   (json_int_t)first);
+					   (json_int_t)first, "rank", plan.priority);
 		json_decref(waits);
 		amp_task_state_free(&s);
 		amp_task_log_free(&log);
@@ -431,6 +479,7 @@ int amp_coord_ready(amp_store *st, git_tree *tip, int64_t now_ms, json_t **out,
 	*out = json_array();
 	for (i = 0; i < k; i++) {
 		json_object_del(v[i], "since_ms");
+		json_object_del(v[i], "rank");
 		json_array_append_new(*out, v[i]);
 		v[i] = NULL;
 	}
@@ -445,7 +494,7 @@ cleanup:
 
 /* ---- writing ----------------------------------------------------------------- */
 
-enum coord_op { OP_CLAIM, OP_RELEASE, OP_EXPIRE, OP_DEPEND };
+enum coord_op { OP_CLAIM, OP_RELEASE, OP_EXPIRE, OP_DEPEND, OP_PLAN, OP_DEADLINE };
 
 struct coord_ctx {
 	enum coord_op op;
@@ -463,6 +512,7 @@ struct coord_ctx {
 	json_t *doc; /* the record of the last attempt */
 	const char *on; /* depend: the task waited for */
 	int soft;
+	const amp_plan *plan; /* plan: the fields to write (-1, 0, NULL: none) */
 };
 
 /* Records a refusal in the caller's list and for the store. */
@@ -664,6 +714,66 @@ static int build_expire(struct coord_ctx *c, const amp_task_log *log, const amp_
 	return status;
 }
 
+static int build_plan(struct coord_ctx *c, const amp_task_log *log, amp_store_write *w,
+		      amp_error *err)
+{
+	const amp_plan *p = c->plan;
+	char when[AMP_TIME_BUFSZ], prio[3] = "P0";
+	json_t *extra = json_object();
+	int status;
+
+	if (!extra)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	prio[1] = (char)('0' + (p->priority >= 0 ? p->priority : 0));
+	if (p->priority >= 0)
+		json_object_set_new(extra, "priority", json_string(prio));
+	if (p->deadline_ms >= 0)
+		json_object_set_new(extra, "deadline", json_string(amp_time_format(p->deadline_ms, when)));
+	if (p->max_iterations > 0)
+		json_object_set_new(extra, "max_iterations", json_integer(p->max_iterations));
+	if (p->capability)
+		json_object_set_new(extra, "capability", json_string(p->capability));
+	control_name(log, "plan", c->now_ms, c->res->name, sizeof(c->res->name));
+	status = add_doc(c, log, "plan", extra, w, err);
+	json_decref(extra);
+	return status;
+}
+
+/* amp watch: a deadline passed before the approval, escalated once per plan
+ * record; AMP_NOOP when there is nothing (more) to say. */
+static int build_deadline(struct coord_ctx *c, const amp_task_log *log, const amp_task_state *s,
+			  amp_store_write *w, amp_error *err)
+{
+	amp_plan p;
+	amp_send_result sres = { 0 };
+	const amp_entry *rec;
+	char dir[128], entry[320], path[AMP_PATH_MAX], due[AMP_TIME_BUFSZ], description[1400];
+	const char *dispatch = amp_json_str(s->last_dispatch, "msg_id");
+	json_t *affected;
+	int status;
+
+	amp_coord_plan(log, &p);
+	if (p.deadline_ms < 0 || c->now_ms <= p.deadline_ms || s->aborted ||
+	    !strcmp(s->state, "approved") || !dispatch ||
+	    !(rec = amp_task_log_find(log, AMP_ENTRY_CTL, p.deadline_record)) ||
+	    amp_store_task_dir(c->task_id, dir, sizeof(dir)) < 0 ||
+	    amp_store_entry_name(rec->seq, AMP_ENTRY_CTL, rec->id, entry, sizeof(entry)) < 0)
+		return AMP_NOOP;
+	snprintf(path, sizeof(path), "%s/%s", dir, entry);
+	if (amp_task_has_escalation(log, "unknown", "system", path))
+		return AMP_NOOP;
+	snprintf(description, sizeof(description),
+		 AMP_DEADLINE_CAUSE "%s: task %s was due at %s (amp plan --deadline) and is %s.",
+		 path, c->task_id, amp_time_format(p.deadline_ms, due), s->state);
+	if (!(affected = json_pack("[s]", dispatch)))
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	status = amp_send_add_escalation(c->set, w, log, "unknown", "warning", description,
+					 affected, NULL, c->now_ms, &sres, NULL, err);
+	json_decref(affected);
+	snprintf(c->res->escalation_id, sizeof(c->res->escalation_id), "%s", sres.escalation_id);
+	return status;
+}
+
 static int build_depend(struct coord_ctx *c, amp_store *st, git_tree *tip,
 			const amp_task_log *log, amp_store_write *w, amp_error *err)
 {
@@ -693,7 +803,8 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 	amp_task_log log;
 	amp_task_state s;
 	char closed[512], why[700];
-	const char *type = c->op == OP_CLAIM ? "claim" : c->op == OP_DEPEND ? "depend" : "release";
+	const char *type = c->op == OP_CLAIM ? "claim" : c->op == OP_DEPEND ? "depend" :
+			   c->op == OP_PLAN ? "plan" : c->op == OP_DEADLINE ? "escalation" : "release";
 	int status;
 
 	amp_errlist_truncate(c->errors, c->errors_base);
@@ -706,9 +817,12 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 	if (log.count && c->op != OP_EXPIRE && amp_task_closed_to(&s, c->from, closed, sizeof(closed))) {
 		snprintf(why, sizeof(why), "task %s %s", c->task_id, closed);
 		status = refuse(c, err, AMP_ERULE, "/task_id", why);
-	} else if (c->op == OP_DEPEND) {
-		/* A dependency is planned before the dispatch: a new task too. */
-		status = build_depend(c, st, tip, &log, w, err);
+	} else if (c->op == OP_DEPEND || c->op == OP_PLAN) {
+		/* Planned before the dispatch: a new task too. */
+		status = c->op == OP_DEPEND ? build_depend(c, st, tip, &log, w, err)
+					    : build_plan(c, &log, w, err);
+	} else if (c->op == OP_DEADLINE) {
+		status = log.count ? build_deadline(c, &log, &s, w, err) : AMP_NOOP;
 	} else if (!log.count) {
 		snprintf(why, sizeof(why), "task %s has no records", c->task_id);
 		status = refuse(c, err, AMP_ERULE, "/task_id", why);
@@ -720,7 +834,12 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 		status = build_expire(c, &log, &s, w, err);
 	}
 	if (status == AMP_OK) {
-		if (c->op == OP_DEPEND)
+		if (c->op == OP_DEADLINE)
+			snprintf(w->subject, sizeof(w->subject), "escalation %s system -> admin: deadline missed",
+				 c->task_id);
+		else if (c->op == OP_PLAN)
+			snprintf(w->subject, sizeof(w->subject), "plan %s %s", c->task_id, c->from);
+		else if (c->op == OP_DEPEND)
 			snprintf(w->subject, sizeof(w->subject), "depend %s %s: on %s%s", c->task_id,
 				 c->from, c->on, c->soft ? " (soft)" : "");
 		else if (c->op == OP_CLAIM)
@@ -730,9 +849,12 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 		else
 			snprintf(w->subject, sizeof(w->subject), "release %s %s: %s of %s", c->task_id,
 				 c->from, c->res->claim, c->res->agent);
-		snprintf(w->trailers, sizeof(w->trailers), "Amp-Type: %s\nAmp-Task: %s\n%s%s%s",
-			 type, c->task_id, c->res->escalation_id[0] ? "Amp-Escalation: " : "",
-			 c->res->escalation_id, c->res->escalation_id[0] ? "\n" : "");
+		snprintf(w->trailers, sizeof(w->trailers), "%s%s%sAmp-Type: %s\nAmp-Task: %s\n%s%s%s",
+			 c->op == OP_DEADLINE ? "Amp-Msg-Id: " : "",
+			 c->op == OP_DEADLINE ? c->res->escalation_id : "",
+			 c->op == OP_DEADLINE ? "\n" : "", type, c->task_id, c->res->escalation_id[0] ? "Amp-Escalation: " : "",
+			 c->op == OP_DEADLINE ? "" : c->res->escalation_id,
+			 c->res->escalation_id[0] && c->op != OP_DEADLINE ? "\n" : "");
 		snprintf(w->author, sizeof(w->author), "%s", c->from);
 	}
 	amp_task_state_free(&s);
@@ -770,7 +892,7 @@ int amp_coord_claim(amp_store *st, amp_schema_set *set, const char *task_id,
 		    amp_errlist *errors)
 {
 	struct coord_ctx c = { OP_CLAIM, set, task_id, subtask, from, agent, NULL, ttl_sec,
-			       now_ms, res, errors, errors->count, NULL, NULL, 0 };
+			       now_ms, res, errors, errors->count, NULL, NULL, 0, NULL };
 
 	memset(res, 0, sizeof(*res));
 	if (strcmp(from, "executor"))
@@ -788,7 +910,7 @@ int amp_coord_release(amp_store *st, amp_schema_set *set, const char *task_id,
 		      amp_errlist *errors)
 {
 	struct coord_ctx c = { OP_RELEASE, set, task_id, subtask, from, agent, reason, 0,
-			       now_ms, res, errors, errors->count, NULL, NULL, 0 };
+			       now_ms, res, errors, errors->count, NULL, NULL, 0, NULL };
 
 	memset(res, 0, sizeof(*res));
 	if (!amp_role_in(from, "executor coordinator admin"))
@@ -803,13 +925,41 @@ int amp_coord_depend(amp_store *st, amp_schema_set *set, const char *task_id,
 		     amp_coord_result *res, amp_errlist *errors)
 {
 	struct coord_ctx c = { OP_DEPEND, set, task_id, NULL, from, NULL, NULL, 0,
-			       now_ms, res, errors, errors->count, NULL, on, soft };
+			       now_ms, res, errors, errors->count, NULL, on, soft, NULL };
 
 	memset(res, 0, sizeof(*res));
 	if (!amp_role_in(from, "coordinator admin"))
 		return amp_errlist_add(errors, AMP_ERULE, "/from",
 				       "a dependency is planned by the coordinator or the admin, not %s", from);
 	return run(st, &c, "depend");
+}
+
+int amp_coord_plan_write(amp_store *st, amp_schema_set *set, const char *task_id,
+			 int priority, int64_t deadline_ms, int max_iterations,
+			 const char *capability, const char *from, int64_t now_ms,
+			 amp_coord_result *res, amp_errlist *errors)
+{
+	amp_plan p = { priority, deadline_ms, max_iterations, capability, NULL };
+	struct coord_ctx c = { OP_PLAN, set, task_id, NULL, from, NULL, NULL, 0,
+			       now_ms, res, errors, errors->count, NULL, NULL, 0, &p };
+
+	memset(res, 0, sizeof(*res));
+	if (!amp_role_in(from, "coordinator admin"))
+		return amp_errlist_add(errors, AMP_ERULE, "/from",
+				       "a plan is the coordinator's or the admin's, not %s", from);
+	return run(st, &c, "plan");
+}
+
+int amp_coord_deadline(amp_store *st, amp_schema_set *set, const char *task_id,
+		       int64_t now_ms, amp_coord_result *res, int *escalated,
+		       amp_errlist *errors)
+{
+	struct coord_ctx c = { OP_DEADLINE, set, task_id, NULL, "system", NULL, NULL, 0,
+			       now_ms, res, errors, errors->count, NULL, NULL, 0, NULL };
+	int status = run(st, &c, "escalation");
+
+	*escalated = status == AMP_OK;
+	return status == AMP_NOOP ? AMP_OK : status;
 }
 
 int amp_coord_expire(amp_store *st, amp_schema_set *set, const char *task_id,
@@ -824,7 +974,7 @@ int amp_coord_expire(amp_store *st, amp_schema_set *set, const char *task_id,
 	/* One commit per lease; AMP_LEASES_MAX bounds the loop. */
 	for (n = 0; n < AMP_LEASES_MAX; n++) {
 		struct coord_ctx c = { OP_EXPIRE, set, task_id, NULL, "system", NULL, NULL, 0,
-				       now_ms, &one, errors, errors->count, NULL, NULL, 0 };
+				       now_ms, &one, errors, errors->count, NULL, NULL, 0, NULL };
 
 		status = run(st, &c, "release");
 		if (status != AMP_OK)

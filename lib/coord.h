@@ -192,14 +192,56 @@ int amp_coord_depend(amp_store *st, amp_schema_set *set, const char *task_id,
 		     const char *on, int soft, const char *from, int64_t now_ms,
 		     amp_coord_result *res, amp_errlist *errors);
 
+/* ---- plans -----------------------------------------------------------------
+ *
+ *   plan     {"type":"plan", "from":coordinator|admin, "priority":"P0".."P3"?,
+ *             "deadline":TIME?, "max_iterations":N?, "capability":C?}  at
+ *            least one; each field of the latest plan record that has it
+ *            is in force.  max_iterations is this task's Hallucination
+ *            Lock threshold (task.h, instead of amp.lockThreshold); amp
+ *            watch escalates a deadline passed before the task is approved,
+ *            once per plan record (cause: its path, AMP_DEADLINE_CAUSE).
+ */
+#define AMP_PRIORITY_DEFAULT 2 /* P2 */
+
+typedef struct amp_plan {
+	int priority;            /* 0..3 (P0 first); AMP_PRIORITY_DEFAULT */
+	int64_t deadline_ms;     /* -1: none */
+	int max_iterations;      /* 0: none */
+	const char *capability;  /* borrowed, NULL: none */
+	const char *deadline_record; /* the name of the plan record that set
+				      * the deadline (borrowed), or NULL */
+} amp_plan;
+
+/* The plan of the task of `log`. */
+void amp_coord_plan(const amp_task_log *log, amp_plan *out);
+
+/* `from` (coordinator or admin) plans task_id: priority (-1: unchanged),
+ * deadline_ms (-1: unchanged), max_iterations (0: unchanged), capability
+ * (NULL: unchanged); at least one.  Refused (AMP_ERULE, logged) for
+ * another role, a task closed to the role. */
+int amp_coord_plan_write(amp_store *st, amp_schema_set *set, const char *task_id,
+			 int priority, int64_t deadline_ms, int max_iterations,
+			 const char *capability, const char *from, int64_t now_ms,
+			 amp_coord_result *res, amp_errlist *errors);
+
+/* amp watch: when the deadline of task_id's plan passed at now_ms and the
+ * task is not approved or aborted, the escalation (unknown, warning, once
+ * per plan record).  *escalated 1 when written; its id in res. */
+int amp_coord_deadline(amp_store *st, amp_schema_set *set, const char *task_id,
+		       int64_t now_ms, amp_coord_result *res, int *escalated,
+		       amp_errlist *errors);
+
 /* ---- ready ----------------------------------------------------------------
  *
  * `amp ready`: the tasks nobody holds (no lease in force at now_ms), not
- * approved, aborted or suspended, whose dependencies are all approved, as
- * a new JSON array of {"task_id", "state", "since"} (since: the task's
- * first record), oldest first.
+ * approved, aborted or suspended, whose dependencies are all approved (and
+ * whose plan's capability is `capability`, when not NULL), as a new JSON
+ * array of {"task_id", "state", "priority", "deadline", "capability",
+ * "since"} (since: the task's first record), by priority, then oldest
+ * first.
  */
-int amp_coord_ready(amp_store *st, git_tree *tip, int64_t now_ms, json_t **out,
-		    amp_error *err);
+int amp_coord_ready(amp_store *st, git_tree *tip, int64_t now_ms, const char *capability,
+		    json_t **out, amp_error *err);
 
 #endif

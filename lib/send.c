@@ -196,7 +196,7 @@ int amp_send_add_lock_if_due(amp_schema_set *set, amp_store_write *w,
 			    : json_pack("[s]", verdict_id);
 	suggested = amp_lock_suggestions();
 	amp_lock_description(description, sizeof(description), after->task_id, &s,
-			     after->policy->lock_threshold, verdict_id);
+			     s.lock_threshold, verdict_id);
 	status = amp_send_add_escalation(set, w, after, "hallucination_lock", "critical",
 				       description, affected, suggested, now_ms, res, out, err);
 cleanup:
