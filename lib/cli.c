@@ -524,7 +524,9 @@ int amp_cli_inbox_print(const char *cmd, amp_store *st, const amp_inbox *in,
 	char *text;
 	int64_t now;
 
-	if (amp_clock_now_ms(&now, &err) < 0)
+	/* Unclaimed work first, then by priority (amp claim, amp plan). */
+	if (amp_clock_now_ms(&now, &err) < 0 ||
+	    amp_coord_order_inbox(st, in->messages, now, &err) < 0)
 		return amp_cli_fail(cmd, &err);
 	if (!(text = amp_inbox_render(in, role, amp_store_messages_ref(st), now, json_out,
 				      amp_use_color(stdout)))) {

@@ -112,24 +112,24 @@ dispatch_of() {
 	assert_output "amp send: error: /task_id: task $B waits for $T (new): a dispatch is refused until it is approved (amp depend)"
 	send_dispatch
 	run -0 amp ready --json
-	assert_output '[{"task_id":"T-2026-044","state":"dispatched","since":"2026-02-26T14:32:07+00:00"}]'
+	assert_output '[{"task_id":"T-2026-044","state":"dispatched","priority":"P2","deadline":null,"capability":null,"since":"2026-02-26T14:32:07+00:00"}]'
 	run -0 amp status $B
 	assert_line "waits for $T (dispatched)"
 	at 5; amp ack "$D" --from executor > /dev/null
 	at 10; review_round 0
 	run -0 amp ready
-	assert_output "$T  in_review         since 2026-02-26T14:32:07+00:00"
+	assert_output "$T  P2  in_review         since 2026-02-26T14:32:07+00:00"
 	run -3 dispatch_of $B
 	assert_output --partial "waits for $T (in_review)"
 	at 20; amp verdict $T --decision approved --confidence 0.95 --payload "$BATS_TEST_TMPDIR/p/verdict.json" > /dev/null
 	run -0 amp ready --json
-	assert_output '[{"task_id":"T-2026-045","state":"new","since":"2026-02-26T14:32:07+00:00"}]'
+	assert_output '[{"task_id":"T-2026-045","state":"new","priority":"P2","deadline":null,"capability":null,"since":"2026-02-26T14:32:07+00:00"}]'
 	run -0 amp status $B --json
 	run -0 json_get 'd["waits_for"]' <<< "$output"
 	assert_output '[]'
 	run -0 dispatch_of $B
 	run -0 amp ready --json
-	assert_output '[{"task_id":"T-2026-045","state":"dispatched","since":"2026-02-26T14:32:07+00:00"}]'
+	assert_output '[{"task_id":"T-2026-045","state":"dispatched","priority":"P2","deadline":null,"capability":null,"since":"2026-02-26T14:32:07+00:00"}]'
 	amp claim $B --agent alice > /dev/null
 	run -0 amp ready --json
 	assert_output '[]'
@@ -164,4 +164,94 @@ JSON
 	assert_equal "$stderr" "amp send: warning: task T-2026-045 waits for $T (new), a soft dependency: dispatched before it is approved"
 	run -0 amp status T-2026-045
 	assert_line "waits for $T (new), soft"
+}
+
+@test "priority: amp ready and amp inbox executor sort by priority, then age; unclaimed work first in the inbox" {
+	for n in 1 2 3; do
+		at $n; dispatch_of T-2026-00$n > /dev/null
+	done
+	run -0 amp inbox executor --json
+	run -0 json_get '[m["task_id"] for m in d["messages"]]' <<< "$output"
+	assert_output '["T-2026-001", "T-2026-002", "T-2026-003"]'
+	amp plan T-2026-003 --priority P0 --from coordinator > /dev/null
+	amp plan T-2026-001 --priority P3 --from coordinator > /dev/null
+	run -0 amp ready --json
+	run -0 json_get '[(t["task_id"], t["priority"]) for t in d]' <<< "$output"
+	assert_output '[["T-2026-003", "P0"], ["T-2026-002", "P2"], ["T-2026-001", "P3"]]'
+	run -0 amp inbox executor --json
+	run -0 json_get '[m["task_id"] for m in d["messages"]]' <<< "$output"
+	assert_output '["T-2026-003", "T-2026-002", "T-2026-001"]'
+	# A claimed task goes last in the inbox and leaves amp ready.
+	amp claim T-2026-003 --agent alice > /dev/null
+	run -0 amp inbox executor --json
+	run -0 json_get '[m["task_id"] for m in d["messages"]]' <<< "$output"
+	assert_output '["T-2026-002", "T-2026-001", "T-2026-003"]'
+	run -0 amp ready
+	assert_output "T-2026-002  P2  dispatched        since 2026-02-26T14:32:09+00:00
+T-2026-001  P3  dispatched        since 2026-02-26T14:32:08+00:00"
+}
+
+@test "deadline missed: amp watch escalates it once, naming the plan record; a new deadline is a new cause" {
+	send_dispatch
+	amp ack "$D" --from executor > /dev/null
+	run -0 amp plan $T --deadline 2026-02-26T15:00:00+00:00 --from coordinator --json
+	assert_output '{"task_id":"T-2026-044","control":"plan-1772116327000","from":"coordinator"}'
+	amp heartbeat $T --from executor > /dev/null
+	run -0 amp watch --once
+	assert_output ""
+	AMP_NOW=2026-02-26T15:00:00+00:00 run -0 amp watch --once
+	assert_output ""
+	export AMP_NOW=2026-02-26T15:00:01+00:00
+	run -0 amp watch --once
+	assert_line --regexp "^escalated unknown $T deadline \(escalation-$T-1772118001000\)$"
+	run -0 amp watch --once
+	refute_output --partial "escalated unknown"
+	assert_equal "$(escalation_count unknown)" 1
+	E=$(the_escalation unknown)
+	assert_escalation "$E" unknown warning "[\"$D\"]" in_progress 0 true
+	run -0 escalation_file "$E"
+	assert_output --partial "\"description\": \"deadline missed: tasks/2026/0/$T/000003.ctl.plan-1772116327000.json: task $T was due at 2026-02-26T15:00:00+00:00 (amp plan --deadline) and is in_progress.\""
+	amp plan $T --deadline 2026-02-26T16:00:00+00:00 --from coordinator > /dev/null
+	AMP_NOW=2026-02-26T16:00:01+00:00 run -0 amp watch --once
+	assert_line --regexp "^escalated unknown $T deadline "
+	assert_equal "$(escalation_count unknown)" 2
+}
+
+@test "--max-iterations sets this task's Hallucination Lock threshold; range-checked" {
+	run -2 amp plan $T --max-iterations 0 --from coordinator
+	assert_output --partial "--max-iterations"
+	run -2 amp plan $T --max-iterations 1001 --from coordinator
+	run -2 amp plan $T --priority P4 --from coordinator
+	run -2 amp plan $T --deadline tomorrow --from coordinator
+	run -2 amp plan $T --from coordinator
+	run -3 amp plan $T --priority P1 --from executor
+	assert_output "amp plan: error: /from: a plan is the coordinator's or the admin's, not executor"
+	dispatch_acked
+	amp plan $T --max-iterations 1 --from coordinator > /dev/null
+	reject_rounds 1
+	assert_equal "$(task_state)" locked
+	run -0 amp status $T --json
+	run -0 json_get '[e["escalation_type"] for e in d["escalations"]]' <<< "$output"
+	assert_output '["hallucination_lock"]'
+}
+
+@test "a suspended task refuses claim, release, depend and plan, exactly like a message" {
+	send_dispatch
+	amp claim $T --agent alice > /dev/null
+	amp escalate $T --type conflict --severity critical --description "stop" --from coordinator > /dev/null
+	for cmd in "claim $T --agent bob" "release $T --agent alice" "depend $T --on T-2026-001 --from coordinator" "plan $T --priority P0 --from coordinator"; do
+		run -3 amp $cmd
+		assert_output --partial "error: /task_id: task $T is suspended"
+	done
+}
+
+@test "amp ready --capability lists the tasks whose plan requires that capability" {
+	dispatch_of T-2026-001 > /dev/null
+	dispatch_of T-2026-002 > /dev/null
+	amp plan T-2026-002 --capability swift --from coordinator > /dev/null
+	run -0 amp ready --capability swift --json
+	assert_output '[{"task_id":"T-2026-002","state":"dispatched","priority":"P2","deadline":null,"capability":"swift","since":"2026-02-26T14:32:07+00:00"}]'
+	run -0 amp ready --capability rust --json
+	assert_output '[]'
+	run -2 amp plan T-2026-001 --capability 'a b' --from coordinator
 }
