@@ -50,6 +50,7 @@ static const struct {
 	{ "release", "give a claimed task back" },
 	{ "depend", "make a task's dispatch wait for another task's approval" },
 	{ "plan", "set a task's priority, deadline, lock threshold or capability" },
+	{ "agents", "list the named agent instances: roles, last write, tasks held" },
 	{ "ready", "list the tasks ready to work on: dependencies approved, nobody holding them" },
 };
 

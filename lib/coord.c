@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "control.h"
 #include "message.h"
+#include "read.h"
 #include "send.h"
 #include "util.h"
 
@@ -408,6 +409,75 @@ void amp_coord_plan(const amp_task_log *log, amp_plan *out)
 	}
 }
 
+struct ranked {
+	int held, priority;
+	size_t idx;
+	json_t *msg;
+};
+
+static int by_rank(const void *pa, const void *pb)
+{
+	const struct ranked *a = pa, *b = pb;
+
+	if (a->held != b->held)
+		return a->held - b->held;
+	if (a->priority != b->priority)
+		return a->priority - b->priority;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+int amp_coord_order_inbox(amp_store *st, json_t *messages, int64_t now_ms, amp_error *err)
+{
+	size_t n = json_array_size(messages), i;
+	struct ranked *v = NULL;
+	json_t *seen = NULL, *rank;
+	git_tree *tip = NULL;
+	int status = AMP_OK;
+
+	if (n < 2)
+		return AMP_OK;
+	if (!(v = calloc(n, sizeof(*v))) || !(seen = json_object())) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	if ((status = amp_store_tip(st, amp_store_messages_ref(st), NULL, &tip, err)) < 0)
+		goto cleanup;
+	for (i = 0; i < n; i++) {
+		const char *task = amp_json_str(json_array_get(messages, i), "task_id");
+
+		v[i].idx = i;
+		v[i].msg = json_incref(json_array_get(messages, i));
+		v[i].priority = AMP_PRIORITY_DEFAULT;
+		if (!task)
+			continue;
+		if (!(rank = json_object_get(seen, task))) {
+			amp_task_log log;
+			amp_leases ls;
+			amp_plan plan;
+
+			if ((status = amp_store_read_task(st, tip, task, &log, err)) < 0)
+				goto cleanup;
+			amp_coord_leases(&log, &ls);
+			amp_coord_plan(&log, &plan);
+			rank = json_pack("[b,i]", amp_coord_holder(&ls, now_ms) != NULL, plan.priority);
+			amp_task_log_free(&log);
+			json_object_set_new(seen, task, rank);
+		}
+		v[i].held = json_is_true(json_array_get(rank, 0));
+		v[i].priority = (int)json_integer_value(json_array_get(rank, 1));
+	}
+	qsort(v, n, sizeof(*v), by_rank);
+	for (i = 0; i < n; i++)
+		json_array_set(messages, i, v[i].msg);
+cleanup:
+	for (i = 0; v && i < n; i++)
+		json_decref(v[i].msg);
+	free(v);
+	json_decref(seen);
+	git_tree_free(tip);
+	return status;
+}
+
 /* ---- ready ------------------------------------------------------------------- */
 
 static int cmp_since(const void *a, const void *b)
@@ -489,6 +559,143 @@ cleanup:
 		json_decref(v[i]);
 	free(v);
 	amp_strv_free(ids, n);
+	return status;
+}
+
+/* ---- agents ------------------------------------------------------------------ */
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Sorts an array of strings in place. */
+static void sort_strings(json_t *arr)
+{
+	size_t n = json_array_size(arr), i, j;
+
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && strcmp(json_string_value(json_array_get(arr, j - 1)),
+					    json_string_value(json_array_get(arr, j))) > 0; j--) {
+			json_t *x = json_incref(json_array_get(arr, j));
+
+			json_array_set(arr, j, json_array_get(arr, j - 1));
+			json_array_set_new(arr, j - 1, x);
+		}
+}
+
+/* The entry of `agent` in `all`, made when missing. */
+static json_t *agent_entry(json_t *all, const char *agent)
+{
+	json_t *a = json_object_get(all, agent);
+
+	if (!a) {
+		a = json_pack("{s:s,s:{},s:n,s:n,s:I,s:[]}", "agent", agent, "roles", "last_write",
+			      "last_task", "writes", (json_int_t)0, "holds");
+		json_object_set_new(all, agent, a);
+	}
+	return a;
+}
+
+static int note_agent(const amp_log_record *r, void *ctx)
+{
+	json_t *all = ctx, *a;
+	const char *agent = r->agent, *from = amp_json_str(r->doc, "from");
+	const char *type = amp_json_str(r->doc, "type");
+	char when[AMP_TIME_BUFSZ];
+	int64_t t = r->doc ? amp_record_time(r->doc) : -1;
+
+	/* A claim names its instance in the record too (a fetched one). */
+	if (!agent && type && !strcmp(type, "claim"))
+		agent = amp_json_str(r->doc, "agent");
+	if (!agent || !amp_agent_valid(agent, strlen(agent)) || !(a = agent_entry(all, agent)))
+		return 0;
+	if (from && amp_role_in(from, "admin coordinator executor reviewer"))
+		json_object_set_new(json_object_get(a, "roles"), from, json_true());
+	json_object_set_new(a, "writes", json_integer(json_integer_value(json_object_get(a, "writes")) + 1));
+	/* Newest first: the first record with a time is the last write. */
+	if (t >= 0 && json_is_null(json_object_get(a, "last_write"))) {
+		json_object_set_new(a, "last_write", json_string(amp_time_format(t, when)));
+		json_object_set_new(a, "last_task", json_string(r->task_id));
+	}
+	return 0;
+}
+
+int amp_coord_agents(amp_store *st, int64_t now_ms, json_t **out, amp_error *err)
+{
+	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX };
+	amp_errlist problems = { 0 };
+	json_t *all = json_object(), *a, *roles, *sorted, *v;
+	git_tree *tip = NULL;
+	char **ids = NULL, until[AMP_TIME_BUFSZ];
+	const char *name, *role;
+	size_t n = 0, i, k;
+	int status;
+
+	*out = NULL;
+	if (!all)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	if ((status = amp_log_walk(st, &f, note_agent, all, &problems, err)) < 0 ||
+	    (status = amp_store_tip(st, amp_store_messages_ref(st), NULL, &tip, err)) < 0 ||
+	    (status = amp_store_list_tasks(st, tip, &ids, &n, err)) < 0)
+		goto cleanup;
+	for (i = 0; i < n; i++) {
+		amp_task_log log;
+		amp_leases ls;
+
+		if ((status = amp_store_read_task(st, tip, ids[i], &log, err)) < 0)
+			goto cleanup;
+		amp_coord_leases(&log, &ls);
+		for (k = 0; k < ls.n; k++)
+			if (in_force(&ls.v[k], now_ms) && (a = agent_entry(all, ls.v[k].agent)))
+				json_array_append_new(json_object_get(a, "holds"),
+					json_pack("{s:s,s:s?,s:s}", "task_id", ids[i],
+						  "subtask_id", ls.v[k].subtask[0] ? ls.v[k].subtask : NULL,
+						  "expires", amp_time_format(amp_lease_expires(&ls.v[k]), until)));
+		amp_task_log_free(&log);
+	}
+	*out = json_array();
+	/* Objects iterate in insertion order: sort by name. */
+	sorted = json_object();
+	json_object_foreach(all, name, a) {
+		json_t *list = json_array();
+
+		roles = json_object_get(a, "roles");
+		json_object_foreach(roles, role, v)
+			json_array_append_new(list, json_string(role));
+		json_object_set_new(a, "roles", list);
+		json_object_set(sorted, name, a);
+	}
+	{
+		const char **names = calloc(json_object_size(sorted) + 1, sizeof(*names));
+		size_t m = 0;
+
+		if (!names || !*out) {
+			free(names);
+			json_decref(sorted);
+			json_decref(*out);
+			*out = NULL;
+			status = amp_error_set(err, AMP_EIO, "", "out of memory");
+			goto cleanup;
+		}
+		json_object_foreach(sorted, name, a)
+			names[m++] = name;
+		qsort(names, m, sizeof(*names), cmp_names);
+		for (k = 0; k < m; k++) {
+			json_t *r = json_object_get(sorted, names[k]);
+
+			sort_strings(json_object_get(r, "roles"));
+			json_array_append(*out, r);
+		}
+		free(names);
+	}
+	json_decref(sorted);
+	status = AMP_OK;
+cleanup:
+	amp_errlist_free(&problems);
+	amp_strv_free(ids, n);
+	git_tree_free(tip);
+	json_decref(all);
 	return status;
 }
 

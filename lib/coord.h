@@ -232,6 +232,14 @@ int amp_coord_deadline(amp_store *st, amp_schema_set *set, const char *task_id,
 		       int64_t now_ms, amp_coord_result *res, int *escalated,
 		       amp_errlist *errors);
 
+/*
+ * Orders `messages` (an amp inbox array of {"task_id", ...}, oldest first)
+ * in place: messages of tasks nobody holds at now_ms first, then by their
+ * task's priority (P0 first), keeping the order within each (stable).
+ * Each task is read once from the tip.  AMP_OK or AMP_EIO.
+ */
+int amp_coord_order_inbox(amp_store *st, json_t *messages, int64_t now_ms, amp_error *err);
+
 /* ---- ready ----------------------------------------------------------------
  *
  * `amp ready`: the tasks nobody holds (no lease in force at now_ms), not
@@ -243,5 +251,16 @@ int amp_coord_deadline(amp_store *st, amp_schema_set *set, const char *task_id,
  */
 int amp_coord_ready(amp_store *st, git_tree *tip, int64_t now_ms, const char *capability,
 		    json_t **out, amp_error *err);
+
+/* ---- agents -----------------------------------------------------------------
+ *
+ * `amp agents`: every named instance seen in the SSOT's history (the
+ * Amp-Agent trailer of the commits of the messages ref, read.h, and the
+ * agent of claim records), as a new JSON array, by name, of {"agent",
+ * "roles" (sorted), "last_write" (the newest record time it wrote),
+ * "last_task", "writes" (records), "holds" ([{"task_id", "subtask_id",
+ * "expires"}]: its leases in force at now_ms)}.  AMP_OK or AMP_EIO.
+ */
+int amp_coord_agents(amp_store *st, int64_t now_ms, json_t **out, amp_error *err);
 
 #endif
