@@ -6,7 +6,7 @@
 #include "clock.h"
 #include "send.h"
 
-static const char usage[] = "usage: amp ack <msg_id> [--from <role>] [--sync|--no-sync] [--json] [--repo <dir>]\n";
+static const char usage[] = "usage: amp ack <msg_id> [--from <role>] [--agent <name>] [--sync|--no-sync] [--json] [--repo <dir>]\n";
 
 int main(int argc, char **argv)
 {
@@ -14,6 +14,7 @@ int main(int argc, char **argv)
 		{ "from", required_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
+		AMP_CLI_AGENT_OPTION,
 		AMP_CLI_SYNC_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -34,6 +35,7 @@ int main(int argc, char **argv)
 		case 'f': from = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
+		AMP_CLI_AGENT_CASE;
 		AMP_CLI_SYNC_CASES(sync);
 		case 'h': fputs(usage, stdout); return 0;
 		default:

@@ -4,8 +4,8 @@
 int main(int argc, char **argv)
 {
 	return amp_cli_control("approve",
-		"usage: amp approve <task_id> [--reason <text>] [--from admin] [--sync|--no-sync]\n"
-		"       [--json] [--repo <dir>]\n"
+		"usage: amp approve <task_id> [--reason <text>] [--from admin] [--agent <name>]\n"
+		"       [--sync|--no-sync] [--json] [--repo <dir>]\n"
 		"Approves the task's dispatch that awaits the admin (its risk_level is in\n"
 		"git config amp.approvalRequired, default high): the executor may then ACK it.\n",
 		argc, argv);

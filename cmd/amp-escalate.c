@@ -9,7 +9,7 @@
 
 static const char usage[] =
 	"usage: amp escalate <task_id> --type <escalation_type> --severity critical|warning|info\n"
-	"                    --description <text> [--from <role>] [--affected <msg_id>]...\n"
+	"                    --description <text> [--from <role>] [--agent <name>] [--affected <msg_id>]...\n"
 	"                    [--suggest <text>]... [--no-suspend] [--sync|--no-sync] [--json]\n"
 	"                    [--repo <dir>]\n"
 	"types: hallucination_lock ack_timeout branch_violation ci_failure conflict\n"
@@ -27,6 +27,7 @@ int main(int argc, char **argv)
 		{ "no-suspend", no_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
+		AMP_CLI_AGENT_OPTION,
 		AMP_CLI_SYNC_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -56,6 +57,7 @@ int main(int argc, char **argv)
 		case 'n': e.auto_suspended = 0; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
+		AMP_CLI_AGENT_CASE;
 		AMP_CLI_SYNC_CASES(sync);
 		case 'h': fputs(usage, stdout); goto cleanup;
 		default:

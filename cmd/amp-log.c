@@ -53,6 +53,8 @@ static int print_record(const amp_log_record *r, void *ctx)
 	if (r->kind != AMP_ENTRY_CTL)
 		printf(" -> %s", str(r->doc, "to"));
 	printf("  %s", amp_term(r->id));
+	if (r->agent)
+		printf("  agent %s", amp_term(r->agent));
 	if (r->reason)
 		printf("  %sunreadable%s: %s: %s", o->color ? "\033[31m" : "", o->color ? "\033[0m" : "",
 		       amp_term(r->path), amp_term(r->reason));

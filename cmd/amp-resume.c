@@ -4,7 +4,7 @@
 int main(int argc, char **argv)
 {
 	return amp_cli_control("resume",
-		"usage: amp resume <task_id> --reason <text> [--from admin] [--sync|--no-sync]\n"
-		"       [--json] [--repo <dir>]\n",
+		"usage: amp resume <task_id> --reason <text> [--from admin] [--agent <name>]\n"
+		"       [--sync|--no-sync] [--json] [--repo <dir>]\n",
 		argc, argv);
 }

@@ -14,7 +14,8 @@
 static const char usage[] =
 	"usage: amp send <type> --task <id> --payload <file>|- [--from <role>] [--to <role>]\n"
 	"                [--context-ref <msg_id>]... [--ack-timeout <1..604800 sec>] [--no-ack]\n"
-	"                [--idempotency-key <key>] [--sync|--no-sync] [--json] [--repo <dir>]\n"
+	"                [--idempotency-key <key>] [--agent <name>] [--sync|--no-sync] [--json]\n"
+	"                [--repo <dir>]\n"
 	"   or: amp send --envelope <file>|- [--idempotency-key <key>] [--sync|--no-sync] [--json]\n"
 	"                [--repo <dir>]\n"
 	"   or: amp send <type> --template [--task <id>] [--repo <dir>]\n"
@@ -73,6 +74,7 @@ int main(int argc, char **argv)
 		{ "idempotency-key", required_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
+		AMP_CLI_AGENT_OPTION,
 		AMP_CLI_SYNC_OPTIONS,
 		{ "template", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
@@ -112,6 +114,7 @@ int main(int argc, char **argv)
 		case 'k': sopts.idempotency_key = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
+		AMP_CLI_AGENT_CASE;
 		AMP_CLI_SYNC_CASES(sync);
 		case 'T': template = 1; break;
 		case 'h': fputs(usage, stdout); goto cleanup;
@@ -236,6 +239,7 @@ int main(int argc, char **argv)
 		puts(amp_term(res.msg_id));
 	}
 	amp_cli_report_escalation("send", &res);
+	amp_cli_warn_soft_waits("send", st, msg);
 	if (res.duplicate)
 		fprintf(stderr, "amp send: %s was already in the SSOT (nothing written)\n", amp_term(res.msg_id));
 	code = amp_cli_sync_after_write("send", st, set, sync);

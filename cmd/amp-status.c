@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "summary.h"
+#include "coord.h"
 #include "task.h"
 #include "util.h"
 
@@ -106,6 +107,8 @@ static void print_task(const json_t *t)
 			continue; /* bookkeeping: of `amp send --idempotency-key`; of
 				   * amp sync, shown below */
 		printf("control: %s  %s by %s", str(m, "timestamp"), what, str(m, "from"));
+		if (json_is_string(json_object_get(m, "agent")))
+			printf(" (agent %s)", str(m, "agent"));
 		if (json_is_string(json_object_get(m, "approves")))
 			printf(" of %s", str(m, "approves"));
 		if (json_is_string(json_object_get(m, "reason")))
@@ -114,6 +117,17 @@ static void print_task(const json_t *t)
 			printf(": %s", str(m, "note"));
 		putchar('\n');
 	}
+	/* Dependencies (amp depend) not approved yet. */
+	json_array_foreach(json_object_get(t, "waits_for"), i, m)
+		printf("waits for %s (%s)%s\n", str(m, "task_id"), str(m, "state"),
+		       json_is_true(json_object_get(m, "soft")) ? ", soft" : "");
+	/* Leases (coord.h) not released: who holds the task, until when. */
+	json_array_foreach(json_object_get(t, "claims"), i, m)
+		printf("claimed by %s%s%s until %s%s\n", str(m, "agent"),
+		       json_is_string(json_object_get(m, "subtask_id")) ? " for subtask " : "",
+		       json_is_string(json_object_get(m, "subtask_id")) ? str(m, "subtask_id") : "",
+		       str(m, "expires"), json_is_true(json_object_get(m, "expired")) ?
+		       " (expired: amp watch releases it)" : "");
 	json_array_foreach(json_object_get(t, "superseded"), i, m) {
 		printf("%ssuperseded%s %s %s", color ? "\033[33m" : "", reset(),
 		       json_is_string(json_object_get(m, "type")) ? str(m, "type") : str(m, "kind"),
@@ -139,7 +153,7 @@ int main(int argc, char **argv)
 	amp_task_log log = { 0 };
 	amp_summaries *cache = NULL;
 	amp_error err;
-	json_t *out = NULL;
+	json_t *out = NULL, *waits = NULL;
 	char **ids = NULL;
 	size_t nids = 0, i;
 	int64_t now;
@@ -181,6 +195,12 @@ int main(int argc, char **argv)
 			goto cleanup;
 		}
 		out = amp_task_status_json(&log, now);
+		json_object_set_new(out, "claims", amp_coord_claims_json(&log, now));
+		if (amp_coord_waits(st, tip, &log, &waits, &err) < 0) {
+			code = amp_cli_fail("status", &err);
+			goto cleanup;
+		}
+		json_object_set_new(out, "waits_for", waits);
 		if (json_out) {
 			amp_cli_print_json(out, 1);
 		} else {

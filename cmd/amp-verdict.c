@@ -12,7 +12,7 @@
 static const char usage[] =
 	"usage: amp verdict <task_id> --decision approved|approved_with_fix|rejected --confidence <0..1>\n"
 	"                   [--payload <file>|-] [--architecture-notes <text>] [--context-ref <msg_id>]\n"
-	"                   [--from <role>] [--idempotency-key <key>] [--sync|--no-sync] [--json]\n"
+	"                   [--from <role>] [--agent <name>] [--idempotency-key <key>] [--sync|--no-sync] [--json]\n"
 	"                   [--repo <dir>]\n"
 	"The payload file holds criteria_results, issues, direct_fixes, architecture_notes.\n";
 
@@ -28,6 +28,7 @@ int main(int argc, char **argv)
 		{ "idempotency-key", required_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
+		AMP_CLI_AGENT_OPTION,
 		AMP_CLI_SYNC_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -60,6 +61,7 @@ int main(int argc, char **argv)
 		case 'k': f.idempotency_key = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
+		AMP_CLI_AGENT_CASE;
 		AMP_CLI_SYNC_CASES(sync);
 		case 'h': fputs(usage, stdout); return 0;
 		default:

@@ -51,6 +51,12 @@ static const struct {
 	{ "gc", "pack the loose objects of the SSOT's writes (also run on its own)" },
 	{ "schema", "print the schema of a message type or payload, or list them" },
 	{ "dashboard", "the SSOT as a static web site (and a read-only server for it)" },
+	{ "claim", "take a task on a lease as a named executor instance" },
+	{ "release", "give a claimed task back" },
+	{ "depend", "make a task's dispatch wait for another task's approval" },
+	{ "plan", "set a task's priority, deadline, lock threshold or capability" },
+	{ "agents", "list the named agent instances: roles, last write, tasks held" },
+	{ "ready", "list the tasks ready to work on: dependencies approved, nobody holding them" },
 };
 
 static const char usage_text[] =

@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "coord.h"
 #include "sync.h"
 
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include "clock.h"
 #include "control.h"
 #include "inbox.h"
+#include "message.h"
 #include "util.h"
 
 int amp_cli_fail(const char *cmd, const amp_error *err)
@@ -54,6 +56,38 @@ int amp_cli_open_store(const char *cmd, const char *repo, amp_store **st)
 	return 0;
 }
 
+/* --agent, when given: command-line glue, one per process. */
+static const char *agent_option;
+
+void amp_cli_agent_given(const char *name)
+{
+	agent_option = name;
+}
+
+/* The instance writing: --agent, $AMP_AGENT, git config amp.agent. */
+static int set_agent(const char *cmd, amp_store *st)
+{
+	const char *env = getenv("AMP_AGENT"), *name = agent_option, *where = "--agent";
+	char conf[256];
+	amp_error err;
+
+	if (!name && env && *env) {
+		name = env;
+		where = "AMP_AGENT";
+	}
+	if (!name && amp_store_config(st, "amp.agent", conf, sizeof(conf)) && conf[0]) {
+		name = conf;
+		where = "git config amp.agent";
+	}
+	if (amp_store_set_agent(st, name, &err) < 0) {
+		amp_error out = err;
+
+		snprintf(out.message, sizeof(out.message), "%s: %.900s", where, err.message);
+		return amp_cli_fail(cmd, &out);
+	}
+	return 0;
+}
+
 int amp_cli_open_ssot(const char *cmd, const char *repo, amp_store **st)
 {
 	const char *ref;
@@ -61,7 +95,7 @@ int amp_cli_open_ssot(const char *cmd, const char *repo, amp_store **st)
 	git_oid oid;
 	int code;
 
-	if ((code = amp_cli_open_store(cmd, repo, st)))
+	if ((code = amp_cli_open_store(cmd, repo, st)) || (code = set_agent(cmd, *st)))
 		return code;
 	ref = amp_store_messages_ref(*st);
 	if (git_reference_name_to_id(&oid, amp_store_repo(*st), ref) < 0) {
@@ -295,6 +329,29 @@ int amp_cli_real(const char *cmd, const char *what, const char *s,
 	       amp_cli_fail(cmd, &err) : 0;
 }
 
+void amp_cli_warn_soft_waits(const char *cmd, amp_store *st, const json_t *msg)
+{
+	const char *type = amp_json_str(msg, "type"), *task = amp_json_str(msg, "task_id");
+	amp_task_log log = { 0 };
+	git_tree *tip = NULL;
+	json_t *waits = NULL, *d;
+	amp_error err;
+	size_t i;
+
+	if (!type || strcmp(type, "task_dispatch") || !task ||
+	    amp_store_tip(st, amp_store_messages_ref(st), NULL, &tip, &err) < 0 ||
+	    amp_store_read_task(st, tip, task, &log, &err) < 0 ||
+	    amp_coord_waits(st, tip, &log, &waits, &err) < 0)
+		goto cleanup;
+	json_array_foreach(waits, i, d)
+		fprintf(stderr, "amp %s: warning: task %s waits for %s (%s), a soft dependency: dispatched before it is approved\n",
+			cmd, task, amp_term(amp_json_str(d, "task_id")), amp_json_str(d, "state"));
+cleanup:
+	json_decref(waits);
+	amp_task_log_free(&log);
+	git_tree_free(tip);
+}
+
 void amp_cli_print_json(const json_t *value, int pretty)
 {
 	json_dumpf(value, stdout, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |
@@ -310,6 +367,7 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 		{ "from", required_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
+		AMP_CLI_AGENT_OPTION,
 		AMP_CLI_SYNC_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -334,6 +392,7 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 		case 'f': from = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
+		AMP_CLI_AGENT_CASE;
 		AMP_CLI_SYNC_CASES(sync);
 		case 'h': fputs(usage, stdout); return 0;
 		default:
@@ -378,6 +437,9 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 		json_object_set_new(out, "state", json_string(res.now));
 		json_object_set_new(out, "type", json_string(type));
 		json_object_set_new(out, "from", json_string(from));
+		/* The instance, when one is named (--agent, AMP_AGENT, amp.agent). */
+		if (amp_store_agent(st))
+			json_object_set_new(out, "agent", json_string(amp_store_agent(st)));
 		json_object_set_new(out, "escalation", res.escalation_id[0] ?
 				    json_string(res.escalation_id) : json_null());
 		amp_cli_print_json(out, 0);
@@ -462,7 +524,9 @@ int amp_cli_inbox_print(const char *cmd, amp_store *st, const amp_inbox *in,
 	char *text;
 	int64_t now;
 
-	if (amp_clock_now_ms(&now, &err) < 0)
+	/* Unclaimed work first, then by priority (amp claim, amp plan). */
+	if (amp_clock_now_ms(&now, &err) < 0 ||
+	    amp_coord_order_inbox(st, in->messages, now, &err) < 0)
 		return amp_cli_fail(cmd, &err);
 	if (!(text = amp_inbox_render(in, role, amp_store_messages_ref(st), now, json_out,
 				      amp_use_color(stdout)))) {

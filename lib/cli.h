@@ -22,6 +22,7 @@
 #define AMP_EXIT_REFUSED 3
 #define AMP_EXIT_IO      4
 #define AMP_EXIT_TIMEOUT 5 /* amp wait: the timeout passed first */
+#define AMP_EXIT_CLAIMED 6 /* amp claim: another instance holds the task */
 
 /* Checks AMP_NOW and opens the store (repo = --repo or NULL); on failure
  * prints the error and returns its exit code (2 for a bad AMP_NOW or a bad
@@ -31,8 +32,17 @@ int amp_cli_open_store(const char *cmd, const char *repo, amp_store **st);
 /* amp_cli_open_store for the commands that write messages: the SSOT must
  * have been made by `amp init` (the messages ref present), so that a
  * missing init is one error and not a rejection that cannot be logged
- * either. */
+ * either.  The instance writing is --agent (amp_cli_agent_given), else
+ * $AMP_AGENT, else git config amp.agent; a bad name is exit 2, naming
+ * where it came from. */
 int amp_cli_open_ssot(const char *cmd, const char *repo, amp_store **st);
+
+/* --agent NAME of the writing commands: the named instance (store.h
+ * amp_store_set_agent) amp_cli_open_ssot gives the store, before $AMP_AGENT
+ * and git config amp.agent. */
+#define AMP_CLI_AGENT_OPTION { "agent", required_argument, NULL, 'G' }
+#define AMP_CLI_AGENT_CASE case 'G': amp_cli_agent_given(optarg); break
+void amp_cli_agent_given(const char *name);
 
 /* Loads the AMP schemas; on failure prints and returns the exit code. */
 int amp_cli_load_schemas(const char *cmd, amp_schema_set **set);
@@ -135,6 +145,11 @@ int amp_cli_idempotency_key(const char *cmd, const char **key);
 /* Says on stderr which escalation a successful write recorded with it (a
  * lock, a late ACK's timeout), if any. */
 void amp_cli_report_escalation(const char *cmd, const amp_send_result *res);
+
+/* After a dispatch of `msg` was written: warns on stderr ("amp CMD:
+ * warning: ...") for each soft dependency (amp depend --soft) of its task
+ * that is not approved yet. */
+void amp_cli_warn_soft_waits(const char *cmd, amp_store *st, const json_t *msg);
 
 /* Prints `value` on stdout as the --json result: one JSON document and a
  * newline, indented when `pretty`, members in their order.  Borrowed. */

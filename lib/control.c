@@ -6,6 +6,7 @@
 
 #include "bounds.h"
 #include "clock.h"
+#include "coord.h"
 #include "message.h"
 #include "send.h"
 #include "task.h"
@@ -49,6 +50,12 @@ static int role_may(const char *type, const char *from)
 		return !strcmp(from, "admin");
 	if (!strcmp(type, "abort"))
 		return !strcmp(from, "admin") || !strcmp(from, "coordinator");
+	if (!strcmp(type, "claim"))
+		return !strcmp(from, "executor");
+	if (!strcmp(type, "release"))
+		return amp_role_in(from, "executor coordinator admin system");
+	if (!strcmp(type, "depend") || !strcmp(type, "plan"))
+		return amp_role_in(from, "coordinator admin");
 	return amp_role_in(from, "coordinator executor reviewer");
 }
 
@@ -111,6 +118,26 @@ int amp_control_allowed(const amp_task_log *log, const char *type, const char *f
 		return 0;
 	}
 	amp_task_state_compute(log, &s);
+	if (!strcmp(type, "claim") || !strcmp(type, "release") || !strcmp(type, "depend") ||
+	    !strcmp(type, "plan")) {
+		char closed[512];
+
+		/* Leases are coord.h's (amp_coord_check_record); like a
+		 * message, none while the task is closed to the role.  amp
+		 * watch's release of an expired lease is system's. */
+		ok = 1;
+		if (!log->count && strcmp(type, "depend") && strcmp(type, "plan")) {
+			snprintf(why, whysz, "a %s is refused while task %s is new: it has no records",
+				 type, log->task_id);
+			ok = 0;
+		} else if (log->count && strcmp(from, "system") &&
+			   amp_task_closed_to(&s, from, closed, sizeof(closed))) {
+			snprintf(why, whysz, "task %s %s", log->task_id, closed);
+			ok = 0;
+		}
+		amp_task_state_free(&s);
+		return ok;
+	}
 	ok = control_allowed(log, &s, type, from, why, whysz);
 	amp_task_state_free(&s);
 	return ok;
@@ -145,7 +172,6 @@ static int build_control(amp_store *st, git_tree *tip, void *vctx,
 	int64_t ms = c->now_ms;
 	int status;
 
-	(void)st;
 	amp_errlist_truncate(c->errors, c->errors_base);
 	c->res->escalation_id[0] = '\0';
 	if ((status = amp_store_read_task(st, tip, c->task_id, &log, err)) < 0)
@@ -153,6 +179,12 @@ static int build_control(amp_store *st, git_tree *tip, void *vctx,
 	amp_task_state_compute(&log, &s);
 	if (!control_allowed(&log, &s, c->type, c->from, why, sizeof(why))) {
 		status = REFUSE(c, err, "/task_id", "%s", why);
+		goto cleanup;
+	}
+	if (!strcmp(c->type, "heartbeat") &&
+	    amp_coord_check_write(&log, c->from, amp_store_agent(st), c->now_ms, why,
+				  sizeof(why)) < 0) {
+		status = REFUSE(c, err, "/from", "%s", why);
 		goto cleanup;
 	}
 	snprintf(c->res->was, sizeof(c->res->was), "%s", s.state);
@@ -200,6 +232,9 @@ static int build_control(amp_store *st, git_tree *tip, void *vctx,
 	if (c->text)
 		json_object_set_new(c->doc, strcmp(c->type, "heartbeat") ? "reason" : "note",
 				    json_string(c->text));
+	/* A named executor's heartbeat renews its own leases (coord.h). */
+	if (!strcmp(c->type, "heartbeat") && amp_store_agent(st))
+		json_object_set_new(c->doc, "agent", json_string(amp_store_agent(st)));
 	if (!strcmp(c->type, "resume"))
 		json_object_set_new(c->doc, "lifts", json_string(c->res->target));
 	else if (!strcmp(c->type, "approve"))

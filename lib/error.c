@@ -38,6 +38,8 @@ int amp_exit_code(int status)
 {
 	if (status >= 0)
 		return 0;
+	if (status == AMP_ECLAIMED)
+		return 6;
 	if (status < AMP_EIO)
 		return 4;
 	return -status;

@@ -17,6 +17,7 @@
 #define AMP_EUSAGE   (-2) /* bad command line                          (exit 2) */
 #define AMP_ERULE    (-3) /* refused by a protocol rule                (exit 3) */
 #define AMP_EIO      (-4) /* repository, file or system failure        (exit 4) */
+#define AMP_ECLAIMED (-6) /* amp claim: another instance holds it      (exit 6) */
 
 #define AMP_PATH_MAX 512
 #define AMP_MSG_MAX  1024
@@ -43,7 +44,7 @@ int amp_error_git(amp_error *err, int status, const char *fmt, ...)
 /* Clears err to "no error". */
 void amp_error_clear(amp_error *err);
 
-/* The process exit code for a status: 0 for AMP_OK, 1..4 for AMP_E*. */
+/* The process exit code for a status: 0 for AMP_OK, 1..4 and 6 for AMP_E*. */
 int amp_exit_code(int status);
 
 /* A growable list of errors, for operations (like schema validation) that

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "coord.h"
 #include "hook.h"
 #include "message.h"
 #include "rules.h"
@@ -137,6 +138,23 @@ int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
 	if (e->kind == AMP_ENTRY_CTL) {
 		if (!amp_control_allowed(&before, type, amp_json_str(e->doc, "from"), why, sizeof(why)))
 			return amp_errlist_add(errors, AMP_ERULE, "/type", "%s", why);
+		/* A lease is in force only where it stands (coord.h): a claim
+		 * inside another instance's lease is refused here, and amp
+		 * sync's join sets it aside. */
+		if (type && (!strcmp(type, "claim") || !strcmp(type, "release")) &&
+		    amp_coord_check_record(&before, e->doc, why, sizeof(why)) < 0)
+			return amp_errlist_add(errors, AMP_ERULE, "/type", "%s", why);
+		/* A dependency cycle is refused however it arrives. */
+		if (type && !strcmp(type, "depend") && amp_json_str(e->doc, "on")) {
+			amp_error derr;
+
+			status = amp_coord_check_depend(st, tree, log->task_id, amp_json_str(e->doc, "on"),
+							why, sizeof(why), &derr);
+			if (status == AMP_ERULE)
+				return amp_errlist_add(errors, AMP_ERULE, "/on", "%s", why);
+			if (status < 0)
+				return amp_errlist_add(errors, status, "", "%s", derr.message);
+		}
 		return AMP_OK;
 	}
 	if (amp_task_log_id_taken(&before, e->id))

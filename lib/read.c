@@ -310,7 +310,7 @@ int amp_log_type_valid(const char *type)
 {
 	/* The types of control.schema.json's "type" enum. */
 	static const char *const controls[] = { "resume", "approve", "abort", "heartbeat", "superseded",
-						"idempotency_key" };
+						"idempotency_key", "claim", "release", "depend", "plan" };
 	size_t i;
 
 	if (amp_type_lookup(type) || !strcmp(type, "ack"))
@@ -334,7 +334,27 @@ struct walk {
 	const git_oid *commit;
 	struct added *v;     /* the records of the current commit */
 	size_t count, alloc;
+	char agent[AMP_AGENT_MAX + 1]; /* its Amp-Agent trailer, "" none */
 };
+
+/* The named instance that wrote commit c (its Amp-Agent trailer, store.h),
+ * into buf; "" when none or not a valid name. */
+static void commit_agent(git_commit *c, char *buf, size_t bufsz)
+{
+	git_message_trailer_array arr = { 0 };
+	size_t i;
+
+	buf[0] = '\0';
+	if (git_message_trailers(&arr, git_commit_message(c)) < 0) {
+		git_error_clear();
+		return;
+	}
+	for (i = 0; i < arr.count; i++)
+		if (!strcmp(arr.trailers[i].key, "Amp-Agent") &&
+		    amp_agent_valid(arr.trailers[i].value, strlen(arr.trailers[i].value)))
+			snprintf(buf, bufsz, "%s", arr.trailers[i].value);
+	git_message_trailer_array_free(&arr);
+}
 
 /* Notes that `what` at `path` of the current commit cannot be read. */
 static int problem(struct walk *w, const char *what, const char *path)
@@ -520,6 +540,7 @@ static int report(struct walk *w, amp_log_fn fn, void *ctx, long long *left)
 		r.reason = rc ? reason : NULL;
 		r.raw = raw;
 		r.len = len;
+		r.agent = w->agent[0] ? w->agent : NULL;
 		if (passes(w->f, &r)) {
 			stop = fn(&r, ctx) != 0;
 			if (w->f->limit && --*left == 0)
@@ -536,7 +557,7 @@ static int report(struct walk *w, amp_log_fn fn, void *ctx, long long *left)
 int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
 		 void *ctx, amp_errlist *problems, amp_error *err)
 {
-	struct walk w = { amp_store_repo(st), f, problems, NULL, NULL, 0, 0 };
+	struct walk w = { amp_store_repo(st), f, problems, NULL, NULL, 0, 0, "" };
 	git_revwalk *walk = NULL;
 	git_commit *tip = NULL;
 	git_oid id;
@@ -564,6 +585,7 @@ int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
 			/* Its records cannot be told from its parent's. */
 			rc = problem(&w, "the commit or its parent's tree", "");
 		} else if ((rc = commit_records(&w, ptree, tree)) == 0) {
+			commit_agent(c, w.agent, sizeof(w.agent));
 			rc = report(&w, fn, ctx, &left);
 		}
 		git_tree_free(ptree);
@@ -589,7 +611,7 @@ json_t *amp_log_record_json(const amp_log_record *r)
 	json_t *o;
 
 	git_oid_tostr(hex, sizeof(hex), &r->commit);
-	o = json_pack("{s:s,s:O?,s:s,s:s,s:O?,s:O?,s:O?,s:s,s:s,s:b,s:O?}",
+	o = json_pack("{s:s,s:O?,s:s,s:s,s:O?,s:O?,s:O?,s:s,s:s,s:b,s:s?,s:O?}",
 		      "commit", hex,
 		      "time", json_is_string(json_object_get(d, "timestamp")) ? json_object_get(d, "timestamp") : NULL,
 		      "task_id", amp_json_text(r->task_id),
@@ -600,6 +622,7 @@ json_t *amp_log_record_json(const amp_log_record *r)
 		      "id", amp_json_text(r->id),
 		      "path", amp_json_text(r->path),
 		      "unreadable", r->reason != NULL,
+		      "agent", r->agent,
 		      "record", d);
 	if (o && r->reason)
 		json_object_set_new(o, "reason", json_string(r->reason));

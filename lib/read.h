@@ -110,6 +110,8 @@ typedef struct amp_log_record {
 	const char *reason;    /* why it is unreadable, else NULL */
 	const char *raw;       /* its bytes as stored, or NULL */
 	size_t len;
+	const char *agent;     /* the named instance that wrote the commit
+				* (its Amp-Agent trailer), or NULL */
 } amp_log_record;
 
 /* Called for each record that passes the filter, newest first; returns 0
@@ -129,8 +131,8 @@ int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
 
 /*
  * The `amp log --json` object of a record: commit, time, task_id, kind,
- * type, from, to, id, path, unreadable, record (and reason when
- * unreadable).  The caller owns it.
+ * type, from, to, id, path, unreadable, agent (the instance that wrote
+ * it, or null), record (and reason when unreadable).  The caller owns it.
  */
 json_t *amp_log_record_json(const amp_log_record *rec);
 

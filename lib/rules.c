@@ -1,4 +1,5 @@
 #include "rules.h"
+#include "coord.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -517,6 +518,27 @@ int amp_rules_check_repo(const json_t *msg, amp_errlist *errors)
 	return AMP_OK;
 }
 
+/* amp depend (coord.h): a dispatch waits for every hard dependency to be
+ * approved; a soft one is the caller's warning (amp send). */
+static void check_depends(amp_store *st, git_tree *tip, const amp_task_log *log,
+			  amp_errlist *errors)
+{
+	json_t *waits = NULL, *d;
+	amp_error err;
+	size_t i;
+
+	if (amp_coord_waits(st, tip, log, &waits, &err) < 0) {
+		amp_errlist_add(errors, err.status, "", "%s", err.message);
+		return;
+	}
+	json_array_foreach(waits, i, d)
+		if (!json_is_true(json_object_get(d, "soft")))
+			amp_errlist_add(errors, AMP_ERULE, "/task_id",
+					"task %s waits for %s (%s): a dispatch is refused until it is approved (amp depend)",
+					log->task_id, amp_json_str(d, "task_id"), amp_json_str(d, "state"));
+	json_decref(waits);
+}
+
 int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 			 const json_t *msg, amp_errlist *errors)
 {
@@ -539,8 +561,15 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 	    (closed == 2 && !(type && !strcmp(type, "escalation") && from &&
 			      !strcmp(from, "system"))))
 		amp_errlist_add(errors, AMP_ERULE, "/task_id", "task %s %s", log->task_id, why);
+	/* A claimed task takes the holder's executor writes only (coord.h);
+	 * an escalation still reaches the admin (No Silent Failure). */
+	else if ((!type || strcmp(type, "escalation")) &&
+		 amp_coord_check_write(log, from, amp_store_agent(st), amp_record_time(msg),
+				       why, sizeof(why)) < 0)
+		amp_errlist_add(errors, AMP_ERULE, "/from", "%s", why);
 	check_refs(st, tip, log, json_object_get(msg, "context_ref"), "/context_ref", errors);
 	if (type && !strcmp(type, "task_dispatch")) {
+		check_depends(st, tip, log, errors);
 		check_dispatch(payload, errors);
 		check_dispatch_round(log, &s, msg, errors);
 	} else if (type && !strcmp(type, "review_verdict")) {

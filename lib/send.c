@@ -1,4 +1,5 @@
 #include "send.h"
+#include "coord.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,7 +197,7 @@ int amp_send_add_lock_if_due(amp_schema_set *set, amp_store_write *w,
 			    : json_pack("[s]", verdict_id);
 	suggested = amp_lock_suggestions();
 	amp_lock_description(description, sizeof(description), after->task_id, &s,
-			     after->policy->lock_threshold, verdict_id);
+			     s.lock_threshold, verdict_id);
 	status = amp_send_add_escalation(set, w, after, "hallucination_lock", "critical",
 				       description, affected, suggested, now_ms, res, out, err);
 cleanup:
@@ -840,6 +841,12 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 	amp_task_state_compute(&log, &s);
 	if (amp_task_closed_to(&s, c->from, why, sizeof(why))) {
 		amp_errlist_add(c->errors, AMP_ERULE, "/task_id", "task %s %s", c->task, why);
+		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
+		goto cleanup;
+	}
+	if (amp_coord_check_write(&log, c->from, amp_store_agent(st), c->now_ms, why,
+				  sizeof(why)) < 0) {
+		amp_errlist_add(c->errors, AMP_ERULE, "/from", "%s", why);
 		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
 		goto cleanup;
 	}

@@ -142,11 +142,25 @@ static size_t tokens(char *line, char **tok, size_t max)
 }
 
 
-int amp_signing_may_write(const amp_signing *s, const char *role, amp_error *err)
+/* 1 when principal p names an instance other than `agent` ("alice@executor"
+ * for agent "bob"); a bare role names none. */
+static int other_instance(const char *p, const char *agent)
 {
-	char pub[8192], line[16384], *tok[16], fp[128] = "";
+	const char *at = strrchr(p, '@');
+
+	return agent && *agent && at && ((size_t)(at - p) != strlen(agent) ||
+					 strncmp(p, agent, (size_t)(at - p)));
+}
+
+int amp_signing_may_write(const amp_signing *s, const char *role, const char *agent,
+			  char *principal, size_t psz, amp_error *err)
+{
+	char pub[8192], line[16384], *tok[16], fp[128] = "", other[256] = "";
 	FILE *f;
 	int status, granted = 0, known = 0;
+
+	if (psz)
+		principal[0] = '\0';
 
 	if (!s->key[0])
 		return amp_error_set(err, AMP_ERULE, "",
@@ -174,12 +188,25 @@ int amp_signing_may_write(const amp_signing *s, const char *role, amp_error *err
 			if ((p = strrchr(tok[0], '"')))
 				*p = '\0';
 		}
-		for (p = strtok_r(tok[0], ",", &save); p && !granted; p = strtok_r(NULL, ",", &save))
-			granted = amp_principal_grants(p, role);
+		for (p = strtok_r(tok[0], ",", &save); p && !granted; p = strtok_r(NULL, ",", &save)) {
+			if (!amp_principal_grants(p, role))
+				continue;
+			if (other_instance(p, agent)) {
+				snprintf(other, sizeof(other), "%s", p);
+				continue;
+			}
+			granted = 1;
+			if (psz)
+				snprintf(principal, psz, "%s", p);
+		}
 	}
 	fclose(f);
 	if (granted)
 		return AMP_OK;
+	if (other[0])
+		return amp_error_set(err, AMP_ERULE, "/agent",
+				     "agent %s disagrees with the signing key's principal %s (git config amp.signingKey): the key names the instance",
+				     agent, other);
 	{
 		/* The fingerprint names the key without printing it whole. */
 		const char *argv[] = { "ssh-keygen", "-l", "-f", s->key, NULL };

@@ -51,9 +51,13 @@ int amp_sign_commit_create(git_repository *repo, const amp_signing *s, git_oid *
  * Strict mode's write check: AMP_OK when s->key's public key has a line in
  * s->allowed whose principals grant `role`; AMP_ERULE naming the role and
  * the key's fingerprint when not (or when there is no key); AMP_EIO when a
- * file cannot be read.
+ * file cannot be read.  With `agent` (a named instance, store.h; NULL or
+ * "": none), a principal naming another instance ("alice@executor" for
+ * agent "bob") does not grant: AMP_ERULE at "/agent" saying they disagree.
+ * The granting principal goes to principal[0..psz) (psz 0: not wanted).
  */
-int amp_signing_may_write(const amp_signing *s, const char *role, amp_error *err);
+int amp_signing_may_write(const amp_signing *s, const char *role, const char *agent,
+			  char *principal, size_t psz, amp_error *err);
 
 /*
  * Verifies commit `id`: it carries a signature that `ssh-keygen -Y verify

@@ -33,6 +33,7 @@ struct amp_store {
 	unsigned int rng;
 	amp_policy policy;
 	amp_signing signing;
+	char agent[AMP_AGENT_MAX + 1]; /* the named instance writing; "" none */
 };
 
 const amp_policy amp_policy_default = {
@@ -375,6 +376,34 @@ git_repository *amp_store_repo(amp_store *st) { return st->repo; }
 const char *amp_store_messages_ref(const amp_store *st) { return st->ref; }
 const char *amp_store_errors_ref(const amp_store *st) { return st->errors_ref; }
 const char *amp_store_state_dir(const amp_store *st) { return st->state_dir; }
+int amp_agent_valid(const char *name, size_t len)
+{
+	size_t i;
+
+	if (len < 1 || len > AMP_AGENT_MAX)
+		return 0;
+	for (i = 0; i < len; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", name[i]) ||
+		    !name[i])
+			return 0;
+	return 1;
+}
+
+int amp_store_set_agent(amp_store *st, const char *name, amp_error *err)
+{
+	if (name && *name && !amp_agent_valid(name, strlen(name)))
+		return amp_error_set(err, AMP_EUSAGE, "",
+				     "'%s' is not an agent name (1 to %d of A-Z a-z 0-9 . _ -)",
+				     name, AMP_AGENT_MAX);
+	snprintf(st->agent, sizeof(st->agent), "%s", name ? name : "");
+	return AMP_OK;
+}
+
+const char *amp_store_agent(const amp_store *st)
+{
+	return st->agent[0] ? st->agent : NULL;
+}
+
 const amp_policy *amp_store_policy(const amp_store *st) { return &st->policy; }
 unsigned long amp_store_retries(const amp_store *st) { return st->retries; }
 
@@ -1134,7 +1163,8 @@ static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
 	}
 	snprintf(email, sizeof(email), "%s@amp.invalid",
 		 w->author[0] ? w->author : "system");
-	if (git_signature_new(&author, w->author[0] ? w->author : "system",
+	/* A named instance signs as itself; the email keeps the role. */
+	if (git_signature_new(&author, st->agent[0] ? st->agent : w->author[0] ? w->author : "system",
 			      email, (git_time_t)((w->time_ms ? w->time_ms : now_ms) / 1000),
 			      0) < 0 ||
 	    /* An imported record's commit is dated by the record, as
@@ -1145,8 +1175,9 @@ static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
 		status = amp_error_git(err, AMP_EIO, "cannot make a signature");
 		goto cleanup;
 	}
-	snprintf(message, sizeof(message), "%s\n%s%s", w->subject,
-		 w->trailers[0] ? "\n" : "", w->trailers);
+	snprintf(message, sizeof(message), "%s\n%s%s%s%s%s", w->subject,
+		 w->trailers[0] || st->agent[0] ? "\n" : "", w->trailers,
+		 st->agent[0] ? "Amp-Agent: " : "", st->agent, st->agent[0] ? "\n" : "");
 	if ((status = amp_sign_commit_create(st->repo, &st->signing, &next, author, committer,
 					     NULL, message, tree, parent ? 1 : 0,
 					     (const git_commit **)&parent, err)) < 0) {
@@ -1383,9 +1414,20 @@ void amp_store_unlock(int fd)
 static int may_write(amp_store *st, const char *ref, const amp_store_write *w,
 		     amp_error *err)
 {
+	char principal[256] = "", *at;
+	int status;
+
 	if (!st->signing.require || strcmp(ref, st->ref))
 		return AMP_OK;
-	return amp_signing_may_write(&st->signing, w->author[0] ? w->author : "system", err);
+	if ((status = amp_signing_may_write(&st->signing, w->author[0] ? w->author : "system",
+					    st->agent, principal, sizeof(principal), err)) < 0)
+		return status;
+	/* The key names the instance ("alice@executor"): that is who writes. */
+	if (!st->agent[0] && w->author[0] && strcmp(w->author, "system") &&
+	    (at = strrchr(principal, '@')) && at > principal &&
+	    (size_t)(at - principal) <= AMP_AGENT_MAX && amp_agent_valid(principal, (size_t)(at - principal)))
+		snprintf(st->agent, sizeof(st->agent), "%.*s", (int)(at - principal), principal);
+	return AMP_OK;
 }
 
 /*

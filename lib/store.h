@@ -96,6 +96,23 @@ const amp_policy *amp_store_policy(const amp_store *st);
 int amp_store_lock(amp_store *st, const char *ref, amp_error *err);
 void amp_store_unlock(int fd);
 
+/*
+ * Named agent instances: the instance writing ("alice"), recorded on every
+ * commit this handle writes as the author name and an "Amp-Agent: <name>"
+ * trailer (the author email keeps the role).  A name is 1..AMP_AGENT_MAX of
+ * [A-Za-z0-9._-] (as a signing principal's instance part, sign.h), so it
+ * is safe in a trailer and on a terminal.  In strict mode with no name
+ * set, the signing key's principal "<name>@<role>" names it; a name that
+ * disagrees with the principal is refused (amp_signing_may_write).
+ */
+#define AMP_AGENT_MAX 64
+/* 1 when name[0..len) is an agent name. */
+int amp_agent_valid(const char *name, size_t len);
+/* Sets (NULL or "": clears) the instance; AMP_EUSAGE for a bad name. */
+int amp_store_set_agent(amp_store *st, const char *name, amp_error *err);
+/* The instance, or NULL when none is set.  Borrowed. */
+const char *amp_store_agent(const amp_store *st);
+
 /* The signing settings (sign.h), read when the store was opened: a bad
  * amp.requireSigned, strict mode without amp.allowedSigners, and AMP_NOW
  * in strict mode are AMP_EUSAGE there. */

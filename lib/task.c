@@ -40,6 +40,10 @@ const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz)
 
 	if (cause_path(d, AMP_RECORD_CAUSE, buf, bufsz))
 		return buf;
+	/* amp watch's missed deadline (coord.h): its cause is the plan record
+	 * that set the deadline. */
+	if (cause_path(d, AMP_DEADLINE_CAUSE, buf, bufsz))
+		return buf;
 	/* A heartbeat_timeout whose holder last wrote a heartbeat, a record
 	 * with no msg_id: its cause is that record. */
 	if (kind && !strcmp(kind, "heartbeat_timeout") &&
@@ -420,6 +424,7 @@ void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
 	size_t i, alloc = 0;
 
 	memset(s, 0, sizeof(*s));
+	s->lock_threshold = policy->lock_threshold;
 	s->flow_state = "new";
 	s->last_activity_ms = -1;
 	s->resume_ms = -1;
@@ -449,6 +454,14 @@ void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
 		if (e->kind == AMP_ENTRY_CTL) {
 			const char *from = amp_json_str(e->doc, "from");
 
+			/* amp plan --max-iterations (coord.h): this task's lock
+			 * threshold instead of amp.lockThreshold. */
+			if (type && !strcmp(type, "plan") && from && amp_role_in(from, "coordinator admin") &&
+			    json_integer_value(json_object_get(e->doc, "max_iterations")) >= 1 &&
+			    json_integer_value(json_object_get(e->doc, "max_iterations")) <=
+			    AMP_POLICY_LOCK_THRESHOLD_MAX)
+				s->lock_threshold = (int)json_integer_value(json_object_get(e->doc,
+										 "max_iterations"));
 			if (type && !strcmp(type, "resume")) {
 				s->suspended = s->locked = 0;
 				s->suspended_by = NULL;
@@ -508,7 +521,7 @@ void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
 	for (i = 0; i < s->nsubtasks; i++)
 		if (!strcmp(s->subtasks[i].state, "awaiting_approval"))
 			s->awaiting = s->subtasks[i].dispatch;
-	s->lock_due = !s->locked && s->rejects_since_resume >= policy->lock_threshold;
+	s->lock_due = !s->locked && s->rejects_since_resume >= s->lock_threshold;
 	s->flow_state = flow_of(s);
 	s->state = s->aborted ? "aborted" : s->locked || s->lock_due ? "locked" :
 		   s->suspended ? "suspended" : s->flow_state;

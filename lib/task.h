@@ -69,9 +69,11 @@ typedef struct amp_task_state {
 	int rejects_since_resume; /* rejected verdicts since the last resume */
 	int suspended;          /* a critical escalation is in force */
 	int locked;             /* ... and it is a hallucination lock */
-	int lock_due;           /* rejects_since_resume reached the policy's
-				 * lockThreshold but no lock is recorded (a
-				 * fetched verdict): treated as locked */
+	int lock_due;           /* rejects_since_resume reached lock_threshold
+				 * but no lock is recorded (a fetched
+				 * verdict): treated as locked */
+	int lock_threshold;     /* the policy's lockThreshold, or the task's
+				 * plan max_iterations (coord.h) */
 	int messages;           /* number of messages (not ACKs/controls) */
 	const char *suspended_by;   /* msg_id of that escalation (borrowed) */
 	const json_t *last_dispatch; /* latest task_dispatch (borrowed) */
@@ -161,6 +163,9 @@ int64_t amp_record_time(const json_t *doc);
  * (the holder's last write was a heartbeat): its description begins with
  * AMP_SILENCE_CAUSE "<path>: ", and its cause is that path. */
 #define AMP_SILENCE_CAUSE "no write since "
+/* The same for amp watch's missed deadline (coord.h): its description
+ * begins with AMP_DEADLINE_CAUSE "<path>: ", the plan record's path. */
+#define AMP_DEADLINE_CAUSE "deadline missed: "
 const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz);
 
 /* The first escalation of the log of `type` written by `from` whose cause

@@ -10,6 +10,7 @@
 
 #include "bounds.h"
 #include "clock.h"
+#include "coord.h"
 #include "message.h"
 #include "rules.h"
 #include "seen.h"
@@ -584,7 +585,7 @@ static void check_lock(struct watch *w, const amp_task_log *log, const amp_task_
 		affected = dispatch ? json_pack("[s,s]", e->id, dispatch) : json_pack("[s]", e->id);
 		suggested = amp_lock_suggestions();
 		amp_lock_description(description, sizeof(description), log->task_id, &at,
-				     log->policy->lock_threshold, e->id);
+				     at.lock_threshold, e->id);
 		fire(w, log->task_id, "hallucination_lock", "critical", affected, suggested,
 		     description, NULL);
 		json_decref(affected);
@@ -667,6 +668,29 @@ static json_t *derive_timers(const struct task_pass *t, const amp_task_state *s)
 			json_array_append_new(fired, json_string(buf));
 	}
 	out = json_object();
+	/* Leases (coord.h) run out on the clock too: amp watch releases them. */
+	{
+		amp_leases ls;
+		json_t *leases = json_array();
+
+		amp_coord_leases(log, &ls);
+		for (i = 0; i < ls.n; i++)
+			if (!ls.v[i].released)
+				json_array_append_new(leases, json_pack("{s:s,s:s,s:I}",
+					"claim", ls.v[i].claim, "agent", ls.v[i].agent,
+					"expires", (json_int_t)amp_lease_expires(&ls.v[i])));
+		if (json_array_size(leases))
+			json_object_set(out, "leases", leases);
+		json_decref(leases);
+	}
+	/* amp plan --deadline: escalated once when it passes unapproved. */
+	{
+		amp_plan plan;
+
+		amp_coord_plan(log, &plan);
+		if (plan.deadline_ms >= 0 && strcmp(s->state, "approved"))
+			json_object_set_new(out, "deadline", json_integer(plan.deadline_ms));
+	}
 	if (json_array_size(acks))
 		json_object_set(out, "acks", acks);
 	if (json_array_size(held)) {
@@ -793,12 +817,95 @@ static void evaluate_holders(struct watch *w, const char *task, json_t *t, int *
 	}
 }
 
+/*
+ * Claims (coord.h): a lease whose holder wrote nothing for its ttl ends:
+ * amp_coord_expire writes its release from system with a heartbeat_timeout
+ * escalation (cause: the claim record), once, and the task is claimable
+ * again.
+ */
+static void evaluate_leases(struct watch *w, const char *task, json_t *t, int *fired)
+{
+	json_t *l;
+	amp_coord_result res;
+	amp_errlist errs = { 0 };
+	amp_watch_action a;
+	size_t i;
+	int due = 0, released = 0;
+
+	json_array_foreach(json_object_get(t, "leases"), i, l)
+		due |= w->o->now_ms > json_integer_value(json_object_get(l, "expires"));
+	if (!due || need_schemas(w) < 0)
+		return;
+	if (amp_coord_expire(w->st, *w->set, task, w->o->now_ms, &res, &released, &errs) < 0) {
+		if (!escalation_broke_task(w, task)) {
+			amp_errlist_add(w->errors, AMP_EIO, "", "cannot release the expired claims of %s: %s",
+					task, errs.count ? errs.items[0].message : "unknown error");
+			w->failed = 1;
+		}
+	} else if (released) {
+		json_object_del(t, "leases");
+		*fired = 1;
+		if (res.escalation_id[0]) {
+			w->stats->escalated++;
+			if (w->report) {
+				a.action = "escalated";
+				a.escalation_type = "heartbeat_timeout";
+				a.severity = "warning";
+				a.task_id = task;
+				a.cause = res.claim;
+				a.msg_id = res.escalation_id;
+				w->report(&a, w->ctx);
+			}
+		}
+	}
+	amp_errlist_free(&errs);
+}
+
+/* A plan's deadline passed before the approval: amp_coord_deadline
+ * escalates it once per plan record. */
+static void evaluate_deadline(struct watch *w, const char *task, json_t *t, int *fired)
+{
+	json_t *due = json_object_get(t, "deadline");
+	amp_coord_result res;
+	amp_errlist errs = { 0 };
+	amp_watch_action a;
+	int escalated = 0;
+
+	if (!json_is_integer(due) || w->o->now_ms <= json_integer_value(due) || need_schemas(w) < 0)
+		return;
+	if (amp_coord_deadline(w->st, *w->set, task, w->o->now_ms, &res, &escalated, &errs) < 0) {
+		if (!escalation_broke_task(w, task)) {
+			amp_errlist_add(w->errors, AMP_EIO, "", "cannot escalate the deadline of %s: %s",
+					task, errs.count ? errs.items[0].message : "unknown error");
+			w->failed = 1;
+		}
+	} else {
+		json_object_del(t, "deadline");
+		if (escalated) {
+			*fired = 1;
+			w->stats->escalated++;
+			if (w->report) {
+				a.action = "escalated";
+				a.escalation_type = "unknown";
+				a.severity = "warning";
+				a.task_id = task;
+				a.cause = "deadline";
+				a.msg_id = res.escalation_id;
+				w->report(&a, w->ctx);
+			}
+		}
+	}
+	amp_errlist_free(&errs);
+}
+
 static void evaluate_timers(struct watch *w, int *fired)
 {
 	json_t *tasks = json_object_get(w->state, "tasks"), *t;
 	const char *task;
 
 	json_object_foreach(tasks, task, t) {
+		evaluate_leases(w, task, t, fired);
+		evaluate_deadline(w, task, t, fired);
 		evaluate_acks(w, task, t, fired);
 		evaluate_holders(w, task, t, fired);
 	}
@@ -839,7 +946,9 @@ static json_t *fresh_state(struct watch *w)
  *    "last_write":{"<role>":{"ms":..,"msg":..|"path":..}},
  *    "tasks":{"<task_id>":{"acks":[{"msg","deadline","from","to","arrival"}],
  *                          "holders":[{"role","by","since","arrival"}],
- *                          "fired":[<heartbeat causes>]}},
+ *                          "fired":[<heartbeat causes>],
+ *                          "leases":[{"claim","agent","expires"}],
+ *                          "deadline":<ms>}},
  *    "broken":{"<task_id>":"<why its directory cannot be read>"}}
  * ("arrival": when the SSOT first held the message, when known.)
  * Anything else (missing, unreadable, other version, ref or settings)

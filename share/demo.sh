@@ -4,7 +4,8 @@
 #   2. run a whole task through a fresh SSOT: dispatch, ACK, result, review,
 #      verdict, and show `amp status`;
 #   3. show the enforcer at work (share/demo-lock.sh), when it is built;
-#   4. strict mode (signed records): an executor's forged resume is refused.
+#   4. strict mode (signed records): an executor's forged resume is refused;
+#   5. two executors race `amp claim` for one task: one wins, one is told.
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 export PATH=${AMP_BIN:-$src/bin}:$PATH NO_COLOR=${NO_COLOR:-}
@@ -134,7 +135,17 @@ git config amp.signingKey "$work/keys/admin"
 show amp resume T-2026-044 --from admin --reason "reviewed the plan"
 show git -c gpg.ssh.allowedSignersFile="$work/keys/signers" log -1 --show-signature --format='%h %an: %s' refs/amp/messages
 
-step "5. The admin's dashboard (amp dashboard), of the SSOT of part 2"
+step "5. Two executors race for one task: exactly one claim wins ($work/repo)"
+cd "$work/repo" || exit 1
+amp send task_dispatch --task T-2026-045 --from coordinator --to executor --payload dispatch.json > /dev/null || exit 1
+printf '$ amp claim T-2026-045 --agent alice & amp claim T-2026-045 --agent bob &\n' >&2
+amp claim T-2026-045 --agent alice > "$work/alice.out" 2>&1 &
+amp claim T-2026-045 --agent bob > "$work/bob.out" 2>&1 &
+wait
+cat "$work/alice.out" "$work/bob.out"
+show amp agents
+
+step "6. The admin's dashboard (amp dashboard), of the SSOT of part 2"
 site=${AMP_DEMO_DASHBOARD:-${TMPDIR:-/tmp}/amp-dashboard-demo}
 (cd "$work/repo" && AMP_NOW=2026-02-26T15:30:30+00:00 amp dashboard --out "$site" > /dev/null) || exit 1
 echo "dashboard: $site/index.html"

@@ -406,7 +406,7 @@ ctl heartbeat-1772116362000"
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/log.jsonl")" -eq 9 ]
 	run $PY - "$BATS_TEST_TMPDIR/log.jsonl" <<'PY'
 import json, subprocess, sys
-keys = ["commit", "time", "task_id", "kind", "type", "from", "to", "id", "path", "unreadable", "record"]
+keys = ["commit", "time", "task_id", "kind", "type", "from", "to", "id", "path", "unreadable", "agent", "record"]
 commits = subprocess.run(["git", "rev-list", "refs/amp/messages"], capture_output=True, text=True).stdout.split()
 for line in open(sys.argv[1]):
     r = json.loads(line)
@@ -417,7 +417,7 @@ for line in open(sys.argv[1]):
     assert r["record"] == stored, r["path"]
     assert r["time"] == stored["timestamp"] and r["type"] == stored["type"]
     assert r["from"] == stored["from"] and r["to"] == stored.get("to")
-    assert r["task_id"] == "T-2026-044" and r["unreadable"] is False
+    assert r["task_id"] == "T-2026-044" and r["unreadable"] is False and r["agent"] is None
     assert r["path"].startswith("tasks/2026/0/T-2026-044/")
     assert r["kind"] in ("msg", "ack", "ctl")
     assert r["path"].endswith("." + r["kind"] + "." + r["id"] + ".json")

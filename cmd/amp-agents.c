@@ -1,0 +1,68 @@
+/* amp agents: the registry of named agent instances seen in the SSOT. */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "clock.h"
+#include "coord.h"
+#include "message.h"
+#include "util.h"
+
+static const char usage[] = "usage: amp agents [--json] [--repo <dir>]\n";
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "repo", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *repo = NULL;
+	amp_store *st = NULL;
+	json_t *out = NULL, *a, *v;
+	amp_error err;
+	int64_t now;
+	size_t i, j;
+	int c, json_out = 0, code = 0;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json_out = 1; break;
+		case 'r': repo = optarg; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default:
+			return amp_cli_usage_error("agents", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+		}
+	}
+	if ((code = amp_cli_check_args("agents", argc, argv, "h", opts)))
+		return code;
+	if (optind != argc)
+		return amp_cli_usage_error("agents", usage, "no operand expected");
+	if ((code = amp_cli_open_store("agents", repo, &st)))
+		goto cleanup;
+	if (amp_clock_now_ms(&now, &err) < 0 || amp_coord_agents(st, now, &out, &err) < 0) {
+		code = amp_cli_fail("agents", &err);
+		goto cleanup;
+	}
+	if (json_out) {
+		amp_cli_print_json(out, 0);
+		goto cleanup;
+	}
+	json_array_foreach(out, i, a) {
+		printf("%s  roles", amp_term(amp_json_str(a, "agent")));
+		json_array_foreach(json_object_get(a, "roles"), j, v)
+			printf("%s%s", j ? "," : " ", amp_term(json_string_value(v)));
+		printf("  last write %s", amp_or_none(amp_json_str(a, "last_write")));
+		if (amp_json_str(a, "last_task"))
+			printf(" on %s", amp_term(amp_json_str(a, "last_task")));
+		json_array_foreach(json_object_get(a, "holds"), j, v)
+			printf("%s%s", j ? ", " : "  holds ", amp_term(amp_json_str(v, "task_id")));
+		putchar('\n');
+	}
+cleanup:
+	json_decref(out);
+	amp_store_free(st);
+	return code;
+}

@@ -1,0 +1,69 @@
+/* amp ready: the tasks whose dependencies are all approved and that
+ * nobody holds. */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "clock.h"
+#include "coord.h"
+#include "message.h"
+#include "util.h"
+
+static const char usage[] = "usage: amp ready [--capability <name>] [--json] [--repo <dir>]\n";
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "capability", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "repo", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *repo = NULL, *capability = NULL;
+	amp_store *st = NULL;
+	git_tree *tip = NULL;
+	json_t *out = NULL, *t;
+	amp_error err;
+	int64_t now;
+	size_t i;
+	int c, json_out = 0, code = 0;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': capability = optarg; break;
+		case 'j': json_out = 1; break;
+		case 'r': repo = optarg; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default:
+			return amp_cli_usage_error("ready", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+		}
+	}
+	if ((code = amp_cli_check_args("ready", argc, argv, "h", opts)))
+		return code;
+	if (optind != argc)
+		return amp_cli_usage_error("ready", usage, "no operand expected");
+	if ((code = amp_cli_open_store("ready", repo, &st)))
+		goto cleanup;
+	if (amp_clock_now_ms(&now, &err) < 0 ||
+	    amp_store_tip(st, amp_store_messages_ref(st), NULL, &tip, &err) < 0 ||
+	    amp_coord_ready(st, tip, now, capability, &out, &err) < 0) {
+		code = amp_cli_fail("ready", &err);
+		goto cleanup;
+	}
+	if (json_out) {
+		amp_cli_print_json(out, 0);
+		goto cleanup;
+	}
+	json_array_foreach(out, i, t)
+		printf("%s  %s  %-17s since %s%s%s\n", amp_json_str(t, "task_id"),
+		       amp_json_str(t, "priority"), amp_json_str(t, "state"), amp_json_str(t, "since"),
+		       amp_json_str(t, "deadline") ? "  due " : "",
+		       amp_json_str(t, "deadline") ? amp_json_str(t, "deadline") : "");
+cleanup:
+	json_decref(out);
+	git_tree_free(tip);
+	amp_store_free(st);
+	return code;
+}
