@@ -39,6 +39,10 @@ options_section() {
 			"# NAME# SYNOPSIS# DESCRIPTION# OPTIONS# EXIT STATUS# ENVIRONMENT# CONFIGURATION# EXAMPLES# SEE ALSO"
 	done
 	[ "$n" -ge 20 ]
+	# amp(1) lists every command
+	for cmd in $(commands); do
+		grep -qF "*amp-$cmd*(1)" "$AMP_SRC/share/man/amp.1.scd" || missing="$missing amp.1:$cmd"
+	done
 	assert_equal "$missing" ""
 	assert_file_exist "$AMP_SRC/share/man/amp.1.scd"
 	assert_file_exist "$AMP_SRC/share/man/amp-config.7.scd"
