@@ -100,6 +100,11 @@ PY
 	# phone-readable and script-free
 	run -0 grep -F '<meta name="viewport" content="width=device-width, initial-scale=1">' "$out/index.html" "$out/tasks/T-2026-044.html" "$out/errors.html"
 	run -1 grep -il '<script' "$out/index.html" "$out/errors.html" "$out"/tasks/*.html
+	# every page forbids scripts by its Content-Security-Policy
+	for f in "$out/index.html" "$out/errors.html" "$out"/tasks/*.html; do
+		grep -qF "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';" "$f" ||
+			{ echo "no CSP in $f"; false; }
+	done
 }
 
 @test "the overview lists what needs the admin first: the lock, the suspension" {
