@@ -189,7 +189,7 @@ int main(int argc, char **argv)
 	char **ids = NULL;
 	size_t nids = 0, i;
 	int64_t now;
-	int c, json_out = 0, code = 0;
+	int c, json_out = 0, code = 0, idw = 12;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -244,6 +244,10 @@ int main(int argc, char **argv)
 	}
 	out = json_array();
 	cache = amp_summaries_open(st);
+	/* One column for the task ids, however long the longest. */
+	for (i = 0; i < nids; i++)
+		if ((int)strlen(amp_term(ids[i])) > idw)
+			idw = (int)strlen(amp_term(ids[i]));
 	for (i = 0; i < nids; i++) {
 		json_t *s;
 
@@ -254,14 +258,14 @@ int main(int argc, char **argv)
 			err.status = AMP_EIO;
 			code = amp_cli_fail("status", &err);
 			if (!json_out)
-				printf("%-12s %sunreadable%s  %s\n", amp_term(ids[i]), sgr(AMP_SGR_RED),
+				printf("%-*s %sunreadable%s  %s\n", idw, amp_term(ids[i]), sgr(AMP_SGR_RED),
 				       sgr(AMP_SGR_RESET), amp_term(err.message));
 			json_array_append_new(out, json_pack("{s:s,s:s,s:s}", "task_id", ids[i],
 							     "state", "unreadable", "reason", err.message));
 			continue;
 		}
 		if (!json_out)
-			printf("%-12s %s%-11s%s %3lld msgs  %lld rejects%s%s", str(s, "task_id"),
+			printf("%-*s %s%-11s%s %3lld msgs  %lld rejects%s%s", idw, str(s, "task_id"),
 			       state_color(str(s, "state")), str(s, "state"), sgr(AMP_SGR_RESET),
 			       (long long)json_integer_value(json_object_get(s, "messages")),
 			       (long long)json_integer_value(json_object_get(s, "reject_count")),
