@@ -17,7 +17,7 @@ if ! [ -t 1 ] || [ -n "${NO_COLOR:-}" ]; then
 	export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=color.ui GIT_CONFIG_VALUE_0=never
 fi
 at() { AMP_NOW=$(date -u -d "@$((1772116327 + $1))" +%Y-%m-%dT%H:%M:%S+00:00); export AMP_NOW; }
-T=T-2026-044
+T='T-2026-044'
 
 git init -q "$work/repo" && cd "$work/repo" || exit 1
 amp init > /dev/null

@@ -40,7 +40,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
 mixed_zones() {
 	send_dispatch
 	at 60
-	E=$(amp escalate $T --from executor --severity info --type unknown --description first --no-suspend)
+	E=$(amp escalate "$T" --from executor --severity info --type unknown --description first --no-suspend)
 	E_LATE=escalation-$T-1772116340500
 	git show "refs/amp/messages:$(git ls-tree -r --name-only refs/amp/messages | grep "$E")" |
 		python3 -c 'import json, sys
@@ -48,13 +48,13 @@ d = json.load(sys.stdin)
 d["msg_id"] = sys.argv[1]
 d["timestamp"] = "2026-02-26T15:32:20.500+01:00"
 d["payload"]["description"] = "fetched late"
-print(json.dumps(d, indent=2))' "$E_LATE" | plant "$(next_path $T "$E_LATE")"
+print(json.dumps(d, indent=2))' "$E_LATE" | plant "$(next_path "$T" "$E_LATE")"
 }
 
 @test "status TASK shows every time in one zone (TZ) at one width, in time order, whatever the sender wrote" {
 	mixed_zones
 	at 120
-	run env TZ=Asia/Kolkata amp status $T
+	run env TZ=Asia/Kolkata amp status "$T"
 	assert_success
 	# 14:32:07Z is 20:02:07 in Kolkata; 15:32:20.500+01:00 is 20:02:20
 	assert_line --index 2 "  2026-02-26 20:02:07 +0530  task_dispatch   coordinator -> executor     $D  ACK due in 3m"
@@ -63,16 +63,16 @@ print(json.dumps(d, indent=2))' "$E_LATE" | plant "$(next_path $T "$E_LATE")"
 	assert_line --index 6 "  2026-02-26 20:02:20 +0530  info     unknown            $E_LATE  fetched late"
 	assert_line --index 7 "  2026-02-26 20:03:07 +0530  info     unknown            $E  first"
 	# --utc, whatever TZ says
-	run env TZ=Asia/Kolkata amp status $T --utc
+	run env TZ=Asia/Kolkata amp status "$T" --utc
 	assert_line --index 3 --partial "  2026-02-26 14:32:20 +0000  escalation "
-	run env TZ=America/New_York amp status $T
+	run env TZ=America/New_York amp status "$T"
 	assert_line --index 3 --partial "  2026-02-26 09:32:20 -0500  escalation "
 }
 
 @test "--json keeps the raw timestamps and its bytes, whatever --utc, TZ and --color say" {
 	mixed_zones
-	amp status $T --json > plain.json
-	run env TZ=Asia/Kolkata amp status $T --json --utc --color=always
+	amp status "$T" --json > plain.json
+	run env TZ=Asia/Kolkata amp status "$T" --json --utc --color=always
 	assert_success
 	assert_equal "$output" "$(cat plain.json)"
 	assert_output --partial '"timestamp": "2026-02-26T15:32:20.500+01:00"'
@@ -100,7 +100,7 @@ print(json.dumps(d, indent=2))' "$E_LATE" | plant "$(next_path $T "$E_LATE")"
 @test "relative times in human units: due in, overdue, acked late, ago" {
 	send_dispatch
 	at 60
-	run amp status $T
+	run amp status "$T"
 	assert_line --index 2 --partial "ACK due in 4m"
 	run amp inbox executor
 	assert_line --index 0 --regexp "^2026-02-26 14:32:07 \+0000  task_dispatch  coordinator -> executor    $T  $D  due in 4m$"
@@ -108,7 +108,7 @@ print(json.dumps(d, indent=2))' "$E_LATE" | plant "$(next_path $T "$E_LATE")"
 	assert_line "sent        2026-02-26 14:32:07 +0000  (1m ago)"
 	assert_line "ack         required within 5m: due in 4m, at 2026-02-26 14:37:07 +0000"
 	at 3600
-	run amp status $T
+	run amp status "$T"
 	assert_line --index 2 --partial "ACK overdue 55m"
 	run amp inbox executor
 	assert_line --index 0 --partial "  overdue 55m"
@@ -119,7 +119,7 @@ print(json.dumps(d, indent=2))' "$E_LATE" | plant "$(next_path $T "$E_LATE")"
 	run amp show "$D"
 	assert_line "sent        2026-02-26 14:32:07 +0000  (2h10m ago)"
 	at 480; amp ack "$D" --from executor
-	run amp status $T
+	run amp status "$T"
 	assert_line --index 2 --partial "acked 3m late (after 8m)"
 	run amp show "$D"
 	assert_line "ack         required within 5m: acked by executor at 2026-02-26 14:40:07 +0000 (after 8m, 3m late)"
@@ -129,10 +129,10 @@ print(json.dumps(d, indent=2))' "$E_LATE" | plant "$(next_path $T "$E_LATE")"
 	send_dispatch
 	at 3600
 	# a pipe: none
-	run env -u NO_COLOR amp status $T
+	run env -u NO_COLOR amp status "$T"
 	refute_output --partial $'\e'
 	# a terminal: colour
-	run on_tty env -u NO_COLOR AMP_PAGER=cat amp status $T
+	run on_tty env -u NO_COLOR AMP_PAGER=cat amp status "$T"
 	assert_success
 	assert_output --partial $'\e[31mACK overdue 55m\e[0m'
 	run on_tty env -u NO_COLOR AMP_PAGER=cat amp inbox executor
@@ -156,16 +156,16 @@ print(json.dumps(d, indent=2))' "$E_LATE" | plant "$(next_path $T "$E_LATE")"
 	run on_tty env -u NO_COLOR amp wait executor --timeout 1 --no-color
 	refute_output --partial $'\e'
 	# an empty NO_COLOR is no NO_COLOR
-	run on_tty env NO_COLOR= AMP_PAGER=cat amp status $T
+	run on_tty env NO_COLOR= AMP_PAGER=cat amp status "$T"
 	assert_output --partial $'\e[31m'
 	# --color=always and a bare --color, even piped and with NO_COLOR
-	run amp status $T --color=always
+	run amp status "$T" --color=always
 	assert_output --partial $'\e[31mACK overdue 55m\e[0m'
 	run amp inbox executor --color
 	assert_output --partial $'\e[31moverdue 55m\e[0m'
-	run on_tty env -u NO_COLOR AMP_PAGER=cat amp status $T --color=auto
+	run on_tty env -u NO_COLOR AMP_PAGER=cat amp status "$T" --color=auto
 	assert_output --partial $'\e[31m'
-	run amp status $T --color=sometimes
+	run amp status "$T" --color=sometimes
 	assert_failure 2
 	assert_output --partial "amp status: error: --color: 'sometimes' is not always, never or auto"
 }
@@ -173,9 +173,9 @@ print(json.dumps(d, indent=2))' "$E_LATE" | plant "$(next_path $T "$E_LATE")"
 @test "message text stays data with colour on: a hostile description is escaped" {
 	send_dispatch
 	at 60
-	amp escalate $T --from executor --severity info --type unknown --no-suspend \
+	amp escalate "$T" --from executor --severity info --type unknown --no-suspend \
 		--description $'evil \e[2J\e]0;pwned\a end' > /dev/null
-	run amp status $T --color=always
+	run amp status "$T" --color=always
 	assert_success
 	assert_output --partial 'evil \x1b[2J\x1b]0;pwned\x07 end'
 	refute_output --partial $'\e[2J'
@@ -195,7 +195,7 @@ EOF
 	send_dispatch
 	fake_pager
 	P=$BATS_TEST_TMPDIR/pager RAN=$BATS_TEST_TMPDIR/pager.ran
-	run on_tty env AMP_PAGER="$P amp" amp status $T
+	run on_tty env AMP_PAGER="$P amp" amp status "$T"
 	assert_success
 	assert_line --partial "paged: T-2026-044  dispatched  rejects 0"
 	assert_equal "$(cat "$RAN")" "amp LESS=FRX"
@@ -228,21 +228,21 @@ amp LESS=FRX"
 	rm "$RAN"
 	# none: not a TTY, --no-pager (on the command or the driver), --json,
 	# a wait, an empty AMP_PAGER or "cat"
-	run env AMP_PAGER="$P" amp status $T
+	run env AMP_PAGER="$P" amp status "$T"
 	assert_success
 	refute_output --partial "paged: "
-	run on_tty env AMP_PAGER="$P" amp status $T --no-pager
+	run on_tty env AMP_PAGER="$P" amp status "$T" --no-pager
 	assert_line "T-2026-044  dispatched  rejects 0"
 	run on_tty env AMP_PAGER="$P" amp --no-pager log
 	assert_success
 	refute_output --partial "paged: "
-	run on_tty env AMP_PAGER="$P" amp status $T --json
+	run on_tty env AMP_PAGER="$P" amp status "$T" --json
 	refute_output --partial "paged: "
 	run on_tty env AMP_PAGER="$P" amp wait executor --timeout 1
 	refute_output --partial "paged: "
-	run on_tty env AMP_PAGER= PAGER="$P" amp status $T
+	run on_tty env AMP_PAGER= PAGER="$P" amp status "$T"
 	refute_output --partial "paged: "
-	run on_tty env AMP_PAGER=cat PAGER="$P" amp status $T
+	run on_tty env AMP_PAGER=cat PAGER="$P" amp status "$T"
 	assert_line "T-2026-044  dispatched  rejects 0"
 	[ ! -e "$RAN" ]
 }
@@ -253,7 +253,7 @@ amp LESS=FRX"
 	mkdir -p "$BATS_TEST_TMPDIR/path"
 	mv "$BATS_TEST_TMPDIR/pager" "$BATS_TEST_TMPDIR/path/less"
 	RAN=$BATS_TEST_TMPDIR/pager.ran
-	run on_tty env -u AMP_PAGER -u PAGER -u LESS PATH="$BATS_TEST_TMPDIR/path:$PATH" amp status $T
+	run on_tty env -u AMP_PAGER -u PAGER -u LESS PATH="$BATS_TEST_TMPDIR/path:$PATH" amp status "$T"
 	assert_success
 	assert_line "paged: T-2026-044  dispatched  rejects 0"
 	assert_equal "$(cat "$RAN")" "pager LESS=FRX"
