@@ -5,16 +5,17 @@
 #include <string.h>
 
 #include "cli.h"
+#include "human.h"
 #include "util.h"
 
 static const char usage[] =
-	"usage: amp errors [--json] [--limit <0..1000000>] [--repo <dir>]\n"
+	"usage: amp errors [--json] [--limit <0..1000000>] " AMP_HUMAN_USAGE " [--repo <dir>]\n"
 	"   or: amp errors --raw <id> [--repo <dir>]\n";
 
 /* Each rejection is a directory errors/<YYYY>/<MM>/<DD>/<id>/ holding raw
  * and reasons.json; one commit adds one.  Walking the commits newest first
  * lists them without reading the whole tree. */
-static int list_errors(amp_store *st, long long limit, int json_out)
+static int list_errors(amp_store *st, long long limit, int json_out, amp_human *h)
 {
 	git_repository *repo = amp_store_repo(st);
 	git_revwalk *walk = NULL;
@@ -88,18 +89,20 @@ static int list_errors(amp_store *st, long long limit, int json_out)
 		amp_cli_print_json(all, 1);
 	} else {
 		json_t *e, *r;
+		char t[AMP_HUMAN_TIME_BUFSZ];
 		size_t j;
 
+		amp_human_start(h, repo, 0, 1);
 		json_array_foreach(all, i, e) {
 			const char *id = json_string_value(json_object_get(e, "msg_id"));
 
 			/* Everything here may come from a rejected message. */
-			printf("%s  %s  %s  exit %lld  %s\n",
-			       amp_term(json_string_value(json_object_get(e, "time"))),
+			printf("%-*s  %-10s exit %lld  %s  %s\n", AMP_HUMAN_TIME_WIDTH,
+			       amp_human_time(h, json_string_value(json_object_get(e, "time")), t),
 			       amp_term(json_string_value(json_object_get(e, "command"))),
-			       id ? amp_term(id) : "(no msg_id)",
 			       (long long)json_integer_value(json_object_get(e, "exit_code")),
-			       amp_term(json_string_value(json_object_get(e, "id"))));
+			       amp_term(json_string_value(json_object_get(e, "id"))),
+			       id ? amp_term(id) : "(no msg_id)");
 			json_array_foreach(json_object_get(e, "errors"), j, r) {
 				const char *p = json_string_value(json_object_get(r, "path"));
 
@@ -160,11 +163,14 @@ int main(int argc, char **argv)
 		{ "raw", required_argument, NULL, 'R' },
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
+		AMP_HUMAN_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *repo = NULL, *raw = NULL;
 	amp_store *st = NULL;
 	long long limit = -1;
+	amp_human h = { 0 };
+	amp_error err;
 	int c, json_out = 0, code;
 
 	opterr = 0;
@@ -179,6 +185,10 @@ int main(int argc, char **argv)
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
+			if ((code = amp_human_option(&h, c, optarg, &err)) > 0)
+				break;
+			if (code < 0)
+				return amp_cli_usage_error("errors", usage, "%s", err.message);
 			return amp_cli_usage_error("errors", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
@@ -188,7 +198,7 @@ int main(int argc, char **argv)
 		return amp_cli_usage_error("errors", usage, "unexpected argument '%s'", argv[optind]);
 	if ((code = amp_cli_open_store("errors", repo, &st)))
 		return code;
-	code = raw ? show_raw(st, raw) : list_errors(st, limit, json_out);
+	code = raw ? show_raw(st, raw) : list_errors(st, limit, json_out, &h);
 	amp_store_free(st);
 	return code;
 }

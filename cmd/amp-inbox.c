@@ -4,10 +4,12 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "human.h"
 #include "inbox.h"
 
 static const char usage[] =
-	"usage: amp inbox <role> [--task <task_id>] [--all] [--json] [--repo <dir>]\n";
+	"usage: amp inbox <role> [--task <task_id>] [--all] [--json]\n"
+	"                 " AMP_HUMAN_USAGE " [--repo <dir>]\n";
 
 int main(int argc, char **argv)
 {
@@ -17,12 +19,14 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
+		AMP_HUMAN_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *repo = NULL, *task = NULL, *role;
 	amp_store *st = NULL;
 	amp_inbox in = { 0 };
 	amp_error err;
+	amp_human h = { 0 };
 	int c, all = 0, json_out = 0, code = 0;
 
 	opterr = 0;
@@ -34,6 +38,10 @@ int main(int argc, char **argv)
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
+			if ((code = amp_human_option(&h, c, optarg, &err)) > 0)
+				break;
+			if (code < 0)
+				return amp_cli_usage_error("inbox", usage, "%s", err.message);
 			return amp_cli_usage_error("inbox", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
@@ -43,7 +51,7 @@ int main(int argc, char **argv)
 		code = amp_cli_fail("inbox", &err);
 		goto cleanup;
 	}
-	code = amp_cli_inbox_print("inbox", st, &in, role, json_out);
+	code = amp_cli_inbox_print("inbox", st, &in, role, json_out, &h, 1);
 cleanup:
 	amp_inbox_free(&in);
 	amp_store_free(st);

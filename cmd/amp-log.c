@@ -2,21 +2,34 @@
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "clock.h"
+#include "human.h"
 #include "read.h"
 #include "util.h"
 
 static const char usage[] =
 	"usage: amp log [--task <task_id>] [--type <type>] [--from <role>] [--to <role>]\n"
 	"               [--since <time>] [--until <time>] [--grep <text>] [-n <1..1000000>]\n"
-	"               [--json] [--repo <dir>]\n";
+	"               [--json] " AMP_HUMAN_USAGE " [--repo <dir>]\n";
+
+/* One human line, kept to be shown in time order. */
+struct line {
+	int64_t ms;     /* the record's timestamp; INT64_MIN when it has none */
+	size_t seq;     /* its place in the walk: commit order, newest first */
+	long start, end; /* its bytes in the buffer */
+};
 
 struct out {
 	int json;
-	int color;
+	amp_human h;
+	FILE *mem;       /* the human lines, one after another */
+	struct line *lines;
+	size_t n, alloc;
+	int oom;         /* the walk stopped: out of memory */
 };
 
 /* A member of the record for the terminal: escaped, "-" when absent. */
@@ -31,8 +44,10 @@ static const char *str(const json_t *o, const char *key)
  * an escalation's severity and type. */
 static int print_record(const amp_log_record *r, void *ctx)
 {
-	const struct out *o = ctx;
-	char hex[8], what[64];
+	struct out *o = ctx;
+	const char *ts = json_string_value(json_object_get(r->doc, "timestamp"));
+	char hex[8], what[64], t[AMP_HUMAN_TIME_BUFSZ];
+	struct line *l;
 
 	if (o->json) {
 		json_t *j = amp_log_record_json(r);
@@ -41,29 +56,67 @@ static int print_record(const amp_log_record *r, void *ctx)
 		json_decref(j);
 		return 0;
 	}
+	if (o->n == o->alloc) {
+		size_t alloc = o->alloc ? o->alloc * 2 : 256;
+
+		if (!(l = realloc(o->lines, alloc * sizeof(*l))))
+			return o->oom = 1;
+		o->lines = l;
+		o->alloc = alloc;
+	}
+	l = &o->lines[o->n];
+	l->seq = o->n++;
+	l->start = ftell(o->mem);
+	if (!ts || amp_time_parse(ts, &l->ms) < 0)
+		l->ms = INT64_MIN;
 	git_oid_tostr(hex, sizeof(hex), &r->commit);
 	/* "msg/task_dispatch", "ack", "ctl/heartbeat"; "?" when unreadable. */
 	snprintf(what, sizeof(what), "%s%s%s", amp_entry_kind_name(r->kind),
 		 r->kind == AMP_ENTRY_ACK ? "" : "/", r->kind == AMP_ENTRY_ACK ? "" :
 		 r->doc ? str(r->doc, "type") : "?");
-	printf("%s%s%s %-25s  %-12s  %-18s  %s", o->color ? "\033[33m" : "", hex,
-	       o->color ? "\033[0m" : "", str(r->doc, "timestamp"), amp_term(r->task_id),
-	       amp_term(what), str(r->doc, "from"));
-	/* A control record has no addressee. */
-	if (r->kind != AMP_ENTRY_CTL)
-		printf(" -> %s", str(r->doc, "to"));
-	printf("  %s", amp_term(r->id));
+	fprintf(o->mem, "%s%s%s %-*s  %-12s  %-18s  %-11s", amp_human_sgr(&o->h, AMP_SGR_YELLOW), hex,
+		amp_human_sgr(&o->h, AMP_SGR_RESET), AMP_HUMAN_TIME_WIDTH,
+		amp_human_time(&o->h, ts, t), amp_term(r->task_id), amp_term(what),
+		str(r->doc, "from"));
+	/* A control record has no addressee: its column stays blank. */
+	fprintf(o->mem, " %s%-11s", r->kind != AMP_ENTRY_CTL ? "-> " : "   ",
+		r->kind != AMP_ENTRY_CTL ? str(r->doc, "to") : "");
+	fprintf(o->mem, "  %s", amp_term(r->id));
 	if (r->agent)
-		printf("  agent %s", amp_term(r->agent));
+		fprintf(o->mem, "  agent %s", amp_term(r->agent));
 	if (r->reason)
-		printf("  %sunreadable%s: %s: %s", o->color ? "\033[31m" : "", o->color ? "\033[0m" : "",
-		       amp_term(r->path), amp_term(r->reason));
+		fprintf(o->mem, "  %sunreadable%s: %s: %s", amp_human_sgr(&o->h, AMP_SGR_RED),
+			amp_human_sgr(&o->h, AMP_SGR_RESET), amp_term(r->path), amp_term(r->reason));
 	else if (r->kind == AMP_ENTRY_MSG && json_is_string(json_object_get(r->doc, "type")) &&
 		 !strcmp(json_string_value(json_object_get(r->doc, "type")), "escalation"))
-		printf("  %s %s", str(json_object_get(r->doc, "payload"), "severity"),
-		       str(json_object_get(r->doc, "payload"), "escalation_type"));
-	putchar('\n');
+		fprintf(o->mem, "  %s %s", str(json_object_get(r->doc, "payload"), "severity"),
+			str(json_object_get(r->doc, "payload"), "escalation_type"));
+	fputc('\n', o->mem);
 	return 0;
+}
+
+/* Newest first by the records' timestamps, ties (and records without one,
+ * last) in commit order: a record fetched late is committed late but
+ * listed where it happened. */
+static int newest_first(const void *a, const void *b)
+{
+	const struct line *x = a, *y = b;
+
+	if (x->ms != y->ms)
+		return x->ms > y->ms ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void print_lines(struct out *o, const char *buf, size_t len)
+{
+	size_t i;
+
+	/* Each line ends where the next one in walk order starts. */
+	for (i = 0; i < o->n; i++)
+		o->lines[i].end = i + 1 < o->n ? o->lines[i + 1].start : (long)len;
+	qsort(o->lines, o->n, sizeof(*o->lines), newest_first);
+	for (i = 0; i < o->n; i++)
+		fwrite(buf + o->lines[i].start, 1, (size_t)(o->lines[i].end - o->lines[i].start), stdout);
 }
 
 /* --since / --until: an ISO 8601 time with offset, like AMP_NOW. */
@@ -88,11 +141,14 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
+		AMP_HUMAN_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX };
 	const char *repo = NULL, *since = NULL, *until = NULL, *limit = NULL;
-	struct out o = { 0, 0 };
+	struct out o = { 0 };
+	char *buf = NULL;
+	size_t len = 0;
 	amp_schema_set *set = NULL;
 	amp_store *st = NULL;
 	amp_errlist problems = { 0 };
@@ -116,6 +172,10 @@ int main(int argc, char **argv)
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
+			if ((code = amp_human_option(&o.h, c, optarg, &err)) > 0)
+				break;
+			if (code < 0)
+				return amp_cli_usage_error("log", usage, "%s", err.message);
 			return amp_cli_usage_error("log", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
@@ -139,16 +199,35 @@ int main(int argc, char **argv)
 	    (f.to && (code = amp_cli_check_id("log", set, "--to", f.to, "addressee_role"))) ||
 	    (code = amp_cli_open_store("log", repo, &st)))
 		goto cleanup;
-	o.color = !o.json && amp_use_color(stdout);
+	amp_human_start(&o.h, amp_store_repo(st), o.json, 1);
+	if (!o.json && !(o.mem = open_memstream(&buf, &len))) {
+		amp_error_set(&err, AMP_EIO, "", "out of memory");
+		code = amp_cli_fail("log", &err);
+		goto cleanup;
+	}
 	if (amp_log_walk(st, &f, print_record, &o, &problems, &err) < 0) {
 		code = amp_cli_fail("log", &err);
 		goto cleanup;
+	}
+	if (o.mem) {
+		if (fclose(o.mem) != 0 || o.oom) {
+			o.mem = NULL;
+			amp_error_set(&err, AMP_EIO, "", "out of memory");
+			code = amp_cli_fail("log", &err);
+			goto cleanup;
+		}
+		o.mem = NULL;
+		print_lines(&o, buf, len);
 	}
 	/* A part of the history that cannot be read hides its records only:
 	 * everything else is listed, and the exit code says it. */
 	for (i = 0; i < problems.count; i++)
 		code = amp_cli_fail("log", &problems.items[i]);
 cleanup:
+	if (o.mem)
+		fclose(o.mem);
+	free(buf);
+	free(o.lines);
 	amp_errlist_free(&problems);
 	amp_schema_set_free(set);
 	amp_store_free(st);

@@ -7,10 +7,14 @@
 
 #include "cli.h"
 #include "clock.h"
+#include "human.h"
 #include "read.h"
 #include "util.h"
 
-static const char usage[] = "usage: amp show <msg_id> [--context] [--json] [--repo <dir>]\n";
+static const char usage[] =
+	"usage: amp show <msg_id> [--context] [--json] " AMP_HUMAN_USAGE " [--repo <dir>]\n";
+
+static amp_human h;
 
 /* A member for the terminal: escaped by amp_term, "-" when absent. */
 static const char *str(const json_t *o, const char *key)
@@ -25,15 +29,27 @@ static long long num(const json_t *o, const char *key)
 	return (long long)json_integer_value(json_object_get(o, key));
 }
 
+/* A record's time member, in the zone and width of every listing. */
+static const char *when(const json_t *o, const char *key, char buf[AMP_HUMAN_TIME_BUFSZ])
+{
+	return amp_human_time(&h, json_string_value(json_object_get(o, key)), buf);
+}
+
+static const char *dur(const json_t *o, const char *key, char buf[AMP_DURATION_BUFSZ])
+{
+	return amp_duration_format(num(o, key), buf);
+}
+
 /* The ACK line: `a` is the message's entry in its task's status (NULL when
  * the task cannot be read, `why` saying why). */
 static void print_ack(const json_t *doc, const json_t *a, const char *why)
 {
 	const char *state = str(a, "ack_state");
+	char t[AMP_HUMAN_TIME_BUFSZ], d[AMP_DURATION_BUFSZ], late[AMP_DURATION_BUFSZ];
 
 	printf("ack         ");
 	if (json_is_true(json_object_get(doc, "requires_ack")))
-		printf("required within %lld s: ", num(doc, "ack_timeout_sec"));
+		printf("required within %s: ", dur(doc, "ack_timeout_sec", d));
 	if (!a) {
 		printf("unknown: %s\n", amp_term(why));
 		return;
@@ -45,15 +61,17 @@ static void print_ack(const json_t *doc, const json_t *a, const char *why)
 		return;
 	}
 	if (!strcmp(state, "acked")) {
-		printf("acked by %s at %s (after %lld s", str(a, "acked_by"), str(a, "acked_at"),
-		       num(a, "ack_seconds"));
+		printf("acked by %s at %s (after %s", str(a, "acked_by"), when(a, "acked_at", t),
+		       dur(a, "ack_seconds", d));
 		if (json_is_integer(json_object_get(a, "ack_late_seconds")))
-			printf(", %lld s late", num(a, "ack_late_seconds"));
+			printf(", %s%s late%s", amp_human_sgr(&h, AMP_SGR_RED),
+			       dur(a, "ack_late_seconds", late), amp_human_sgr(&h, AMP_SGR_RESET));
 		printf(")\n");
 	} else if (!strcmp(state, "pending")) {
-		printf("pending, due at %s (in %lld s)\n", str(a, "ack_deadline"), num(a, "ack_seconds"));
+		printf("due in %s, at %s\n", dur(a, "ack_seconds", d), when(a, "ack_deadline", t));
 	} else if (!strcmp(state, "overdue")) {
-		printf("overdue since %s (by %lld s)\n", str(a, "ack_deadline"), num(a, "ack_seconds"));
+		printf("%soverdue %s%s, due at %s\n", amp_human_sgr(&h, AMP_SGR_RED), dur(a, "ack_seconds", d),
+		       amp_human_sgr(&h, AMP_SGR_RESET), when(a, "ack_deadline", t));
 	} else if (!strcmp(state, "awaiting_approval")) {
 		printf("none before the admin's approval\n");
 	} else {
@@ -67,16 +85,20 @@ static void print_message(amp_store *st, git_tree *tip, const amp_stored_msg *m,
 			  int64_t now, json_t *cache)
 {
 	const json_t *doc = m->doc, *ack, *ref;
-	char *payload;
+	char *payload, t[AMP_HUMAN_TIME_BUFSZ], ago[AMP_HUMAN_REL_BUFSZ];
+	int64_t sent;
 	amp_error err = { 0 };
 	size_t i;
 
 	printf("message     %s\n", amp_term(m->msg_id));
 	if (*m->referenced_by)
 		printf("named by    %s\n", amp_term(m->referenced_by));
-	printf("type        %s\ntask        %s\nfrom        %s -> %s\nsent        %s\n",
+	printf("type        %s\ntask        %s\nfrom        %s -> %s\nsent        %s",
 	       str(doc, "type"), str(doc, "task_id"), str(doc, "from"), str(doc, "to"),
-	       str(doc, "timestamp"));
+	       when(doc, "timestamp", t));
+	if (amp_time_parse(amp_or_none(json_string_value(json_object_get(doc, "timestamp"))), &sent) == 0)
+		printf("  (%s)", amp_human_ago(sent, now, ago));
+	putchar('\n');
 	ack = amp_read_ack_state(st, tip, m->msg_id, now, cache, &err);
 	print_ack(doc, ack, err.message);
 	if (!json_array_size(json_object_get(doc, "context_ref")))
@@ -113,6 +135,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
+		AMP_HUMAN_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *repo = NULL;
@@ -133,6 +156,10 @@ int main(int argc, char **argv)
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
+			if ((code = amp_human_option(&h, c, optarg, &err)) > 0)
+				break;
+			if (code < 0)
+				return amp_cli_usage_error("show", usage, "%s", err.message);
 			return amp_cli_usage_error("show", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
@@ -143,6 +170,7 @@ int main(int argc, char **argv)
 	if ((code = amp_cli_check_id("show", NULL, "<msg_id>", argv[optind], "msg_id")) ||
 	    (code = amp_cli_open_store("show", repo, &st)))
 		goto cleanup;
+	amp_human_start(&h, amp_store_repo(st), json_out, 1);
 	/* The logs of the tasks read for ACK states, each read once. */
 	cache = json_object();
 	if (amp_clock_now_ms(&now, &err) < 0 ||

@@ -1,32 +1,33 @@
 /* amp status: the state of one task, or one line per task. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "clock.h"
+#include "human.h"
 #include "summary.h"
 #include "coord.h"
 #include "task.h"
 #include "util.h"
 
-static const char usage[] = "usage: amp status [<task_id>] [--json] [--repo <dir>]\n";
+static const char usage[] =
+	"usage: amp status [<task_id>] [--json] " AMP_HUMAN_USAGE " [--repo <dir>]\n";
 
-static int color;
+static amp_human h;
+
+static const char *sgr(const char *code) { return amp_human_sgr(&h, code); }
 
 static const char *state_color(const char *state)
 {
-	if (!color)
-		return "";
 	if (!strcmp(state, "approved"))
-		return "\033[32m";
+		return sgr(AMP_SGR_GREEN);
 	if (!strcmp(state, "rejected") || !strcmp(state, "locked") ||
 	    !strcmp(state, "suspended") || !strcmp(state, "aborted"))
-		return "\033[31m";
-	return "\033[33m";
+		return sgr(AMP_SGR_RED);
+	return sgr(AMP_SGR_YELLOW);
 }
-
-static const char *reset(void) { return color ? "\033[0m" : ""; }
 
 /* A member for the terminal: escaped by amp_term, "-" when absent. */
 static const char *str(const json_t *o, const char *key)
@@ -36,37 +37,83 @@ static const char *str(const json_t *o, const char *key)
 	return s ? amp_term(s) : "-";
 }
 
+static long long num(const json_t *o, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(o, key));
+}
+
+/* A record's time member, in the zone and width of every listing. */
+static const char *when(const json_t *o, const char *key, char buf[AMP_HUMAN_TIME_BUFSZ])
+{
+	return amp_human_time(&h, json_string_value(json_object_get(o, key)), buf);
+}
+
 static void print_ack(const json_t *m)
 {
 	const char *state = str(m, "ack_state");
-	json_int_t secs = json_integer_value(json_object_get(m, "ack_seconds"));
+	char d[AMP_DURATION_BUFSZ], late[AMP_DURATION_BUFSZ];
 
+	amp_duration_format(num(m, "ack_seconds"), d);
 	if (!strcmp(state, "acked") && json_is_integer(json_object_get(m, "ack_late_seconds")))
-		printf("%sacked after %lld s, %lld s late%s", color ? "\033[31m" : "",
-		       (long long)secs,
-		       (long long)json_integer_value(json_object_get(m, "ack_late_seconds")), reset());
+		printf("%sacked %s late%s (after %s)", sgr(AMP_SGR_RED),
+		       amp_duration_format(num(m, "ack_late_seconds"), late), sgr(AMP_SGR_RESET), d);
 	else if (!strcmp(state, "acked"))
-		printf("acked after %lld s", (long long)secs);
+		printf("acked after %s", d);
 	else if (!strcmp(state, "awaiting_approval"))
 		printf("no ACK before the admin's approval");
 	else if (!strcmp(state, "pending"))
-		printf("pending, due in %lld s", (long long)secs);
+		printf("ACK due in %s", d);
 	else if (!strcmp(state, "overdue"))
-		printf("%sACK overdue by %lld s%s", color ? "\033[31m" : "",
-		       (long long)secs, reset());
+		printf("%sACK overdue %s%s", sgr(AMP_SGR_RED), d, sgr(AMP_SGR_RESET));
 	else
 		printf("no ACK required");
 }
 
-static void print_task(const json_t *t)
+/* The widest value of `key` in `array`, escaped, for a column. */
+static int widest(const json_t *array, const char *key)
 {
 	const json_t *m;
+	size_t i, w = 0;
+
+	json_array_foreach(array, i, m)
+		if (strlen(str(m, key)) > w)
+			w = strlen(str(m, key));
+	return (int)w;
+}
+
+static void print_control(const json_t *m)
+{
+	const char *what = str(m, "type");
+	char t[AMP_HUMAN_TIME_BUFSZ];
+
+	if (!strcmp(what, "idempotency_key") || !strcmp(what, "superseded"))
+		return; /* bookkeeping: of `amp send --idempotency-key`; of
+			 * amp sync, shown below */
+	printf("control: %s  %s by %s", when(m, "timestamp", t), what, str(m, "from"));
+	if (json_is_string(json_object_get(m, "agent")))
+		printf(" (agent %s)", str(m, "agent"));
+	if (json_is_string(json_object_get(m, "approves")))
+		printf(" of %s", str(m, "approves"));
+	if (json_is_string(json_object_get(m, "reason")))
+		printf(": %s", str(m, "reason"));
+	else if (json_is_string(json_object_get(m, "note")))
+		printf(": %s", str(m, "note"));
+	putchar('\n');
+}
+
+/* The task's messages, escalations and controls in the order of their
+ * timestamps (ties in the order of their sequence numbers): a record
+ * fetched late is committed late but shown where it happened. */
+static void print_task(const json_t *t)
+{
+	const json_t *m, *list;
 	const char *state = str(t, "state");
-	size_t i;
+	char ts[AMP_HUMAN_TIME_BUFSZ];
+	size_t i, k, *order;
+	int idw;
 
 	printf("%s  %s%s%s  rejects %lld%s%s\n", str(t, "task_id"),
-	       state_color(state), state, reset(),
-	       (long long)json_integer_value(json_object_get(t, "reject_count")),
+	       state_color(state), state, sgr(AMP_SGR_RESET), num(t, "reject_count"),
 	       json_is_string(json_object_get(t, "suspended_by")) ? "  suspended by " : "",
 	       json_is_string(json_object_get(t, "suspended_by")) ? str(t, "suspended_by") : "");
 	if (json_is_string(json_object_get(t, "awaiting_approval")))
@@ -76,47 +123,45 @@ static void print_task(const json_t *t)
 		const char *sub_state = str(m, "state");
 
 		printf("  subtask %-16s %s%-17s%s round %lld", str(m, "subtask_id"),
-		       state_color(sub_state), sub_state, reset(),
-		       (long long)json_integer_value(json_object_get(m, "round")));
-		if (json_integer_value(json_object_get(m, "rejects")))
-			printf(", %lld rejected", (long long)json_integer_value(json_object_get(m, "rejects")));
+		       state_color(sub_state), sub_state, sgr(AMP_SGR_RESET), num(m, "round"));
+		if (num(m, "rejects"))
+			printf(", %lld rejected", num(m, "rejects"));
 		putchar('\n');
 	}
-	json_array_foreach(json_object_get(t, "messages"), i, m) {
-		printf("  %s  %-14s  %-11s -> %-11s  %s  ", str(m, "timestamp"),
-		       str(m, "type"), str(m, "from"), str(m, "to"), str(m, "msg_id"));
+	list = json_object_get(t, "messages");
+	idw = widest(list, "msg_id");
+	order = amp_human_time_order(list, "timestamp");
+	for (k = 0; k < json_array_size(list); k++) {
+		m = json_array_get(list, order ? order[k] : k);
+		printf("  %s  %-14s  %-11s -> %-11s  %-*s  ", when(m, "timestamp", ts),
+		       str(m, "type"), str(m, "from"), str(m, "to"), idw, str(m, "msg_id"));
 		print_ack(m);
 		putchar('\n');
 	}
-	if (!json_array_size(json_object_get(t, "escalations"))) {
+	free(order);
+	list = json_object_get(t, "escalations");
+	if (!json_array_size(list)) {
 		printf("escalations: none\n");
 	} else {
 		printf("escalations:\n");
-		json_array_foreach(json_object_get(t, "escalations"), i, m)
-			printf("  %s  %-8s %-18s %s: %s\n", str(m, "timestamp"),
-			       str(m, "severity"), str(m, "escalation_type"),
+		idw = widest(list, "msg_id");
+		order = amp_human_time_order(list, "timestamp");
+		for (k = 0; k < json_array_size(list); k++) {
+			m = json_array_get(list, order ? order[k] : k);
+			printf("  %s  %-8s %-18s %-*s  %s\n", when(m, "timestamp", ts),
+			       str(m, "severity"), str(m, "escalation_type"), idw,
 			       str(m, "msg_id"), str(m, "description"));
+		}
+		free(order);
 	}
 	json_array_foreach(json_object_get(t, "unreadable"), i, m)
-		printf("%sunreadable record%s %s: %s\n", color ? "\033[31m" : "", reset(),
+		printf("%sunreadable record%s %s: %s\n", sgr(AMP_SGR_RED), sgr(AMP_SGR_RESET),
 		       str(m, "name"), str(m, "reason"));
-	json_array_foreach(json_object_get(t, "controls"), i, m) {
-		const char *what = str(m, "type");
-
-		if (!strcmp(what, "idempotency_key") || !strcmp(what, "superseded"))
-			continue; /* bookkeeping: of `amp send --idempotency-key`; of
-				   * amp sync, shown below */
-		printf("control: %s  %s by %s", str(m, "timestamp"), what, str(m, "from"));
-		if (json_is_string(json_object_get(m, "agent")))
-			printf(" (agent %s)", str(m, "agent"));
-		if (json_is_string(json_object_get(m, "approves")))
-			printf(" of %s", str(m, "approves"));
-		if (json_is_string(json_object_get(m, "reason")))
-			printf(": %s", str(m, "reason"));
-		else if (json_is_string(json_object_get(m, "note")))
-			printf(": %s", str(m, "note"));
-		putchar('\n');
-	}
+	list = json_object_get(t, "controls");
+	order = amp_human_time_order(list, "timestamp");
+	for (k = 0; k < json_array_size(list); k++)
+		print_control(json_array_get(list, order ? order[k] : k));
+	free(order);
 	/* Dependencies (amp depend) not approved yet. */
 	json_array_foreach(json_object_get(t, "waits_for"), i, m)
 		printf("waits for %s (%s)%s\n", str(m, "task_id"), str(m, "state"),
@@ -126,10 +171,10 @@ static void print_task(const json_t *t)
 		printf("claimed by %s%s%s until %s%s\n", str(m, "agent"),
 		       json_is_string(json_object_get(m, "subtask_id")) ? " for subtask " : "",
 		       json_is_string(json_object_get(m, "subtask_id")) ? str(m, "subtask_id") : "",
-		       str(m, "expires"), json_is_true(json_object_get(m, "expired")) ?
+		       when(m, "expires", ts), json_is_true(json_object_get(m, "expired")) ?
 		       " (expired: amp watch releases it)" : "");
 	json_array_foreach(json_object_get(t, "superseded"), i, m) {
-		printf("%ssuperseded%s %s %s", color ? "\033[33m" : "", reset(),
+		printf("%ssuperseded%s %s %s", sgr(AMP_SGR_YELLOW), sgr(AMP_SGR_RESET),
 		       json_is_string(json_object_get(m, "type")) ? str(m, "type") : str(m, "kind"),
 		       str(m, "id"));
 		printf(" from %s", str(m, "from"));
@@ -145,6 +190,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
+		AMP_HUMAN_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *repo = NULL;
@@ -157,7 +203,7 @@ int main(int argc, char **argv)
 	char **ids = NULL;
 	size_t nids = 0, i;
 	int64_t now;
-	int c, json_out = 0, code = 0;
+	int c, json_out = 0, code = 0, idw = 12;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -166,6 +212,10 @@ int main(int argc, char **argv)
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
+			if ((code = amp_human_option(&h, c, optarg, &err)) > 0)
+				break;
+			if (code < 0)
+				return amp_cli_usage_error("status", usage, "%s", err.message);
 			return amp_cli_usage_error("status", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
@@ -173,12 +223,12 @@ int main(int argc, char **argv)
 		return code;
 	if (argc - optind > 1)
 		return amp_cli_usage_error("status", usage, "at most one task id");
-	color = !json_out && amp_use_color(stdout);
 	if (optind < argc &&
 	    (code = amp_cli_check_id("status", NULL, "<task_id>", argv[optind], "task_id")))
 		goto cleanup;
 	if ((code = amp_cli_open_store("status", repo, &st)))
 		goto cleanup;
+	amp_human_start(&h, amp_store_repo(st), json_out, 1);
 	if (amp_clock_now_ms(&now, &err) < 0 ||
 	    amp_store_tip(st, amp_store_messages_ref(st), NULL, &tip, &err) < 0) {
 		code = amp_cli_fail("status", &err);
@@ -214,6 +264,10 @@ int main(int argc, char **argv)
 	}
 	out = json_array();
 	cache = amp_summaries_open(st);
+	/* One column for the task ids, however long the longest. */
+	for (i = 0; i < nids; i++)
+		if ((int)strlen(amp_term(ids[i])) > idw)
+			idw = (int)strlen(amp_term(ids[i]));
 	for (i = 0; i < nids; i++) {
 		json_t *s;
 
@@ -224,15 +278,15 @@ int main(int argc, char **argv)
 			err.status = AMP_EIO;
 			code = amp_cli_fail("status", &err);
 			if (!json_out)
-				printf("%-12s %sunreadable%s  %s\n", ids[i], color ? "\033[31m" : "",
-				       reset(), err.message);
+				printf("%-*s %sunreadable%s  %s\n", idw, amp_term(ids[i]), sgr(AMP_SGR_RED),
+				       sgr(AMP_SGR_RESET), amp_term(err.message));
 			json_array_append_new(out, json_pack("{s:s,s:s,s:s}", "task_id", ids[i],
 							     "state", "unreadable", "reason", err.message));
 			continue;
 		}
 		if (!json_out)
-			printf("%-12s %s%-11s%s %3lld msgs  %lld rejects%s%s", str(s, "task_id"),
-			       state_color(str(s, "state")), str(s, "state"), reset(),
+			printf("%-*s %s%-11s%s %3lld msgs  %lld rejects%s%s", idw, str(s, "task_id"),
+			       state_color(str(s, "state")), str(s, "state"), sgr(AMP_SGR_RESET),
 			       (long long)json_integer_value(json_object_get(s, "messages")),
 			       (long long)json_integer_value(json_object_get(s, "reject_count")),
 			       json_integer_value(json_object_get(s, "acks_overdue")) ? "  ACK overdue" : "",

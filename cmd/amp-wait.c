@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "human.h"
 #include "clock.h"
 #include "inbox.h"
 #include "sync.h"
@@ -19,7 +20,7 @@
 
 static const char usage[] =
 	"usage: amp wait <role> [--task <task_id>] [--timeout <1..86400 sec>] [--sync|--no-sync]\n"
-	"                [--json] [--repo <dir>]\n";
+	"                [--json] " AMP_HUMAN_TIME_USAGE " [--repo <dir>]\n";
 
 #define SYNC_INTERVAL_DEFAULT 5
 #define SYNC_INTERVAL_MAX     3600
@@ -68,12 +69,14 @@ int main(int argc, char **argv)
 		AMP_CLI_SYNC_OPTIONS,
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
+		AMP_HUMAN_TIME_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *repo = NULL, *task = NULL, *role;
 	amp_store *st = NULL;
 	amp_inbox in = { 0 };
 	amp_error err;
+	amp_human h = { 0 };
 	struct sigaction sa;
 	sigset_t block, waitmask;
 	amp_schema_set *set = NULL;
@@ -94,6 +97,10 @@ int main(int argc, char **argv)
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
+			if ((code = amp_human_option(&h, c, optarg, &err)) > 0)
+				break;
+			if (code < 0)
+				return amp_cli_usage_error("wait", usage, "%s", err.message);
 			return amp_cli_usage_error("wait", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
@@ -148,7 +155,10 @@ int main(int argc, char **argv)
 		return 128 + stop; /* not reached */
 	}
 	if (status == AMP_INBOX_TIMEOUT) {
-		fprintf(stderr, "amp wait: nothing for %s after %lld s\n", role, timeout);
+		char d[AMP_DURATION_BUFSZ];
+
+		fprintf(stderr, "amp wait: nothing for %s after %s\n", amp_term(role),
+			amp_duration_format(timeout, d));
 		code = AMP_EXIT_TIMEOUT;
 		goto cleanup;
 	}
@@ -156,7 +166,7 @@ int main(int argc, char **argv)
 		code = amp_cli_fail("wait", &err);
 		goto cleanup;
 	}
-	code = amp_cli_inbox_print("wait", st, &in, role, json_out);
+	code = amp_cli_inbox_print("wait", st, &in, role, json_out, &h, 0);
 cleanup:
 	amp_inbox_free(&in);
 	amp_schema_set_free(set);

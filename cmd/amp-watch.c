@@ -60,6 +60,7 @@ static void print_notify(const amp_notify_event *e, void *ctx)
 {
 	const struct out *out = ctx;
 	const char *what = !strcmp(e->kind ? e->kind : "", "escalation") ? "escalation" : "message";
+	char d[AMP_DURATION_BUFSZ];
 
 	if (out->json) {
 		json_t *o;
@@ -85,9 +86,9 @@ static void print_notify(const amp_notify_event *e, void *ctx)
 	}
 	fflush(stdout);
 	if (!strcmp(e->action, "notify_failed"))
-		fprintf(stderr, "amp watch: notify: %s %s for %s %s (attempt %d, next in %lld s)\n",
+		fprintf(stderr, "amp watch: notify: %s %s for %s %s (attempt %d, next in %s)\n",
 			amp_term(out->cmd), amp_term(e->error), what, amp_term(e->msg_id),
-			e->attempt, (long long)(e->retry_in_ms / 1000));
+			e->attempt, amp_duration_format(e->retry_in_ms / 1000, d));
 	else if (!strcmp(e->action, "notify_dropped"))
 		fprintf(stderr, "amp watch: notify: %s: dropped the notification of %s %s (task %s)\n",
 			amp_term(e->error), what, amp_term(e->msg_id), amp_term(e->task_id));

@@ -60,7 +60,7 @@ static const struct {
 };
 
 static const char usage_text[] =
-	"usage: amp [--version] [--help] [--exec-path] <command> [<args>]\n";
+	"usage: amp [--version] [--help] [--exec-path] [--no-pager] <command> [<args>]\n";
 
 static int is_readable(const char *path)
 {
@@ -213,6 +213,12 @@ int main(int argc, char **argv)
 	const char *name;
 	char dirs[3][PATH_MAX];
 
+	/* git's --no-pager: for the command it runs, and user amp-* too. */
+	if (argc >= 2 && !strcmp(argv[1], "--no-pager")) {
+		setenv("AMP_PAGER", "cat", 1);
+		argv++;
+		argc--;
+	}
 	if (argc < 2) {
 		print_help(stderr);
 		return 2;

@@ -518,7 +518,7 @@ int amp_cli_inbox_open(const char *cmd, const char *usage, int argc, char **argv
 }
 
 int amp_cli_inbox_print(const char *cmd, amp_store *st, const amp_inbox *in,
-			const char *role, int json_out)
+			const char *role, int json_out, amp_human *h, int pager)
 {
 	amp_error err;
 	char *text;
@@ -528,8 +528,8 @@ int amp_cli_inbox_print(const char *cmd, amp_store *st, const amp_inbox *in,
 	if (amp_clock_now_ms(&now, &err) < 0 ||
 	    amp_coord_order_inbox(st, in->messages, now, &err) < 0)
 		return amp_cli_fail(cmd, &err);
-	if (!(text = amp_inbox_render(in, role, amp_store_messages_ref(st), now, json_out,
-				      amp_use_color(stdout)))) {
+	amp_human_start(h, amp_store_repo(st), json_out, pager);
+	if (!(text = amp_inbox_render(in, role, amp_store_messages_ref(st), now, json_out, h))) {
 		amp_error_set(&err, AMP_EIO, "", "out of memory");
 		return amp_cli_fail(cmd, &err);
 	}

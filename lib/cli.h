@@ -130,10 +130,12 @@ int amp_cli_inbox_open(const char *cmd, const char *usage, int argc, char **argv
 		       const char **role, amp_store **st);
 
 /* Prints the inbox `in` of `role` as amp inbox does (--json or text, with
- * AMP_NOW for the deadlines).  Returns 0 or the exit code after printing
- * the error. */
+ * AMP_NOW for the deadlines), after amp_human_start(h, ..., pager) settles
+ * colour and the pager.  Returns 0 or the exit code after printing the
+ * error. */
+struct amp_human;
 int amp_cli_inbox_print(const char *cmd, amp_store *st, const struct amp_inbox *in,
-			const char *role, int json_out);
+			const char *role, int json_out, struct amp_human *h, int pager);
 
 /* The longest idempotency key, in bytes. */
 #define AMP_IDEMPOTENCY_KEY_MAX 256

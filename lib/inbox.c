@@ -489,11 +489,24 @@ static const char *field(const json_t *m, const char *key)
 	return s ? amp_term(s) : "-";
 }
 
-static char *format(const json_t *inbox, int color)
+/* The widest escaped `key` of the messages, for a column. */
+static int widest(const json_t *list, const char *key)
+{
+	const json_t *m;
+	size_t i, w = 0;
+
+	json_array_foreach(list, i, m)
+		if (strlen(field(m, key)) > w)
+			w = strlen(field(m, key));
+	return (int)w;
+}
+
+static char *format(const json_t *inbox, const amp_human *h)
 {
 	const json_t *m, *list = json_object_get(inbox, "messages");
-	char *buf = NULL, short_tip[8], d[AMP_DURATION_BUFSZ];
+	char *buf = NULL, short_tip[8], d[AMP_DURATION_BUFSZ], t[AMP_HUMAN_TIME_BUFSZ];
 	size_t len = 0, i;
+	int taskw = widest(list, "task_id"), idw = widest(list, "msg_id");
 	FILE *f = open_memstream(&buf, &len);
 
 	if (!f)
@@ -502,16 +515,17 @@ static char *format(const json_t *inbox, int color)
 	json_array_foreach(list, i, m) {
 		const json_t *due = json_object_get(m, "due_seconds");
 
-		fprintf(f, "%s  %-14s %-11s -> %-11s %s  %s  ", field(m, "timestamp"),
-			field(m, "type"), field(m, "from"), field(m, "to"), field(m, "task_id"),
-			field(m, "msg_id"));
+		fprintf(f, "%-*s  %-14s %-11s -> %-11s %-*s  %-*s  ", AMP_HUMAN_TIME_WIDTH,
+			amp_human_time(h, amp_json_str(m, "timestamp"), t),
+			field(m, "type"), field(m, "from"), field(m, "to"), taskw, field(m, "task_id"),
+			idw, field(m, "msg_id"));
 		if (json_is_true(json_object_get(m, "acked")))
 			fputs("acked", f);
 		else if (json_is_integer(due) && json_integer_value(due) >= 0)
 			fprintf(f, "due in %s", amp_duration_format(json_integer_value(due), d));
 		else if (json_is_integer(due))
-			fprintf(f, "%soverdue %s%s", color ? "\033[31m" : "",
-				amp_duration_format(json_integer_value(due), d), color ? "\033[0m" : "");
+			fprintf(f, "%soverdue %s%s", amp_human_sgr(h, AMP_SGR_RED),
+				amp_duration_format(json_integer_value(due), d), amp_human_sgr(h, AMP_SGR_RESET));
 		else if (json_is_true(json_object_get(m, "requires_ack")))
 			fputs("awaiting the admin's approval", f);
 		else
@@ -529,13 +543,13 @@ static char *format(const json_t *inbox, int color)
 }
 
 char *amp_inbox_render(const amp_inbox *in, const char *role, const char *ref,
-		       int64_t now_ms, int json, int color)
+		       int64_t now_ms, int json, const amp_human *h)
 {
 	json_t *out = inbox_json(in, role, ref, now_ms);
 	char *text = NULL, *with_nl = NULL;
 
 	if (out && !json)
-		text = format(out, color);
+		text = format(out, h);
 	else if (out && (text = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER)) &&
 		 (with_nl = malloc(strlen(text) + 2))) {
 		sprintf(with_nl, "%s\n", text);

@@ -31,6 +31,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "human.h"
 #include "store.h"
 
 /* How an answer was found, for benchmarks and tests. */
@@ -91,13 +92,14 @@ int amp_inbox_wait(amp_store *st, const char *role, const char *task,
  * [{"msg_id","task_id","type","from","to","timestamp","requires_ack",
  * "deadline" (ISO 8601 or null),"due_seconds" (whole seconds until the
  * deadline, rounded down: negative when overdue; or null),"acked","path"}]}.
- * Else one line per message ("<timestamp> <type> <from> -> <to> <task_id>
+ * Else one line per message ("<time> <type> <from> -> <to> <task_id>
  * <msg_id> <due in 4m | overdue 12m | awaiting the admin's approval | no ACK
  * required | acked>"), then "as of <short commit> (<ref>)", or for none
  * "nothing for <role> as of <short commit> (<ref>)"; every
- * message-derived string escaped by amp_term, overdue in red with `color`.
+ * message-derived string escaped by amp_term, the time as amp_human_time
+ * shows it in h's zone, columns aligned, overdue in red with h->color.
  */
 char *amp_inbox_render(const amp_inbox *in, const char *role, const char *ref,
-		       int64_t now_ms, int json, int color);
+		       int64_t now_ms, int json, const amp_human *h);
 
 #endif

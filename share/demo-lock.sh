@@ -10,6 +10,12 @@ export PATH=${AMP_BIN:-$src/bin}:$PATH
 work=$(mktemp -d "${TMPDIR:-/tmp}/amp-demo-lock.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 show() { printf '$ %s\n' "$*" >&2; "$@"; }
+# A script pages nothing; without colour (not a terminal, or NO_COLOR set)
+# git is told so itself, as it does not read NO_COLOR (amp does).
+export AMP_PAGER=cat GIT_PAGER=cat
+if ! [ -t 1 ] || [ -n "${NO_COLOR:-}" ]; then
+	export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=color.ui GIT_CONFIG_VALUE_0=never
+fi
 at() { AMP_NOW=$(date -u -d "@$((1772116327 + $1))" +%Y-%m-%dT%H:%M:%S+00:00); export AMP_NOW; }
 T="T-2026-044"
 

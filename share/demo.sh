@@ -11,8 +11,16 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 export PATH=${AMP_BIN:-$src/bin}:$PATH NO_COLOR=${NO_COLOR:-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/amp-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-# Bold headings only on a terminal, and never with NO_COLOR set.
-if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then bold='\033[1m' plain='\033[0m'; else bold='' plain=''; fi
+# A script pages nothing (amp and git would wait for a key on a terminal).
+export AMP_PAGER=cat GIT_PAGER=cat
+# Bold headings only on a terminal, and never with NO_COLOR set; git, which
+# does not read NO_COLOR, is told so itself (amp reads it).
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+	bold='\033[1m' plain='\033[0m'
+else
+	bold='' plain=''
+	export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=color.ui GIT_CONFIG_VALUE_0=never
+fi
 step() { printf "\n${bold}== %s${plain}\n" "$*"; }
 show() { printf '$ %s\n' "$*" >&2; "$@"; }
 

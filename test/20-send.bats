@@ -93,10 +93,10 @@ setup() {
 	run amp status $T
 	assert_success
 	assert_line --index 0 --regexp "^T-2026-044  approved  rejects 0"
-	assert_output --partial "task_dispatch   coordinator -> executor     $D  acked after 5 s"
-	assert_output --partial "$R  acked after 10 s"
-	assert_output --partial "$Q  acked after 10 s"
-	assert_output --partial "$V  acked after 10 s"
+	assert_line "  2026-02-26 14:32:07 +0000  task_dispatch   coordinator -> executor     $D   acked after 5s"
+	assert_output --partial "$R     acked after 10s"
+	assert_output --partial "$Q  acked after 10s"
+	assert_output --partial "$V  acked after 10s"
 	assert_output --partial "escalations: none"
 	# one commit per message and per ACK, on a linear history
 	assert_equal "$(commit_count)" 9
@@ -160,13 +160,13 @@ print("fields ok")' "$output"
 	send_dispatch
 	at 100
 	run amp status $T
-	assert_output --partial "pending, due in 200 s"
+	assert_output --partial "ACK due in 3m"
 	at 299
 	run amp status $T
-	assert_output --partial "pending, due in 1 s"
+	assert_output --partial "ACK due in 1s"
 	at 420
 	run amp status $T
-	assert_output --partial "ACK overdue by 120 s"
+	assert_output --partial "ACK overdue 2m"
 	run amp status $T --json
 	assert_output --partial '"ack_state": "overdue"'
 	run amp status

@@ -80,7 +80,7 @@ setup() {
 	assert_success
 	run amp status $T
 	assert_line --index 0 --regexp "^$T  in_progress  rejects 0$"
-	assert_output --partial "control: 2026-02-26T14:34:07+00:00  resume by admin: Admin decided: carry on"
+	assert_output --partial "control: 2026-02-26 14:34:07 +0000  resume by admin: Admin decided: carry on"
 	run git log -1 --format='%an|%s' refs/amp/messages
 	assert_output "admin|resume $T admin: lifts $E"
 	# the refusals went to the error log

@@ -43,7 +43,7 @@ NASTY=$(printf 'x\e]0;pwned\a\e[2J\nline2\r\302\233end')
 	run amp status $T
 	assert_success
 	refute_control_bytes
-	assert_output --partial "$E: x\\x1b]0;pwned\\x07\\x1b[2J\\nline2\\r\\u009bend"
+	assert_output --partial "$E  x\\x1b]0;pwned\\x07\\x1b[2J\\nline2\\r\\u009bend"
 	# one line for the header, the message, "escalations:" and the escalation
 	assert_equal "${#lines[@]}" 4
 	run amp status
@@ -64,7 +64,7 @@ NASTY=$(printf 'x\e]0;pwned\a\e[2J\nline2\r\302\233end')
 	run amp errors
 	assert_success
 	refute_control_bytes
-	assert_line --index 0 --partial '  send  x\x1b[2J\nevil\u0085  exit 1  errors/'
+	assert_line --index 0 --regexp '^2026-02-26 14:32:07 \+0000  send       exit 1  errors/[^ ]+  x\\x1b\[2J\\nevil\\u0085$'
 	run amp errors --json
 	assert_output --partial '"msg_id": "x\u001B[2J\nevil'
 }

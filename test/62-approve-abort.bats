@@ -84,7 +84,7 @@ escalation $T system -> admin"
 	[ "$(json_get "d['messages'][0]['ack_deadline']" <<< "$output")" = "2026-02-26T14:38:07+00:00" ]
 	run amp status $T
 	assert_line --index 0 "$T  dispatched  rejects 0"
-	assert_output --partial "control: 2026-02-26T14:33:07+00:00  approve by admin of $D: blast radius checked"
+	assert_output --partial "control: 2026-02-26 14:33:07 +0000  approve by admin of $D: blast radius checked"
 	at 350
 	allowed amp ack "$D" --from executor
 	[ "$(head_files | wc -l)" -eq 1 ]
@@ -160,7 +160,7 @@ escalation $T system -> admin"
 	[ "$(json_get "[(c['type'], c['from'], c['reason']) for c in d['controls']]" <<< "$output")" = '[["abort", "coordinator", "plan changed"]]' ]
 	run amp status $T
 	assert_line --index 0 "$T  aborted  rejects 0"
-	assert_output --partial "control: 2026-02-26T14:33:07+00:00  abort by coordinator: plan changed"
+	assert_output --partial "control: 2026-02-26 14:33:07 +0000  abort by coordinator: plan changed"
 }
 
 @test "abort: every later write by a non-admin is refused naming the abort; the admin's is accepted" {

@@ -77,7 +77,7 @@ conversation() {
 	send_dispatch
 	run amp inbox executor
 	assert_success
-	assert_line --index 0 --regexp "^2026-02-26T14:32:07\+00:00  task_dispatch +coordinator -> executor +$T  $D  due in 5m$"
+	assert_line --index 0 --regexp "^2026-02-26 14:32:07 \+0000  task_dispatch +coordinator -> executor +$T  $D  due in 5m$"
 	for role in coordinator reviewer admin; do
 		run amp inbox $role
 		assert_output "nothing for $role as of $(git rev-parse --short=7 refs/amp/messages) (refs/amp/messages)"
@@ -308,7 +308,7 @@ PY
 	end=$(date +%s%N)
 	assert_failure 5
 	assert_output ""
-	assert_equal "$stderr" "amp wait: nothing for reviewer after 1 s"
+	assert_equal "$stderr" "amp wait: nothing for reviewer after 1s"
 	[ $(((end - start) / 1000000)) -ge 1000 ]
 	# AMP_NOW does not shorten a real-time wait
 	at 999999

@@ -161,7 +161,7 @@ PY
 	run --separate-stderr amp watch --once --exec "$REC"
 	assert_success
 	assert_output ""
-	assert_equal "$stderr" "amp watch: notify: $REC exited 1 for escalation $E (attempt 1, next in 1 s)"
+	assert_equal "$stderr" "amp watch: notify: $REC exited 1 for escalation $E (attempt 1, next in 1s)"
 	assert_equal "$(calls)" 1
 	run json_get '[(p["msg_id"], p["attempts"], p["next_ms"], p["last_error"]) for p in d["pending"]]' < .git/amp/notify.json
 	assert_output "[[\"$E\", 1, 1772116338000, \"exited 1\"]]"
@@ -173,7 +173,7 @@ PY
 	run --separate-stderr amp watch --once --json --exec "$REC"
 	assert_success
 	assert_output "{\"action\":\"notify_failed\",\"kind\":\"escalation\",\"msg_id\":\"$E\",\"task_id\":\"$T\",\"type\":\"escalation\",\"escalation_type\":\"conflict\",\"severity\":\"info\",\"attempt\":2,\"error\":\"exited 1\",\"retry_in_sec\":2}"
-	assert_equal "$stderr" "amp watch: notify: $REC exited 1 for escalation $E (attempt 2, next in 2 s)"
+	assert_equal "$stderr" "amp watch: notify: $REC exited 1 for escalation $E (attempt 2, next in 2s)"
 	at 12; amp watch --once --exec "$REC"
 	assert_equal "$(calls)" 2
 	at 13; amp watch --once --exec "$REC" 2> /dev/null
@@ -202,7 +202,7 @@ PY
 	run --separate-stderr amp watch --once --exec "echo \$\$ > $N/pid; sleep 5; touch $N/finished"
 	assert_success
 	[ $((SECONDS - start)) -le 4 ] || fail "the command ran $((SECONDS - start)) s"
-	assert_equal "$stderr" "amp watch: notify: echo \$\$ > $N/pid; sleep 5; touch $N/finished timed out after 1 s (killed) for escalation $E (attempt 1, next in 1 s)"
+	assert_equal "$stderr" "amp watch: notify: echo \$\$ > $N/pid; sleep 5; touch $N/finished timed out after 1 s (killed) for escalation $E (attempt 1, next in 1s)"
 	# nothing of its process group lives on (a zombie waits for its reaper)
 	run pgrep -a -r R,S,D,T -g "$(cat "$N/pid")"
 	assert_failure
@@ -246,7 +246,7 @@ PY
 	assert_success
 	assert_output --regexp "^escalated ack_timeout $T $D "
 	E=$(the_escalation ack_timeout)
-	assert_equal "$stderr" "amp watch: notify: $REC exited 7 for escalation $E (attempt 1, next in 1 s)"
+	assert_equal "$stderr" "amp watch: notify: $REC exited 7 for escalation $E (attempt 1, next in 1s)"
 	assert_escalation "$E" ack_timeout warning "[\"$D\"]" dispatched 0 true
 }
 
@@ -311,7 +311,7 @@ $D2"
 	run --separate-stderr amp watch --once --exec "$REC"
 	assert_success
 	assert_equal "${stderr_lines[0]}" "amp watch: notify: queue full (2 pending, git config amp.notifyMaxPending): dropped the notification of escalation $E1 (task $T)"
-	assert_equal "${stderr_lines[1]}" "amp watch: notify: $REC exited 1 for escalation $E2 (attempt 1, next in 1 s)"
+	assert_equal "${stderr_lines[1]}" "amp watch: notify: $REC exited 1 for escalation $E2 (attempt 1, next in 1s)"
 	assert_equal "${#stderr_lines[@]}" 2
 	# after a failure the pass tries no other notification
 	assert_equal "$(called_ids)" "$E2"

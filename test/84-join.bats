@@ -91,7 +91,7 @@ marker_pairs() {
 	assert_output --partial "Amp-Superseded: message $V2 by $V1"
 	assert_output --partial "Amp-Superseded: ack $V2"
 	run -0 on a amp show "$V2"
-	assert_line --regexp "^ack         required within 60 s: none: superseded by $V1: "
+	assert_line --regexp "^ack         required within 1m: none: superseded by $V1: "
 	# the verdict in force is still the one the coordinator must ACK
 	run -0 on a amp inbox coordinator --json
 	assert_output --partial "$V1"

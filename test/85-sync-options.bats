@@ -138,7 +138,7 @@ hub_has() {
 @test "amp wait --sync times out with exit 5, and a bad amp.syncInterval is exit 2" {
 	on b git config amp.syncInterval 1
 	run -5 on b amp wait executor --sync --timeout 2
-	assert_output --partial "nothing for executor after 2 s"
+	assert_output --partial "nothing for executor after 2s"
 	on b git config amp.syncInterval 0
 	run -2 on b amp wait executor --sync --timeout 2
 	assert_output --partial "amp.syncInterval"
@@ -149,6 +149,6 @@ hub_has() {
 	mv "$HUB" "$HUB.away"
 	run -5 on b amp wait executor --sync --timeout 2
 	assert_output --partial "amp wait: warning: sync: "
-	assert_output --partial "nothing for executor after 2 s"
+	assert_output --partial "nothing for executor after 2s"
 	mv "$HUB.away" "$HUB"
 }
