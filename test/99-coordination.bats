@@ -28,8 +28,8 @@ Amp-Agent: planner-1"
 	run -0 git log -1 --format='%an <%ae>|%(trailers:key=Amp-Agent)|' refs/amp/messages
 	assert_output "executor <executor@amp.invalid>||"
 	run -0 amp log -n 2
-	assert_line --index 0 --regexp "  ack  .*executor -> coordinator  $D$"
-	assert_line --index 1 --regexp "msg/task_dispatch   coordinator -> executor  $D  agent planner-1$"
+	assert_line --index 0 --regexp "  ack +executor +-> coordinator  $D$"
+	assert_line --index 1 --regexp "msg/task_dispatch +coordinator +-> executor +$D  agent planner-1$"
 	run -0 amp log -n 2 --json
 	run -0 json_get 'd["agent"]' <<< "${lines[0]}"
 	assert_output null
@@ -49,7 +49,7 @@ Amp-Agent: planner-1"
 	assert_equal "$(git log -1 --format=%an refs/amp/messages)" from-option
 	# The heartbeat names its instance in the record, and amp status shows it.
 	run -0 amp status $T
-	assert_line "control: 2026-02-26T14:32:07+00:00  heartbeat by coordinator (agent from-option)"
+	assert_line "control: 2026-02-26 14:32:07 +0000  heartbeat by coordinator (agent from-option)"
 }
 
 @test "an agent name is 1..64 of A-Z a-z 0-9 . _ -: anything else is exit 2 naming where it came from, and nothing is written" {
@@ -270,5 +270,5 @@ T-2026-001  P3  dispatched        since 2026-02-26T14:32:08+00:00"
 	assert_output "alice  roles executor  last write 2026-02-26T14:32:16+00:00 on $T  holds $T
 planner  roles coordinator  last write 2026-02-26T14:32:16+00:00 on $T"
 	run -0 amp log --type claim
-	assert_output --regexp "ctl/claim +executor  claim-1772116332000  agent alice$"
+	assert_output --regexp "ctl/claim +executor +claim-1772116332000  agent alice$"
 }
