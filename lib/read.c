@@ -337,9 +337,7 @@ struct walk {
 	char agent[AMP_AGENT_MAX + 1]; /* its Amp-Agent trailer, "" none */
 };
 
-/* The named instance that wrote commit c (its Amp-Agent trailer, store.h),
- * into buf; "" when none or not a valid name. */
-static void commit_agent(git_commit *c, char *buf, size_t bufsz)
+void amp_commit_agent(const git_commit *c, char *buf, size_t bufsz)
 {
 	git_message_trailer_array arr = { 0 };
 	size_t i;
@@ -585,7 +583,7 @@ int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
 			/* Its records cannot be told from its parent's. */
 			rc = problem(&w, "the commit or its parent's tree", "");
 		} else if ((rc = commit_records(&w, ptree, tree)) == 0) {
-			commit_agent(c, w.agent, sizeof(w.agent));
+			amp_commit_agent(c, w.agent, sizeof(w.agent));
 			rc = report(&w, fn, ctx, &left);
 		}
 		git_tree_free(ptree);

@@ -136,6 +136,10 @@ int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
  */
 json_t *amp_log_record_json(const amp_log_record *rec);
 
+/* The named instance that wrote commit c (its Amp-Agent trailer, store.h)
+ * into buf; "" when none or not a valid name. */
+void amp_commit_agent(const git_commit *c, char *buf, size_t bufsz);
+
 /* "msg", "ack" or "ctl". */
 const char *amp_entry_kind_name(amp_entry_kind kind);
 
