@@ -108,3 +108,55 @@ usage: amp register [--agent <name>] --role <role>... [--capability <name>]...
 	assert_line --index 0 --regexp "^$T   approved +[0-9]+ msgs  0 rejects  ACK pending\$"
 	assert_line --index 1 "$B   new           0 msgs  0 rejects"
 }
+
+# plant_register AGENT JSON: commits JSON as AGENT's register record at its
+# place (its name made from its timestamp and blob), as a fetch would.
+plant_register() {
+	local blob ms
+	blob=$(printf '%s' "$2" | git hash-object --stdin)
+	ms=$(json_get 'd["timestamp"]' <<< "$2" | xargs -I{} date -u -d {} +%s)000
+	printf '%s' "$2" | plant "agents/$1/register-$ms-${blob:0:12}.json"
+}
+
+@test "amp fsck reports a register record that is not in force: a role it does not declare, another agent's directory, a name that lies, a non-register record" {
+	amp register --agent alice --role executor > /dev/null
+	run -0 amp fsck
+	plant_register mallory '{"protocol_version":"AMP/1.0","type":"register","from":"executor","agent":"mallory","roles":["reviewer"],"timestamp":"2026-02-26T14:32:08+00:00"}'
+	plant_register eve '{"protocol_version":"AMP/1.0","type":"register","from":"executor","agent":"alice","roles":["executor"],"timestamp":"2026-02-26T14:32:09+00:00"}'
+	printf '{}' | plant agents/bob/register-1772116330000-000000000000.json
+	plant_register trent '{"protocol_version":"AMP/1.0","type":"register","from":"executor","agent":"trent","roles":["executor"],"timestamp":"2026-02-26T14:32:11+00:00","task_id":"T-2026-044"}'
+	# Well formed, but not written by oscar: the commit names no instance.
+	plant_register oscar '{"protocol_version":"AMP/1.0","type":"register","from":"executor","agent":"oscar","roles":["executor"],"timestamp":"2026-02-26T14:32:12+00:00"}'
+	run -3 amp fsck --json
+	run -0 json_get '[(f["file"], f["kind"], f["reason"]) for f in d]' <<< "$output"
+	mallory=$(register_paths mallory) eve=$(register_paths eve) trent=$(register_paths trent) oscar=$(register_paths oscar)
+	assert_output "[[\"$mallory\", \"rule\", \"/from: an agent registers as one of the roles it declares, or the admin registers it: executor is neither\"], [\"$eve\", \"corrupt\", \"/agent: names agent alice, not the agent of its directory (eve)\"], [\"agents/bob/register-1772116330000-000000000000.json\", \"corrupt\", \"its name says blob 000000000000, its content is blob 9e26dfeeb6e6\"], [\"$trent\", \"corrupt\", \"unexpected property \\\"task_id\\\"\"], [\"$oscar\", \"rule\", \"/agent: only oscar itself (or the admin) registers oscar, but the commit was written by an unnamed instance\"]]"
+}
+
+@test "two clones register offline, then sync: both records everywhere (a union); the hub's hook refuses a bad register record" {
+	clones_setup
+	on a amp register --agent alice --role executor --capability go > /dev/null
+	at 1
+	on b amp register --agent bob --role reviewer > /dev/null
+	on a amp sync > /dev/null
+	run -0 on b amp sync
+	run -0 on a amp sync
+	want=$(git -C a ls-tree -r --name-only refs/amp/messages agents/)
+	assert_equal "$(echo "$want" | sed 's/-[0-9a-f]*\.json$//')" "agents/alice/register-1772116327000
+agents/bob/register-1772116328000"
+	assert_equal "$(git -C b ls-tree -r --name-only refs/amp/messages agents/)" "$want"
+	assert_equal "$(git -C hub.git ls-tree -r --name-only refs/amp/messages agents/)" "$want"
+	assert_equal "$(git -C b rev-parse refs/amp/messages)" "$(git -C hub.git rev-parse refs/amp/messages)"
+	run -0 on a amp fsck
+	# The join kept each record's commit, its author and Amp-Agent.
+	run -0 git -C hub.git log --format='%an|%s|%(trailers:key=Amp-Agent,valueonly,separator=)' refs/amp/messages -2
+	assert_output "bob|register bob reviewer|bob
+alice|register alice executor|alice"
+	cd a
+	plant_register mallory '{"protocol_version":"AMP/1.0","type":"register","from":"executor","agent":"mallory","roles":["reviewer"],"timestamp":"2026-02-26T14:32:08+00:00"}'
+	run git push origin 'refs/amp/*:refs/amp/*'
+	assert_failure
+	assert_output --partial "pre-receive hook declined"
+	assert_output --partial "agents/mallory/register-1772116328000-61ac72a48bbe.json: /from: an agent registers as one of the roles it declares, or the admin registers it: executor is neither"
+	assert_equal "$(git -C ../hub.git ls-tree -r --name-only refs/amp/messages agents/)" "$want"
+}
