@@ -567,7 +567,8 @@ int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
 	/* First parents only: the SSOT's history is linear, and a merge
 	 * brought in by hand is listed by what it added to the main line. */
 	if (git_revwalk_new(&walk, w.repo) < 0 || git_revwalk_simplify_first_parent(walk) < 0 ||
-	    git_revwalk_push(walk, git_commit_id(tip)) < 0) {
+	    git_revwalk_push(walk, git_commit_id(tip)) < 0 ||
+	    (f->stop && git_revwalk_hide(walk, f->stop) < 0)) {
 		status = amp_error_git(err, AMP_EIO, "cannot walk %s", amp_store_messages_ref(st));
 		goto cleanup;
 	}

@@ -96,6 +96,8 @@ typedef struct amp_log_filter {
 	int64_t since_ms;   /* INT64_MIN: no bound; inclusive */
 	int64_t until_ms;   /* INT64_MAX: no bound; inclusive */
 	long long limit;    /* at most this many records; 0: all */
+	const git_oid *stop; /* not NULL: only the commits this one (an
+			      * ancestor of the tip) does not reach */
 } amp_log_filter;
 
 /* One record that a commit of the messages ref added. */

@@ -160,3 +160,71 @@ alice|register alice executor|alice"
 	assert_output --partial "agents/mallory/register-1772116328000-61ac72a48bbe.json: /from: an agent registers as one of the roles it declares, or the admin registers it: executor is neither"
 	assert_equal "$(git -C ../hub.git ls-tree -r --name-only refs/amp/messages agents/)" "$want"
 }
+
+@test "amp agents shows what each instance declared beside what it did; the newest register record is in force" {
+	send_dispatch
+	at 5; amp ack "$D" --from executor --agent alice > /dev/null
+	amp claim $T --agent alice --ttl 600 > /dev/null
+	at 6; amp register --agent alice --role executor --capability go > /dev/null
+	at 7; amp register --agent alice --role executor --role reviewer --capability rust --capability c > /dev/null
+	at 8; amp register --agent bob --role reviewer --from admin > /dev/null
+	run -0 amp agents --json
+	alice=$(register_paths alice | grep 1772116334000) bob=$(register_paths bob)
+	assert_output "[{\"agent\":\"alice\",\"roles\":[\"executor\"],\"last_write\":\"2026-02-26T14:32:12+00:00\",\"last_task\":\"T-2026-044\",\"writes\":2,\"holds\":[{\"task_id\":\"T-2026-044\",\"subtask_id\":null,\"expires\":\"2026-02-26T14:42:12+00:00\"}],\"declared\":{\"roles\":[\"executor\",\"reviewer\"],\"capabilities\":[\"c\",\"rust\"],\"from\":\"executor\",\"declared\":\"2026-02-26T14:32:14+00:00\",\"record\":\"$alice\"}},{\"agent\":\"bob\",\"roles\":[],\"last_write\":null,\"last_task\":null,\"writes\":0,\"holds\":[],\"declared\":{\"roles\":[\"reviewer\"],\"capabilities\":[],\"from\":\"admin\",\"declared\":\"2026-02-26T14:32:15+00:00\",\"record\":\"$bob\"}}]"
+	run -0 amp agents
+	assert_output "alice  roles executor  last write 2026-02-26T14:32:12+00:00 on $T  holds $T  declared executor,reviewer; capabilities c,rust
+bob  roles -  last write (none)  declared reviewer"
+}
+
+@test "amp agents keeps what the history says in a cache keyed by the tip and walks only the commits since" {
+	send_dispatch
+	at 5; amp ack "$D" --from executor --agent alice > /dev/null
+	run -0 amp agents --json
+	run -0 json_get '[d["tip"], d["agents"]["alice"]["writes"]]' < .git/amp/agents.json
+	assert_output "[\"$(git rev-parse refs/amp/messages)\", 1]"
+	at 6; amp heartbeat $T --from executor --agent alice > /dev/null
+	amp heartbeat $T --from coordinator --agent planner > /dev/null
+	run -0 amp agents
+	assert_output "alice  roles executor  last write 2026-02-26T14:32:13+00:00 on $T
+planner  roles coordinator  last write 2026-02-26T14:32:13+00:00 on $T"
+	run -0 json_get '[d["tip"], d["agents"]["alice"]["writes"], d["agents"]["planner"]["writes"]]' < .git/amp/agents.json
+	assert_output "[\"$(git rev-parse refs/amp/messages)\", 2, 1]"
+	# The cache is what is read on the same tip: a planted count shows.
+	$PY -c 'import json,sys; p=sys.argv[1]; d=json.load(open(p)); d["agents"]["alice"]["writes"]=41; json.dump(d,open(p,"w"))' .git/amp/agents.json
+	run -0 amp agents --json
+	run -0 json_get 'd[0]["writes"]' <<< "$output"
+	assert_output 41
+	# One more commit: 41 + 1, from the cache and the one commit since.
+	at 7; amp heartbeat $T --from executor --agent alice > /dev/null
+	run -0 amp agents --json
+	run -0 json_get 'd[0]["writes"]' <<< "$output"
+	assert_output 42
+	# Another history (the tip does not descend from it): read again.
+	echo '{"version":1,"tip":"0123456789012345678901234567890123456789","agents":{"alice":{"agent":"alice","roles":{},"last_write":null,"last_task":null,"writes":41}}}' > .git/amp/agents.json
+	run -0 amp agents --json
+	run -0 json_get 'd[0]["writes"]' <<< "$output"
+	assert_output 3
+}
+
+@test "amp ready --agent: only the tasks whose capability that agent declared, or that need none" {
+	B=T-2026-045 C=T-2026-046
+	send_dispatch
+	amp plan $T --capability rust --from coordinator > /dev/null
+	amp plan $B --capability go --from coordinator > /dev/null
+	amp plan $C --priority P1 --from coordinator > /dev/null
+	amp register --agent alice --role executor --capability rust --capability c > /dev/null
+	run -0 amp ready --agent alice --json
+	run -0 json_get '[t["task_id"] for t in d]' <<< "$output"
+	assert_output '["T-2026-046", "T-2026-044"]'
+	run -0 amp ready --agent alice --capability rust
+	assert_output "$T  P2  dispatched        since 2026-02-26T14:32:07+00:00"
+	# An agent that declared nothing takes what needs no capability.
+	run -0 amp ready --agent nobody --json
+	run -0 json_get '[t["task_id"] for t in d]' <<< "$output"
+	assert_output '["T-2026-046"]'
+	at 1; amp register --agent alice --role executor --capability go > /dev/null
+	run -0 amp ready --agent alice --json
+	run -0 json_get '[t["task_id"] for t in d]' <<< "$output"
+	assert_output '["T-2026-046", "T-2026-045"]'
+	run -2 amp ready --agent 'a b'
+}
