@@ -627,3 +627,36 @@ json_t *amp_log_record_json(const amp_log_record *r)
 		json_object_set_new(o, "reason", json_string(r->reason));
 	return o;
 }
+
+struct writer {
+	amp_entry_kind kind;
+	const char *id;
+	char *agent;
+	size_t agentsz;
+	int found;
+};
+
+static int note_writer(const amp_log_record *r, void *ctx)
+{
+	struct writer *w = ctx;
+
+	if (r->kind != w->kind || strcmp(r->id, w->id))
+		return 0;
+	snprintf(w->agent, w->agentsz, "%s", r->agent ? r->agent : "");
+	w->found = 1;
+	return 1;
+}
+
+int amp_read_writer(amp_store *st, const char *task, amp_entry_kind kind, const char *id,
+		    char *agent, size_t agentsz, amp_error *err)
+{
+	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX, .task = task };
+	amp_errlist problems = { 0 };
+	struct writer w = { kind, id, agent, agentsz, 0 };
+	int status;
+
+	agent[0] = '\0';
+	status = amp_log_walk(st, &f, note_writer, &w, &problems, err);
+	amp_errlist_free(&problems);
+	return status < 0 ? status : w.found;
+}

@@ -142,6 +142,16 @@ json_t *amp_log_record_json(const amp_log_record *rec);
  * into buf; "" when none or not a valid name. */
 void amp_commit_agent(const git_commit *c, char *buf, size_t bufsz);
 
+/*
+ * The named instance that wrote record `id` of `kind` in task `task`: the
+ * Amp-Agent trailer of the commit that added it, found by walking the
+ * history from the tip and comparing only that task's directory, newest
+ * first, until it is found.  1 with agent[0..agentsz) filled ("" when the
+ * commit names none), 0 when no commit adds it, or AMP_EIO.
+ */
+int amp_read_writer(amp_store *st, const char *task, amp_entry_kind kind, const char *id,
+		    char *agent, size_t agentsz, amp_error *err);
+
 /* "msg", "ack" or "ctl". */
 const char *amp_entry_kind_name(amp_entry_kind kind);
 

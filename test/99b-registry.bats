@@ -228,3 +228,42 @@ planner  roles coordinator  last write 2026-02-26T14:32:13+00:00 on $T"
 	assert_output '["T-2026-046", "T-2026-045"]'
 	run -2 amp ready --agent 'a b'
 }
+
+@test "amp show and amp inbox name the instance that wrote each message; the inbox cache keeps it" {
+	D=$(amp send task_dispatch --task $T --from coordinator --to executor --agent planner-1 --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	run -0 amp show "$D"
+	assert_line --index 4 "sent        2026-02-26T14:32:07+00:00"
+	assert_line --index 5 "agent       planner-1"
+	# --json stays the stored record, byte for byte.
+	run -0 amp show "$D" --json
+	assert_equal "$output" "$(git show "refs/amp/messages:$(git ls-tree -r --name-only refs/amp/messages | grep -F ".msg.$D.json")")"
+	at 5
+	amp ack "$D" --from executor --agent alice > /dev/null
+	R=$(amp send task_result --task $T --from executor --agent alice --payload "$BATS_TEST_TMPDIR/p/result.json")
+	E=$(amp escalate $T --type unknown --severity warning --description "stuck" --from executor)
+	run -0 amp inbox coordinator
+	assert_output --regexp "  task_result +executor +-> coordinator +$T  $R  due in [^ ]+  agent alice
+as of "
+	run -0 amp inbox admin
+	assert_output --regexp "  escalation +executor +-> admin +$T  $E  no ACK required
+as of "
+	run -0 amp inbox coordinator --json
+	run -0 json_get '[m["agent"] for m in d["messages"]]' <<< "$output"
+	assert_output '["alice"]'
+	run -0 json_get '[[r["msg_id"], r["agent"]] for r in d["tasks"]["T-2026-044"]]' < .git/amp/inbox.json
+	assert_output "[[\"$R\", \"alice\"], [\"$E\", null]]"
+	# The cache is what answers on the same tip.
+	$PY -c 'import json,sys; p=sys.argv[1]; d=json.load(open(p)); d["tasks"]["T-2026-044"][0]["agent"]="cached"; json.dump(d,open(p,"w"))' .git/amp/inbox.json
+	run -0 amp inbox coordinator --json
+	run -0 json_get '[m["agent"] for m in d["messages"]]' <<< "$output"
+	assert_output '["cached"]'
+	# A new message: only it is looked up, the others keep theirs.
+	at 6
+	H=$(amp send task_result --task $T --from executor --agent bob --payload "$BATS_TEST_TMPDIR/p/result.json")
+	run -0 amp inbox coordinator --json
+	run -0 json_get '[m["agent"] for m in d["messages"]]' <<< "$output"
+	assert_output '["cached", "bob"]'
+	run -0 amp inbox executor --all --json
+	run -0 json_get '[m["agent"] for m in d["messages"]]' <<< "$output"
+	assert_output '["planner-1"]'
+}
