@@ -126,7 +126,7 @@ static int note_writer(const amp_log_record *r, void *ctx)
  */
 static int fill_agents(amp_store *st, json_t *lists, const json_t *known, amp_error *err)
 {
-	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX };
+	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX, .names_only = 1 };
 	amp_errlist problems = { 0 };
 	struct missing m = { json_object() };
 	json_t *one = json_is_array(lists) ? json_pack("{s:O}", "", lists) : json_incref(lists);

@@ -528,8 +528,12 @@ static int report(struct walk *w, amp_log_fn fn, void *ctx, long long *left)
 		amp_store_entry_parse(name, NULL, &r.kind, &idp, &id_len);
 		memcpy(id, idp, id_len);
 		id[id_len] = '\0';
-		if ((rc = read_record(w->repo, &a->blob, &raw, &len, &doc, reason, sizeof(reason))) < 0)
+		len = 0;
+		if (!w->f->names_only &&
+		    (rc = read_record(w->repo, &a->blob, &raw, &len, &doc, reason, sizeof(reason))) < 0)
 			return -1;
+		if (w->f->names_only)
+			rc = 0;
 		git_oid_cpy(&r.commit, w->commit);
 		r.path = a->path;
 		r.task_id = strrchr(task, '/') + 1;
@@ -650,7 +654,8 @@ static int note_writer(const amp_log_record *r, void *ctx)
 int amp_read_writer(amp_store *st, const char *task, amp_entry_kind kind, const char *id,
 		    char *agent, size_t agentsz, amp_error *err)
 {
-	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX, .task = task };
+	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX, .task = task,
+			     .names_only = 1 };
 	amp_errlist problems = { 0 };
 	struct writer w = { kind, id, agent, agentsz, 0 };
 	int status;

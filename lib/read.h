@@ -98,6 +98,8 @@ typedef struct amp_log_filter {
 	long long limit;    /* at most this many records; 0: all */
 	const git_oid *stop; /* not NULL: only the commits this one (an
 			      * ancestor of the tip) does not reach */
+	int names_only;      /* 1: the records are not read (doc, raw NULL):
+			      * who added what, at the cost of the tree diffs */
 } amp_log_filter;
 
 /* One record that a commit of the messages ref added. */

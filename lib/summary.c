@@ -230,9 +230,17 @@ static int entry(amp_summaries *c, amp_store *st, git_tree *root, const char *ta
 	if ((status = amp_store_read_task(st, root, task, &log, err)) < 0)
 		return status;
 	t = amp_task_status_json(&log, now_ms);
+	/* Most tasks have neither: kept only when there are some, so the
+	 * cache of a large SSOT stays as small to parse. */
 	if (t && (*sum = fresh(t, deadlines))) {
-		json_object_set_new(*sum, "leases", leases_of(&log));
-		json_object_set_new(*sum, "deps", deps_of(&log));
+		json_t *l = leases_of(&log), *d = deps_of(&log);
+
+		if (json_array_size(l))
+			json_object_set(*sum, "leases", l);
+		if (json_array_size(d))
+			json_object_set(*sum, "deps", d);
+		json_decref(l);
+		json_decref(d);
 	}
 	amp_task_log_free(&log);
 	json_decref(t);
