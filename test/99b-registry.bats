@@ -267,3 +267,40 @@ as of "
 	run -0 json_get '[m["agent"] for m in d["messages"]]' <<< "$output"
 	assert_output '["planner-1"]'
 }
+
+@test "with signing, an instance registers itself with its own key (alice@executor); a bare role's key or another's is refused, by amp and by amp fsck" {
+	unset AMP_NOW
+	local K=$BATS_TEST_TMPDIR/keys
+	mkdir -p "$K"
+	for k in admin alice exec; do ssh-keygen -q -t ed25519 -N '' -f "$K/$k"; done
+	# A strict SSOT from its first commit.
+	git init -q "$BATS_TEST_TMPDIR/strict" && cd "$BATS_TEST_TMPDIR/strict"
+	{
+		printf 'admin %s\n' "$(cut -d' ' -f1,2 "$K/admin.pub")"
+		printf 'alice@executor %s\n' "$(cut -d' ' -f1,2 "$K/alice.pub")"
+		printf 'executor %s\n' "$(cut -d' ' -f1,2 "$K/exec.pub")"
+	} > "$K/signers"
+	git config amp.allowedSigners "$K/signers"
+	git config amp.requireSigned true
+	git config amp.signingKey "$K/admin"
+	amp init > /dev/null
+	git config amp.signingKey "$K/alice"
+	run -0 amp register --agent alice --role executor --capability go
+	before=$(commit_count)
+	run -3 amp register --agent bob --role executor
+	assert_output --partial "agent bob disagrees with the signing key's principal alice@executor"
+	assert_equal "$(commit_count)" "$before"
+	git config amp.signingKey "$K/admin"
+	run -0 amp register --agent bob --role reviewer --from admin
+	run -0 amp fsck
+	# A key that names no instance may write as the executor, but it
+	# does not prove carol wrote carol's register record.
+	git config amp.signingKey "$K/exec"
+	run -0 amp register --agent carol --role executor
+	carol=$(register_paths carol)
+	run -3 amp fsck
+	assert_output --partial "$carol: rule: /agent: carol registers itself with its own key: the signing key's principal is executor, not carol@executor"
+	run -0 amp agents --json
+	run -0 json_get '[[a["agent"], a["declared"]["roles"]] for a in d]' <<< "$output"
+	assert_output '[["alice", ["executor"]], ["bob", ["reviewer"]], ["carol", ["executor"]]]'
+}
