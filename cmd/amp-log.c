@@ -47,7 +47,8 @@ static int print_record(const amp_log_record *r, void *ctx)
 		 r->kind == AMP_ENTRY_ACK ? "" : "/", r->kind == AMP_ENTRY_ACK ? "" :
 		 r->doc ? str(r->doc, "type") : "?");
 	printf("%s%s%s %-25s  %-12s  %-18s  %s", o->color ? "\033[33m" : "", hex,
-	       o->color ? "\033[0m" : "", str(r->doc, "timestamp"), amp_term(r->task_id),
+	       o->color ? "\033[0m" : "", str(r->doc, "timestamp"),
+	       *r->task_id ? amp_term(r->task_id) : "-",
 	       amp_term(what), str(r->doc, "from"));
 	/* A control record has no addressee. */
 	if (r->kind != AMP_ENTRY_CTL)

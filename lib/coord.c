@@ -635,7 +635,8 @@ static int note_agent(const amp_log_record *r, void *ctx)
 	/* Newest first: the first record with a time is the last write. */
 	if (t >= 0 && json_is_null(json_object_get(a, "last_write"))) {
 		json_object_set_new(a, "last_write", json_string(amp_time_format(t, when)));
-		json_object_set_new(a, "last_task", json_string(r->task_id));
+		/* A register record is a write of no task. */
+		json_object_set_new(a, "last_task", *r->task_id ? json_string(r->task_id) : json_null());
 	}
 	return 0;
 }

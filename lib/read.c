@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "message.h"
+#include "registry.h"
 #include "task.h"
 #include "util.h"
 
@@ -310,7 +311,8 @@ int amp_log_type_valid(const char *type)
 {
 	/* The types of control.schema.json's "type" enum. */
 	static const char *const controls[] = { "resume", "approve", "abort", "heartbeat", "superseded",
-						"idempotency_key", "claim", "release", "depend", "plan" };
+						"idempotency_key", "claim", "release", "depend", "plan",
+						"register" };
 	size_t i;
 
 	if (amp_type_lookup(type) || !strcmp(type, "ack"))
@@ -387,18 +389,24 @@ static int collect(struct walk *w, git_tree *a, git_tree *b, const char *prefix,
 		amp_entry_kind kind;
 		const char *id;
 		size_t id_len;
-		int len;
+		int len, reg;
 
 		if (ae && git_oid_equal(git_tree_entry_id(ae), git_tree_entry_id(be)))
 			continue;
 		len = snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
 		if (len < 0 || (size_t)len >= sizeof(path))
 			continue; /* no store path is this long */
-		if (depth == 4) {
+		/* A task's records are 4 directories down, the registry's 2
+		 * (registry.h). */
+		reg = !strncmp(path, AMP_REGISTRY_DIR "/", strlen(AMP_REGISTRY_DIR "/"));
+		if (depth == (reg ? 2 : 4)) {
 			struct added *bigger;
+			char agent[AMP_AGENT_MAX + 1], hex[13];
+			int64_t ms;
 
 			if (git_tree_entry_type(be) != GIT_OBJECT_BLOB ||
-			    amp_store_entry_parse(name, NULL, &kind, &id, &id_len) < 0)
+			    (reg ? amp_registry_parse_path(path, agent, sizeof(agent), &ms, hex)
+				 : amp_store_entry_parse(name, NULL, &kind, &id, &id_len)) < 0)
 				continue;
 			if (w->count == w->alloc) {
 				size_t alloc = w->alloc ? 2 * w->alloc : 8;
@@ -413,7 +421,8 @@ static int collect(struct walk *w, git_tree *a, git_tree *b, const char *prefix,
 			w->count++;
 			continue;
 		}
-		if (git_tree_entry_type(be) != GIT_OBJECT_TREE || (depth == 0 && strcmp(name, "tasks")))
+		if (git_tree_entry_type(be) != GIT_OBJECT_TREE ||
+		    (depth == 0 && strcmp(name, "tasks") && strcmp(name, AMP_REGISTRY_DIR)))
 			continue;
 		if (git_tree_lookup(&sb, w->repo, git_tree_entry_id(be)) < 0 ||
 		    (ae && git_tree_entry_type(ae) == GIT_OBJECT_TREE &&
@@ -521,11 +530,20 @@ static int report(struct walk *w, amp_log_fn fn, void *ctx, long long *left)
 		size_t len, id_len, task_len;
 		int rc, stop = 0;
 
-		/* tasks/<YYYY>/<S>/<task>/<name>: the task is the parent's name. */
+		/* tasks/<YYYY>/<S>/<task>/<name>: the task is the parent's name;
+		 * agents/<agent>/register-...json belongs to no task. */
 		task_len = (size_t)(name - 1 - a->path);
 		memcpy(task, a->path, task_len);
 		task[task_len] = '\0';
-		amp_store_entry_parse(name, NULL, &r.kind, &idp, &id_len);
+		if (!strncmp(a->path, AMP_REGISTRY_DIR "/", strlen(AMP_REGISTRY_DIR "/"))) {
+			r.kind = AMP_ENTRY_CTL;
+			idp = name;
+			id_len = strlen(name) - strlen(".json");
+			task[0] = '/';
+			task[1] = '\0';
+		} else {
+			amp_store_entry_parse(name, NULL, &r.kind, &idp, &id_len);
+		}
 		memcpy(id, idp, id_len);
 		id[id_len] = '\0';
 		len = 0;

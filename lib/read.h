@@ -105,8 +105,10 @@ typedef struct amp_log_filter {
 /* One record that a commit of the messages ref added. */
 typedef struct amp_log_record {
 	git_oid commit;
-	const char *path;      /* tasks/<YYYY>/<S>/<task>/<name> */
-	const char *task_id;   /* the task directory's name */
+	const char *path;      /* tasks/<YYYY>/<S>/<task>/<name>, or
+				* agents/<agent>/<name> (registry.h) */
+	const char *task_id;   /* the task directory's name; "" for a
+				* register record (no task) */
 	amp_entry_kind kind;
 	const char *id;        /* msg_id (message, ACK) or control name, from
 				* the file name */

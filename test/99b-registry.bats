@@ -35,6 +35,14 @@ register_paths() {
 	assert_output "registered alice as executor; capabilities go, c ($path)"
 	run -0 json_get 'd' < <(git show "refs/amp/messages:$path")
 	assert_output '{"protocol_version": "AMP/1.0", "type": "register", "from": "executor", "agent": "alice", "roles": ["executor"], "timestamp": "2026-02-26T14:32:07+00:00", "capabilities": ["go", "c"]}'
+	# amp log lists it, as a control record of no task.
+	run -0 amp log --type register
+	assert_output --regexp "^[0-9a-f]{7} 2026-02-26T14:32:07\+00:00  -             ctl/register        executor  register-1772116327000-${blob:0:12}  agent alice\$"
+	run -0 amp log --type register --json
+	run -0 json_get '[d["task_id"], d["kind"], d["type"], d["id"], d["path"], d["agent"], d["record"]["roles"]]' <<< "$output"
+	assert_output "[\"\", \"ctl\", \"register\", \"register-1772116327000-${blob:0:12}\", \"$path\", \"alice\", [\"executor\"]]"
+	run -0 amp log --task $T
+	assert_output ""
 	run -0 git log -1 --format='%an <%ae>%n%B' refs/amp/messages
 	assert_output 'alice <executor@amp.invalid>
 register alice executor
@@ -170,9 +178,10 @@ alice|register alice executor|alice"
 	at 8; amp register --agent bob --role reviewer --from admin > /dev/null
 	run -0 amp agents --json
 	alice=$(register_paths alice | grep 1772116334000) bob=$(register_paths bob)
-	assert_output "[{\"agent\":\"alice\",\"roles\":[\"executor\"],\"last_write\":\"2026-02-26T14:32:12+00:00\",\"last_task\":\"T-2026-044\",\"writes\":2,\"holds\":[{\"task_id\":\"T-2026-044\",\"subtask_id\":null,\"expires\":\"2026-02-26T14:42:12+00:00\"}],\"declared\":{\"roles\":[\"executor\",\"reviewer\"],\"capabilities\":[\"c\",\"rust\"],\"from\":\"executor\",\"declared\":\"2026-02-26T14:32:14+00:00\",\"record\":\"$alice\"}},{\"agent\":\"bob\",\"roles\":[],\"last_write\":null,\"last_task\":null,\"writes\":0,\"holds\":[],\"declared\":{\"roles\":[\"reviewer\"],\"capabilities\":[],\"from\":\"admin\",\"declared\":\"2026-02-26T14:32:15+00:00\",\"record\":\"$bob\"}}]"
+	assert_output "[{\"agent\":\"alice\",\"roles\":[\"executor\"],\"last_write\":\"2026-02-26T14:32:14+00:00\",\"last_task\":null,\"writes\":4,\"holds\":[{\"task_id\":\"T-2026-044\",\"subtask_id\":null,\"expires\":\"2026-02-26T14:42:12+00:00\"}],\"declared\":{\"roles\":[\"executor\",\"reviewer\"],\"capabilities\":[\"c\",\"rust\"],\"from\":\"executor\",\"declared\":\"2026-02-26T14:32:14+00:00\",\"record\":\"$alice\"}},{\"agent\":\"bob\",\"roles\":[],\"last_write\":null,\"last_task\":null,\"writes\":0,\"holds\":[],\"declared\":{\"roles\":[\"reviewer\"],\"capabilities\":[],\"from\":\"admin\",\"declared\":\"2026-02-26T14:32:15+00:00\",\"record\":\"$bob\"}}]"
 	run -0 amp agents
-	assert_output "alice  roles executor  last write 2026-02-26T14:32:12+00:00 on $T  holds $T  declared executor,reviewer; capabilities c,rust
+	# Its own register records are writes too (of no task).
+	assert_output "alice  roles executor  last write 2026-02-26T14:32:14+00:00  holds $T  declared executor,reviewer; capabilities c,rust
 bob  roles -  last write (none)  declared reviewer"
 }
 
