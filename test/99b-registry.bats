@@ -313,3 +313,10 @@ as of "
 	run -0 json_get '[[a["agent"], a["declared"]["roles"]] for a in d]' <<< "$output"
 	assert_output '[["alice", ["executor"]], ["bob", ["reviewer"]], ["carol", ["executor"]]]'
 }
+
+@test "a hand-made depend record naming no task leaves the all-task amp status readable" {
+	send_dispatch
+	GIT_COMMITTER_DATE=@1772116327 plant "$(next_path $T depend-1772116327001 ctl)" <<< '{"protocol_version":"AMP/1.0","type":"depend","task_id":"T-2026-044","from":"coordinator","timestamp":"2026-02-26T14:32:07+00:00","on":"nothing","soft":false}'
+	run -0 amp status
+	assert_output "$T   dispatched    1 msgs  0 rejects  ACK pending"
+}
