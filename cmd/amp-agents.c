@@ -10,6 +10,21 @@
 
 static const char usage[] = "usage: amp agents [--json] [--repo <dir>]\n";
 
+/* "  declared executor,reviewer; capabilities c,go", when it registered. */
+static void print_declared(const json_t *d)
+{
+	const json_t *v;
+	size_t j;
+
+	if (!json_is_object(d))
+		return;
+	printf("  declared");
+	json_array_foreach(json_object_get(d, "roles"), j, v)
+		printf("%s%s", j ? "," : " ", amp_term(json_string_value(v)));
+	json_array_foreach(json_object_get(d, "capabilities"), j, v)
+		printf("%s%s", j ? "," : "; capabilities ", amp_term(json_string_value(v)));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -19,6 +34,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *repo = NULL;
+	amp_schema_set *set = NULL;
 	amp_store *st = NULL;
 	json_t *out = NULL, *a, *v;
 	amp_error err;
@@ -40,9 +56,10 @@ int main(int argc, char **argv)
 		return code;
 	if (optind != argc)
 		return amp_cli_usage_error("agents", usage, "no operand expected");
-	if ((code = amp_cli_open_store("agents", repo, &st)))
+	if ((code = amp_cli_load_schemas("agents", &set)) ||
+	    (code = amp_cli_open_store("agents", repo, &st)))
 		goto cleanup;
-	if (amp_clock_now_ms(&now, &err) < 0 || amp_coord_agents(st, now, &out, &err) < 0) {
+	if (amp_clock_now_ms(&now, &err) < 0 || amp_coord_agents(st, set, now, &out, &err) < 0) {
 		code = amp_cli_fail("agents", &err);
 		goto cleanup;
 	}
@@ -54,15 +71,19 @@ int main(int argc, char **argv)
 		printf("%s  roles", amp_term(amp_json_str(a, "agent")));
 		json_array_foreach(json_object_get(a, "roles"), j, v)
 			printf("%s%s", j ? "," : " ", amp_term(json_string_value(v)));
+		if (!json_array_size(json_object_get(a, "roles")))
+			printf(" -"); /* declared only: it never wrote */
 		printf("  last write %s", amp_or_none(amp_json_str(a, "last_write")));
 		if (amp_json_str(a, "last_task"))
 			printf(" on %s", amp_term(amp_json_str(a, "last_task")));
 		json_array_foreach(json_object_get(a, "holds"), j, v)
 			printf("%s%s", j ? ", " : "  holds ", amp_term(amp_json_str(v, "task_id")));
+		print_declared(json_object_get(a, "declared"));
 		putchar('\n');
 	}
 cleanup:
 	json_decref(out);
+	amp_schema_set_free(set);
 	amp_store_free(st);
 	return code;
 }

@@ -76,7 +76,7 @@ static int print_record(const amp_log_record *r, void *ctx)
 		 r->doc ? str(r->doc, "type") : "?");
 	fprintf(o->mem, "%s%s%s %-*s  %-12s  %-18s  %-11s", amp_human_sgr(&o->h, AMP_SGR_YELLOW), hex,
 		amp_human_sgr(&o->h, AMP_SGR_RESET), AMP_HUMAN_TIME_WIDTH,
-		amp_human_time(&o->h, ts, t), amp_term(r->task_id), amp_term(what),
+		amp_human_time(&o->h, ts, t), *r->task_id ? amp_term(r->task_id) : "-", amp_term(what),
 		str(r->doc, "from"));
 	/* A control record has no addressee: its column stays blank. */
 	fprintf(o->mem, " %s%-11s", r->kind != AMP_ENTRY_CTL ? "-> " : "   ",

@@ -2,28 +2,33 @@
  * nobody holds. */
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "clock.h"
 #include "coord.h"
 #include "message.h"
+#include "registry.h"
 #include "util.h"
 
-static const char usage[] = "usage: amp ready [--capability <name>] [--json] [--repo <dir>]\n";
+static const char usage[] =
+	"usage: amp ready [--capability <name>] [--agent <name>] [--json] [--repo <dir>]\n";
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "capability", required_argument, NULL, 'c' },
+		{ "agent", required_argument, NULL, 'a' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *repo = NULL, *capability = NULL;
+	const char *repo = NULL, *capability = NULL, *agent = NULL;
+	amp_schema_set *set = NULL;
 	amp_store *st = NULL;
 	git_tree *tip = NULL;
-	json_t *out = NULL, *t;
+	json_t *out = NULL, *t, *declared = NULL, *can = NULL;
 	amp_error err;
 	int64_t now;
 	size_t i;
@@ -33,6 +38,7 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': capability = optarg; break;
+		case 'a': agent = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
@@ -44,11 +50,24 @@ int main(int argc, char **argv)
 		return code;
 	if (optind != argc)
 		return amp_cli_usage_error("ready", usage, "no operand expected");
-	if ((code = amp_cli_open_store("ready", repo, &st)))
+	if (agent && !amp_agent_valid(agent, strlen(agent)))
+		return amp_cli_usage_error("ready", usage, "--agent '%s' is not an agent name ([A-Za-z0-9._-], 1 to 64)",
+					   agent);
+	if ((code = amp_cli_load_schemas("ready", &set)) ||
+	    (code = amp_cli_open_store("ready", repo, &st)))
 		goto cleanup;
 	if (amp_clock_now_ms(&now, &err) < 0 ||
 	    amp_store_tip(st, amp_store_messages_ref(st), NULL, &tip, &err) < 0 ||
-	    amp_coord_ready(st, tip, now, capability, &out, &err) < 0) {
+	    (agent && amp_registry_read(st, set, tip, &declared, &err) < 0)) {
+		code = amp_cli_fail("ready", &err);
+		goto cleanup;
+	}
+	/* What the agent declared it can do; nothing when it never did. */
+	if (agent) {
+		can = json_object_get(json_object_get(declared, agent), "capabilities");
+		can = can ? json_incref(can) : json_array();
+	}
+	if (amp_coord_ready(st, tip, now, capability, can, &out, &err) < 0) {
 		code = amp_cli_fail("ready", &err);
 		goto cleanup;
 	}
@@ -62,6 +81,9 @@ int main(int argc, char **argv)
 		       amp_json_str(t, "deadline") ? "  due " : "",
 		       amp_json_str(t, "deadline") ? amp_json_str(t, "deadline") : "");
 cleanup:
+	json_decref(can);
+	json_decref(declared);
+	amp_schema_set_free(set);
 	json_decref(out);
 	git_tree_free(tip);
 	amp_store_free(st);

@@ -82,7 +82,7 @@ static void print_ack(const json_t *doc, const json_t *a, const char *why)
 /* One message for the terminal: its envelope, ACK, references and payload,
  * every message-derived byte through amp_term. */
 static void print_message(amp_store *st, git_tree *tip, const amp_stored_msg *m,
-			  int64_t now, json_t *cache)
+			  int64_t now, json_t *cache, const char *agent)
 {
 	const json_t *doc = m->doc, *ack, *ref;
 	char *payload, t[AMP_HUMAN_TIME_BUFSZ], ago[AMP_HUMAN_REL_BUFSZ];
@@ -99,6 +99,9 @@ static void print_message(amp_store *st, git_tree *tip, const amp_stored_msg *m,
 	if (amp_time_parse(amp_or_none(json_string_value(json_object_get(doc, "timestamp"))), &sent) == 0)
 		printf("  (%s)", amp_human_ago(sent, now, ago));
 	putchar('\n');
+	/* The named instance that wrote it, when its commit names one. */
+	if (agent && *agent)
+		printf("agent       %s\n", amp_term(agent));
 	ack = amp_read_ack_state(st, tip, m->msg_id, now, cache, &err);
 	print_ack(doc, ack, err.message);
 	if (!json_array_size(json_object_get(doc, "context_ref")))
@@ -144,6 +147,7 @@ int main(int argc, char **argv)
 	amp_stored_msg msg = { 0 }, *chain = NULL;
 	amp_error err;
 	json_t *cache = NULL, *out = NULL;
+	char task[64], agent[AMP_AGENT_MAX + 1] = "";
 	size_t n = 0, i;
 	int64_t now;
 	int c, json_out = 0, context = 0, truncated = 0, code = 0;
@@ -214,7 +218,7 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < n; i++) {
 		if (chain[i].state == AMP_STORED_OK) {
-			print_message(st, tip, &chain[i], now, cache);
+			print_message(st, tip, &chain[i], now, cache, NULL);
 		} else {
 			printf("message     %s\nnamed by    %s\n%-11s %s%s%s\n", amp_term(chain[i].msg_id),
 			       amp_term(chain[i].referenced_by),
@@ -224,7 +228,14 @@ int main(int argc, char **argv)
 		}
 		putchar('\n');
 	}
-	print_message(st, tip, &msg, now, cache);
+	/* One walk of its task's history, for the message asked only: a
+	 * --context chain would walk once per message. */
+	if (amp_msg_id_task(msg.msg_id, task, sizeof(task)) == 0 &&
+	    amp_read_writer(st, task, AMP_ENTRY_MSG, msg.msg_id, agent, sizeof(agent), &err) < 0) {
+		code = amp_cli_fail("show", &err);
+		goto cleanup;
+	}
+	print_message(st, tip, &msg, now, cache, agent);
 cleanup:
 	json_decref(out);
 	json_decref(cache);

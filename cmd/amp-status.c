@@ -184,6 +184,22 @@ static void print_task(const json_t *t)
 	}
 }
 
+/* The end of a task's line: who holds it, what it waits for. */
+static void print_holders(const json_t *s)
+{
+	const json_t *m;
+	size_t i;
+
+	json_array_foreach(json_object_get(s, "claims"), i, m)
+		printf("%s%s%s%s%s", i ? ", " : "  held by ", str(m, "agent"),
+		       json_is_string(json_object_get(m, "subtask_id")) ? " for " : "",
+		       json_is_string(json_object_get(m, "subtask_id")) ? str(m, "subtask_id") : "",
+		       json_is_true(json_object_get(m, "expired")) ? " (expired)" : "");
+	json_array_foreach(json_object_get(s, "waits_for"), i, m)
+		printf("%s%s (%s%s)", i ? ", " : "  waits for ", str(m, "task_id"), str(m, "state"),
+		       json_is_true(json_object_get(m, "soft")) ? ", soft" : "");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -293,6 +309,8 @@ int main(int argc, char **argv)
 			       json_integer_value(json_object_get(s, "acks_pending")) ? "  ACK pending" : "");
 		if (!json_out && json_integer_value(json_object_get(s, "unreadable")))
 			printf("  %lld unreadable", (long long)json_integer_value(json_object_get(s, "unreadable")));
+		if (!json_out)
+			print_holders(s);
 		if (!json_out)
 			putchar('\n');
 		json_array_append_new(out, s);

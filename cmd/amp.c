@@ -56,6 +56,7 @@ static const struct {
 	{ "depend", "make a task's dispatch wait for another task's approval" },
 	{ "plan", "set a task's priority, deadline, lock threshold or capability" },
 	{ "agents", "list the named agent instances: roles, last write, tasks held" },
+	{ "register", "declare an agent instance's roles and capabilities (amp agents, amp ready --agent)" },
 	{ "ready", "list the tasks ready to work on: dependencies approved, nobody holding them" },
 };
 

@@ -244,23 +244,30 @@ int amp_coord_order_inbox(amp_store *st, json_t *messages, int64_t now_ms, amp_e
  *
  * `amp ready`: the tasks nobody holds (no lease in force at now_ms), not
  * approved, aborted or suspended, whose dependencies are all approved (and
- * whose plan's capability is `capability`, when not NULL), as a new JSON
- * array of {"task_id", "state", "priority", "deadline", "capability",
- * "since"} (since: the task's first record), by priority, then oldest
- * first.
+ * whose plan's capability is `capability`, when not NULL; and, when `can`
+ * is not NULL, whose plan requires no capability or one of the strings of
+ * array `can`: what an agent declared, registry.h), as a new JSON array of
+ * {"task_id", "state", "priority", "deadline", "capability", "since"}
+ * (since: the task's first record), by priority, then oldest first.
  */
 int amp_coord_ready(amp_store *st, git_tree *tip, int64_t now_ms, const char *capability,
-		    json_t **out, amp_error *err);
+		    const json_t *can, json_t **out, amp_error *err);
 
 /* ---- agents -----------------------------------------------------------------
  *
  * `amp agents`: every named instance seen in the SSOT's history (the
  * Amp-Agent trailer of the commits of the messages ref, read.h, and the
- * agent of claim records), as a new JSON array, by name, of {"agent",
- * "roles" (sorted), "last_write" (the newest record time it wrote),
- * "last_task", "writes" (records), "holds" ([{"task_id", "subtask_id",
- * "expires"}]: its leases in force at now_ms)}.  AMP_OK or AMP_EIO.
+ * agent of claim records) or declared (amp register, registry.h), as a new
+ * JSON array, by name, of {"agent", "roles" (sorted: the roles it wrote
+ * as), "last_write" (the newest record time it wrote), "last_task",
+ * "writes" (records), "holds" ([{"task_id", "subtask_id", "expires"}]: its
+ * leases in force at now_ms), "declared" (its register record in force,
+ * registry.h amp_registry_read's object, or null)}.
+ * What the history says is cached in <state dir>/agents.json with the tip
+ * it was read at (a newer tip walks the commits since it only); the holds
+ * come from amp status's cached summaries (summary.h).  AMP_OK or AMP_EIO.
  */
-int amp_coord_agents(amp_store *st, int64_t now_ms, json_t **out, amp_error *err);
+int amp_coord_agents(amp_store *st, amp_schema_set *set, int64_t now_ms, json_t **out,
+		     amp_error *err);
 
 #endif

@@ -9,10 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bounds.h"
 #include "control.h"
 #include "coord.h"
 #include "hook.h"
 #include "message.h"
+#include "read.h"
+#include "registry.h"
 #include "rules.h"
 #include "sign.h"
 #include "sync.h"
@@ -424,6 +427,56 @@ static int tree_changes(git_repository *repo, git_tree *a, git_tree *b, const ch
 	return rc;
 }
 
+/* A register record (registry.h) the commit adds at `path`: its form and
+ * its role, written by the instance itself (the commit's Amp-Agent) unless
+ * the admin writes it; in strict mode, signed by that instance's key
+ * ("<agent>@<role>"). */
+static int check_register(struct check *c, git_commit *commit, const char *path)
+{
+	git_tree_entry *e = NULL;
+	git_blob *b = NULL;
+	json_t *doc = NULL;
+	amp_errlist found = { 0 };
+	amp_error perr;
+	char agent[AMP_AGENT_MAX + 1], principal[256], why[400];
+	const char *from;
+	int status = AMP_OK, ok;
+
+	if (git_tree_entry_bypath(&e, c->tree, path) < 0 ||
+	    git_blob_lookup(&b, amp_store_repo(c->st), git_tree_entry_id(e)) < 0) {
+		amp_error_git(&perr, AMP_EIO, "cannot read %s", path);
+		status = amp_errlist_add(c->errors, AMP_EIO, "", "commit %s: %s", c->commit, perr.message);
+		goto cleanup;
+	}
+	if (amp_bounds_parse_record(git_blob_rawcontent(b), (size_t)git_blob_rawsize(b), &doc,
+				    &perr) < 0 || !json_is_object(doc)) {
+		refuse(c, AMP_ESCHEMA, path, NULL, "not a JSON object: %s%s", perr.message, NULL);
+		goto cleanup;
+	}
+	amp_commit_agent(commit, agent, sizeof(agent));
+	json_array_append_new(c->froms, json_string(amp_or_none(amp_json_str(doc, "from"))));
+	if (amp_registry_check(c->set, path, git_tree_entry_id(e), doc, agent, &found) == AMP_OK &&
+	    c->signatures && strcmp((from = amp_json_str(doc, "from")), "admin")) {
+		/* The key names the instance: "<agent>@<role>", nothing else. */
+		ok = amp_signing_verify_commit(amp_store_repo(c->st), amp_store_signing(c->st),
+					       git_commit_id(commit), from, principal,
+					       sizeof(principal), why, sizeof(why), &perr);
+		if (ok < 0)
+			status = amp_errlist_add(c->errors, ok, "", "commit %s: %s", c->commit, perr.message);
+		else if (ok && (strncmp(principal, agent, strlen(agent)) || principal[strlen(agent)] != '@'))
+			amp_errlist_add(&found, AMP_ERULE, "/agent",
+					"%s registers itself with its own key: the signing key's principal is %s, not %s@%s",
+					agent, principal, agent, from);
+	}
+	place(c, &found, path);
+cleanup:
+	amp_errlist_free(&found);
+	json_decref(doc);
+	git_blob_free(b);
+	git_tree_entry_free(e);
+	return status;
+}
+
 /* Checks one new commit: only added files, and on the messages ref only
  * valid records in their place. */
 static int check_commit(struct check *c, git_commit *commit)
@@ -432,7 +485,7 @@ static int check_commit(struct check *c, git_commit *commit)
 	git_commit *parent = NULL;
 	git_tree *old_tree = NULL;
 	struct changes ch = { 0 };
-	json_t *tasks = json_object(), *added;
+	json_t *tasks = json_object(), *added, *registers = json_array();
 	const char *task;
 	char task_id[64];
 	int status = AMP_OK;
@@ -473,6 +526,10 @@ static int check_commit(struct check *c, git_commit *commit)
 		}
 		if (!c->messages || !strcmp(path, "AMP"))
 			continue;
+		if (!strncmp(path, AMP_REGISTRY_DIR "/", strlen(AMP_REGISTRY_DIR "/"))) {
+			json_array_append_new(registers, json_string(path));
+			continue;
+		}
 		if (record_path(path, task_id, sizeof(task_id), &name) < 0) {
 			refuse(c, AMP_ESCHEMA, path, NULL, "not a record in its task's directory (tasks/<YYYY>/<S>/<task_id>/<seq>.<msg|ack|ctl>.<id>.json)%s%s",
 			       NULL, NULL);
@@ -490,10 +547,13 @@ static int check_commit(struct check *c, git_commit *commit)
 	json_object_foreach(tasks, task, added)
 		if ((status = check_task(c, task, added)) < 0)
 			break;
+	for (i = 0; status == AMP_OK && i < json_array_size(registers); i++)
+		status = check_register(c, commit, json_string_value(json_array_get(registers, i)));
 	if (status == AMP_OK && c->signatures)
 		status = check_signature(c, commit);
 cleanup:
 	json_decref(tasks);
+	json_decref(registers);
 	free(ch.items);
 	git_tree_free(old_tree);
 	git_tree_free(c->tree);

@@ -13,10 +13,12 @@
 
 #include "clock.h"
 #include "message.h"
+#include "read.h"
 #include "task.h"
 #include "util.h"
 
-#define CACHE_VERSION 1
+/* 2: each record has "agent" (the instance that wrote it, or null). */
+#define CACHE_VERSION 2
 
 /* ---- reading the SSOT ------------------------------------------------------ */
 
@@ -90,6 +92,77 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, const c
 	}
 	amp_task_state_free(&s);
 	amp_task_log_free(&log);
+	return status;
+}
+
+/* ---- who wrote each message ------------------------------------------------ */
+
+struct missing {
+	json_t *want; /* msg_id -> [records waiting for their agent] */
+};
+
+static int note_writer(const amp_log_record *r, void *ctx)
+{
+	struct missing *m = ctx;
+	json_t *list = r->kind == AMP_ENTRY_MSG ? json_object_get(m->want, r->id) : NULL, *rec;
+	size_t i;
+
+	if (!list)
+		return 0;
+	json_array_foreach(list, i, rec)
+		json_object_set_new(rec, "agent", r->agent ? json_string(r->agent) : json_null());
+	json_object_del(m->want, r->id);
+	return json_object_size(m->want) == 0; /* all found: stop */
+}
+
+/*
+ * Gives each record of the arrays of `lists` (an object of arrays, or one
+ * array) that has no "agent" yet the instance that wrote it: from `known`
+ * (msg_id -> agent, what an older cache said) when it is there, else from
+ * the Amp-Agent trailer of the commit that added it, found by walking the
+ * history from the tip, newest first, only until every one is found (what
+ * waits for an ACK is recent).  A record whose commit names no instance
+ * gets null.  AMP_OK or AMP_EIO.
+ */
+static int fill_agents(amp_store *st, json_t *lists, const json_t *known, amp_error *err)
+{
+	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX, .names_only = 1 };
+	amp_errlist problems = { 0 };
+	struct missing m = { json_object() };
+	json_t *one = json_is_array(lists) ? json_pack("{s:O}", "", lists) : json_incref(lists);
+	json_t *list, *rec, *k;
+	const char *task;
+	size_t i;
+	int status = AMP_OK;
+
+	if (!m.want || !one) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	json_object_foreach(one, task, list)
+		json_array_foreach(list, i, rec) {
+			const char *id = amp_json_str(rec, "msg_id");
+
+			if (json_object_get(rec, "agent") || !id)
+				continue;
+			if ((k = json_object_get(known, id))) {
+				json_object_set(rec, "agent", k);
+				continue;
+			}
+			if (!json_object_get(m.want, id))
+				json_object_set_new(m.want, id, json_array());
+			json_array_append(json_object_get(m.want, id), rec);
+		}
+	if (json_object_size(m.want))
+		status = amp_log_walk(st, &f, note_writer, &m, &problems, err);
+	/* Not found (a record the history does not show being added). */
+	json_object_foreach(m.want, task, list)
+		json_array_foreach(list, i, rec)
+			json_object_set_new(rec, "agent", json_null());
+cleanup:
+	amp_errlist_free(&problems);
+	json_decref(m.want);
+	json_decref(one);
 	return status;
 }
 
@@ -223,7 +296,7 @@ static int update_cache(amp_store *st, json_t **c, const git_oid *tip, int *rebu
 	git_repository *repo = amp_store_repo(st);
 	git_commit *old_c = NULL, *new_c = NULL;
 	git_tree *old_t = NULL, *new_t = NULL;
-	json_t *touched = json_object(), *v;
+	json_t *touched = json_object(), *known = json_object(), *v;
 	const char *hex = amp_json_str(*c, "tip"), *task;
 	char tip_hex[GIT_OID_HEXSZ + 1];
 	git_oid old;
@@ -243,7 +316,7 @@ static int update_cache(amp_store *st, json_t **c, const git_oid *tip, int *rebu
 				       amp_store_messages_ref(st), git_oid_tostr_s(tip));
 		goto cleanup;
 	}
-	if (!touched || !*c) {
+	if (!touched || !known || !*c) {
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
 	}
@@ -256,9 +329,20 @@ static int update_cache(amp_store *st, json_t **c, const git_oid *tip, int *rebu
 	/* Tasks that could not be read are tried again. */
 	json_object_foreach(json_object_get(*c, "broken"), task, v)
 		json_object_set(touched, task, json_null());
+	/* Who wrote what the cache holds already: no need to look again. */
+	json_object_foreach(json_object_get(*c, "tasks"), task, v) {
+		size_t i;
+		json_t *r;
+
+		json_array_foreach(v, i, r)
+			if (json_object_get(r, "agent"))
+				json_object_set(known, amp_json_str(r, "msg_id"), json_object_get(r, "agent"));
+	}
 	for (iter = json_object_iter(touched); iter && status == AMP_OK;
 	     iter = json_object_iter_next(touched, iter))
 		status = refresh_task(st, new_t, *c, json_object_iter_key(iter), err);
+	if (status == AMP_OK)
+		status = fill_agents(st, json_object_get(*c, "tasks"), known, err);
 	if (status == AMP_OK)
 		json_object_set_new(*c, "tip", json_string(git_oid_tostr(tip_hex, sizeof(tip_hex), tip)));
 cleanup:
@@ -267,6 +351,7 @@ cleanup:
 	git_commit_free(new_c);
 	git_commit_free(old_c);
 	json_decref(touched);
+	json_decref(known);
 	return status;
 }
 
@@ -404,6 +489,8 @@ int amp_inbox_read(amp_store *st, const char *role, const char *task, int all,
 	if (all) {
 		out->source = AMP_INBOX_UNCACHED;
 		status = read_all(st, &tip, role, task, out->messages, err);
+		if (status == AMP_OK)
+			status = fill_agents(st, out->messages, NULL, err);
 		goto sort;
 	}
 	c = load_cache(st);
@@ -476,6 +563,8 @@ static json_t *inbox_json(const amp_inbox *in, const char *role, const char *ref
 		}
 		json_object_set(m, "acked", json_object_get(r, "acked"));
 		json_object_set(m, "path", json_object_get(r, "path"));
+		json_object_set(m, "agent", json_is_string(json_object_get(r, "agent")) ?
+				json_object_get(r, "agent") : json_null());
 		json_array_append_new(list, m);
 	}
 	return out;
@@ -530,6 +619,8 @@ static char *format(const json_t *inbox, const amp_human *h)
 			fputs("awaiting the admin's approval", f);
 		else
 			fputs("no ACK required", f);
+		if (amp_json_str(m, "agent"))
+			fprintf(f, "  agent %s", field(m, "agent"));
 		fputc('\n', f);
 	}
 	if (!json_array_size(list))

@@ -10,11 +10,15 @@
  *    "policy":{"lock_threshold","max_clock_skew_ms","approval_levels"},
  *    "tip":"<commit>",
  *    "tasks":{"<task_id>":[{"msg_id","task_id","type","from","to",
- *                           "timestamp","requires_ack","deadline","path"}]},
+ *                           "timestamp","requires_ack","deadline","path",
+ *                           "agent"}]},
  *    "broken":{"<task_id>":"<why its directory cannot be read>"}}
  *
  * ("deadline": the ACK deadline in Unix ms, amp_task_ack_deadline, or
- * null.)  The tip is always read from the ref first: an unchanged ref is
+ * null; "agent": the named instance that wrote it, from the Amp-Agent
+ * trailer of the commit that added it, or null -- found once, when the
+ * record enters the file, by walking the history from the tip only until
+ * the commits of the new records are found.)  The tip is always read from the ref first: an unchanged ref is
  * answered from the file without reading any git object; a moved ref
  * (amp send, a fetch, a plain `git update-ref`) is caught up by diffing
  * the cached tip's tree against the new one and re-reading only the task
@@ -47,7 +51,9 @@ typedef struct amp_inbox {
 	json_t *messages;   /* owned array, oldest first (timestamp, then
 			     * msg_id): {"msg_id","task_id","type","from",
 			     * "to","timestamp","requires_ack","deadline"
-			     * (Unix ms or null),"acked","path"} */
+			     * (Unix ms or null),"acked","path","agent"
+			     * (the Amp-Agent of the commit that added it,
+			     * or null)} */
 	amp_inbox_source source;
 } amp_inbox;
 

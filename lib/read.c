@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "message.h"
+#include "registry.h"
 #include "task.h"
 #include "util.h"
 
@@ -310,7 +311,8 @@ int amp_log_type_valid(const char *type)
 {
 	/* The types of control.schema.json's "type" enum. */
 	static const char *const controls[] = { "resume", "approve", "abort", "heartbeat", "superseded",
-						"idempotency_key", "claim", "release", "depend", "plan" };
+						"idempotency_key", "claim", "release", "depend", "plan",
+						"register" };
 	size_t i;
 
 	if (amp_type_lookup(type) || !strcmp(type, "ack"))
@@ -337,9 +339,7 @@ struct walk {
 	char agent[AMP_AGENT_MAX + 1]; /* its Amp-Agent trailer, "" none */
 };
 
-/* The named instance that wrote commit c (its Amp-Agent trailer, store.h),
- * into buf; "" when none or not a valid name. */
-static void commit_agent(git_commit *c, char *buf, size_t bufsz)
+void amp_commit_agent(const git_commit *c, char *buf, size_t bufsz)
 {
 	git_message_trailer_array arr = { 0 };
 	size_t i;
@@ -389,18 +389,24 @@ static int collect(struct walk *w, git_tree *a, git_tree *b, const char *prefix,
 		amp_entry_kind kind;
 		const char *id;
 		size_t id_len;
-		int len;
+		int len, reg;
 
 		if (ae && git_oid_equal(git_tree_entry_id(ae), git_tree_entry_id(be)))
 			continue;
 		len = snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
 		if (len < 0 || (size_t)len >= sizeof(path))
 			continue; /* no store path is this long */
-		if (depth == 4) {
+		/* A task's records are 4 directories down, the registry's 2
+		 * (registry.h). */
+		reg = !strncmp(path, AMP_REGISTRY_DIR "/", strlen(AMP_REGISTRY_DIR "/"));
+		if (depth == (reg ? 2 : 4)) {
 			struct added *bigger;
+			char agent[AMP_AGENT_MAX + 1], hex[13];
+			int64_t ms;
 
 			if (git_tree_entry_type(be) != GIT_OBJECT_BLOB ||
-			    amp_store_entry_parse(name, NULL, &kind, &id, &id_len) < 0)
+			    (reg ? amp_registry_parse_path(path, agent, sizeof(agent), &ms, hex)
+				 : amp_store_entry_parse(name, NULL, &kind, &id, &id_len)) < 0)
 				continue;
 			if (w->count == w->alloc) {
 				size_t alloc = w->alloc ? 2 * w->alloc : 8;
@@ -415,7 +421,8 @@ static int collect(struct walk *w, git_tree *a, git_tree *b, const char *prefix,
 			w->count++;
 			continue;
 		}
-		if (git_tree_entry_type(be) != GIT_OBJECT_TREE || (depth == 0 && strcmp(name, "tasks")))
+		if (git_tree_entry_type(be) != GIT_OBJECT_TREE ||
+		    (depth == 0 && strcmp(name, "tasks") && strcmp(name, AMP_REGISTRY_DIR)))
 			continue;
 		if (git_tree_lookup(&sb, w->repo, git_tree_entry_id(be)) < 0 ||
 		    (ae && git_tree_entry_type(ae) == GIT_OBJECT_TREE &&
@@ -523,15 +530,28 @@ static int report(struct walk *w, amp_log_fn fn, void *ctx, long long *left)
 		size_t len, id_len, task_len;
 		int rc, stop = 0;
 
-		/* tasks/<YYYY>/<S>/<task>/<name>: the task is the parent's name. */
+		/* tasks/<YYYY>/<S>/<task>/<name>: the task is the parent's name;
+		 * agents/<agent>/register-...json belongs to no task. */
 		task_len = (size_t)(name - 1 - a->path);
 		memcpy(task, a->path, task_len);
 		task[task_len] = '\0';
-		amp_store_entry_parse(name, NULL, &r.kind, &idp, &id_len);
+		if (!strncmp(a->path, AMP_REGISTRY_DIR "/", strlen(AMP_REGISTRY_DIR "/"))) {
+			r.kind = AMP_ENTRY_CTL;
+			idp = name;
+			id_len = strlen(name) - strlen(".json");
+			task[0] = '/';
+			task[1] = '\0';
+		} else {
+			amp_store_entry_parse(name, NULL, &r.kind, &idp, &id_len);
+		}
 		memcpy(id, idp, id_len);
 		id[id_len] = '\0';
-		if ((rc = read_record(w->repo, &a->blob, &raw, &len, &doc, reason, sizeof(reason))) < 0)
+		len = 0;
+		if (!w->f->names_only &&
+		    (rc = read_record(w->repo, &a->blob, &raw, &len, &doc, reason, sizeof(reason))) < 0)
 			return -1;
+		if (w->f->names_only)
+			rc = 0;
 		git_oid_cpy(&r.commit, w->commit);
 		r.path = a->path;
 		r.task_id = strrchr(task, '/') + 1;
@@ -569,7 +589,8 @@ int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
 	/* First parents only: the SSOT's history is linear, and a merge
 	 * brought in by hand is listed by what it added to the main line. */
 	if (git_revwalk_new(&walk, w.repo) < 0 || git_revwalk_simplify_first_parent(walk) < 0 ||
-	    git_revwalk_push(walk, git_commit_id(tip)) < 0) {
+	    git_revwalk_push(walk, git_commit_id(tip)) < 0 ||
+	    (f->stop && git_revwalk_hide(walk, f->stop) < 0)) {
 		status = amp_error_git(err, AMP_EIO, "cannot walk %s", amp_store_messages_ref(st));
 		goto cleanup;
 	}
@@ -585,7 +606,7 @@ int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
 			/* Its records cannot be told from its parent's. */
 			rc = problem(&w, "the commit or its parent's tree", "");
 		} else if ((rc = commit_records(&w, ptree, tree)) == 0) {
-			commit_agent(c, w.agent, sizeof(w.agent));
+			amp_commit_agent(c, w.agent, sizeof(w.agent));
 			rc = report(&w, fn, ctx, &left);
 		}
 		git_tree_free(ptree);
@@ -627,4 +648,38 @@ json_t *amp_log_record_json(const amp_log_record *r)
 	if (o && r->reason)
 		json_object_set_new(o, "reason", json_string(r->reason));
 	return o;
+}
+
+struct writer {
+	amp_entry_kind kind;
+	const char *id;
+	char *agent;
+	size_t agentsz;
+	int found;
+};
+
+static int note_writer(const amp_log_record *r, void *ctx)
+{
+	struct writer *w = ctx;
+
+	if (r->kind != w->kind || strcmp(r->id, w->id))
+		return 0;
+	snprintf(w->agent, w->agentsz, "%s", r->agent ? r->agent : "");
+	w->found = 1;
+	return 1;
+}
+
+int amp_read_writer(amp_store *st, const char *task, amp_entry_kind kind, const char *id,
+		    char *agent, size_t agentsz, amp_error *err)
+{
+	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX, .task = task,
+			     .names_only = 1 };
+	amp_errlist problems = { 0 };
+	struct writer w = { kind, id, agent, agentsz, 0 };
+	int status;
+
+	agent[0] = '\0';
+	status = amp_log_walk(st, &f, note_writer, &w, &problems, err);
+	amp_errlist_free(&problems);
+	return status < 0 ? status : w.found;
 }

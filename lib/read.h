@@ -96,13 +96,19 @@ typedef struct amp_log_filter {
 	int64_t since_ms;   /* INT64_MIN: no bound; inclusive */
 	int64_t until_ms;   /* INT64_MAX: no bound; inclusive */
 	long long limit;    /* at most this many records; 0: all */
+	const git_oid *stop; /* not NULL: only the commits this one (an
+			      * ancestor of the tip) does not reach */
+	int names_only;      /* 1: the records are not read (doc, raw NULL):
+			      * who added what, at the cost of the tree diffs */
 } amp_log_filter;
 
 /* One record that a commit of the messages ref added. */
 typedef struct amp_log_record {
 	git_oid commit;
-	const char *path;      /* tasks/<YYYY>/<S>/<task>/<name> */
-	const char *task_id;   /* the task directory's name */
+	const char *path;      /* tasks/<YYYY>/<S>/<task>/<name>, or
+				* agents/<agent>/<name> (registry.h) */
+	const char *task_id;   /* the task directory's name; "" for a
+				* register record (no task) */
 	amp_entry_kind kind;
 	const char *id;        /* msg_id (message, ACK) or control name, from
 				* the file name */
@@ -135,6 +141,20 @@ int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
  * it, or null), record (and reason when unreadable).  The caller owns it.
  */
 json_t *amp_log_record_json(const amp_log_record *rec);
+
+/* The named instance that wrote commit c (its Amp-Agent trailer, store.h)
+ * into buf; "" when none or not a valid name. */
+void amp_commit_agent(const git_commit *c, char *buf, size_t bufsz);
+
+/*
+ * The named instance that wrote record `id` of `kind` in task `task`: the
+ * Amp-Agent trailer of the commit that added it, found by walking the
+ * history from the tip and comparing only that task's directory, newest
+ * first, until it is found.  1 with agent[0..agentsz) filled ("" when the
+ * commit names none), 0 when no commit adds it, or AMP_EIO.
+ */
+int amp_read_writer(amp_store *st, const char *task, amp_entry_kind kind, const char *id,
+		    char *agent, size_t agentsz, amp_error *err);
 
 /* "msg", "ack" or "ctl". */
 const char *amp_entry_kind_name(amp_entry_kind kind);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "message.h"
 #include "proc.h"
 #include "sign.h"
 #include "store.h"
@@ -295,11 +296,22 @@ int amp_signing_check_commit(git_repository *repo, const amp_signing *s, const g
 {
 	static const char *const roles[] = { "admin", "coordinator", "executor", "reviewer",
 					     "system" };
-	const char *role = n ? git_commit_author(commit)->name : NULL;
-	char principal[256], reason[400];
+	const git_signature *author = git_commit_author(commit);
+	const char *role = n ? author->name : NULL;
+	char principal[256], reason[400], by_email[32];
 	size_t i, k;
 	int ok, own = 0;
 
+	/* A named instance is the author's name; the email keeps the role
+	 * ("<role>@amp.invalid", store.h). */
+	if (role && !amp_role_in(role, "admin coordinator executor reviewer system") &&
+	    author->email && strchr(author->email, '@') &&
+	    (size_t)(strchr(author->email, '@') - author->email) < sizeof(by_email)) {
+		snprintf(by_email, sizeof(by_email), "%.*s",
+			 (int)(strchr(author->email, '@') - author->email), author->email);
+		if (amp_role_in(by_email, "admin coordinator executor reviewer system"))
+			role = by_email;
+	}
 	if (role) {
 		for (k = 0; k < sizeof(roles) / sizeof(roles[0]) && strcmp(role, roles[k]); k++)
 			;

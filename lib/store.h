@@ -13,6 +13,8 @@
  *     <seq>.msg.<msg_id>.json            a message
  *     <seq>.ack.<msg_id>.json            the ACK of that message
  *     <seq>.ctl.<name>.json              an admin control record (resume)
+ *   agents/<agent>/register-<ms>-<blob12>.json  what an agent instance
+ *                                        declared (registry.h): no task's
  *
  * <seq> is a 6-digit per-task sequence number, so a directory lists in
  * commit order.  Reading one task reads one directory and nothing else.

@@ -7,7 +7,10 @@
  * its directory's tree (content-addressed: a task whose records did not
  * change has the same one), the summary's fields that do not depend on the
  * time, and the ACK deadline of each message still waiting for its ACK;
- * acks_pending and acks_overdue are counted from those against `now`.  It
+ * acks_pending and acks_overdue are counted from those against `now`; the
+ * leases not released (agent, subtask, when each runs out) and the
+ * dependencies, whose claims are expired against `now` and whose states
+ * are read from those tasks' own entries at listing time.  It
  * is keyed by the store's policy (amp.lockThreshold, amp.approvalRequired,
  * amp.maxClockSkew), which the states depend on.  A missing, unreadable or
  * foreign cache is rebuilt; one that cannot be written costs speed only.
@@ -31,7 +34,11 @@ void amp_summaries_close(amp_summaries *c);
 /*
  * The summary of task `task` at tip `root` and `now_ms` (a new object the
  * caller owns): {"task_id","state","reject_count","suspended","locked",
- * "messages","acks_pending","acks_overdue","unreadable","last_timestamp"},
+ * "messages","acks_pending","acks_overdue","unreadable","last_timestamp",
+ * "claims" ([{"agent","subtask_id"|null,"expires","expired"}]: the leases
+ * not released, expired against now_ms), "waits_for" ([{"task_id","soft",
+ * "state"}]: the dependencies not approved, each state from that task's
+ * own summary)},
  * from the cache when the task's tree is the one it holds (and that tree
  * is still in the object database), else from its records (and cached).
  * NULL with err filled when the task directory cannot be read.

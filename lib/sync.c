@@ -17,6 +17,7 @@
 #include "hook.h"
 #include "message.h"
 #include "proc.h"
+#include "registry.h"
 #include "send.h"
 #include "sign.h"
 #include "sync.h"
@@ -250,6 +251,13 @@ static int count_new(git_repository *repo, git_tree *a, git_tree *b,
 		if (status < 0)
 			goto cleanup;
 	}
+	/* Register records: a path is an identity (registry.h). */
+	json_object_clear(touched);
+	if (amp_registry_diff(repo, a, b, touched) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot compare two trees");
+		goto cleanup;
+	}
+	*count += json_object_size(touched);
 cleanup:
 	json_decref(touched);
 	return status;
@@ -663,6 +671,57 @@ cleanup:
 }
 
 /*
+ * The register records (registry.h) commit tree `ct` adds to `pt`, added
+ * to r->u unless `base` holds them: a union of paths, since a path names
+ * one content.  AMP_ERULE with *c filled for a path `base` holds with
+ * another blob (a name that lies about its content).
+ */
+static int replay_registry(struct replay_ctx *r, git_tree *pt, git_tree *ct, git_tree *base,
+			   struct conflict *c, amp_error *err)
+{
+	json_t *added = json_object(), *v;
+	const char *path;
+	int status = AMP_OK;
+
+	if (!added)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	if (amp_registry_diff(amp_store_repo(r->st), pt, ct, added) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot compare a commit with its parent");
+		goto cleanup;
+	}
+	json_object_foreach(added, path, v) {
+		git_tree_entry *e = NULL;
+		git_oid blob;
+		int same = -1;
+
+		if (git_oid_fromstr(&blob, json_string_value(v)) < 0)
+			continue;
+		if (base && git_tree_entry_bypath(&e, base, path) == 0)
+			same = git_oid_equal(git_tree_entry_id(e), &blob);
+		git_tree_entry_free(e);
+		git_error_clear();
+		if (same == 1)
+			continue; /* the remote has it */
+		if (same == 0) {
+			snprintf(c->local, sizeof(c->local), "%s", path);
+			snprintf(c->remote, sizeof(c->remote), "%s", path);
+			git_oid_cpy(&c->blob, &blob);
+			c->id[0] = '\0';
+			status = amp_error_set(err, AMP_ERULE, "",
+					       "conflict: %s holds other content on each side", path);
+			goto cleanup;
+		}
+		if (updates_add(&r->u, path, &blob) < 0) {
+			status = amp_error_set(err, AMP_EIO, "", "out of memory");
+			goto cleanup;
+		}
+	}
+cleanup:
+	json_decref(added);
+	return status;
+}
+
+/*
  * Adds to r->u the records commit tree `ct` adds to its parent's `pt`
  * (NULL: a root commit), each under the next free seq of its task in
  * `base`, the tree being built; skips the records `base` already holds with
@@ -810,6 +869,8 @@ static int replay_records(struct replay_ctx *r, git_tree *pt, git_tree *ct, git_
 				goto cleanup;
 		}
 	}
+	if (status == AMP_OK)
+		status = replay_registry(r, pt, ct, base, c, err);
 cleanup:
 	free(names);
 	json_decref(ix.ids);

@@ -153,7 +153,7 @@ conversation() {
 	assert_line --index 0 --regexp "  $E  no ACK required$"
 	run amp inbox admin --json
 	assert_equal "$(echo "$output" | json_get 'd["messages"][0]')" \
-		"$(printf '{"msg_id": "%s", "task_id": "T-2026-045", "type": "escalation", "from": "executor", "to": "admin", "timestamp": "%s", "requires_ack": false, "deadline": null, "due_seconds": null, "acked": false, "path": "tasks/2026/0/T-2026-045/000001.msg.%s.json"}' "$E" "$AMP_NOW" "$E")"
+		"$(printf '{"msg_id": "%s", "task_id": "T-2026-045", "type": "escalation", "from": "executor", "to": "admin", "timestamp": "%s", "requires_ack": false, "deadline": null, "due_seconds": null, "acked": false, "path": "tasks/2026/0/T-2026-045/000001.msg.%s.json", "agent": null}' "$E" "$AMP_NOW" "$E")"
 }
 
 @test "every answer names its tip: the as-of line and the json tip are the ref's commit" {
@@ -220,7 +220,7 @@ conversation() {
 	# have, of another version: rebuilt
 	for bad in 'garbage' "$(head -c 60 .git/amp/inbox.json)" \
 		   "$(sed 's/"tip":"[0-9a-f]*"/"tip":"0123456789012345678901234567890123456789"/' .git/amp/inbox.json)" \
-		   "$(sed 's/"version":1/"version":99/' .git/amp/inbox.json)" '{}' '[]'; do
+		   "$(sed 's/"version":2/"version":99/' .git/amp/inbox.json)" '{}' '[]'; do
 		# a foreign cache that would hide the dispatch if it were trusted
 		printf '%s' "$bad" | sed 's/"to":"executor"/"to":"admin"/' > .git/amp/inbox.json
 		run ids executor
