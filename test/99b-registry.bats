@@ -37,7 +37,7 @@ register_paths() {
 	assert_output '{"protocol_version": "AMP/1.0", "type": "register", "from": "executor", "agent": "alice", "roles": ["executor"], "timestamp": "2026-02-26T14:32:07+00:00", "capabilities": ["go", "c"]}'
 	# amp log lists it, as a control record of no task.
 	run -0 amp log --type register
-	assert_output --regexp "^[0-9a-f]{7} 2026-02-26T14:32:07\+00:00  -             ctl/register        executor  register-1772116327000-${blob:0:12}  agent alice\$"
+	assert_output --regexp "^[0-9a-f]{7} 2026-02-26 14:32:07 \+0000  -             ctl/register        executor +register-1772116327000-${blob:0:12}  agent alice\$"
 	run -0 amp log --type register --json
 	run -0 json_get '[d["task_id"], d["kind"], d["type"], d["id"], d["path"], d["agent"], d["record"]["roles"]]' <<< "$output"
 	assert_output "[\"\", \"ctl\", \"register\", \"register-1772116327000-${blob:0:12}\", \"$path\", \"alice\", [\"executor\"]]"
@@ -241,7 +241,7 @@ planner  roles coordinator  last write 2026-02-26T14:32:13+00:00 on $T"
 @test "amp show and amp inbox name the instance that wrote each message; the inbox cache keeps it" {
 	D=$(amp send task_dispatch --task $T --from coordinator --to executor --agent planner-1 --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
 	run -0 amp show "$D"
-	assert_line --index 4 "sent        2026-02-26T14:32:07+00:00"
+	assert_line --index 4 "sent        2026-02-26 14:32:07 +0000  (now)"
 	assert_line --index 5 "agent       planner-1"
 	# --json stays the stored record, byte for byte.
 	run -0 amp show "$D" --json
