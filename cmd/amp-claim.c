@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "sign.h"
 #include "clock.h"
 #include "coord.h"
 #include "util.h"
@@ -70,6 +71,22 @@ int main(int argc, char **argv)
 	ttl = amp_store_policy(st)->heartbeat_ms / 1000;
 	if (ttl_s && (code = amp_cli_int("claim", "--ttl", ttl_s, 1, AMP_CLAIM_TTL_MAX, &ttl)))
 		goto cleanup;
+	/* Signed, the key's principal names the instance ("alice@executor"),
+	 * as it does for every other write; a claim needs the name before
+	 * the commit, to decide who holds the task. */
+	if (!amp_store_agent(st) && amp_store_signing(st)) {
+		char principal[256], *at;
+
+		if (amp_signing_may_write(amp_store_signing(st), from ? from : "executor", NULL,
+					  principal, sizeof(principal), &err) == AMP_OK &&
+		    (at = strchr(principal, '@')) && at > principal) {
+			*at = '\0';
+			if (amp_store_set_agent(st, principal, &err) < 0) {
+				code = amp_cli_fail("claim", &err);
+				goto cleanup;
+			}
+		}
+	}
 	if (!amp_store_agent(st)) {
 		code = amp_cli_usage_error("claim", usage,
 					   "a claim names its instance: --agent <name> (or AMP_AGENT, git config amp.agent)");

@@ -92,6 +92,11 @@ Amp-Agent: planner-1"
 	assert_output "alice <executor@amp.invalid>|alice"
 	run -0 amp heartbeat $T --from executor --agent alice
 	run -0 git -c gpg.ssh.allowedSignersFile="$K/signers" verify-commit refs/amp/messages
+	# a claim needs no --agent either: the principal names the instance
+	run -0 amp claim $T --from executor
+	assert_output --regexp "^claimed $T as alice until "
+	run -0 git log -1 --format='%an|%(trailers:key=Amp-Agent,valueonly)' refs/amp/messages
+	assert_output "alice|alice"
 }
 
 # dispatch_of TASK: a dispatch of TASK to the executor; the exit code.
