@@ -65,6 +65,36 @@ long long amp_pack_estimate(amp_store *st)
 	return n * 256;
 }
 
+long long amp_pack_packs(amp_store *st)
+{
+	char dir[PATH_MAX + 8];
+	DIR *d;
+	struct dirent *e;
+	size_t n;
+	long long packs = 0;
+
+	if (objects_dir(st, dir, sizeof(dir) - 6) < 0)
+		return 0;
+	strcat(dir, "/pack");
+	if (!(d = opendir(dir)))
+		return 0;
+	while ((e = readdir(d)))
+		if ((n = strlen(e->d_name)) > 5 && !strcmp(e->d_name + n - 5, ".pack") &&
+		    !strncmp(e->d_name, "pack-", 5))
+			packs++;
+	closedir(d);
+	return packs;
+}
+
+/* 1 when the repository needs a repack: the loose objects past `limit`,
+ * or more packs than AMP_AUTOPACK_PACKS (what amp import's batches and
+ * fetches leave: every lookup tries each pack). */
+static int due(amp_store *st, long long limit)
+{
+	return limit > 0 && (amp_pack_estimate(st) > limit ||
+			     amp_pack_packs(st) > AMP_AUTOPACK_PACKS);
+}
+
 /* The value of "key: N" in `git count-objects -v` output, 0 if absent. */
 static long long counted(const char *out, const char *key)
 {
@@ -149,7 +179,7 @@ int amp_pack_run(amp_store *st, int auto_, int *ran, amp_pack_counts *before,
 		return busy ? AMP_OK : AMP_EIO;
 	/* Checked under the lock: the repack that held it may have done the
 	 * work already. */
-	if (auto_ && (limit == 0 || amp_pack_estimate(st) <= limit))
+	if (auto_ && !due(st, limit))
 		goto cleanup;
 	if (before && (status = amp_pack_count(st, before, err)) < 0)
 		goto cleanup;
@@ -201,8 +231,7 @@ void amp_pack_maybe(amp_store *st)
 	int detach = 1, ran, null;
 	pid_t pid;
 
-	if (amp_pack_limit(st, &limit, &err) < 0 || limit == 0 ||
-	    amp_pack_estimate(st) <= limit)
+	if (amp_pack_limit(st, &limit, &err) < 0 || !due(st, limit))
 		return;
 	if (amp_store_config_bool(st, "amp.autoPackDetach", 1, &detach, &err) < 0)
 		return;

@@ -11,11 +11,13 @@
  * repack loses nothing: an object it wrote after the repack looked stays
  * loose until the next one.
  *
- * When: after a write, amp estimates the loose objects the way `git gc
- * --auto` does (the files in objects/17, times 256: one directory read)
- * and starts `amp gc --auto` in the background (detached, like git's
- * gc.autoDetach) when the estimate passes git config amp.autoPack
- * (default: gc.auto's value, else git's 6700; 0 turns it off).  One
+ * When: after a write (amp import's included), amp estimates the loose
+ * objects the way `git gc --auto` does (the files in objects/17, times
+ * 256: one directory read) and counts the packs, and starts `amp gc
+ * --auto` in the background (detached, like git's gc.autoDetach) when the
+ * estimate passes git config amp.autoPack (default: gc.auto's value, else
+ * git's 6700; 0 turns it off) or there are more than AMP_AUTOPACK_PACKS
+ * packs.  One
  * repack runs at a time (a flock on <git common dir>/amp/gc.lock).
  */
 #ifndef AMP_PACK_H
@@ -29,6 +31,9 @@
 /* The largest amp.autoPack; 0 turns automatic packing off. */
 #define AMP_AUTOPACK_DEFAULT 6700
 #define AMP_AUTOPACK_MAX 100000000
+/* More packs than this are rolled up too (amp import writes one per 5,000
+ * commits; fetches add theirs): each object lookup tries every pack. */
+#define AMP_AUTOPACK_PACKS 20
 
 /* What a repository's objects take, as `git count-objects -v` counts. */
 typedef struct amp_pack_counts {
@@ -45,6 +50,9 @@ int amp_pack_limit(amp_store *st, long long *limit, amp_error *err);
 /* The estimated number of loose objects (git gc --auto's estimate: the
  * entries of objects/17 times 256). */
 long long amp_pack_estimate(amp_store *st);
+
+/* The number of pack files in objects/pack (one directory read). */
+long long amp_pack_packs(amp_store *st);
 
 /* Counts the objects of st (git count-objects -v).  AMP_EIO on failure. */
 int amp_pack_count(amp_store *st, amp_pack_counts *out, amp_error *err);

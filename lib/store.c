@@ -292,12 +292,17 @@ static int load_fsync(amp_store *st, amp_error *err)
  * commit, which grows with the history.
  */
 #define AMP_GIT_CACHE_BYTES   (16 * 1024 * 1024)
-#define AMP_GIT_MAPPED_BYTES  (32 * 1024 * 1024)
+#define AMP_GIT_MAPPED_BYTES  (64 * 1024 * 1024)
+/* Windows much smaller than the mapped bound, so that the bound is met by
+ * dropping a few windows, not by unmapping a whole pack at each lookup
+ * (libgit2's default window on 64-bit is 1 GiB). */
+#define AMP_GIT_WINDOW_BYTES  (8 * 1024 * 1024)
 
 static int bound_memory(amp_error *err)
 {
 	if (git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)AMP_GIT_CACHE_BYTES) < 0 ||
-	    git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, (size_t)AMP_GIT_MAPPED_BYTES) < 0)
+	    git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, (size_t)AMP_GIT_MAPPED_BYTES) < 0 ||
+	    git_libgit2_opts(GIT_OPT_SET_MWINDOW_SIZE, (size_t)AMP_GIT_WINDOW_BYTES) < 0)
 		return amp_error_git(err, AMP_EIO, "cannot bound libgit2's memory");
 	return AMP_OK;
 }
@@ -1915,6 +1920,9 @@ cleanup:
 	close(fd);
 	git_commit_free(head);
 	git_commit_free(parent);
+	/* A batch leaves a pack per AMP_STORE_BATCH_PACK commits. */
+	if (status == AMP_OK && n)
+		amp_pack_maybe(st);
 	return status;
 }
 

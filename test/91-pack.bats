@@ -71,6 +71,35 @@ send_n() {
 	run -0 amp fsck
 }
 
+@test "more than 20 packs (what imports and fetches leave) are rolled up by the next write, however few loose objects" {
+	git config amp.autoPackDetach false
+	for ((i = 0; i < 21; i++)); do
+		echo "pack $i" | git hash-object -w --stdin | git pack-objects -q .git/objects/pack/pack > /dev/null
+	done
+	[ "$(packs)" = 21 ]
+	send_n 1
+	[ "$(packs)" -le 2 ]
+	[ "$(loose)" = 0 ]
+	run -0 amp fsck
+	# and amp gc --auto sees the same
+	for ((i = 0; i < 21; i++)); do
+		echo "again $i" | git hash-object -w --stdin | git pack-objects -q .git/objects/pack/pack > /dev/null
+	done
+	run -0 amp gc --auto --json
+	[ "$(echo "$output" | json_get 'd["packed"]')" = true ]
+}
+
+@test "an import is followed by the repack its packs call for" {
+	git config amp.autoPackDetach false
+	for ((i = 0; i < 21; i++)); do
+		echo "pack $i" | git hash-object -w --stdin | git pack-objects -q .git/objects/pack/pack > /dev/null
+	done
+	git config amp.checkRepo false
+	$PY "$BATS_TEST_DIRNAME/../share/gen-traffic.py" 8 "$BATS_TEST_TMPDIR/l.jsonl" /dev/null 0
+	run -0 amp import "$BATS_TEST_TMPDIR/l.jsonl"
+	[ "$(packs)" -le 2 ]
+}
+
 @test "by default the repack runs detached: the send returns, the loose objects go soon after" {
 	plant_in_17
 	git config amp.autoPack 1
