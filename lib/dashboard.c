@@ -18,7 +18,7 @@
 
 /* Bumped when the pages change shape: a state of another format rebuilds
  * every page. */
-#define PAGE_FORMAT 2
+#define PAGE_FORMAT 3
 #define STATE_FILE ".amp-dashboard.json"
 /* Per shard of the task tree: its tree, its tasks' trees and rows. */
 #define STATE_DIR ".amp-dashboard"
@@ -629,6 +629,20 @@ static long long ival(const json_t *o, const char *key)
 	return (long long)json_integer_value(json_object_get(o, key));
 }
 
+/* A shard's summary in the top state (shard_summary): its tree (NULL when
+ * none), its numbers. */
+enum { SUM_COUNT = 1, SUM_PAGES, SUM_LAST };
+
+static const char *sum_tree(const json_t *sum)
+{
+	return json_string_value(json_array_get(sum, 0));
+}
+
+static long long sum_int(const json_t *sum, size_t i)
+{
+	return (long long)json_integer_value(json_array_get(sum, i));
+}
+
 /* obj[key] += by, the member gone at 0. */
 static void bump(json_t *obj, const char *key, long long by)
 {
@@ -999,8 +1013,8 @@ static void render_index(FILE *f, const json_t *agg, const json_t **needs, size_
 		amp_html_put(f, name, 0);
 		fputs("\">tasks/", f);
 		amp_html_put(f, shards[i].key, 0);
-		fprintf(f, "/</a></td><td>%lld</td><td>", ival(sum, "count"));
-		put_time(f, ival(sum, "last_ms"));
+		fprintf(f, "/</a></td><td>%lld</td><td>", sum_int(sum, SUM_COUNT));
+		put_time(f, sum_int(sum, SUM_LAST));
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table></div>\n", f);
@@ -1173,8 +1187,9 @@ static int ensure_dir(const char *path, amp_error *err)
 	return AMP_OK;
 }
 
-/* What the top state keeps of a shard: its tree, its task count, its task
- * pages, its newest record. */
+/* What the top state keeps of a shard: [its tree, its task count, its task
+ * pages, its newest record] (an array: the top state holds one per shard,
+ * read on every pass). */
 static json_t *shard_summary(const json_t *rows, const char *tree)
 {
 	const json_t *row;
@@ -1186,8 +1201,7 @@ static json_t *shard_summary(const json_t *rows, const char *tree)
 		if (ival(row, "last_ms") > last)
 			last = ival(row, "last_ms");
 	}
-	return json_pack("{s:s,s:i,s:i,s:I}", "tree", tree, "count", (int)json_array_size(rows),
-			 "pages", (int)pages, "last_ms", last);
+	return json_pack("[s,i,i,I]", tree, (int)json_array_size(rows), (int)pages, last);
 }
 
 /* The file a shard's state goes to: <dir>/.amp-dashboard/<name>.json (its
@@ -1554,11 +1568,11 @@ static int write_pass(amp_store *st, const char *dir, int64_t now_ms, int trust_
 		/* The same shard tree (still in the object database: a tree
 		 * gone is damage the records must show), its group page and
 		 * state still there: not one of its tasks changed. */
-		if (hit && str(hit, "tree") && !strcmp(str(hit, "tree"), hex) &&
+		if (sum_tree(hit) && !strcmp(sum_tree(hit), hex) &&
 		    git_odb_exists(odb, &shards[i].id) && access(gpage, F_OK) == 0 &&
 		    access(spath, F_OK) == 0) {
 			summary = json_incref((json_t *)hit);
-			unchanged += (size_t)ival(hit, "pages");
+			unchanged += (size_t)sum_int(hit, SUM_PAGES);
 		} else {
 			dirty = 1;
 			if (git_tree_lookup(&shard, repo, &shards[i].id) < 0) {
@@ -1566,15 +1580,15 @@ static int write_pass(amp_store *st, const char *dir, int64_t now_ms, int trust_
 						       amp_term(shards[i].key));
 				goto cleanup;
 			}
-			if ((status = do_shard(&g, root, shard, shards[i].key, trust, hit ? str(hit, "tree") : NULL,
+			if ((status = do_shard(&g, root, shard, shards[i].key, trust, sum_tree(hit),
 					       agg, &stale, now_ms, &summary, &unchanged, err)) < 0)
 				goto cleanup;
 			git_tree_free(shard);
 			shard = NULL;
 		}
-		ntasks += ival(summary, "count");
-		if (ival(summary, "last_ms") > last)
-			last = ival(summary, "last_ms");
+		ntasks += sum_int(summary, SUM_COUNT);
+		if (sum_int(summary, SUM_LAST) > last)
+			last = sum_int(summary, SUM_LAST);
 		json_object_set_new(byname, shards[i].key, summary);
 	}
 	/* Shards gone from the SSOT (a rewritten history): their pages too. */
@@ -1588,7 +1602,7 @@ static int write_pass(amp_store *st, const char *dir, int64_t now_ms, int trust_
 		shard_path(&g, k, path, sizeof(path));
 		gone = json_load_file(path, 0, NULL);
 		drop_pages(&g, json_object_get(gone, "tasks"), NULL);
-		if (agg_take_out(agg, k, gone, str(v, "tree")) < 0)
+		if (agg_take_out(agg, k, gone, sum_tree(v)) < 0)
 			stale = 1;
 		json_decref(gone);
 		unlink(path);
