@@ -42,9 +42,10 @@
  * left with nothing to replace it; a shard's state not the one it was made
  * from) it is made anew from every shard's state.  The state is keyed by
  * the store's policy and the page format: a mismatch, or a missing or
- * corrupt state file, rebuilds everything; so does deleting DIR.  (A page
- * deleted by hand comes back when its shard changes, or with the state file
- * removed.)
+ * corrupt state file, rebuilds everything; so does deleting DIR.  A pass
+ * makes no system call per unchanged shard: a task or group page deleted
+ * by hand comes back when its shard changes, or with the state file
+ * removed.
  */
 #ifndef AMP_DASHBOARD_H
 #define AMP_DASHBOARD_H
