@@ -18,16 +18,26 @@
 
 /* Bumped when the pages change shape: a state of another format rebuilds
  * every page. */
-#define PAGE_FORMAT 1
+#define PAGE_FORMAT 3
 #define STATE_FILE ".amp-dashboard.json"
-/* Per shard of the task tree: its tasks' trees and rows, its rows of the
- * overview. */
+/* Per shard of the task tree: its tree, its tasks' trees and rows. */
 #define STATE_DIR ".amp-dashboard"
 /* The error page lists the newest rejections only, so that it stays small. */
 #define ERRORS_SHOWN 500
 /* The overview's charts: this many hours up to the newest message. */
 #define CHART_HOURS 48
+/* The overview shows this many tasks needing the admin (needs.html: all)
+ * and this many most recently active tasks (the group pages: all). */
+#define NEEDS_SHOWN 50
+#define RECENT_SHOWN 100
 #define HOUR_MS 3600000LL
+
+/* A shard of the task tree: tasks/<year>/<s>/. */
+struct shard {
+	char key[600]; /* "<year>/<s>" */
+	long long year, s; /* for the order; -1 when not a number */
+	git_oid id;
+};
 
 struct gen {
 	amp_store *st;
@@ -578,42 +588,208 @@ static json_t *task_row(const amp_task_log *log, const json_t *t, const char *pa
 
 /* ---- the overview ----------------------------------------------------------- */
 
-/* Messages per hour (bars) and open critical escalations (a step line)
- * over the CHART_HOURS hours up to the newest message. */
-static void overview_svg(FILE *f, const json_t *rows)
+/*
+ * The aggregate the overview is drawn from ("agg" in the top state).  It is
+ * updated from the shards that changed -- their old rows out (agg_rows with
+ * sign -1), their new rows in (+1) -- and never recomputed from every shard
+ * while the history only grows:
+ *   "h1"         the hour of the newest record (-1: none yet)
+ *   "hours"      {hour: messages} of the CHART_HOURS hours up to h1
+ *   "open"       {hour: intervals starting - intervals ending} of the
+ *                critical escalations' open intervals over those hours;
+ *   "open_base"  the same summed over every older hour, so that the number
+ *                open at the end of an hour is open_base plus the deltas
+ *                up to it
+ *   "notes"      {"<shard>/<task>": row}: the rows that may need the admin
+ *                (suspended, awaiting approval, or with an ACK deadline)
+ *   "recent"     the RECENT_SHOWN rows of the latest activity, newest first
+ * A pass that finds it inconsistent (a history rewritten: the newest hour
+ * went back, the recent list lost a row it cannot refill; a shard's state
+ * not the one the aggregate was made from) rebuilds it from every shard's
+ * state (agg_rebuild).
+ */
+static json_t *agg_new(void)
 {
-	long long counts[CHART_HOURS] = { 0 }, open[CHART_HOURS] = { 0 }, h1 = -1, maxc = 1, maxo = 0;
-	const json_t *row, *v, *iv;
-	const char *key;
-	size_t i, j;
-	int k;
-	char a[AMP_TIME_BUFSZ], b[AMP_TIME_BUFSZ];
+	return json_pack("{s:I,s:{},s:{},s:I,s:{},s:[]}", "h1", (json_int_t)-1, "hours", "open",
+			 "open_base", (json_int_t)0, "notes", "recent");
+}
 
-	json_array_foreach(rows, i, row)
-		if (json_integer_value(json_object_get(row, "last_ms")) / HOUR_MS > h1)
-			h1 = json_integer_value(json_object_get(row, "last_ms")) / HOUR_MS;
-	if (h1 < 0)
+/* An aggregate of the shape agg_new makes (a state file is data on disk:
+ * one edited or cut short is not trusted). */
+static int agg_valid(const json_t *agg)
+{
+	return json_is_integer(json_object_get(agg, "h1")) && json_is_object(json_object_get(agg, "hours")) &&
+	       json_is_object(json_object_get(agg, "open")) &&
+	       json_is_integer(json_object_get(agg, "open_base")) &&
+	       json_is_object(json_object_get(agg, "notes")) && json_is_array(json_object_get(agg, "recent"));
+}
+
+static long long ival(const json_t *o, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(o, key));
+}
+
+/* A shard's summary in the top state (shard_summary): its tree (NULL when
+ * none), its numbers. */
+enum { SUM_COUNT = 1, SUM_PAGES, SUM_LAST };
+
+static const char *sum_tree(const json_t *sum)
+{
+	return json_string_value(json_array_get(sum, 0));
+}
+
+static long long sum_int(const json_t *sum, size_t i)
+{
+	return (long long)json_integer_value(json_array_get(sum, i));
+}
+
+/* obj[key] += by, the member gone at 0. */
+static void bump(json_t *obj, const char *key, long long by)
+{
+	long long v = ival(obj, key) + by;
+
+	if (v)
+		json_object_set_new(obj, key, json_integer(v));
+	else
+		json_object_del(obj, key);
+}
+
+/* agg[field][hour] += by for an hour of the chart; an older one counts in
+ * open_base for "open", not at all for "hours". */
+static void agg_bump_hour(json_t *agg, const char *field, long long hour, long long by)
+{
+	char key[24];
+
+	if (hour < ival(agg, "h1") - CHART_HOURS + 1) {
+		if (!strcmp(field, "open"))
+			json_object_set_new(agg, "open_base", json_integer(ival(agg, "open_base") + by));
 		return;
-	json_array_foreach(rows, i, row) {
-		json_object_foreach((json_t *)json_object_get(row, "hours"), key, v) {
-			long long h = strtoll(key, NULL, 10);
+	}
+	snprintf(key, sizeof(key), "%lld", hour);
+	bump(json_object_get(agg, field), key, by);
+}
 
-			if (h > h1 - CHART_HOURS && h <= h1)
-				counts[h - (h1 - CHART_HOURS + 1)] += json_integer_value(v);
+/* The newest hour moves to `hour` when later: the hours that leave the
+ * chart are dropped ("hours") or folded into open_base ("open"). */
+static void agg_raise_h1(json_t *agg, long long hour)
+{
+	json_t *hours = json_object_get(agg, "hours"), *open = json_object_get(agg, "open"), *v;
+	const char *k;
+	void *tmp;
+	long long cut = hour - CHART_HOURS + 1, base = ival(agg, "open_base");
+
+	if (hour <= ival(agg, "h1"))
+		return;
+	json_object_set_new(agg, "h1", json_integer(hour));
+	json_object_foreach_safe(hours, tmp, k, v)
+		if (strtoll(k, NULL, 10) < cut)
+			json_object_del(hours, k);
+	json_object_foreach_safe(open, tmp, k, v)
+		if (strtoll(k, NULL, 10) < cut) {
+			base += json_integer_value(v);
+			json_object_del(open, k);
 		}
+	json_object_set_new(agg, "open_base", json_integer(base));
+}
+
+/* The order of the recent list: latest activity first, then task id, then
+ * shard (a hand-made tree may hold one name in two shards). */
+static int recent_cmp(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	long long lx = ival(x, "last_ms"), ly = ival(y, "last_ms");
+	int c;
+
+	if (lx != ly)
+		return lx > ly ? -1 : 1;
+	if ((c = strcmp(str(x, "task_id") ? str(x, "task_id") : "", str(y, "task_id") ? str(y, "task_id") : "")))
+		return c;
+	return strcmp(str(x, "group") ? str(x, "group") : "", str(y, "group") ? str(y, "group") : "");
+}
+
+/* Sorts the recent list and keeps its first RECENT_SHOWN rows. */
+static int agg_trim_recent(json_t *agg)
+{
+	json_t *recent = json_object_get(agg, "recent"), *out, **v;
+	size_t n = json_array_size(recent), i;
+
+	if (!(v = malloc((n ? n : 1) * sizeof(*v))))
+		return -1;
+	for (i = 0; i < n; i++)
+		v[i] = json_array_get(recent, i);
+	qsort(v, n, sizeof(*v), recent_cmp);
+	out = json_array();
+	for (i = 0; i < n && i < RECENT_SHOWN; i++)
+		json_array_append(out, v[i]);
+	free(v);
+	return json_object_set_new(agg, "recent", out);
+}
+
+/* The row may need the admin: suspended (locked too), awaiting approval,
+ * or with an open ACK deadline (overdue or not: that depends on the time of
+ * the pass). */
+static int may_need(const json_t *row)
+{
+	return str(row, "suspended_by") || str(row, "awaiting_approval") ||
+	       json_array_size(json_object_get(row, "deadlines"));
+}
+
+/* Adds (sign 1) or takes out (sign -1) the rows of shard `shard` from the
+ * aggregate; the recent list is sorted and trimmed by agg_trim_recent. */
+static void agg_rows(json_t *agg, const char *shard, const json_t *rows, int sign)
+{
+	json_t *notes = json_object_get(agg, "notes"), *recent = json_object_get(agg, "recent"), *v;
+	const json_t *row, *iv;
+	const char *k;
+	char key[1024];
+	size_t i, j;
+
+	json_array_foreach(rows, i, row) {
+		if (sign > 0 && ival(row, "last_ms") >= 0)
+			agg_raise_h1(agg, ival(row, "last_ms") / HOUR_MS);
+		json_object_foreach((json_t *)json_object_get(row, "hours"), k, v)
+			agg_bump_hour(agg, "hours", strtoll(k, NULL, 10), sign * (long long)json_integer_value(v));
 		json_array_foreach(json_object_get(row, "open"), j, iv) {
-			long long s = json_integer_value(json_array_get(iv, 0));
+			long long s = json_integer_value(json_array_get(iv, 0)) / HOUR_MS;
 			long long e = json_integer_value(json_array_get(iv, 1));
 
-			for (k = 0; k < CHART_HOURS; k++) {
-				long long end = (h1 - CHART_HOURS + 2 + k) * HOUR_MS;
-
-				if (s < end && (e < 0 || e >= end))
-					open[k]++;
-			}
+			agg_bump_hour(agg, "open", s, sign);
+			/* An end stamped before its start closes it in the
+			 * hour it opened. */
+			if (e >= 0)
+				agg_bump_hour(agg, "open", e / HOUR_MS > s ? e / HOUR_MS : s, -sign);
 		}
+		snprintf(key, sizeof(key), "%s/%s", shard, str(row, "task_id") ? str(row, "task_id") : "");
+		if (sign < 0)
+			json_object_del(notes, key);
+		else if (may_need(row))
+			json_object_set(notes, key, (json_t *)row);
+		if (sign > 0)
+			json_array_append(recent, (json_t *)row);
 	}
+	if (sign < 0)
+		for (i = json_array_size(recent); i-- > 0;)
+			if (str(json_array_get(recent, i), "group") &&
+			    !strcmp(str(json_array_get(recent, i), "group"), shard))
+				json_array_remove(recent, i);
+}
+
+/* Messages per hour (bars) and open critical escalations (a step line)
+ * over the CHART_HOURS hours up to the newest record, from the aggregate. */
+static void overview_svg(FILE *f, const json_t *agg)
+{
+	long long counts[CHART_HOURS] = { 0 }, open[CHART_HOURS] = { 0 }, maxc = 1, maxo = 0,
+		  h1 = ival(agg, "h1"), run = ival(agg, "open_base");
+	int k;
+	char a[AMP_TIME_BUFSZ], b[AMP_TIME_BUFSZ], key[24];
+
+	if (h1 < 0)
+		return;
 	for (k = 0; k < CHART_HOURS; k++) {
+		snprintf(key, sizeof(key), "%lld", h1 - CHART_HOURS + 1 + k);
+		counts[k] = ival(json_object_get(agg, "hours"), key);
+		run += ival(json_object_get(agg, "open"), key);
+		open[k] = run;
 		if (counts[k] > maxc)
 			maxc = counts[k];
 		if (open[k] > maxo)
@@ -638,7 +814,9 @@ static void overview_svg(FILE *f, const json_t *rows)
 		amp_time_format((h1 + 1) * HOUR_MS, b), maxo);
 }
 
-static void task_link(FILE *f, const json_t *row)
+/* The task's name, linked to its page under `up`tasks/ (or the reason it
+ * has none). */
+static void task_link(FILE *f, const json_t *row, const char *up)
 {
 	if (!str(row, "page")) {
 		amp_html_put(f, str(row, "task_id"), 0);
@@ -647,7 +825,7 @@ static void task_link(FILE *f, const json_t *row)
 		fputs("</span>", f);
 		return;
 	}
-	fputs("<a href=\"tasks/", f);
+	fprintf(f, "<a href=\"%stasks/", up);
 	amp_html_put(f, str(row, "page"), 0);
 	fputs("\">", f);
 	amp_html_put(f, str(row, "task_id"), 0);
@@ -668,14 +846,84 @@ static int needs_admin(const json_t *row, int64_t now_ms, size_t *overdue)
 	return str(row, "suspended_by") || str(row, "awaiting_approval") || *overdue;
 }
 
-/* The overview's table rows of one shard's tasks.  They do not depend on
- * the time (deadlines are dates), so they are kept as they are until a
- * task of the shard changes. */
-static void render_rows(FILE *f, const json_t *rows)
+/* How urgent a row needing the admin is: suspended (or locked) first, then
+ * awaiting approval, then overdue ACKs. */
+static int urgency(const json_t *row)
+{
+	return str(row, "suspended_by") ? 0 : str(row, "awaiting_approval") ? 1 : 2;
+}
+
+static int needs_cmp(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+
+	if (urgency(x) != urgency(y))
+		return urgency(x) - urgency(y);
+	return recent_cmp(a, b);
+}
+
+/* The rows of the aggregate's notes that need the admin at now_ms, most
+ * urgent first, into *out (the caller frees; borrowed rows); -1 when out
+ * of memory. */
+static int needs_list(const json_t *agg, int64_t now_ms, const json_t ***out, size_t *count)
+{
+	const json_t *notes = json_object_get(agg, "notes"), **v;
+	json_t *row;
+	const char *k;
+	size_t n = 0, overdue;
+
+	*out = NULL;
+	*count = 0;
+	if (!(v = malloc((json_object_size(notes) + 1) * sizeof(*v))))
+		return -1;
+	json_object_foreach((json_t *)notes, k, row)
+		if (needs_admin(row, now_ms, &overdue))
+			v[n++] = row;
+	qsort(v, n, sizeof(*v), needs_cmp);
+	*out = v;
+	*count = n;
+	return 0;
+}
+
+/* The first `limit` of the rows needing the admin, as boxes. */
+static void render_needs(FILE *f, const json_t **rows, size_t n, size_t limit, int64_t now_ms)
+{
+	size_t i, overdue;
+
+	for (i = 0; i < n && i < limit; i++) {
+		const json_t *row = rows[i];
+
+		needs_admin(row, now_ms, &overdue);
+		fputs("<div class=\"needs\"><p>", f);
+		task_link(f, row, "");
+		fputs(" ", f);
+		put_state(f, str(row, "state"));
+		if (str(row, "suspended_by")) {
+			fputs(" suspended by ", f);
+			put_escalation(f, json_object_get(row, "suspension"), str(row, "suspended_by"));
+		}
+		if (str(row, "awaiting_approval")) {
+			fputs(" awaiting approval of ", f);
+			amp_html_put(f, str(row, "awaiting_approval"), 0);
+		}
+		if (overdue)
+			fprintf(f, " <span class=\"overdue\">%zu ACK(s) overdue</span>", overdue);
+		fputs("</p></div>\n", f);
+	}
+	if (!n)
+		fputs("<p>Nothing: no task is suspended, locked, awaiting approval or overdue.</p>\n", f);
+}
+
+/* A table of task rows (a group page, the overview's recent tasks), task
+ * links under `up`.  They do not depend on the time (deadlines are dates). */
+static void render_rows(FILE *f, const char *table_id, const json_t *rows, const char *up)
 {
 	const json_t *row, *d, *s;
 	size_t i, j;
 
+	fprintf(f, "<div class=\"wrap\"><table id=\"%s\"><tr><th>task</th><th>state</th>"
+		"<th>subtasks</th><th>rejects</th><th>ACK deadlines</th><th class=\"hide-s\">messages</th>"
+		"<th class=\"hide-s\">escalations</th><th class=\"hide-s\">last activity</th></tr>\n", table_id);
 	json_array_foreach(rows, i, row) {
 		size_t open = 0;
 		int64_t next = -1;
@@ -686,7 +934,7 @@ static void render_rows(FILE *f, const json_t *rows)
 				next = json_integer_value(d);
 		}
 		fputs("<tr class=\"task\"><td>", f);
-		task_link(f, row);
+		task_link(f, row, up);
 		fputs("</td><td>", f);
 		put_state(f, str(row, "state"));
 		fputs("</td><td>", f);
@@ -696,7 +944,7 @@ static void render_rows(FILE *f, const json_t *rows)
 			put_state(f, json_string_value(json_array_get(s, 1)));
 			fputs("<br>", f);
 		}
-		fprintf(f, "</td><td>%lld</td><td>", (long long)json_integer_value(json_object_get(row, "reject_count")));
+		fprintf(f, "</td><td>%lld</td><td>", ival(row, "reject_count"));
 		if (open) {
 			fprintf(f, "%zu open, next ", open);
 			put_time(f, next);
@@ -704,57 +952,81 @@ static void render_rows(FILE *f, const json_t *rows)
 			fputs("-", f);
 		}
 		fprintf(f, "</td><td class=\"hide-s\">%lld%s</td><td class=\"hide-s\">%lld</td><td class=\"hide-s\">",
-			(long long)json_integer_value(json_object_get(row, "messages")),
-			json_integer_value(json_object_get(row, "unreadable")) ? " (unreadable records)" : "",
-			(long long)json_integer_value(json_object_get(row, "escalations")));
-		put_time(f, json_integer_value(json_object_get(row, "last_ms")));
+			ival(row, "messages"), ival(row, "unreadable") ? " (unreadable records)" : "",
+			ival(row, "escalations"));
+		put_time(f, ival(row, "last_ms"));
 		fputs("</td></tr>\n", f);
 	}
+	fputs("</table></div>\n", f);
 }
 
-/* The overview: what needs the admin (from the shards' notes: the rows
- * that may), the charts (from the shards' summaries), and the table (the
- * shards' rows, as rendered). */
-static void render_index(FILE *f, const json_t *shards, int64_t now_ms, const char *tip,
-			 long long ntasks, const char *table, size_t tablelen)
+/* The file name (under groups/) of the page of shard `key` ("2026/0"):
+ * "2026-0.html" when both parts are digits (no two such keys give one
+ * name: neither part holds a "-"), else a name made as for a task
+ * directory that is no task id ("x-..."), which no digits-only one can
+ * equal. */
+static void group_name(const char *key, char buf[AMP_DASHBOARD_NAME_MAX])
 {
-	const json_t *sh, *row;
-	size_t i, j, needs = 0, overdue;
+	const char *slash = strchr(key, '/'), *p;
+	int plain = slash && slash != key && slash[1] && strlen(key) < 40 && !strchr(slash + 1, '/');
+
+	for (p = key; plain && *p; p++)
+		if (p != slash && (*p < '0' || *p > '9'))
+			plain = 0;
+	if (!plain) {
+		amp_dashboard_page_name(key, buf);
+		return;
+	}
+	snprintf(buf, AMP_DASHBOARD_NAME_MAX, "%.*s-%s.html", (int)(slash - key), key, slash + 1);
+}
+
+/* The overview: what needs the admin (NEEDS_SHOWN at most, the rest on
+ * needs.html), the charts, the RECENT_SHOWN most recently active tasks and
+ * a link to each shard's group page -- no list of every task, so that its
+ * size does not grow with the history. */
+static void render_index(FILE *f, const json_t *agg, const json_t **needs, size_t nneeds,
+			 const struct shard *shards, size_t nshards, const json_t *byname,
+			 int64_t now_ms, const char *tip, long long ntasks)
+{
+	char name[AMP_DASHBOARD_NAME_MAX];
+	size_t i;
 
 	page_head(f, "amp dashboard", "");
-	fprintf(f, "<p class=\"meta\">SSOT tip %s &middot; %lld task(s)</p>\n", tip, ntasks);
+	fprintf(f, "<p class=\"meta\">SSOT tip %s &middot; %lld task(s) in %zu group(s)</p>\n", tip,
+		ntasks, nshards);
 	fputs("<h2>Needs the admin</h2>\n", f);
-	json_array_foreach(shards, i, sh) {
-		json_array_foreach(json_object_get(sh, "notes"), j, row) {
-			if (!needs_admin(row, now_ms, &overdue))
-				continue;
-			needs++;
-			fputs("<div class=\"needs\"><p>", f);
-			task_link(f, row);
-			fputs(" ", f);
-			put_state(f, str(row, "state"));
-			if (str(row, "suspended_by")) {
-				fputs(" suspended by ", f);
-				put_escalation(f, json_object_get(row, "suspension"), str(row, "suspended_by"));
-			}
-			if (str(row, "awaiting_approval")) {
-				fputs(" awaiting approval of ", f);
-				amp_html_put(f, str(row, "awaiting_approval"), 0);
-			}
-			if (overdue)
-				fprintf(f, " <span class=\"overdue\">%zu ACK(s) overdue</span>", overdue);
-			fputs("</p></div>\n", f);
-		}
+	render_needs(f, needs, nneeds, NEEDS_SHOWN, now_ms);
+	if (nneeds > NEEDS_SHOWN)
+		fprintf(f, "<p><a href=\"needs.html\">All %zu tasks needing the admin</a></p>\n", nneeds);
+	fputs("<h2>Messages per hour, open escalations</h2>\n", f);
+	overview_svg(f, agg);
+	fprintf(f, "<h2>Recently active</h2>\n<p class=\"meta\">The %d tasks with the latest records; "
+		"every task is on its group's page below.</p>\n", RECENT_SHOWN);
+	render_rows(f, "recent", json_object_get(agg, "recent"), "");
+	fputs("<h2>Task groups</h2>\n<div class=\"wrap\"><table id=\"groups\"><tr><th>group</th>"
+	      "<th>tasks</th><th>last activity</th></tr>\n", f);
+	for (i = 0; i < nshards; i++) {
+		const json_t *sum = json_object_get(byname, shards[i].key);
+
+		group_name(shards[i].key, name);
+		fputs("<tr class=\"group\"><td><a href=\"groups/", f);
+		amp_html_put(f, name, 0);
+		fputs("\">tasks/", f);
+		amp_html_put(f, shards[i].key, 0);
+		fprintf(f, "/</a></td><td>%lld</td><td>", sum_int(sum, SUM_COUNT));
+		put_time(f, sum_int(sum, SUM_LAST));
+		fputs("</td></tr>\n", f);
 	}
-	if (!needs)
-		fputs("<p>Nothing: no task is suspended, locked, awaiting approval or overdue.</p>\n", f);
-	fprintf(f, "<h2>Messages per hour, open escalations</h2>\n");
-	overview_svg(f, shards);
-	fputs("<h2>Tasks</h2>\n<div class=\"wrap\"><table id=\"tasks\"><tr><th>task</th><th>state</th>"
-	      "<th>subtasks</th><th>rejects</th><th>ACK deadlines</th><th class=\"hide-s\">messages</th>"
-	      "<th class=\"hide-s\">escalations</th><th class=\"hide-s\">last activity</th></tr>\n", f);
-	fwrite(table, 1, tablelen, f);
 	fputs("</table></div>\n", f);
+	page_tail(f);
+}
+
+/* needs.html: every task needing the admin. */
+static void render_needs_page(FILE *f, const json_t **needs, size_t nneeds, int64_t now_ms)
+{
+	page_head(f, "amp dashboard: needs the admin", "");
+	fprintf(f, "<p class=\"meta\">%zu task(s)</p>\n", nneeds);
+	render_needs(f, needs, nneeds, nneeds, now_ms);
 	page_tail(f);
 }
 
@@ -915,45 +1187,61 @@ static int ensure_dir(const char *path, amp_error *err)
 	return AMP_OK;
 }
 
-/* The summary of one shard's rows for the overview: its task count, its
- * messages per hour, its critical escalations' open intervals, its newest
- * record, and the rows that may need the admin (notes). */
+/* What the top state keeps of a shard: [its tree, its task count, its task
+ * pages, its newest record] (an array: the top state holds one per shard,
+ * read on every pass). */
 static json_t *shard_summary(const json_t *rows, const char *tree)
 {
-	json_t *hours = json_object(), *open = json_array(), *notes = json_array(), *v;
 	const json_t *row;
-	const char *k;
 	json_int_t last = -1;
-	size_t i, j, pages = 0;
+	size_t i, pages = 0;
 
 	json_array_foreach(rows, i, row) {
 		pages += str(row, "page") != NULL;
-		json_object_foreach((json_t *)json_object_get(row, "hours"), k, v)
-			json_object_set_new(hours, k, json_integer(json_integer_value(json_object_get(hours, k)) +
-								   json_integer_value(v)));
-		json_array_foreach(json_object_get(row, "open"), j, v)
-			json_array_append(open, v);
-		if (json_integer_value(json_object_get(row, "last_ms")) > last)
-			last = json_integer_value(json_object_get(row, "last_ms"));
-		if (str(row, "suspended_by") || str(row, "awaiting_approval") ||
-		    json_array_size(json_object_get(row, "deadlines")))
-			json_array_append(notes, (json_t *)row);
+		if (ival(row, "last_ms") > last)
+			last = ival(row, "last_ms");
 	}
-	return json_pack("{s:s,s:i,s:i,s:o,s:o,s:I,s:o}", "tree", tree, "count", (int)json_array_size(rows),
-			 "pages", (int)pages, "hours", hours, "open", open, "last_ms", last, "notes", notes);
+	return json_pack("[s,i,i,I]", tree, (int)json_array_size(rows), (int)pages, last);
 }
 
-/* The files a shard's state goes to: <dir>/.amp-dashboard/<name>.json (its
- * tasks' trees and rows) and .html (its rows of the overview's table), the
- * name made from the shard's key ("2026/0") as a page name is, since the
- * key comes from the tree. */
-static void shard_path(const struct gen *g, const char *key, const char *ext, char *buf, size_t bufsz)
+/* The file a shard's state goes to: <dir>/.amp-dashboard/<name>.json (its
+ * tree, its tasks' trees and rows), the name made from the shard's key
+ * ("2026/0") as a page name is, since the key comes from the tree. */
+static void shard_path(const struct gen *g, const char *key, char *buf, size_t bufsz)
 {
 	char name[AMP_DASHBOARD_NAME_MAX];
 
 	amp_dashboard_page_name(key, name);
 	name[strlen(name) - 5] = 0; /* ".html" */
-	snprintf(buf, bufsz, "%s/%s/%s.%s", g->dir, STATE_DIR, name, ext);
+	snprintf(buf, bufsz, "%s/%s/%s.json", g->dir, STATE_DIR, name);
+}
+
+/* The rows of a shard state (its "tasks"), as an array (the caller
+ * decrefs). */
+static json_t *state_rows(const json_t *state)
+{
+	json_t *rows = json_array(), *v;
+	const char *k;
+
+	json_object_foreach((json_t *)json_object_get(state, "tasks"), k, v)
+		json_array_append(rows, json_object_get(v, "row"));
+	return rows;
+}
+
+/* Takes the rows of shard state `state` out of the aggregate when it is
+ * the state the aggregate was made from (its tree is `tree`); returns 0,
+ * or -1 when it is not (missing, or written by a pass that did not finish),
+ * and the aggregate must be rebuilt. */
+static int agg_take_out(json_t *agg, const char *key, const json_t *state, const char *tree)
+{
+	json_t *rows;
+
+	if (!state || !str(state, "tree") || !tree || strcmp(str(state, "tree"), tree))
+		return -1;
+	rows = state_rows(state);
+	agg_rows(agg, key, rows, -1);
+	json_decref(rows);
+	return 0;
 }
 
 /* Writes data to path (absolute) through a temporary file and a rename. */
@@ -994,13 +1282,18 @@ static void drop_pages(const struct gen *g, const json_t *tasks, const json_t *k
 /*
  * Brings one shard (tasks/<YYYY>/<S>/, tree `shard`) up to date: each task
  * whose tree differs from the shard state's gets its page and row anew,
- * the others keep theirs; then the shard's rows of the overview and its
- * state are written.  The summary for the top state goes to *summary.
+ * the others keep theirs; then the shard's group page and its state are
+ * written, and the aggregate gets its new rows for its old ones (`was`:
+ * the shard's tree the aggregate was made from, NULL for none; *stale set
+ * when the old rows are not those).  The summary for the top state goes to
+ * *summary.
  */
 static int do_shard(struct gen *g, git_tree *root, git_tree *shard, const char *key, int trust,
-		    int64_t now_ms, json_t **summary, size_t *unchanged, amp_error *err)
+		    const char *was, json_t *agg, int *stale, int64_t now_ms, json_t **summary,
+		    size_t *unchanged, amp_error *err)
 {
-	char path[PATH_MAX], hex[GIT_OID_HEXSZ + 1], page[AMP_DASHBOARD_NAME_MAX];
+	char path[PATH_MAX], hex[GIT_OID_HEXSZ + 1], page[AMP_DASHBOARD_NAME_MAX],
+	     rel[AMP_DASHBOARD_NAME_MAX + 8];
 	json_t *old = NULL, *tasks = json_object(), *rows = json_array(), *state = NULL;
 	const json_t *old_tasks = NULL;
 	struct page p = { NULL, NULL, 0 };
@@ -1008,7 +1301,7 @@ static int do_shard(struct gen *g, git_tree *root, git_tree *shard, const char *
 	size_t i, n = git_tree_entrycount(shard);
 	int status = AMP_OK;
 
-	shard_path(g, key, "json", path, sizeof(path));
+	shard_path(g, key, path, sizeof(path));
 	if (trust && (old = json_load_file(path, 0, NULL)))
 		old_tasks = json_object_get(old, "tasks");
 	for (i = 0; i < n; i++) {
@@ -1043,47 +1336,48 @@ static int do_shard(struct gen *g, git_tree *root, git_tree *shard, const char *
 			status = amp_error_set(err, AMP_EIO, "", "out of memory");
 			goto cleanup;
 		}
+		/* The row knows its shard: the aggregate takes a shard's rows
+		 * out by it. */
+		json_object_set_new(row, "group", json_string(key));
 		json_array_append(rows, row);
 		json_object_set_new(tasks, task, json_pack("{s:s,s:o}", "tree", hex, "row", row));
 	}
 	drop_pages(g, old_tasks, tasks);
+	if (was && agg_take_out(agg, key, old, was) < 0)
+		*stale = 1;
+	agg_rows(agg, key, rows, 1);
 	if ((status = page_open(&p, err)) < 0)
 		goto cleanup;
-	render_rows(p.f, rows);
-	if (fclose(p.f) != 0) {
-		status = amp_error_set(err, AMP_EIO, "", "out of memory");
-		goto cleanup;
-	}
-	shard_path(g, key, "html", path, sizeof(path));
-	if ((status = write_state(path, p.buf, p.len, err)) < 0)
+	snprintf(rel, sizeof(rel), "tasks/%s/", key);
+	page_head(p.f, rel, "../");
+	fprintf(p.f, "<p class=\"meta\">%zu task(s) of the SSOT's directory ", json_array_size(rows));
+	amp_html_put(p.f, rel, 0);
+	fputs("</p>\n", p.f);
+	render_rows(p.f, "tasks", rows, "../");
+	page_tail(p.f);
+	group_name(key, page);
+	snprintf(rel, sizeof(rel), "groups/%s", page);
+	if ((status = page_finish(g, &p, rel, 1, err)) < 0)
 		goto cleanup;
 	git_oid_tostr(hex, sizeof(hex), git_tree_id(shard));
-	state = json_pack("{s:O}", "tasks", tasks);
-	shard_path(g, key, "json", path, sizeof(path));
+	state = json_pack("{s:s,s:O}", "tree", hex, "tasks", tasks);
 	if (!state || !(dump = json_dumps(state, JSON_COMPACT))) {
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
 	}
+	shard_path(g, key, path, sizeof(path));
 	if ((status = write_state(path, dump, strlen(dump), err)) < 0)
 		goto cleanup;
 	if (!(*summary = shard_summary(rows, hex)))
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 cleanup:
 	free(dump);
-	free(p.buf);
 	json_decref(state);
 	json_decref(old);
 	json_decref(tasks);
 	json_decref(rows);
 	return status;
 }
-
-/* A shard of the task tree: tasks/<year>/<s>/. */
-struct shard {
-	char key[600]; /* "<year>/<s>" */
-	long long year, s; /* for the order; -1 when not a number */
-	git_oid id;
-};
 
 static long long number(const char *s)
 {
@@ -1170,8 +1464,48 @@ cleanup:
 	return status;
 }
 
-int amp_dashboard_write(amp_store *st, const char *dir, int64_t now_ms, json_t **report,
-			amp_error *err)
+/* The aggregate anew from every shard's state, for when the one kept could
+ * not follow (agg above).  AMP_NOOP when a shard's state is missing: the
+ * pass must then start over without trusting any state. */
+static int agg_rebuild(const struct gen *g, const struct shard *shards, size_t nshards,
+		       json_t **agg)
+{
+	char path[PATH_MAX];
+	json_t *state, *rows;
+	size_t i;
+
+	json_decref(*agg);
+	*agg = agg_new();
+	for (i = 0; i < nshards; i++) {
+		shard_path(g, shards[i].key, path, sizeof(path));
+		if (!(state = json_load_file(path, 0, NULL)))
+			return AMP_NOOP;
+		rows = state_rows(state);
+		agg_rows(*agg, shards[i].key, rows, 1);
+		json_decref(rows);
+		json_decref(state);
+	}
+	return agg_trim_recent(*agg) < 0 ? AMP_EIO : AMP_OK;
+}
+
+/* The recent list still holds the RECENT_SHOWN latest rows of all: it had
+ * fewer (so it held every row, and the changed shards' rows are all back
+ * in), or its last row ranks no lower than the old last row, which ranked
+ * before every row it left out. */
+static int recent_valid(const json_t *agg, const json_t *old_last)
+{
+	const json_t *recent = json_object_get(agg, "recent");
+	const json_t *last = json_array_get(recent, json_array_size(recent) - 1);
+
+	if (!old_last)
+		return 1;
+	return json_array_size(recent) == RECENT_SHOWN && recent_cmp(&last, &old_last) <= 0;
+}
+
+/* One pass; `trust_state` 0 ignores every state (everything anew).
+ * AMP_NOOP: the state turned out unusable, run again without it. */
+static int write_pass(amp_store *st, const char *dir, int64_t now_ms, int trust_state,
+		      json_t **report, amp_error *err)
 {
 	struct gen g = { st, dir, json_array() };
 	git_repository *repo = amp_store_repo(st);
@@ -1179,101 +1513,115 @@ int amp_dashboard_write(amp_store *st, const char *dir, int64_t now_ms, json_t *
 	git_commit *commit = NULL;
 	git_odb *odb = NULL;
 	struct shard *shards = NULL;
-	json_t *old = NULL, *old_shards = NULL, *summaries = json_array(), *byname = json_object(),
-	       *state = NULL;
+	json_t *old = NULL, *old_shards = NULL, *byname = json_object(), *state = NULL, *agg = NULL,
+	       *old_last = NULL;
+	const json_t **needs = NULL;
 	char path[PATH_MAX], key[128], tip[GIT_OID_HEXSZ + 1], etip[GIT_OID_HEXSZ + 1],
-	     hex[GIT_OID_HEXSZ + 1], *table = NULL, *dump = NULL;
-	size_t nshards = 0, i, unchanged = 0, tablelen = 0;
-	long long ntasks = 0;
+	     hex[GIT_OID_HEXSZ + 1], *dump = NULL;
+	size_t nshards = 0, i, unchanged = 0, nneeds = 0;
+	long long ntasks = 0, last = -1;
 	struct page p = { NULL, NULL, 0 };
-	FILE *tf = NULL;
 	const char *k;
 	json_t *v;
-	int status, trust;
+	int status, trust, stale = 0, dirty;
 
-	if (report)
-		*report = NULL;
 	if ((status = ensure_dir(dir, err)) < 0 ||
 	    (snprintf(path, sizeof(path), "%s/tasks", dir), status = ensure_dir(path, err)) < 0 ||
+	    (snprintf(path, sizeof(path), "%s/groups", dir), status = ensure_dir(path, err)) < 0 ||
 	    (snprintf(path, sizeof(path), "%s/%s", dir, STATE_DIR), status = ensure_dir(path, err)) < 0)
 		goto cleanup;
 	policy_key(st, key, sizeof(key));
 	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
 	/* A state of another format or policy, or none: every page anew. */
-	old = json_load_file(path, 0, NULL);
+	old = trust_state ? json_load_file(path, 0, NULL) : NULL;
 	trust = old && str(old, "key") && !strcmp(str(old, "key"), key) &&
-		json_is_object(json_object_get(old, "shards"));
-	if (trust)
+		json_is_object(json_object_get(old, "shards")) &&
+		agg_valid(json_object_get(old, "agg"));
+	if (trust) {
 		old_shards = json_object_get(old, "shards");
+		agg = json_incref(json_object_get(old, "agg"));
+		if (json_array_size(json_object_get(agg, "recent")) >= RECENT_SHOWN)
+			old_last = json_incref(json_array_get(json_object_get(agg, "recent"), RECENT_SHOWN - 1));
+	} else {
+		agg = agg_new();
+	}
 	if ((status = amp_store_tip(st, amp_store_messages_ref(st), &commit, &root, err)) < 0 ||
 	    (status = list_shards(repo, root, &shards, &nshards, err)) < 0)
 		goto cleanup;
 	git_oid_tostr(tip, sizeof(tip), git_commit_id(commit));
+	/* Whether the state must be written again: a new tip, a shard
+	 * changed or gone, the aggregate made anew. */
+	dirty = !trust || !str(old, "tip") || strcmp(str(old, "tip"), tip);
 	if (git_repository_odb(&odb, repo) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot open the object database");
-		goto cleanup;
-	}
-	if (!(tf = open_memstream(&table, &tablelen))) {
-		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
 	}
 	for (i = 0; i < nshards; i++) {
 		const json_t *hit = json_object_get(old_shards, shards[i].key);
 		json_t *summary = NULL;
-		char frag[PATH_MAX], *buf = NULL;
-		size_t len = 0;
-		amp_error ignored;
 
 		git_oid_tostr(hex, sizeof(hex), &shards[i].id);
-		shard_path(&g, shards[i].key, "html", frag, sizeof(frag));
 		/* The same shard tree (still in the object database: a tree
-		 * gone is damage the records must show) and its rows still
-		 * there: not one of its tasks changed. */
-		if (hit && str(hit, "tree") && !strcmp(str(hit, "tree"), hex) &&
-		    git_odb_exists(odb, &shards[i].id) &&
-		    amp_read_file(frag, &buf, &len, &ignored) == 0) {
+		 * gone is damage the records must show): not one of its tasks
+		 * changed.  (Its files are not looked at, so that a pass costs
+		 * no system call per shard: a group page deleted by hand comes
+		 * back as a task page does, when the shard changes; a shard
+		 * state gone makes the aggregate anew then.) */
+		if (sum_tree(hit) && !strcmp(sum_tree(hit), hex) && git_odb_exists(odb, &shards[i].id)) {
 			summary = json_incref((json_t *)hit);
-			unchanged += (size_t)json_integer_value(json_object_get(hit, "pages"));
+			unchanged += (size_t)sum_int(hit, SUM_PAGES);
 		} else {
-			free(buf);
-			buf = NULL;
+			dirty = 1;
 			if (git_tree_lookup(&shard, repo, &shards[i].id) < 0) {
 				status = amp_error_git(err, AMP_EIO, "cannot read the tree tasks/%s",
 						       amp_term(shards[i].key));
 				goto cleanup;
 			}
-			if ((status = do_shard(&g, root, shard, shards[i].key, trust, now_ms, &summary,
-					       &unchanged, err)) < 0 ||
-			    (status = amp_read_file(frag, &buf, &len, err)) < 0)
+			if ((status = do_shard(&g, root, shard, shards[i].key, trust, sum_tree(hit),
+					       agg, &stale, now_ms, &summary, &unchanged, err)) < 0)
 				goto cleanup;
 			git_tree_free(shard);
 			shard = NULL;
 		}
-		fwrite(buf, 1, len, tf);
-		free(buf);
-		ntasks += json_integer_value(json_object_get(summary, "count"));
-		json_array_append(summaries, summary);
+		ntasks += sum_int(summary, SUM_COUNT);
+		if (sum_int(summary, SUM_LAST) > last)
+			last = sum_int(summary, SUM_LAST);
 		json_object_set_new(byname, shards[i].key, summary);
 	}
-	if (fclose(tf) != 0) {
-		tf = NULL;
-		status = amp_error_set(err, AMP_EIO, "", "out of memory");
-		goto cleanup;
-	}
-	tf = NULL;
 	/* Shards gone from the SSOT (a rewritten history): their pages too. */
 	json_object_foreach(old_shards, k, v) {
 		json_t *gone;
+		char name[AMP_DASHBOARD_NAME_MAX];
 
 		if (json_object_get(byname, k))
 			continue;
-		shard_path(&g, k, "json", path, sizeof(path));
-		if ((gone = json_load_file(path, 0, NULL)))
-			drop_pages(&g, json_object_get(gone, "tasks"), NULL);
+		dirty = 1;
+		shard_path(&g, k, path, sizeof(path));
+		gone = json_load_file(path, 0, NULL);
+		drop_pages(&g, json_object_get(gone, "tasks"), NULL);
+		if (agg_take_out(agg, k, gone, sum_tree(v)) < 0)
+			stale = 1;
 		json_decref(gone);
 		unlink(path);
-		shard_path(&g, k, "html", path, sizeof(path));
+		group_name(k, name);
+		snprintf(path, sizeof(path), "%s/groups/%s", dir, name);
 		unlink(path);
+	}
+	if (agg_trim_recent(agg) < 0) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	/* Records only added, the aggregate follows; one that cannot (the
+	 * newest hour went back, a recent row left that another shard's row
+	 * must replace) is made anew from every shard's state. */
+	if (stale || ival(agg, "h1") != (last < 0 ? -1 : last / HOUR_MS) || !recent_valid(agg, old_last)) {
+		dirty = 1;
+		if ((status = agg_rebuild(&g, shards, nshards, &agg)) == AMP_NOOP)
+			goto cleanup;
+		if (status < 0) {
+			status = amp_error_set(err, AMP_EIO, "", "out of memory");
+			goto cleanup;
+		}
 	}
 	tip_hex(st, amp_store_errors_ref(st), etip, sizeof(etip));
 	snprintf(path, sizeof(path), "%s/errors.html", dir);
@@ -1289,15 +1637,25 @@ int amp_dashboard_write(amp_store *st, const char *dir, int64_t now_ms, json_t *
 		if ((status = page_finish(&g, &p, "errors.html", 1, err)) < 0)
 			goto cleanup;
 	}
+	if (needs_list(agg, now_ms, &needs, &nneeds) < 0) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
 	if ((status = page_open(&p, err)) < 0)
 		goto cleanup;
-	render_index(p.f, summaries, now_ms, tip, ntasks, table, tablelen);
+	render_needs_page(p.f, needs, nneeds, now_ms);
+	if ((status = page_finish(&g, &p, "needs.html", 1, err)) < 0 || (status = page_open(&p, err)) < 0)
+		goto cleanup;
+	render_index(p.f, agg, needs, nneeds, shards, nshards, byname, now_ms, tip, ntasks);
 	if ((status = page_finish(&g, &p, "index.html", 1, err)) < 0)
 		goto cleanup;
 	/* The state last: a pass that failed before leaves the old one,
 	 * which at worst rebuilds pages that were already current. */
-	state = json_pack("{s:s,s:s,s:s,s:O}", "key", key, "tip", tip, "errors_tip", etip,
-			  "shards", byname);
+	dirty |= !str(old, "errors_tip") || strcmp(str(old, "errors_tip"), etip);
+	if (!dirty)
+		goto report;
+	state = json_pack("{s:s,s:s,s:s,s:O,s:O}", "key", key, "tip", tip, "errors_tip", etip,
+			  "shards", byname, "agg", agg);
 	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
 	if (!state || !(dump = json_dumps(state, JSON_COMPACT))) {
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
@@ -1305,23 +1663,35 @@ int amp_dashboard_write(amp_store *st, const char *dir, int64_t now_ms, json_t *
 	}
 	if ((status = write_state(path, dump, strlen(dump), err)) < 0)
 		goto cleanup;
+report:
 	if (report)
 		*report = json_pack("{s:s,s:s,s:I,s:O,s:i}", "dir", dir, "tip", tip, "tasks",
 				    (json_int_t)ntasks, "written", g.written, "unchanged", (int)unchanged);
 cleanup:
-	if (tf)
-		fclose(tf);
-	free(table);
 	free(dump);
 	free(shards);
+	free(needs);
 	json_decref(state);
 	json_decref(old);
-	json_decref(summaries);
+	json_decref(agg);
+	json_decref(old_last);
 	json_decref(byname);
 	json_decref(g.written);
 	git_odb_free(odb);
 	git_tree_free(shard);
 	git_tree_free(root);
 	git_commit_free(commit);
+	return status;
+}
+
+int amp_dashboard_write(amp_store *st, const char *dir, int64_t now_ms, json_t **report,
+			amp_error *err)
+{
+	int status;
+
+	if (report)
+		*report = NULL;
+	if ((status = write_pass(st, dir, now_ms, 1, report, err)) == AMP_NOOP)
+		status = write_pass(st, dir, now_ms, 0, report, err);
 	return status;
 }

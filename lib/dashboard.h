@@ -5,33 +5,47 @@
  *
  * Layout of the output directory DIR:
  *
- *   index.html              every task, the escalations needing the admin
- *                           first, messages per hour and open escalations
- *   errors.html             the error log (refs/amp/errors), newest first
+ *   index.html              the overview: the tasks needing the admin first
+ *                           (50 at most), messages per hour and open
+ *                           escalations, the 100 most recently active
+ *                           tasks, a link to each group page
+ *   needs.html              every task needing the admin
+ *   groups/<YYYY>-<S>.html  one page per shard of the task tree
+ *                           (tasks/<YYYY>/<S>/, at most 100 tasks): the
+ *                           row of each of its tasks
  *   tasks/<page>.html       one page per task: its conversation
+ *   errors.html             the error log (refs/amp/errors), newest first
  *   .amp-dashboard.json     what the pages were built from (below)
- *   .amp-dashboard/         the same, per shard of the task tree
+ *   .amp-dashboard/         the same, per shard
  *
  * Every string that comes from a record is untrusted: it goes through
  * amp_html_put, which leaves no markup and shows control characters.
  *
- * The state follows the store's layout (store.h): per shard
- * tasks/<YYYY>/<S>/ (at most 100 tasks), .amp-dashboard.json keeps the
- * shard's tree id and a summary (task count, messages per hour, open
- * critical escalations, the rows that may need the admin), and
- * .amp-dashboard/<shard>.json the tree id and overview row of each of its
- * tasks, <shard>.html its rows of the overview's table.  Trees are
- * content-addressed: a shard whose tree id did not change is not read at
- * all, and in a shard that changed only the tasks whose tree id changed get
- * their page rewritten.  So one new message costs one task page, one
- * shard's rows and the overview, whatever the size of the history.  Task
- * pages and the table's rows do not depend on the time (deadlines are
- * shown as dates); the "needs the admin" part of the overview, which counts
- * overdue ACKs, is rebuilt on every pass, and a file is written only when
- * its bytes changed.  The state is keyed by the store's policy and the page
- * format: a mismatch, or a missing or corrupt state file, rebuilds
- * everything; so does deleting DIR.  (A page deleted by hand comes back
- * when its shard changes, or with the state file removed.)
+ * The state follows the store's layout (store.h).  .amp-dashboard/
+ * <shard>.json keeps the shard's tree id and each of its tasks' tree id and
+ * row (what a group page, the overview and the aggregate need of it);
+ * .amp-dashboard.json the tip, each shard's tree id, task count and newest
+ * record, and the aggregate the overview is drawn from (the rows that may
+ * need the admin, the 100 latest rows, messages and open escalations per
+ * hour over the chart's 48 hours), updated from the shards that changed:
+ * their old rows out, their new rows in.  Trees are content-addressed: a
+ * shard whose tree id did not change is not read at all, and in a shard
+ * that changed only the tasks whose tree id changed get their page
+ * rewritten.  So one new message costs one task page, one group page and
+ * the overview (and needs.html when what needs the admin changed); what
+ * still grows with the history is one line per shard (100 tasks) in the
+ * state and in the overview's list of groups.  Pages do not depend on the
+ * time (deadlines are shown as dates) but for the overview's and
+ * needs.html's "needs the admin" (overdue ACKs), rebuilt on every pass; a
+ * page is written only when its bytes changed.  When the aggregate cannot
+ * follow (a rewritten history: the newest hour went back, a recent task
+ * left with nothing to replace it; a shard's state not the one it was made
+ * from) it is made anew from every shard's state.  The state is keyed by
+ * the store's policy and the page format: a mismatch, or a missing or
+ * corrupt state file, rebuilds everything; so does deleting DIR.  A pass
+ * makes no system call per unchanged shard: a task or group page deleted
+ * by hand comes back when its shard changes, or with the state file
+ * removed.
  */
 #ifndef AMP_DASHBOARD_H
 #define AMP_DASHBOARD_H
