@@ -58,6 +58,7 @@ _amp_usage() {
 			n = split($i, parts, "|")
 			for (j = 1; j <= n; j++) {
 				o = parts[j]; gsub(/^[[(]+|[])]+$|\.\.\.$/, "", o)
+				sub(/\[?=.*$/, "", o) # --color[=<when>]: the option itself
 				if (o !~ /^--?[a-z][a-z0-9-]*$/) continue
 				v = (j == n && i < NF) ? $(i + 1) : ""
 				k = (v ~ /^\[?</ || v ~ /^[a-z_]+(\|[a-z_]+)+\]?$/ || v ~ /^[a-z]+\]?$/ && v != "amp") ? kind(v) : "-"

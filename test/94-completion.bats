@@ -55,7 +55,7 @@ complete_bash() {
 	run -0 complete_bash "amp send --t"
 	assert_output "--task --template --to"
 	run -0 complete_bash "amp status --"
-	assert_output "--help --json --repo"
+	assert_output "--color --help --json --no-color --no-pager --repo --utc"
 }
 
 @test "bash: message types after amp send, roles where a role goes, values a usage lists" {
@@ -139,7 +139,7 @@ complete_zsh() {
 	assert_equal "$(sed -n '/^== amp s$/{n;p}' <<< "$output")" "schema send show status sync"
 	assert_equal "$(sed -n '/^== amp f$/{n;p}' <<< "$output")" "foo fsck"
 	assert_equal "$(sed -n '/^== amp send --t$/{n;p}' <<< "$output")" "--task --template --to"
-	assert_equal "$(sed -n '/^== amp status --$/{n;p}' <<< "$output")" "--help --json --repo"
+	assert_equal "$(sed -n '/^== amp status --$/{n;p}' <<< "$output")" "--color --help --json --no-color --no-pager --repo --utc"
 	assert_equal "$(sed -n '/^== amp send $/{n;p}' <<< "$output")" \
 		"escalation review_request review_verdict task_dispatch task_result"
 	assert_equal "$(sed -n '/^== amp send task_result --from $/{n;p}' <<< "$output")" \
@@ -165,4 +165,19 @@ complete_zsh() {
 	# the completion still works there
 	assert_equal "$(sed -n '/^== amp s$/{n;p}' <<< "$output")" "schema send show status sync"
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/zerr")" ""
+}
+
+@test "bash: every command of amp --help completes, and each completes every long option of its --help" {
+	local cmd o n=0 missing=""
+	for cmd in $(amp --help | awk '/^   [a-z]/ { print $1 }'); do
+		n=$((n + 1))
+		run -0 complete_bash "amp ${cmd:0:3}"
+		[[ " $output " == *" $cmd "* ]] || missing="$missing cmd:$cmd"
+		run -0 complete_bash "amp $cmd --"
+		for o in $(amp "$cmd" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
+			[[ " $output " == *" $o "* ]] || missing="$missing $cmd:$o"
+		done
+	done
+	[ "$n" -ge 30 ]
+	assert_equal "$missing" ""
 }
