@@ -1348,11 +1348,17 @@ static int do_shard(struct gen *g, git_tree *root, git_tree *shard, const char *
 	agg_rows(agg, key, rows, 1);
 	if ((status = page_open(&p, err)) < 0)
 		goto cleanup;
-	snprintf(rel, sizeof(rel), "tasks/%s/", key);
-	page_head(p.f, rel, "../");
-	fprintf(p.f, "<p class=\"meta\">%zu task(s) of the SSOT's directory ", json_array_size(rows));
-	amp_html_put(p.f, rel, 0);
-	fputs("</p>\n", p.f);
+	/* The shard's directory, shown: a key of any length fits. */
+	{
+		char where[700];
+
+		snprintf(where, sizeof(where), "tasks/%.600s/", key);
+		page_head(p.f, where, "../");
+		fprintf(p.f, "<p class=\"meta\">%zu task(s) of the SSOT's directory ",
+			json_array_size(rows));
+		amp_html_put(p.f, where, 0);
+		fputs("</p>\n", p.f);
+	}
 	render_rows(p.f, "tasks", rows, "../");
 	page_tail(p.f);
 	group_name(key, page);
