@@ -528,7 +528,7 @@ static int report(struct walk *w, amp_log_fn fn, void *ctx, long long *left)
 		char *raw = NULL;
 		json_t *doc = NULL;
 		size_t len, id_len, task_len;
-		int rc, stop = 0;
+		int rc = 0, stop = 0;
 
 		/* tasks/<YYYY>/<S>/<task>/<name>: the task is the parent's name;
 		 * agents/<agent>/register-...json belongs to no task. */
