@@ -114,7 +114,8 @@ static void print_lines(struct out *o, const char *buf, size_t len)
 	/* Each line ends where the next one in walk order starts. */
 	for (i = 0; i < o->n; i++)
 		o->lines[i].end = i + 1 < o->n ? o->lines[i + 1].start : (long)len;
-	qsort(o->lines, o->n, sizeof(*o->lines), newest_first);
+	if (o->n) /* qsort takes no NULL, even for nothing to sort */
+		qsort(o->lines, o->n, sizeof(*o->lines), newest_first);
 	for (i = 0; i < o->n; i++)
 		fwrite(buf + o->lines[i].start, 1, (size_t)(o->lines[i].end - o->lines[i].start), stdout);
 }

@@ -471,7 +471,8 @@ int amp_coord_order_inbox(amp_store *st, json_t *messages, int64_t now_ms, amp_e
 		v[i].held = json_is_true(json_array_get(rank, 0));
 		v[i].priority = (int)json_integer_value(json_array_get(rank, 1));
 	}
-	qsort(v, n, sizeof(*v), by_rank);
+	if (n) /* qsort takes no NULL, even for nothing to sort */
+		qsort(v, n, sizeof(*v), by_rank);
 	for (i = 0; i < n; i++)
 		json_array_set(messages, i, v[i].msg);
 cleanup:

@@ -717,7 +717,8 @@ static int agg_trim_recent(json_t *agg)
 		return -1;
 	for (i = 0; i < n; i++)
 		v[i] = json_array_get(recent, i);
-	qsort(v, n, sizeof(*v), recent_cmp);
+	if (n) /* qsort takes no NULL, even for nothing to sort */
+		qsort(v, n, sizeof(*v), recent_cmp);
 	out = json_array();
 	for (i = 0; i < n && i < RECENT_SHOWN; i++)
 		json_array_append(out, v[i]);
@@ -1458,7 +1459,8 @@ static int list_shards(git_repository *repo, git_tree *root, struct shard **out,
 		git_tree_free(year);
 		year = NULL;
 	}
-	qsort(v, n, sizeof(*v), shard_cmp);
+	if (n) /* qsort takes no NULL, even for nothing to sort */
+		qsort(v, n, sizeof(*v), shard_cmp);
 	*out = v;
 	*count = n;
 	v = NULL;

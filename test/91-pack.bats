@@ -176,6 +176,8 @@ send_n() {
 
 @test "with amp.fsync (the default) the pack and its index are fsynced before loose objects go; not with amp.fsync false" {
 	send_n 2
+	# LeakSanitizer cannot run under ptrace (make asan)
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 	strace -f -qq -y -e trace=fsync,fdatasync -o "$BATS_TEST_TMPDIR/trace" amp gc > /dev/null
 	# git fsyncs them under temporary names, then renames them into place
 	grep -qE 'f(data)?sync\([0-9]+<[^>]*/objects/pack/tmp_pack_[^>]*>' "$BATS_TEST_TMPDIR/trace"
