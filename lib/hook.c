@@ -613,12 +613,13 @@ static int check_new_commits(struct check *c, const git_oid *new, const git_oid 
 	}
 	/* What the repository does not have cannot be hidden: nothing of it
 	 * is reachable from `new` either. */
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 2; i++) {
 		if (hide[i] && !git_oid_is_zero(hide[i]) &&
 		    git_commit_lookup(&commit, repo, hide[i]) == 0)
 			git_revwalk_hide(walk, hide[i]);
-	git_commit_free(commit);
-	commit = NULL;
+		git_commit_free(commit);
+		commit = NULL;
+	}
 	git_error_clear();
 	while ((status = git_revwalk_next(&id, walk)) == 0) {
 		if (git_commit_lookup(&commit, repo, &id) < 0) {
