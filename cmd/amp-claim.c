@@ -74,7 +74,7 @@ int main(int argc, char **argv)
 	/* Signed, the key's principal names the instance ("alice@executor"),
 	 * as it does for every other write; a claim needs the name before
 	 * the commit, to decide who holds the task. */
-	if (!amp_store_agent(st) && amp_store_signing(st)) {
+	if (!amp_store_agent(st)) {
 		char principal[256], *at;
 
 		if (amp_signing_may_write(amp_store_signing(st), from ? from : "executor", NULL,

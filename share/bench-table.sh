@@ -47,6 +47,11 @@ cc -O2 -o "$work/floor" "$src/share/bench-floor.c" "${git2_flags[@]}"
 now_ns() { date +%s%N; }
 # median FILE: the median of the numbers in FILE, one a line.
 median() { sort -n "$1" | awk '{ v[NR] = $1 } END { printf "%.2f", NR ? v[int((NR + 1) / 2)] : 0 }'; }
+# us_median FILE: the median of FILE's microsecond figures, in ms.
+us_median() {
+	awk '{ printf "%.3f\n", $1 / 1000 }' "$1" > "$1.ms"
+	median "$1.ms"
+}
 # timed N CMD...: the median wall time of N runs of CMD, in ms.
 timed() {
 	local n=$1 i t0 t1
@@ -56,8 +61,7 @@ timed() {
 		t0=$(now_ns); "$@" > /dev/null; t1=$(now_ns)
 		echo "$(((t1 - t0) / 1000))" >> "$work/t"
 	done
-	awk '{ printf "%.3f\n", $1 / 1000 }' "$work/t" > "$work/t.ms"
-	median "$work/t.ms"
+	us_median "$work/t"
 }
 # rss CMD...: the peak RSS of one run of CMD, in MB.
 rss() { /usr/bin/time -f %M -o "$work/rss" "$@" > /dev/null && awk '{ printf "%.1f", $1 / 1024 }' "$work/rss"; }
@@ -153,8 +157,8 @@ for n in $sizes; do
 		t0=$(now_ns); send_fresh > /dev/null; t1=$(now_ns); echo "$(((t1 - t0) / 1000))" >> "$work/on"
 	done
 	git config amp.fsync false
-	cell[send,$n]=$(awk '{ printf "%.3f\n", $1 / 1000 }' "$work/off" | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", v[int((NR + 1) / 2)] }')
-	cell[send_fsync,$n]=$(awk '{ printf "%.3f\n", $1 / 1000 }' "$work/on" | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", v[int((NR + 1) / 2)] }')
+	cell[send,$n]=$(us_median "$work/off")
+	cell[send_fsync,$n]=$(us_median "$work/on")
 	loose0=$(kib size)
 	cell[disk_loose,$n]=$(awk -v k="$loose0" -v s=$((rounds * 2)) 'BEGIN { printf "%.1f", k / s }')
 	git update-ref refs/amp/plumb "$(git rev-parse refs/amp/messages)"

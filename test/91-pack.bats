@@ -129,6 +129,19 @@ send_n() {
 	[ "$(loose)" = 0 ]
 }
 
+@test "one repack at a time: amp gc --auto skips while another holds gc.lock, and runs once it is free" {
+	send_n 1
+	plant_in_17
+	git config amp.autoPack 1
+	mkdir -p .git/amp
+	run -0 flock .git/amp/gc.lock amp gc --auto --json
+	[ "$(echo "$output" | json_get 'd["packed"]')" = false ]
+	[ "$(loose)" -gt 0 ]
+	run -0 amp gc --auto --json
+	[ "$(echo "$output" | json_get 'd["packed"]')" = true ]
+	[ "$(loose)" = 0 ]
+}
+
 @test "amp gc --auto does nothing under the limit" {
 	send_n 1
 	n=$(loose)
