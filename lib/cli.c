@@ -340,7 +340,7 @@ void amp_cli_warn_soft_waits(const char *cmd, amp_store *st, const json_t *msg)
 
 	if (!type || strcmp(type, "task_dispatch") || !task ||
 	    amp_store_tip(st, amp_store_messages_ref(st), NULL, &tip, &err) < 0 ||
-	    amp_store_read_task(st, tip, task, &log, &err) < 0 ||
+	    amp_store_read_task_controls(st, tip, task, &log, &err) < 0 ||
 	    amp_coord_waits(st, tip, &log, &waits, &err) < 0)
 		goto cleanup;
 	json_array_foreach(waits, i, d)

@@ -335,7 +335,7 @@ static int reaches(amp_store *st, git_tree *tip, const char *task, const char *t
 		return amp_error_set(err, AMP_ERULE, "", "more than %d tasks depend on each other: cannot check for a cycle",
 				     AMP_DEPS_WALK_MAX);
 	json_object_set_new(seen, task, json_true());
-	if ((status = amp_store_read_task(st, tip, task, &log, err)) < 0)
+	if ((status = amp_store_read_task_controls(st, tip, task, &log, err)) < 0)
 		return status;
 	n = amp_coord_deps(&log, deps);
 	for (i = 0; i < n && !found; i++) {

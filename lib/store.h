@@ -204,6 +204,12 @@ typedef struct amp_task_log {
  * marker itself stays in entries).  Free with amp_task_log_free. */
 int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
 			amp_task_log *log, amp_error *err);
+/* The same with the control records only (kind AMP_ENTRY_CTL: depend,
+ * plan, claim, superseded ...): messages and ACKs are skipped by their
+ * file names, never read, so the cost does not grow with the task's
+ * conversation.  log->next_seq still counts every record. */
+int amp_store_read_task_controls(amp_store *st, git_tree *root, const char *task_id,
+				 amp_task_log *log, amp_error *err);
 void amp_task_log_free(amp_task_log *log);
 
 /* Appends a record to log, as if it were the next file of the task
