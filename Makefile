@@ -30,9 +30,11 @@ BIN      ?= bin
 # LIBGIT2=static (the default): amp links a libgit2 without its network
 # stack, built once into $(LIBGIT2_DIR) from Debian's source of the
 # installed libgit2-dev by share/build-libgit2.sh; when that cannot be built
-# (offline, no source), the system one, as LIBGIT2=system always does.
-# amp's transport is the user's `git`, so SSH/TLS/Kerberos code is never
-# run, but Debian's shared libgit2 loads 19 libraries at every start.
+# (offline, no source), Debian's own static libgit2.a, as LIBGIT2=archive
+# does; when that does not link either, the shared one, as LIBGIT2=system
+# always does (share/git2-link.sh).  amp's transport is the user's `git`,
+# so SSH/TLS/Kerberos code is never run, but Debian's shared libgit2 loads
+# 19 libraries at every start.
 LIBGIT2     ?= static
 LIBGIT2_DIR ?= build/libgit2
 # exact: only the installed libgit2-dev's own source (its security fixes);
@@ -44,24 +46,32 @@ LIBGIT2_BUILT = libgit2
 endif
 
 # Recursively expanded on purpose: `make test` installs the packages first,
-# then builds in a sub-make that sees them; the static libgit2 is looked for
-# when a recipe runs, after the `libgit2` step has built it or given up.
-GIT2_STATIC = $(if $(LIBGIT2_BUILT),$(shell test -f $(LIBGIT2_A) && echo y))
-GIT2_CFLAGS = $(if $(GIT2_STATIC),-I$(LIBGIT2_DIR)/install/include,$(shell pkg-config --cflags libgit2))
-GIT2_LIBS   = $(if $(GIT2_STATIC),$(LIBGIT2_A) -l:libhttp_parser.a -l:libz.a,$(shell pkg-config --libs libgit2))
+# then builds in a sub-make that sees them; how libgit2 is linked is decided
+# when a recipe runs, after the `libgit2` step has built it or given up:
+# share/git2-link.sh says "lean" (that build), "archive" (Debian's own
+# libgit2.a, same revision as the shared one, when LIBGIT2=static could not
+# build the lean one) or "shared", then the flags; its answer is cached.
+GIT2_LINK   = $(shell share/git2-link.sh $(LIBGIT2_DIR) $(LIBGIT2) $(CC))
+GIT2_MODE   = $(firstword $(GIT2_LINK))
+GIT2_CFLAGS = $(if $(filter lean,$(GIT2_MODE)),-I$(LIBGIT2_DIR)/install/include,$(shell pkg-config --cflags libgit2))
+GIT2_LIBS   = $(wordlist 2,1000,$(GIT2_LINK))
 PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson)
 PKG_LIBS   = $(GIT2_LIBS) $(shell pkg-config --libs jansson)
-# --as-needed: a program that never touches a repository (the driver, amp
-# validate) does not load libgit2 and its TLS/SSH/Kerberos dependencies.
+# lib/tls_ca.c, linked into every program in the build its mode needs.
+TLS_CA      = $(if $(filter archive,$(GIT2_MODE)),$(BUILD)/tls_ca_wrap.o -Wl$(comma)--wrap=mbedtls_x509_crt_parse_file,$(BUILD)/tls_ca.o)
+comma := ,
+# --as-needed: no shared library loads that the program does not call.
 AMP_LDFLAGS = -Wl,--as-needed
 AMP_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib \
 	-DAMP_VERSION='"$(VERSION)"' -DAMP_DATADIR='"$(DATADIR)"' $(PKG_CFLAGS)
 
-LIB_SRC  := $(sort $(wildcard lib/*.c))
+LIB_SRC  := $(filter-out lib/tls_ca.c,$(sort $(wildcard lib/*.c)))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIBAMP   := $(BUILD)/libamp.a
 CMD_SRC  := $(sort $(wildcard cmd/amp-*.c))
 CMDS     := $(CMD_SRC:cmd/%.c=$(BIN)/%)
+CMD_NAMES := $(CMD_SRC:cmd/amp-%.c=%)
+CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(sort $(wildcard test/c/*.c))
 TESTS    := $(TEST_SRC:test/c/%.c=$(BUILD)/test/%)
 # share/man/<page>.<section>.scd -> $(BUILD)/man/<page>.<section>
@@ -74,7 +84,7 @@ SCDOC    := $(shell command -v scdoc 2>/dev/null)
 DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
 	python3 python3-jsonschema procps openssh-server openssh-client \
-	cmake dpkg-dev libhttp-parser-dev zlib1g-dev strace time gnuplot-nox zsh \
+	cmake dpkg-dev libhttp-parser-dev zlib1g-dev libkrb5-dev strace time gnuplot-nox zsh \
 	scdoc shellcheck man-db chromium curl
 
 .PHONY: all deps test check demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
@@ -94,6 +104,37 @@ $(BUILD)/%.o: %.c $(wildcard lib/*.h) | $(LIBGIT2_BUILT)
 	@mkdir -p $(dir $@)
 	$(CC) $(AMP_CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
+# amp is one program (cmd/amp.c): each command's main() is renamed
+# amp_main_<name> and listed in builtins.h, and bin/amp-<name> are hard
+# links to bin/amp, which runs the command its name says.
+$(BUILD)/cmd/amp-%.o: cmd/amp-%.c $(BUILD)/cmd/main.flags $(wildcard lib/*.h) | $(LIBGIT2_BUILT)
+	@mkdir -p $(dir $@)
+	$(CC) $(AMP_CPPFLAGS) $(CFLAGS) $(CMD_MAIN)$* -c -o $@ $<
+
+# Rewritten only when CMD_MAIN changes: a build tree from before amp was
+# one program recompiles its commands once.
+CMD_MAIN = -Dmain=amp_main_
+$(BUILD)/cmd/main.flags: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(CMD_MAIN)' | cmp -s - $@ || echo '$(CMD_MAIN)' > $@
+
+$(BUILD)/cmd/builtins.h: FORCE
+	@mkdir -p $(dir $@)
+	@printf 'AMP_BUILTIN(%s)\n' $(CMD_NAMES) > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+$(BUILD)/cmd/amp.o: cmd/amp.c $(BUILD)/cmd/builtins.h $(wildcard lib/*.h) | $(LIBGIT2_BUILT)
+	@mkdir -p $(dir $@)
+	$(CC) $(AMP_CPPFLAGS) -I$(BUILD)/cmd $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tls_ca.o: lib/tls_ca.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tls_ca_wrap.o: lib/tls_ca.c
+	@mkdir -p $(dir $@)
+	$(CC) -DAMP_TLS_CA_WRAP $(CFLAGS) -c -o $@ $<
+
 $(LIBAMP): $(LIB_OBJ) $(BUILD)/libgit2.mode $(if $(LIBGIT2_BUILT),$(wildcard $(LIBGIT2_A)))
 	@rm -f $@
 	$(AR) rcs $@ $(LIB_OBJ)
@@ -109,17 +150,16 @@ FORCE:
 libgit2:
 	@LIBGIT2_REVISION=$(LIBGIT2_REVISION) share/build-libgit2.sh $(LIBGIT2_DIR)
 
-$(BIN)/amp: $(BUILD)/cmd/amp.o $(LIBAMP)
+$(BIN)/amp: $(BUILD)/cmd/amp.o $(CMD_OBJ) $(LIBAMP) $(BUILD)/tls_ca.o $(BUILD)/tls_ca_wrap.o
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $(BUILD)/cmd/amp.o $(CMD_OBJ) $(LIBAMP) $(TLS_CA) $(PKG_LIBS)
 
-$(BIN)/amp-%: $(BUILD)/cmd/amp-%.o $(LIBAMP)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(BIN)/amp-%: $(BIN)/amp
+	ln -f $< $@
 
-$(BUILD)/test/%: $(BUILD)/test/c/%.o $(LIBAMP)
+$(BUILD)/test/%: $(BUILD)/test/c/%.o $(LIBAMP) $(BUILD)/tls_ca.o $(BUILD)/tls_ca_wrap.o
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $< $(LIBAMP) $(TLS_CA) $(PKG_LIBS)
 
 # Installs only what is missing, so a machine that has everything is not
 # touched (and needs no root).
@@ -250,7 +290,11 @@ install: all
 		$(DESTDIR)$(DATADIR)/schemas $(DESTDIR)$(DATADIR)/doc \
 		$(DESTDIR)$(DATADIR)/json-schema $(DESTDIR)$(BASHCOMPDIR)
 	install -m 755 $(BIN)/amp $(DESTDIR)$(BINDIR)/amp
-	install -m 755 $(CMDS) $(DESTDIR)$(LIBEXECDIR)/
+	@set -e; rel=$$(realpath -m --relative-to=$(LIBEXECDIR) $(BINDIR)/amp); \
+	for c in $(CMD_NAMES); do \
+		echo ln -sf $$rel $(DESTDIR)$(LIBEXECDIR)/amp-$$c; \
+		ln -sf $$rel $(DESTDIR)$(LIBEXECDIR)/amp-$$c; \
+	done
 	install -m 644 schemas/*.json schemas/README.md $(DESTDIR)$(DATADIR)/schemas/
 	install -m 644 share/doc/* $(DESTDIR)$(DATADIR)/doc/ 2>/dev/null || true
 	install -m 644 share/json-schema/*.json $(DESTDIR)$(DATADIR)/json-schema/

@@ -52,30 +52,6 @@ unsigned amp_risk_bit(const char *risk_level)
 
 /* ---- opening ------------------------------------------------------------ */
 
-/*
- * Debian's libgit2 is built with mbedTLS, whose global init parses the whole
- * CA bundle (/etc/ssl/certs/ca-certificates.crt) inside git_libgit2_init():
- * 53 million instructions, three quarters of an `amp send`, and no option or
- * environment variable turns it off (libgit2 PR #3935 asked for lazy
- * loading).  amp never opens a TLS connection through libgit2 -- remotes are
- * git's business (`git push`/`git fetch`) -- so this definition interposes
- * the one parse and leaves the CA chain empty.  Should TLS through libgit2
- * ever be attempted, certificate verification fails: closed, not open.
- * Only the system build needs it (`make LIBGIT2=system`): the default static
- * libgit2 has no TLS at all, and with it, or with an OpenSSL build, nothing
- * references this function, so it is linked as dead code that never runs
- * and interposes nothing (an executable exports a symbol only when a shared
- * library it links refers to it).  It stays in both builds so that one set
- * of objects serves both.
- */
-int mbedtls_x509_crt_parse_file(void *chain, const char *path);
-int mbedtls_x509_crt_parse_file(void *chain, const char *path)
-{
-	(void)chain;
-	(void)path;
-	return 0;
-}
-
 /* 1 when snprintf's result `n` fitted a buffer of `size` bytes: a name
  * that would not fit is an error, never a truncated name. */
 static int fits(int n, size_t size)

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Benchmark of the lean binary (never part of the tests): amp linked with
-# the static libgit2 without network stack (make LIBGIT2=static, the
-# default) against amp linked with Debian's shared libgit2 (LIBGIT2=system),
-# the same source, side by side in one run:
+# Benchmark of the lean binary (never part of the tests): the same source
+# linked three ways (share/git2-link.sh), side by side in one run:
+#   lean     the static libgit2 without network stack built from Debian's
+#            source (make LIBGIT2=static; the newest revision served, see
+#            below);
+#   archive  Debian's own static libgit2.a (make LIBGIT2=archive: what the
+#            default build links when the lean one cannot be built);
+#   system   Debian's shared libgit2 (make LIBGIT2=system);
+# measured:
 #   1. shared libraries loaded (ldd bin/amp-send);
 #   2. `amp send task_dispatch` into a fresh task and `amp status TASK`,
 #      whole process through the driver: median and p90 of ROUNDS runs
-#      each (AMP_BENCH_LEAN_ROUNDS, default 200), the two builds alternating
-#      run by run so that both see the same machine;
+#      each (AMP_BENCH_LEAN_ROUNDS, default 200), the builds alternating
+#      run by run so that all see the same machine;
 #   3. the syscalls of one send and one status (strace -c -f), in all and
 #      the filesystem ones (open/stat/access/read/mmap families).
 # Each build goes to build/bench-lean/<variant>/ (kept: a second run only
@@ -17,14 +22,15 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=${AMP_BENCH_LEAN_ROUNDS:-200}
 work=$(mktemp -d "${TMPDIR:-/tmp}/amp-bench-lean.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-variants="static system"
+variants="lean archive system"
 
 # The bench measures what the lean build buys, so it takes the newest
 # revision Debian serves when the installed one's source is gone (make's
 # default builds only the exact one): build/bench-lean/libgit2, apart.
+declare -A mode=([lean]=static [archive]=archive [system]=system)
 for v in $variants; do
 	b=build/bench-lean/$v
-	make -s -C "$src" LIBGIT2="$v" LIBGIT2_REVISION=any LIBGIT2_DIR=build/bench-lean/libgit2 \
+	make -s -C "$src" LIBGIT2="${mode[$v]}" LIBGIT2_REVISION=any LIBGIT2_DIR=build/bench-lean/libgit2 \
 		BUILD="$b" BIN="$b/bin" \
 		"$b/bin/amp" "$b/bin/amp-init" "$b/bin/amp-send" "$b/bin/amp-status" > "$work/make.$v" 2>&1 ||
 		{ cat "$work/make.$v" >&2; exit 1; }
@@ -81,20 +87,24 @@ syscalls() {
 		END { printf "%d %d\n", all, fs }' "$work/strace"
 }
 
-printf '\n## Lean binary: static libgit2 without network stack vs the system libgit2\n\n'
-echo "libgit2: $libgit2_status; $ROUNDS rounds, builds alternating"
+printf '\n## Lean binary: libgit2 without network stack, Debian'"'"'s libgit2.a, the shared libgit2\n\n'
+echo "libgit2 source build: $libgit2_status; $ROUNDS rounds, builds alternating"
 echo
-echo "| figure | static | system | static/system |"
-echo "|---|---|---|---|"
+# ratio A B: A/B to two places
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b ? a / b : 0 }'; }
+echo "| figure | lean | archive | system | lean/system | archive/system |"
+echo "|---|---|---|---|---|---|"
 libs() { ldd "$src/build/bench-lean/$1/bin/amp-send" | grep -vc 'linux-vdso'; }
-echo "| shared objects loaded by amp-send (ldd) | $(libs static) | $(libs system) | |"
+echo "| shared objects loaded by amp-send (ldd) | $(libs lean) | $(libs archive) | $(libs system) | | |"
+declare -A med p90
 for name in send status; do
-	read -r sm sp < <(stat "$work/t.static.$name")
-	read -r ym yp < <(stat "$work/t.system.$name")
+	for v in $variants; do
+		read -r "med[$v]" "p90[$v]" < <(stat "$work/t.$v.$name")
+	done
 	label="amp send (fresh task)"
 	[ $name = status ] && label="amp status TASK"
-	echo "| $label, median ms | $sm | $ym | $(awk -v a="$sm" -v b="$ym" 'BEGIN { printf "%.2f", a / b }') |"
-	echo "| $label, p90 ms | $sp | $yp | $(awk -v a="$sp" -v b="$yp" 'BEGIN { printf "%.2f", a / b }') |"
+	echo "| $label, median ms | ${med[lean]} | ${med[archive]} | ${med[system]} | $(ratio "${med[lean]}" "${med[system]}") | $(ratio "${med[archive]}" "${med[system]}") |"
+	echo "| $label, p90 ms | ${p90[lean]} | ${p90[archive]} | ${p90[system]} | $(ratio "${p90[lean]}" "${p90[system]}") | $(ratio "${p90[archive]}" "${p90[system]}") |"
 done
 if command -v strace > /dev/null; then
 	declare -A calls # <variant>.all, <variant>.fs: the system calls of one run
@@ -108,8 +118,8 @@ if command -v strace > /dev/null; then
 			fi
 			calls[$v.all]=$all calls[$v.fs]=$fs
 		done
-		echo "| syscalls of one $name (strace -c -f), all | ${calls[static.all]} | ${calls[system.all]} | $(awk -v a="${calls[static.all]}" -v b="${calls[system.all]}" 'BEGIN { printf "%.2f", a / b }') |"
-		echo "| syscalls of one $name, filesystem | ${calls[static.fs]} | ${calls[system.fs]} | $(awk -v a="${calls[static.fs]}" -v b="${calls[system.fs]}" 'BEGIN { printf "%.2f", a / b }') |"
+		echo "| syscalls of one $name (strace -c -f), all | ${calls[lean.all]} | ${calls[archive.all]} | ${calls[system.all]} | $(ratio "${calls[lean.all]}" "${calls[system.all]}") | $(ratio "${calls[archive.all]}" "${calls[system.all]}") |"
+		echo "| syscalls of one $name, filesystem | ${calls[lean.fs]} | ${calls[archive.fs]} | ${calls[system.fs]} | $(ratio "${calls[lean.fs]}" "${calls[system.fs]}") | $(ratio "${calls[archive.fs]}" "${calls[system.fs]}") |"
 	done
 else
 	echo "(no strace: apt-get install strace for the syscall counts)"

@@ -26,6 +26,46 @@ load helpers
 	assert_output --partial "usage: amp validate"
 }
 
+# README "Commands": amp's own commands are built into amp; bin/amp-<command>
+# are links to it.
+@test "amp's commands are one program: amp-<command> is a link to amp that runs its command, and amp runs it without a second program" {
+	local cmd
+	for cmd in send status watch validate; do
+		[ "$(stat -L -c %d:%i "$AMP_BIN/amp-$cmd")" = "$(stat -L -c %d:%i "$AMP_BIN/amp")" ]
+	done
+	run "$AMP_BIN/amp-status" --help
+	assert_success
+	assert_output --partial "usage: amp status"
+	run "$AMP_BIN/amp-validate" --no-such-flag
+	assert_failure 2
+	assert_output --partial "usage: amp validate"
+	# one execve: amp itself, no amp-status after it
+	run strace -f -qq -e trace=execve -o "$BATS_TEST_TMPDIR/trace" amp status --help
+	assert_success
+	[ "$(grep -c 'execve(' "$BATS_TEST_TMPDIR/trace")" = 1 ]
+	# a link named for no command is refused, not a random command
+	ln "$AMP_BIN/amp" "$BATS_TEST_TMPDIR/amp-nope"
+	run "$BATS_TEST_TMPDIR/amp-nope" --help
+	assert_failure 2
+	assert_output --partial "'nope' is not an amp command"
+}
+
+@test "an amp-<command> next to amp that is another program runs instead of the built-in; a symbolic link to amp is the built-in" {
+	mkdir -p "$BATS_TEST_TMPDIR/other" "$BATS_TEST_TMPDIR/linked"
+	cp "$AMP_BIN/amp" "$BATS_TEST_TMPDIR/other/amp"
+	printf '#!/bin/sh\necho "replaced amp-status: $*"\nexit 6\n' > "$BATS_TEST_TMPDIR/other/amp-status"
+	chmod +x "$BATS_TEST_TMPDIR/other/amp-status"
+	run "$BATS_TEST_TMPDIR/other/amp" status --help
+	assert_failure 6
+	assert_output "replaced amp-status: --help"
+	cp "$AMP_BIN/amp" "$BATS_TEST_TMPDIR/linked/amp"
+	ln -s amp "$BATS_TEST_TMPDIR/linked/amp-status"
+	run strace -f -qq -e trace=execve -o "$BATS_TEST_TMPDIR/trace" "$BATS_TEST_TMPDIR/linked/amp" status --help
+	assert_success
+	assert_output --partial "usage: amp status"
+	[ "$(grep -c 'execve(' "$BATS_TEST_TMPDIR/trace")" = 1 ]
+}
+
 @test "an unknown command exits 2 and says so" {
 	run amp no-such-command
 	assert_failure 2

@@ -323,3 +323,32 @@ shell_scripts() {
 	assert_success
 	assert_equal "$(json_get 'd["state"]' <<< "$output")" dispatched
 }
+
+# README "A lean binary": how make links libgit2 (share/git2-link.sh).
+@test "share/git2-link.sh: LIBGIT2=archive links Debian's libgit2.a, LIBGIT2=system the shared one, each answer cached; the built amp never reads the CA bundle" {
+	local libdir
+	libdir=$(pkg-config --variable=libdir libgit2)
+	[ -f "$libdir/libgit2.a" ] || skip "libgit2-dev ships no libgit2.a here"
+	run "$AMP_SRC/share/git2-link.sh" "$BATS_TEST_TMPDIR/g2" archive cc
+	assert_success
+	assert_output --regexp '^archive .*-l:libgit2\.a'
+	[ "$(sed -n 2p "$BATS_TEST_TMPDIR/g2/link")" = "$output" ]
+	# the cache answers without linking again: a broken compiler is not asked
+	run "$AMP_SRC/share/git2-link.sh" "$BATS_TEST_TMPDIR/g2" archive false
+	assert_output --regexp '^archive '
+	run "$AMP_SRC/share/git2-link.sh" "$BATS_TEST_TMPDIR/g3" system cc
+	assert_output "shared $(pkg-config --libs libgit2)"
+	# a compiler that links nothing: the shared answer, never a broken one
+	run "$AMP_SRC/share/git2-link.sh" "$BATS_TEST_TMPDIR/g4" archive false
+	assert_output --regexp '^shared '
+	# the amp under test, linked as build/libgit2/link says
+	case $(sed -n 2p "$AMP_SRC/build/libgit2/link" 2>/dev/null) in
+	archive* | lean*) run ldd "$AMP_BIN/amp"; refute_output --partial "libgit2.so" ;;
+	esac
+	make_repo
+	amp init > /dev/null
+	run strace -f -qq -e trace=open,openat -o "$BATS_TEST_TMPDIR/trace" amp status
+	assert_success
+	run grep -c "certs\|\.crt\|\.pem" "$BATS_TEST_TMPDIR/trace"
+	assert_output 0
+}
