@@ -313,7 +313,12 @@ int main(int argc, char **argv)
 			print_holders(s);
 		if (!json_out)
 			putchar('\n');
-		json_array_append_new(out, s);
+		/* Only --json prints them all at the end: the listing of 25,000
+		 * tasks holds one summary at a time. */
+		if (json_out)
+			json_array_append_new(out, s);
+		else
+			json_decref(s);
 	}
 	if (json_out) {
 		amp_cli_print_json(out, 1);

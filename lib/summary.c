@@ -1,7 +1,34 @@
 /*
  * summary.c - the cached one-line summaries of `amp status` (summary.h).
+ *
+ * The cache is a text file of one line per task, its fields separated by
+ * tabs, so that loading 25,000 tasks is one read and a split of lines, not
+ * the parse of a JSON document of 6 MB into 25,000 objects (at 100,000
+ * messages that parse was 55% of a warm `amp status`, and its objects 100
+ * MB of memory).  The first line says what the file is and the policy it
+ * was made under:
+ *
+ *   amp-status-cache 3 <TAB> <policy>
+ *
+ * then, per task:
+ *
+ *   task  tree  state  rejects  suspended  locked  messages  unreadable
+ *   last_timestamp  deadlines  leases  deps
+ *
+ * task (escaped: it is a tree entry's name, which may hold any byte but
+ * NUL and '/'), the task directory's tree id (40 hex digits), the state
+ * (lower case and '_'), four counts and two 0/1 flags, the last message's
+ * timestamp ("-" when there is none, "s" and the escaped string, or "j"
+ * and its JSON text when it is not a string), the ACK deadlines in Unix ms
+ * separated by commas, the leases and the dependencies as compact JSON
+ * (empty when there are none: most tasks).  Escaped: '\' as "\\" and every
+ * byte below 0x20 and 0x7f as "\xHH", so that no field holds a tab or a
+ * newline.  A line that does not read back is ignored (the task is read
+ * from its records and the line written again); a file whose first line is
+ * not this one, or is of another policy, is ignored whole.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,19 +38,40 @@
 
 #include "clock.h"
 #include "coord.h"
+#include "message.h"
 #include "summary.h"
 #include "task.h"
 
+#define CACHE_MAGIC "amp-status-cache 3"
+/* A cache bigger than this is not amp's (25,000 tasks: 2.4 MB). */
+#define CACHE_MAX_BYTES ((size_t)1 << 30)
+
+/* The time-free summary of one task. */
+struct sentry {
+	char *task;
+	char tree[GIT_OID_HEXSZ + 1];
+	char state[24];
+	int reject_count, suspended, locked, messages, unreadable;
+	char last_kind;     /* '-' none, 's' string, 'j' other JSON */
+	char *last;         /* the string, or the JSON text; NULL for '-' */
+	int64_t *deadlines; /* ACK deadlines of the messages still waiting */
+	size_t ndeadlines;
+	char *leases;       /* compact JSON, NULL when none */
+	char *deps;         /* compact JSON, NULL when none */
+};
+
 struct amp_summaries {
 	amp_store *st;
-	json_t *tasks;  /* task id -> {"tree", "summary", "deadlines"} */
+	struct sentry *v;
+	size_t n, alloc;
+	json_t *index; /* task id -> index in v */
 	char policy[128];
 	int dirty;
 };
 
 static void cache_path(amp_store *st, char *buf, size_t bufsz)
 {
-	snprintf(buf, bufsz, "%s/status.json", amp_store_state_dir(st));
+	snprintf(buf, bufsz, "%s/status.cache", amp_store_state_dir(st));
 }
 
 /* The settings the states depend on, as one string. */
@@ -31,83 +79,299 @@ static void policy_key(amp_store *st, char *buf, size_t bufsz)
 {
 	const amp_policy *p = amp_store_policy(st);
 
-	/* 2: entries hold "leases" and "deps" (claims, waits_for). */
-	snprintf(buf, bufsz, "2 %d %u %lld", p->lock_threshold, p->approval_levels,
+	snprintf(buf, bufsz, "%d %u %lld", p->lock_threshold, p->approval_levels,
 		 (long long)p->max_clock_skew_ms);
+}
+
+static void sentry_free(struct sentry *e)
+{
+	free(e->task);
+	free(e->last);
+	free(e->deadlines);
+	free(e->leases);
+	free(e->deps);
+	memset(e, 0, sizeof(*e));
+}
+
+/* ---- the text format ------------------------------------------------------- */
+
+static void put_escaped(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '\\')
+			fputs("\\\\", f);
+		else if (ch < 0x20 || ch == 0x7f)
+			fprintf(f, "\\x%02x", ch);
+		else
+			putc(ch, f);
+	}
+}
+
+static int hexval(char ch)
+{
+	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* A new string from field [s, s + len) unescaped; NULL when it is not
+ * what put_escaped writes. */
+static char *unescaped(const char *s, size_t len)
+{
+	char *out = malloc(len + 1), *o = out;
+	size_t i;
+
+	if (!out)
+		return NULL;
+	for (i = 0; i < len; i++) {
+		if (s[i] != '\\') {
+			*o++ = s[i];
+		} else if (i + 1 < len && s[i + 1] == '\\') {
+			*o++ = '\\';
+			i++;
+		} else if (i + 3 < len && s[i + 1] == 'x' && hexval(s[i + 2]) >= 0 &&
+			   hexval(s[i + 3]) >= 0 && (hexval(s[i + 2]) << 4 | hexval(s[i + 3])) != 0) {
+			*o++ = (char)(hexval(s[i + 2]) << 4 | hexval(s[i + 3]));
+			i += 3;
+		} else {
+			free(out);
+			return NULL;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* A count or flag of [s, s + len): 0..max, else -1. */
+static long long number(const char *s, size_t len, long long max)
+{
+	long long v = 0;
+	size_t i;
+
+	if (!len || len > 19)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v <= max ? v : -1;
+}
+
+/* Parses one task line into e; 0, or -1 (e left empty) when it is not one
+ * this file writes. */
+static int parse_line(const char *line, size_t len, struct sentry *e)
+{
+	const char *f[12];
+	size_t flen[12], k = 0, i, start = 0;
+	long long v;
+
+	memset(e, 0, sizeof(*e));
+	for (i = 0; i <= len; i++) {
+		if (i < len && line[i] != '\t')
+			continue;
+		if (k == 12)
+			return -1;
+		f[k] = line + start;
+		flen[k++] = i - start;
+		start = i + 1;
+	}
+	if (k != 12 || flen[1] != GIT_OID_HEXSZ || !flen[2] || flen[2] >= sizeof(e->state))
+		goto bad;
+	for (i = 0; i < GIT_OID_HEXSZ; i++)
+		if (hexval(f[1][i]) < 0)
+			goto bad;
+	memcpy(e->tree, f[1], GIT_OID_HEXSZ);
+	for (i = 0; i < flen[2]; i++)
+		if (!((f[2][i] >= 'a' && f[2][i] <= 'z') || f[2][i] == '_'))
+			goto bad;
+	memcpy(e->state, f[2], flen[2]);
+	if ((v = number(f[3], flen[3], INT_MAX)) < 0 || (e->reject_count = (int)v, 0) ||
+	    (v = number(f[4], flen[4], 1)) < 0 || (e->suspended = (int)v, 0) ||
+	    (v = number(f[5], flen[5], 1)) < 0 || (e->locked = (int)v, 0) ||
+	    (v = number(f[6], flen[6], INT_MAX)) < 0 || (e->messages = (int)v, 0) ||
+	    (v = number(f[7], flen[7], INT_MAX)) < 0 || (e->unreadable = (int)v, 0))
+		goto bad;
+	if (!flen[8] || (f[8][0] == '-' && flen[8] != 1) ||
+	    (f[8][0] != '-' && f[8][0] != 's' && f[8][0] != 'j'))
+		goto bad;
+	e->last_kind = f[8][0];
+	if (e->last_kind != '-' && !(e->last = unescaped(f[8] + 1, flen[8] - 1)))
+		goto bad;
+	if (flen[9]) {
+		const char *p = f[9], *end = f[9] + flen[9];
+
+		e->ndeadlines = 1;
+		for (i = 0; i < flen[9]; i++)
+			e->ndeadlines += f[9][i] == ',';
+		if (!(e->deadlines = calloc(e->ndeadlines, sizeof(*e->deadlines))))
+			goto bad;
+		for (i = 0; i < e->ndeadlines; i++) {
+			const char *comma = memchr(p, ',', (size_t)(end - p));
+			size_t n = comma ? (size_t)(comma - p) : (size_t)(end - p);
+
+			/* a deadline before 1970 is negative */
+			int neg = n && *p == '-';
+
+			if ((v = number(p + neg, n - (size_t)neg, INT64_MAX / 2)) < 0)
+				goto bad;
+			e->deadlines[i] = neg ? -(int64_t)v : (int64_t)v;
+			p += n + 1;
+		}
+	}
+	if ((flen[10] && !(e->leases = unescaped(f[10], flen[10]))) ||
+	    (flen[11] && !(e->deps = unescaped(f[11], flen[11]))) ||
+	    !(e->task = unescaped(f[0], flen[0])) || !*e->task)
+		goto bad;
+	return 0;
+bad:
+	sentry_free(e);
+	return -1;
+}
+
+static void put_line(FILE *f, const struct sentry *e)
+{
+	size_t i;
+
+	put_escaped(f, e->task);
+	fprintf(f, "\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%c", e->tree, e->state, e->reject_count,
+		e->suspended, e->locked, e->messages, e->unreadable, e->last_kind);
+	if (e->last)
+		put_escaped(f, e->last);
+	putc('\t', f);
+	for (i = 0; i < e->ndeadlines; i++)
+		fprintf(f, "%s%lld", i ? "," : "", (long long)e->deadlines[i]);
+	putc('\t', f);
+	if (e->leases)
+		put_escaped(f, e->leases);
+	putc('\t', f);
+	if (e->deps)
+		put_escaped(f, e->deps);
+	putc('\n', f);
+}
+
+/* Appends e to the cache (which takes over its memory), replacing the
+ * task's entry; the entry as stored, or NULL when out of memory (e is
+ * freed). */
+static struct sentry *store(amp_summaries *c, struct sentry *e)
+{
+	json_t *at = json_object_get(c->index, e->task);
+	struct sentry *grown;
+
+	if (at) {
+		struct sentry *old = &c->v[json_integer_value(at)];
+
+		sentry_free(old);
+		*old = *e;
+		return old;
+	}
+	if (c->n == c->alloc) {
+		size_t alloc = c->alloc ? c->alloc * 2 : 256;
+
+		if (!(grown = realloc(c->v, alloc * sizeof(*grown)))) {
+			sentry_free(e);
+			return NULL;
+		}
+		c->v = grown;
+		c->alloc = alloc;
+	}
+	if (json_object_set_new(c->index, e->task, json_integer((json_int_t)c->n)) < 0) {
+		sentry_free(e);
+		return NULL;
+	}
+	c->v[c->n] = *e;
+	return &c->v[c->n++];
+}
+
+/* The file's lines into c; nothing when it is not a cache of c's policy. */
+static void load(amp_summaries *c, const char *path)
+{
+	struct stat sb;
+	char *buf = NULL, head[sizeof(CACHE_MAGIC) + sizeof(c->policy) + 2];
+	size_t len, got = 0, hlen;
+	const char *p, *end, *nl;
+	ssize_t r;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size <= 0 ||
+	    (size_t)sb.st_size > CACHE_MAX_BYTES || !(buf = malloc((size_t)sb.st_size)))
+		goto cleanup;
+	len = (size_t)sb.st_size;
+	while (got < len && (r = read(fd, buf + got, len - got)) > 0)
+		got += (size_t)r;
+	if (got != len)
+		goto cleanup;
+	hlen = (size_t)snprintf(head, sizeof(head), "%s\t%s\n", CACHE_MAGIC, c->policy);
+	if (len < hlen || memcmp(buf, head, hlen))
+		goto cleanup;
+	end = buf + len;
+	for (p = buf + hlen; p < end; p = nl + 1) {
+		struct sentry e;
+
+		if (!(nl = memchr(p, '\n', (size_t)(end - p))))
+			break; /* a last line cut short: ignored */
+		if (parse_line(p, (size_t)(nl - p), &e) == 0 && !store(c, &e))
+			break;
+	}
+cleanup:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
 }
 
 amp_summaries *amp_summaries_open(amp_store *st)
 {
 	amp_summaries *c = calloc(1, sizeof(*c));
 	char path[PATH_MAX + 32];
-	json_t *file;
 
 	if (!c)
 		return NULL;
 	c->st = st;
+	if (!(c->index = json_object())) {
+		free(c);
+		return NULL;
+	}
 	policy_key(st, c->policy, sizeof(c->policy));
 	cache_path(st, path, sizeof(path));
-	file = json_load_file(path, 0, NULL);
-	if (file && json_is_string(json_object_get(file, "policy")) &&
-	    !strcmp(json_string_value(json_object_get(file, "policy")), c->policy) &&
-	    json_is_object(json_object_get(file, "tasks")))
-		c->tasks = json_incref(json_object_get(file, "tasks"));
-	json_decref(file);
-	if (!c->tasks)
-		c->tasks = json_object();
+	load(c, path);
 	return c;
 }
 
 void amp_summaries_close(amp_summaries *c)
 {
 	char path[PATH_MAX + 32], tmp[PATH_MAX + 64];
-	json_t *file;
+	FILE *f = NULL;
+	size_t i;
 
 	if (!c)
 		return;
-	if (c->dirty && c->tasks) {
+	if (c->dirty) {
 		cache_path(c->st, path, sizeof(path));
 		snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-		file = json_pack("{s:s,s:O}", "policy", c->policy, "tasks", c->tasks);
 		/* Best effort: without the cache the listing is slower, not
 		 * wrong. */
-		if (!file || (mkdir(amp_store_state_dir(c->st), 0777) < 0 && errno != EEXIST) ||
-		    json_dump_file(file, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0)
-			unlink(tmp);
-		json_decref(file);
+		if ((mkdir(amp_store_state_dir(c->st), 0777) == 0 || errno == EEXIST) &&
+		    (f = fopen(tmp, "w"))) {
+			fprintf(f, "%s\t%s\n", CACHE_MAGIC, c->policy);
+			for (i = 0; i < c->n; i++)
+				put_line(f, &c->v[i]);
+			if (fclose(f) != 0 || rename(tmp, path) < 0)
+				unlink(tmp);
+		}
 	}
-	json_decref(c->tasks);
+	for (i = 0; i < c->n; i++)
+		sentry_free(&c->v[i]);
+	free(c->v);
+	json_decref(c->index);
 	free(c);
 }
 
-/* The time-free summary of a status object, and the deadlines of the
- * messages waiting for their ACK, into *deadlines (a new array). */
-static json_t *fresh(const json_t *t, json_t **deadlines)
+/* ---- summaries --------------------------------------------------------------- */
+
+/* Compact JSON of v, or NULL when v is empty (or out of memory). */
+static char *json_text_if_any(const json_t *v)
 {
-	const json_t *msgs = json_object_get(t, "messages"), *m;
-	size_t i;
-
-	*deadlines = json_array();
-	json_array_foreach(msgs, i, m) {
-		const char *state = json_string_value(json_object_get(m, "ack_state"));
-		const char *due = json_string_value(json_object_get(m, "ack_deadline"));
-		int64_t ms;
-
-		if (state && due && (!strcmp(state, "pending") || !strcmp(state, "overdue")) &&
-		    amp_time_parse(due, &ms) == 0)
-			json_array_append_new(*deadlines, json_integer((json_int_t)ms));
-	}
-	return json_pack("{s:O,s:O,s:O,s:O,s:O,s:i,s:i,s:O}",
-			 "task_id", json_object_get(t, "task_id"),
-			 "state", json_object_get(t, "state"),
-			 "reject_count", json_object_get(t, "reject_count"),
-			 "suspended", json_object_get(t, "suspended"),
-			 "locked", json_object_get(t, "locked"),
-			 "messages", (int)json_array_size(msgs),
-			 "unreadable", (int)json_array_size(json_object_get(t, "unreadable")),
-			 "last_timestamp", json_array_size(msgs) ?
-				 json_object_get(json_array_get(msgs, json_array_size(msgs) - 1), "timestamp") :
-				 json_null());
+	return json_array_size(v) ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 }
 
 /* The time-free part of the task's leases not released (coord.h): who
@@ -140,169 +404,231 @@ static json_t *deps_of(const amp_task_log *log)
 	return out;
 }
 
+/* The time-free summary of a task's log into e (e->task set by the
+ * caller); -1 when out of memory. */
+static int summarize(const amp_task_log *log, int64_t now_ms, struct sentry *e)
+{
+	json_t *t = amp_task_status_json(log, now_ms), *l = NULL, *d = NULL;
+	const json_t *msgs = json_object_get(t, "messages"), *m, *last;
+	const char *state = amp_json_str(t, "state");
+	size_t i;
+	int status = -1;
+
+	if (!t || !state || strlen(state) >= sizeof(e->state))
+		goto cleanup;
+	snprintf(e->state, sizeof(e->state), "%s", state);
+	e->reject_count = (int)json_integer_value(json_object_get(t, "reject_count"));
+	e->suspended = json_is_true(json_object_get(t, "suspended"));
+	e->locked = json_is_true(json_object_get(t, "locked"));
+	e->messages = (int)json_array_size(msgs);
+	e->unreadable = (int)json_array_size(json_object_get(t, "unreadable"));
+	last = json_array_size(msgs) ?
+	       json_object_get(json_array_get(msgs, json_array_size(msgs) - 1), "timestamp") : NULL;
+	e->last_kind = !last || json_is_null(last) ? '-' : json_is_string(last) ? 's' : 'j';
+	if (e->last_kind == 's' && !(e->last = strdup(json_string_value(last))))
+		goto cleanup;
+	if (e->last_kind == 'j' && !(e->last = json_dumps(last, JSON_COMPACT | JSON_ENCODE_ANY)))
+		goto cleanup;
+	if (json_array_size(msgs) && !(e->deadlines = calloc(json_array_size(msgs), sizeof(int64_t))))
+		goto cleanup;
+	json_array_foreach(msgs, i, m) {
+		const char *ack = amp_json_str(m, "ack_state"), *due = amp_json_str(m, "ack_deadline");
+		int64_t ms;
+
+		if (ack && due && (!strcmp(ack, "pending") || !strcmp(ack, "overdue")) &&
+		    amp_time_parse(due, &ms) == 0)
+			e->deadlines[e->ndeadlines++] = ms;
+	}
+	l = leases_of(log);
+	d = deps_of(log);
+	if (!l || !d || (json_array_size(l) && !(e->leases = json_text_if_any(l))) ||
+	    (json_array_size(d) && !(e->deps = json_text_if_any(d))))
+		goto cleanup;
+	status = 0;
+cleanup:
+	json_decref(t);
+	json_decref(l);
+	json_decref(d);
+	return status;
+}
+
+/*
+ * The time-free summary of `task`: from the cache when the task's tree is
+ * the one it holds (and still in the object database), else from its
+ * records (and cached).  Borrowed from the cache, or, without one, *owned
+ * (free with sentry_free and free).  NULL with err filled on error.
+ */
+static const struct sentry *entry(amp_summaries *c, amp_store *st, git_tree *root,
+				  const char *task, int64_t now_ms, struct sentry **owned,
+				  amp_error *err)
+{
+	git_tree_entry *te = NULL;
+	git_odb *odb = NULL;
+	char dir[128], hex[GIT_OID_HEXSZ + 1] = "";
+	const struct sentry *hit = NULL;
+	struct sentry e = { 0 }, *kept;
+	const json_t *at;
+	amp_task_log log;
+
+	*owned = NULL;
+	/* The task directory's tree: the same id, the same records. */
+	if (c && amp_store_task_dir(task, dir, sizeof(dir)) == 0 &&
+	    git_tree_entry_bypath(&te, root, dir) == 0) {
+		git_oid_tostr(hex, sizeof(hex), git_tree_entry_id(te));
+		if ((at = json_object_get(c->index, task)) &&
+		    !strcmp(c->v[json_integer_value(at)].tree, hex))
+			hit = &c->v[json_integer_value(at)];
+		/* A tree that is gone from the object database is damage
+		 * the records must show. */
+		if (hit && (git_repository_odb(&odb, amp_store_repo(st)) < 0 ||
+			    !git_odb_exists(odb, git_tree_entry_id(te))))
+			hit = NULL;
+		git_odb_free(odb);
+	}
+	git_tree_entry_free(te);
+	git_error_clear();
+	if (hit)
+		return hit;
+	if (amp_store_read_task(st, root, task, &log, err) < 0)
+		return NULL;
+	e.last_kind = '-';
+	if (summarize(&log, now_ms, &e) < 0 || !(e.task = strdup(task))) {
+		amp_task_log_free(&log);
+		sentry_free(&e);
+		amp_error_set(err, AMP_EIO, "", "out of memory");
+		return NULL;
+	}
+	amp_task_log_free(&log);
+	snprintf(e.tree, sizeof(e.tree), "%s", hex);
+	if (c && hex[0]) {
+		c->dirty = 1;
+		if (!(kept = store(c, &e)))
+			amp_error_set(err, AMP_EIO, "", "out of memory");
+		return kept;
+	}
+	if (!(*owned = malloc(sizeof(**owned)))) {
+		sentry_free(&e);
+		amp_error_set(err, AMP_EIO, "", "out of memory");
+		return NULL;
+	}
+	**owned = e;
+	return *owned;
+}
+
 /* The "claims" of the summary at now_ms: the leases, each expired or not
  * against now (like the ACK deadlines). */
-static json_t *claims_at(const json_t *leases, int64_t now_ms)
+static json_t *claims_at(const char *leases, int64_t now_ms)
 {
-	json_t *out = json_array();
+	json_t *out = json_array(), *all = leases ? json_loads(leases, 0, NULL) : NULL;
 	const json_t *l;
 	char until[AMP_TIME_BUFSZ];
 	size_t i;
 
-	json_array_foreach(leases, i, l) {
+	json_array_foreach(all, i, l) {
 		int64_t exp = (int64_t)json_integer_value(json_object_get(l, "expires_ms"));
 
 		json_array_append_new(out, json_pack("{s:O,s:O,s:s,s:b}", "agent",
 			json_object_get(l, "agent"), "subtask_id", json_object_get(l, "subtask_id"),
 			"expires", amp_time_format(exp, until), "expired", now_ms > exp));
 	}
+	json_decref(all);
 	return out;
 }
 
-/* The summary with its ACK counts at now_ms, in the order amp status
- * prints the fields. */
-static json_t *at_time(const json_t *s, const json_t *deadlines, int64_t now_ms)
-{
-	const json_t *d;
-	size_t i, pending = 0, overdue = 0;
-
-	json_array_foreach(deadlines, i, d) {
-		if (now_ms > (int64_t)json_integer_value(d))
-			overdue++;
-		else
-			pending++;
-	}
-	return json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:i,s:i,s:O,s:O,s:o}",
-			 "task_id", json_object_get(s, "task_id"),
-			 "state", json_object_get(s, "state"),
-			 "reject_count", json_object_get(s, "reject_count"),
-			 "suspended", json_object_get(s, "suspended"),
-			 "locked", json_object_get(s, "locked"),
-			 "messages", json_object_get(s, "messages"),
-			 "acks_pending", (int)pending, "acks_overdue", (int)overdue,
-			 "unreadable", json_object_get(s, "unreadable"),
-			 "last_timestamp", json_object_get(s, "last_timestamp"),
-			 "claims", claims_at(json_object_get(s, "leases"), now_ms));
-}
-
-/*
- * The time-free summary of `task` and its ACK deadlines, new references in
- * *sum and *deadlines: from the cache when the task's tree is the one it
- * holds (and still in the object database), else from its records (and
- * cached).  AMP_OK, or an error with err filled.
- */
-static int entry(amp_summaries *c, amp_store *st, git_tree *root, const char *task,
-		 int64_t now_ms, json_t **sum, json_t **deadlines, amp_error *err)
-{
-	git_tree_entry *e = NULL;
-	git_odb *odb = NULL;
-	char dir[128], hex[GIT_OID_HEXSZ + 1] = "";
-	const json_t *hit = NULL;
-	json_t *t;
-	amp_task_log log;
-	int status;
-
-	*sum = *deadlines = NULL;
-	/* The task directory's tree: the same id, the same records. */
-	if (c && amp_store_task_dir(task, dir, sizeof(dir)) == 0 &&
-	    git_tree_entry_bypath(&e, root, dir) == 0) {
-		git_oid_tostr(hex, sizeof(hex), git_tree_entry_id(e));
-		hit = json_object_get(c->tasks, task);
-		if (hit && (!json_is_string(json_object_get(hit, "tree")) ||
-			    strcmp(json_string_value(json_object_get(hit, "tree")), hex) ||
-			    !json_is_object(json_object_get(hit, "summary")) ||
-			    !json_is_array(json_object_get(hit, "deadlines"))))
-			hit = NULL;
-		/* A tree that is gone from the object database is damage
-		 * the records must show. */
-		if (hit && (git_repository_odb(&odb, amp_store_repo(st)) < 0 ||
-			    !git_odb_exists(odb, git_tree_entry_id(e))))
-			hit = NULL;
-		git_odb_free(odb);
-	}
-	git_tree_entry_free(e);
-	git_error_clear();
-	if (hit) {
-		*sum = json_incref(json_object_get(hit, "summary"));
-		*deadlines = json_incref(json_object_get(hit, "deadlines"));
-		return AMP_OK;
-	}
-	if ((status = amp_store_read_task(st, root, task, &log, err)) < 0)
-		return status;
-	t = amp_task_status_json(&log, now_ms);
-	/* Most tasks have neither: kept only when there are some, so the
-	 * cache of a large SSOT stays as small to parse. */
-	if (t && (*sum = fresh(t, deadlines))) {
-		json_t *l = leases_of(&log), *d = deps_of(&log);
-
-		if (json_array_size(l))
-			json_object_set(*sum, "leases", l);
-		if (json_array_size(d))
-			json_object_set(*sum, "deps", d);
-		json_decref(l);
-		json_decref(d);
-	}
-	amp_task_log_free(&log);
-	json_decref(t);
-	if (!*sum || !*deadlines) {
-		json_decref(*sum);
-		json_decref(*deadlines);
-		*sum = *deadlines = NULL;
-		return amp_error_set(err, AMP_EIO, "", "out of memory");
-	}
-	if (c && hex[0]) {
-		json_object_set_new(c->tasks, task, json_pack("{s:s,s:O,s:O}", "tree", hex,
-							      "summary", *sum, "deadlines", *deadlines));
-		c->dirty = 1;
-	}
-	return AMP_OK;
-}
-
-/* The "waits_for" of summary s: each dependency not approved, with its
- * state ("new": no records), read from its own summary (cached too). */
-static json_t *waits(amp_summaries *c, amp_store *st, git_tree *root, const json_t *s,
+/* The "waits_for" of deps: each dependency not approved, with its state
+ * ("new": no records), read from its own summary (cached too). */
+static json_t *waits(amp_summaries *c, amp_store *st, git_tree *root, const char *deps,
 		     int64_t now_ms, amp_error *err)
 {
-	json_t *out = json_array(), *sum, *deadlines;
+	json_t *out = json_array(), *all = deps ? json_loads(deps, 0, NULL) : NULL;
 	const json_t *d;
 	size_t i;
 
-	json_array_foreach(json_object_get(s, "deps"), i, d) {
-		const char *on = json_string_value(json_object_get(d, "task_id"));
-		const char *state;
-		char dir[128];
+	json_array_foreach(all, i, d) {
+		const char *on = amp_json_str(d, "task_id");
+		const struct sentry *s;
+		struct sentry *owned;
+		char dir[128], state[sizeof(s->state)];
 
 		/* A hand-made depend record naming no task waits for nothing. */
 		if (!on || amp_store_task_dir(on, dir, sizeof(dir)) < 0)
 			continue;
-		if (entry(c, st, root, on, now_ms, &sum, &deadlines, err) < 0) {
+		/* on is borrowed from all, which the lookup does not touch;
+		 * the state is copied before the next lookup can move the
+		 * cache's entries. */
+		if (!(s = entry(c, st, root, on, now_ms, &owned, err))) {
 			json_decref(out);
-			return NULL;
+			out = NULL;
+			break;
 		}
-		state = json_string_value(json_object_get(sum, "state"));
-		if (!state || strcmp(state, "approved"))
+		snprintf(state, sizeof(state), "%s", s->state);
+		if (owned) {
+			sentry_free(owned);
+			free(owned);
+		}
+		if (strcmp(state, "approved"))
 			json_array_append_new(out, json_pack("{s:s,s:O,s:s}", "task_id", on, "soft",
-							     json_object_get(d, "soft"), "state",
-							     state ? state : "new"));
-		json_decref(sum);
-		json_decref(deadlines);
+							     json_object_get(d, "soft"), "state", state));
 	}
+	json_decref(all);
+	return out;
+}
+
+/* The summary e at now_ms, in the order amp status prints the fields. */
+static json_t *at_time(const char *task, const struct sentry *e, int64_t now_ms)
+{
+	json_t *out = json_object(), *last;
+	size_t i, pending = 0, overdue = 0;
+
+	for (i = 0; i < e->ndeadlines; i++) {
+		if (now_ms > e->deadlines[i])
+			overdue++;
+		else
+			pending++;
+	}
+	last = e->last_kind == 's' ? json_string(e->last) :
+	       e->last_kind == 'j' ? json_loads(e->last, JSON_DECODE_ANY, NULL) : json_null();
+	if (!out || !last ||
+	    json_object_set_new(out, "task_id", json_string(task)) < 0 ||
+	    json_object_set_new(out, "state", json_string(e->state)) < 0 ||
+	    json_object_set_new(out, "reject_count", json_integer(e->reject_count)) < 0 ||
+	    json_object_set_new(out, "suspended", json_boolean(e->suspended)) < 0 ||
+	    json_object_set_new(out, "locked", json_boolean(e->locked)) < 0 ||
+	    json_object_set_new(out, "messages", json_integer(e->messages)) < 0 ||
+	    json_object_set_new(out, "acks_pending", json_integer((json_int_t)pending)) < 0 ||
+	    json_object_set_new(out, "acks_overdue", json_integer((json_int_t)overdue)) < 0 ||
+	    json_object_set_new(out, "unreadable", json_integer(e->unreadable)) < 0 ||
+	    json_object_set(out, "last_timestamp", last) < 0 ||
+	    json_object_set_new(out, "claims", claims_at(e->leases, now_ms)) < 0) {
+		json_decref(out);
+		out = NULL;
+	}
+	json_decref(last);
 	return out;
 }
 
 json_t *amp_summary_get(amp_summaries *c, amp_store *st, git_tree *root, const char *task,
 			int64_t now_ms, amp_error *err)
 {
-	json_t *s, *deadlines, *out, *w;
+	const struct sentry *s;
+	struct sentry *owned;
+	json_t *out, *w;
+	char *deps;
 
-	if (entry(c, st, root, task, now_ms, &s, &deadlines, err) < 0)
+	if (!(s = entry(c, st, root, task, now_ms, &owned, err)))
 		return NULL;
-	out = at_time(s, deadlines, now_ms);
-	w = out ? waits(c, st, root, s, now_ms, err) : NULL;
-	json_decref(s);
-	json_decref(deadlines);
+	out = at_time(task, s, now_ms);
+	/* A copy: the dependencies' lookups may move the cache's entries. */
+	deps = s->deps ? strdup(s->deps) : NULL;
+	if (owned) {
+		sentry_free(owned);
+		free(owned);
+	}
+	w = out ? waits(c, st, root, deps, now_ms, err) : NULL;
+	free(deps);
 	if (!out || !w) {
 		json_decref(out);
+		json_decref(w);
 		if (!out)
 			amp_error_set(err, AMP_EIO, "", "out of memory");
 		return NULL;

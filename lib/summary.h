@@ -3,7 +3,8 @@
  * without a task, kept in a cache so that the listing does not read every
  * record of the SSOT each time.
  *
- * The cache, <git common dir>/amp/status.json, keeps per task the id of
+ * The cache, <git common dir>/amp/status.cache (one line per task; the
+ * format is in summary.c), keeps per task the id of
  * its directory's tree (content-addressed: a task whose records did not
  * change has the same one), the summary's fields that do not depend on the
  * time, and the ACK deadline of each message still waiting for its ACK;
@@ -13,7 +14,8 @@
  * are read from those tasks' own entries at listing time.  It
  * is keyed by the store's policy (amp.lockThreshold, amp.approvalRequired,
  * amp.maxClockSkew), which the states depend on.  A missing, unreadable or
- * foreign cache is rebuilt; one that cannot be written costs speed only.
+ * foreign cache is rebuilt, a line that does not read back is read from
+ * the task's records; a cache that cannot be written costs speed only.
  */
 #ifndef AMP_SUMMARY_H
 #define AMP_SUMMARY_H

@@ -6,10 +6,10 @@
 # claim, two register records):
 #   1. amp agents with no cache (the whole history walked, every task's
 #      summary built), then on the unchanged SSOT (agents.json of the tip,
-#      status.json: no commit and no record read), then after one write
+#      status.cache: no commit and no record read), then after one write
 #      (the one commit since walked);
 #   2. amp status (all tasks) on the unchanged SSOT (claims and waits_for
-#      from status.json);
+#      from status.cache);
 #   3. amp show of the newest and of the oldest message (one walk of its
 #      task's directory through the commits since it was added);
 #   4. amp inbox executor with no cache (the writers of what waits found by

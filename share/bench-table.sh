@@ -175,9 +175,9 @@ for n in $sizes; do
 		--payload "$work/dispatch.json")
 
 	cell[status_task,$n]=$(timed "$rounds" amp status "$task")
-	rm -f "$(git rev-parse --git-common-dir)/amp/status.json"
+	rm -f "$(git rev-parse --git-common-dir)/amp/status.cache"
 	cell[rss_status_all,$n]=$(rss amp status)
-	rm -f "$(git rev-parse --git-common-dir)/amp/status.json"
+	rm -f "$(git rev-parse --git-common-dir)/amp/status.cache"
 	cell[status_all_cold,$n]=$(timed 1 amp status)
 	cell[status_all,$n]=$(timed "$slow" amp status)
 	amp watch --once > /dev/null 2>&1 || true

@@ -16,7 +16,7 @@ setup() {
 	amp send task_dispatch --task T-2026-045 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
 }
 
-cache=.git/amp/status.json
+cache=.git/amp/status.cache
 
 # uncached: amp status --json with no cache, the cache it writes removed.
 uncached() {
@@ -52,8 +52,8 @@ uncached() {
 	amp status --json > /dev/null
 	run -0 amp status --json
 	assert_output "$expected"
-	run -0 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sorted(d["tasks"]))' "$cache"
-	assert_output "['T-2026-044', 'T-2026-045']"
+	run -0 bash -c "tail -n +2 '$cache' | cut -f1 | sort | paste -sd' '"
+	assert_output "T-2026-044 T-2026-045"
 	# a setting the states depend on makes a new cache
 	git config amp.approvalRequired "low medium high"
 	expected=$(uncached)
@@ -63,14 +63,62 @@ uncached() {
 	assert_output --partial '"state": "awaiting_approval"'
 }
 
-@test "a cache that is not JSON, or not amp's, is rebuilt" {
+@test "a cache that is not amp's, damaged, cut short or lying about a tree is rebuilt, line by line" {
 	expected=$(uncached)
-	echo 'not json' > "$cache"
+	echo 'not a cache' > "$cache"
 	run -0 amp status --json
 	assert_output "$expected"
-	echo '{"policy": "1 3 4 300000", "tasks": {"T-2026-044": {"tree": "x", "summary": 1, "deadlines": 2}}}' > "$cache"
+	# the JSON cache of before, and a cache of another policy
+	echo '{"policy": "3 4 300000", "tasks": {"T-2026-044": {"tree": "x", "summary": 1, "deadlines": 2}}}' > "$cache"
 	run -0 amp status --json
 	assert_output "$expected"
+	sed -i '1s/\t.*/\t9 9 9/' "$cache"
+	run -0 amp status --json
+	assert_output "$expected"
+	head -n 1 "$cache" | grep -q $'\t3 4 300000$'
+	# a line claiming the current tree with a wrong state and counts is
+	# believed (the tree is the key: that is the contract), so the lines
+	# below keep the tree and break the form instead
+	amp status --json > /dev/null
+	local t44 good
+	good=$(cat "$cache")
+	t44=$(grep "^T-2026-044"$'\t' "$cache")
+	for bad in "${t44//dispatched/DISPATCHED}" "${t44/$'\t'0$'\t'/$'\t'x$'\t'}" \
+		"$(cut -f1-11 <<< "$t44")" "${t44}"$'\textra' "${t44/$'\ts'/$'\tq'}" \
+		"${t44/T-2026-044/T-2026-044\\q}"; do
+		{ head -n 1 <<< "$good"; printf '%s\n' "$bad"; grep -v "^T-2026-044"$'\t' <<< "$good" | tail -n +2; } > "$cache"
+		run -0 amp status --json
+		assert_output "$expected"
+		# the line is written again as it should be
+		grep -qx -- "$t44" "$cache"
+	done
+	# cut short in the middle of a line; then bytes flipped at random
+	head -c 90 <<< "$good" > "$cache"
+	run -0 amp status --json
+	assert_output "$expected"
+	printf '%s\n' "$good" | tr 'a-f' 'A-F' > "$cache"
+	run -0 amp status --json
+	assert_output "$expected"
+}
+
+@test "a fetched record whose timestamp holds a tab, a newline, a backslash or is no string is cached escaped, and listed the same from the cache" {
+	local id ts
+	for ts in '"2026-02-26T14:31:00\t+00:00\n\\x"' '{"x": [1, "\t"]}'; do
+		id=task_result-T-2026-045-$((1772116300000 + ${#ts}))
+		printf '{"protocol_version": "AMP/1.0", "msg_id": "%s", "type": "task_result", "from": "executor", "to": "coordinator", "task_id": "T-2026-045", "timestamp": %s, "requires_ack": false, "payload": {}}' \
+			"$id" "$ts" | plant "$(next_path T-2026-045 "$id")"
+		expected=$(uncached)
+		amp status --json > /dev/null
+		[ "$(wc -l < "$cache")" = 3 ] # the header and one line per task
+		if [[ $ts == '"'* ]]; then
+			grep -qF 's2026-02-26T14:31:00\x09+00:00\x0a\\x' "$cache"
+		fi
+		run -0 amp status --json
+		assert_output "$expected"
+	done
+	grep -qF $'\tj{"x":[1,"\\\\t"]}\t' "$cache"
+	run -0 amp status --json
+	assert_output --partial '"last_timestamp": {'
 }
 
 @test "a task directory whose tree is gone is still reported unreadable, cache or not" {
