@@ -55,8 +55,8 @@ GIT2_LINK   = $(shell share/git2-link.sh $(LIBGIT2_DIR) $(LIBGIT2) $(CC))
 GIT2_MODE   = $(firstword $(GIT2_LINK))
 GIT2_CFLAGS = $(if $(filter lean,$(GIT2_MODE)),-I$(LIBGIT2_DIR)/install/include,$(shell pkg-config --cflags libgit2))
 GIT2_LIBS   = $(wordlist 2,1000,$(GIT2_LINK))
-PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson)
-PKG_LIBS   = $(GIT2_LIBS) $(shell pkg-config --libs jansson)
+PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson zlib)
+PKG_LIBS   = $(GIT2_LIBS) $(shell pkg-config --libs jansson zlib)
 # lib/tls_ca.c, linked into every program in the build its mode needs.
 TLS_CA      = $(if $(filter archive,$(GIT2_MODE)),$(BUILD)/tls_ca_wrap.o -Wl$(comma)--wrap=mbedtls_x509_crt_parse_file,$(BUILD)/tls_ca.o)
 comma := ,

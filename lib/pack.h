@@ -31,7 +31,7 @@
 /* The largest amp.autoPack; 0 turns automatic packing off. */
 #define AMP_AUTOPACK_DEFAULT 6700
 #define AMP_AUTOPACK_MAX 100000000
-/* More packs than this are rolled up too (amp import writes one per 5,000
+/* More packs than this are rolled up too (amp import writes one per 2,000
  * commits; fetches add theirs): each object lookup tries every pack. */
 #define AMP_AUTOPACK_PACKS 20
 

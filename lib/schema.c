@@ -1483,6 +1483,7 @@ struct ctx {
 	unsigned depth, ref_depth;
 	int fatal;
 	amp_error first_fatal;	/* kept when anyOf & co. roll back */
+	int silent;		/* only valid or not: no reasons kept */
 };
 
 static int validate(struct ctx *c, json_t *s, const char *scope, json_t *v);
@@ -1496,6 +1497,8 @@ static int fail(struct ctx *c, int status, const char *fmt, ...)
 	char msg[AMP_MSG_MAX];
 	va_list ap;
 
+	if (c->silent && status != AMP_EIO)
+		return 1;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -2058,6 +2061,13 @@ static int check_some_of(struct ctx *c, json_t *branches, int one,
 		return 0;
 	for (i = 0; i < n; i++) {
 		before = c->errs->count;
+		if (c->silent) {
+			/* No reasons to choose from: count the matches. */
+			if (!validate(c, json_array_get(branches, i), scope, v) &&
+			    (++matched > 1 || !one))
+				break;
+			continue;
+		}
 		if (!validate(c, json_array_get(branches, i), scope, v)) {
 			if (matched++ == 0)
 				first = i;
@@ -2084,6 +2094,8 @@ static int check_some_of(struct ctx *c, json_t *branches, int one,
 		amp_errlist_free(&best);
 		return 0;
 	}
+	if (c->silent)
+		return 1;
 	if (matched > 1)
 		fail(c, AMP_ESCHEMA, "must match exactly one schema in "
 		     "\"oneOf\", but matches schemas %zu and %zu", first,
@@ -2320,7 +2332,18 @@ int amp_schema_validate(amp_schema_set *set, json_t *schema,
 	}
 	if (c.ptr.oom)
 		return amp_errlist_add(errors, AMP_EIO, "", "out of memory");
+	/* Most instances are valid: a first pass only says whether, without
+	 * formatting a reason for every branch of a oneOf that does not
+	 * match; an invalid instance is walked again for its reasons. */
+	c.silent = 1;
 	bad = validate(&c, schema, base_uri, instance);
+	if (bad && !c.fatal) {
+		c.silent = 0;
+		c.depth = c.ref_depth = 0;
+		pop(&c, 0);
+		amp_errlist_truncate(errors, mark);
+		bad = validate(&c, schema, base_uri, instance);
+	}
 	free(c.ptr.p);
 	status = bad ? AMP_ESCHEMA : AMP_OK;
 	if (c.fatal) {

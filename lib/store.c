@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "packwrite.h"
 #include "sign.h"
 #include "bounds.h"
 #include "util.h"
@@ -34,6 +35,9 @@ struct amp_store {
 	amp_policy policy;
 	amp_signing signing;
 	char agent[AMP_AGENT_MAX + 1]; /* the named instance writing; "" none */
+	struct mem_recorder *batch; /* during a batch: where objects go */
+	struct doc_cache *docs;     /* during a batch: records parsed */
+	int fsync;                  /* git config amp.fsync */
 };
 
 const amp_policy amp_policy_default = {
@@ -254,6 +258,7 @@ static int load_fsync(amp_store *st, amp_error *err)
 		return status;
 	if (git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, on) < 0)
 		return amp_error_git(err, AMP_EIO, "cannot set git config amp.fsync");
+	st->fsync = on;
 	return AMP_OK;
 }
 
@@ -740,6 +745,73 @@ const amp_entry *amp_task_log_marker(const amp_task_log *log, const amp_entry *s
 
 /* amp_store_read_task, or only the control records when `controls_only`
  * (the others are skipped by their names, never read). */
+/*
+ * During a batch (amp import), the records read by the rules, by blob id:
+ * a record's rules read its whole task, so without it the k-th record of
+ * a task parses the k - 1 before it again.  Blobs are immutable, so an
+ * entry cannot go stale; the table is emptied when it is half full, which
+ * bounds it at DOC_CACHE_SLOTS / 2 records.  The documents are shared with
+ * the logs that read them (a reference each): the rules only read them.
+ */
+#define DOC_CACHE_SLOTS 16384
+
+struct doc_cache {
+	struct doc_slot {
+		git_oid id;
+		json_t *doc; /* NULL: empty */
+	} slot[DOC_CACHE_SLOTS];
+	size_t used;
+};
+
+static void doc_cache_clear(struct doc_cache *dc)
+{
+	size_t i;
+
+	for (i = 0; i < DOC_CACHE_SLOTS && dc->used; i++)
+		if (dc->slot[i].doc) {
+			json_decref(dc->slot[i].doc);
+			dc->slot[i].doc = NULL;
+			dc->used--;
+		}
+}
+
+static struct doc_slot *doc_cache_slot(struct doc_cache *dc, const git_oid *id)
+{
+	size_t h;
+
+	memcpy(&h, id->id, sizeof(h));
+	for (h &= DOC_CACHE_SLOTS - 1; dc->slot[h].doc && !git_oid_equal(&dc->slot[h].id, id);
+	     h = (h + 1) & (DOC_CACHE_SLOTS - 1))
+		;
+	return &dc->slot[h];
+}
+
+/* The record `id` parsed before, with a new reference, or NULL. */
+static json_t *doc_cache_get(amp_store *st, const git_oid *id)
+{
+	struct doc_slot *slot;
+
+	if (!st->docs || !(slot = doc_cache_slot(st->docs, id))->doc)
+		return NULL;
+	return json_incref(slot->doc);
+}
+
+static void doc_cache_put(amp_store *st, const git_oid *id, json_t *doc)
+{
+	struct doc_slot *slot;
+
+	if (!st->docs)
+		return;
+	if (st->docs->used >= DOC_CACHE_SLOTS / 2)
+		doc_cache_clear(st->docs);
+	slot = doc_cache_slot(st->docs, id);
+	if (slot->doc)
+		return;
+	git_oid_cpy(&slot->id, id);
+	slot->doc = json_incref(doc);
+	st->docs->used++;
+}
+
 static int read_task(amp_store *st, git_tree *root, const char *task_id, int controls_only,
 		     amp_task_log *log, amp_error *err)
 {
@@ -795,6 +867,10 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 			memset(rec, 0, sizeof(*rec));
 			continue;
 		}
+		if ((rec->doc = doc_cache_get(st, git_tree_entry_id(e)))) {
+			log->count++;
+			continue;
+		}
 		/* A record past the size bound is unreadable without being
 		 * loaded: the header says its size.  A blob that is missing or
 		 * corrupt spoils its record only: the task's other records
@@ -822,6 +898,7 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 			if (status < 0)
 				goto cleanup;
 		} else {
+			doc_cache_put(st, git_tree_entry_id(e), rec->doc);
 			log->count++;
 		}
 		git_blob_free(blob);
@@ -1058,10 +1135,13 @@ static void write_reset(amp_store_write *w)
  * rewriting only the trees along that one path.  Append-only: a name that
  * already holds a different object is refused.
  */
-static int tree_insert(git_repository *repo, git_tree *base, const char *dir,
+static void batch_hint(amp_store *st, const git_oid *tree, const git_tree *replaced);
+
+static int tree_insert(amp_store *st, git_tree *base, const char *dir,
 		       const amp_store_write *w, const git_oid *blobs,
 		       git_oid *out, amp_error *err)
 {
+	git_repository *repo = st->repo;
 	const char *slash = strchr(dir, '/');
 	git_treebuilder *tb = NULL;
 	git_tree *sub = NULL;
@@ -1106,7 +1186,7 @@ static int tree_insert(git_repository *repo, git_tree *base, const char *dir,
 			status = amp_error_git(err, AMP_EIO, "cannot read %s", name);
 			goto cleanup;
 		}
-		if ((status = tree_insert(repo, sub, slash ? slash + 1 : "", w, blobs,
+		if ((status = tree_insert(st, sub, slash ? slash + 1 : "", w, blobs,
 					  &sub_oid, err)) < 0)
 			goto cleanup;
 		if (git_treebuilder_insert(NULL, tb, name, &sub_oid, GIT_FILEMODE_TREE) < 0) {
@@ -1116,6 +1196,8 @@ static int tree_insert(git_repository *repo, git_tree *base, const char *dir,
 	}
 	if (git_treebuilder_write(out, tb) < 0)
 		status = amp_error_git(err, AMP_EIO, "cannot write a tree");
+	else if (st->batch && base)
+		batch_hint(st, out, base);
 cleanup:
 	git_tree_free(sub);
 	git_treebuilder_free(tb);
@@ -1167,7 +1249,7 @@ static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
 		/* Fits: files[].path has the same size. */
 		snprintf(dir, sizeof(dir), "%.*s", (int)dir_len(w->files[0].path),
 			 w->files[0].path);
-		if ((status = tree_insert(st->repo, tree, dir, w, blobs, &tree_oid, err)) < 0) {
+		if ((status = tree_insert(st, tree, dir, w, blobs, &tree_oid, err)) < 0) {
 			*vanished = object_dir_vanished();
 			goto cleanup;
 		}
@@ -1648,6 +1730,7 @@ struct mem_recorder {
 	git_odb_backend parent;
 	git_odb_backend *mem; /* the mempack; owned */
 	git_oid *ids;         /* what was written since the last flush */
+	git_oid *bases;       /* for a tree: the tree it replaced (zero: none) */
 	size_t n, alloc;
 };
 
@@ -1681,13 +1764,17 @@ static int rec_write(git_odb_backend *b, const git_oid *id, const void *data, si
 
 	if (r->n == r->alloc) {
 		size_t alloc = r->alloc ? r->alloc * 2 : 1024;
-		git_oid *ids = realloc(r->ids, alloc * sizeof(*ids));
+		git_oid *ids = realloc(r->ids, alloc * sizeof(*ids)), *bases;
 
 		if (!ids)
 			return -1;
 		r->ids = ids;
+		if (!(bases = realloc(r->bases, alloc * sizeof(*bases))))
+			return -1;
+		r->bases = bases;
 		r->alloc = alloc;
 	}
+	memset(&r->bases[r->n], 0, sizeof(r->bases[r->n]));
 	git_oid_cpy(&r->ids[r->n++], id);
 	return r->mem->write(r->mem, id, data, len, type);
 }
@@ -1698,11 +1785,29 @@ static void rec_free(git_odb_backend *b)
 
 	r->mem->free(r->mem);
 	free(r->ids);
+	free(r->bases);
 	free(r);
+}
+
+/* tree_insert wrote `tree` in place of `replaced` (the same path on the
+ * parent commit): the pack stores it as a delta against that tree when the
+ * write was new (the last object recorded). */
+static void batch_hint(amp_store *st, const git_oid *tree, const git_tree *replaced)
+{
+	struct mem_recorder *r = st->batch;
+
+	if (r->n && git_oid_equal(&r->ids[r->n - 1], tree))
+		git_oid_cpy(&r->bases[r->n - 1], git_tree_id(replaced));
 }
 
 static void batch_odb_close(amp_store *st, struct batch_odb *b)
 {
+	st->batch = NULL;
+	if (st->docs) {
+		doc_cache_clear(st->docs);
+		free(st->docs);
+		st->docs = NULL;
+	}
 	if (b->disk)
 		git_repository_set_odb(st->repo, b->disk);
 	git_odb_free(b->disk);
@@ -1756,6 +1861,11 @@ static int batch_odb_open(amp_store *st, struct batch_odb *b, amp_error *err)
 	}
 	if (git_repository_set_odb(st->repo, b->mem_odb) < 0)
 		status = amp_error_git(err, AMP_EIO, "cannot read %s", objects.ptr);
+	else {
+		st->batch = b->mem;
+		/* Without it a batch is only slower. */
+		st->docs = calloc(1, sizeof(*st->docs));
+	}
 cleanup:
 	git_buf_dispose(&objects);
 	if (status < 0) {
@@ -1767,44 +1877,74 @@ cleanup:
 	return status;
 }
 
-/* Writes the objects held in memory to one pack of the repository. */
+/*
+ * Writes the objects held in memory to one pack of the repository, in the
+ * order they were written, each tree as a delta against the one it
+ * replaced when that is in the same pack, with its index (packwrite.h);
+ * then the repository's odb looks at the pack directory again.  An object
+ * the odb cannot then find is a pack amp wrote wrong: the batch fails
+ * before the ref moves.
+ */
 static int batch_flush(amp_store *st, struct batch_odb *b, amp_error *err)
 {
-	git_buf pack = { 0 };
-	git_odb_writepack *wp = NULL;
-	git_indexer_progress stats = { 0 };
-	git_packbuilder *pb = NULL;
-	size_t i;
-	int status = AMP_OK;
+	git_odb_backend *mem = b->mem->mem;
+	git_buf objects = { 0 };
+	amp_packwrite *pw = NULL;
+	void *data = NULL, *base = NULL;
+	char dir[PATH_MAX];
+	size_t i, len, base_len = 0;
+	git_object_t type, base_type;
+	int status;
 
-	/* Not git_mempack_dump: it walks the whole tree of every commit,
-	 * which grows with the SSOT; each new object is inserted once here. */
-	if (git_packbuilder_new(&pb, st->repo) < 0) {
-		status = amp_error_git(err, AMP_EIO, "cannot pack the new objects");
+	if (git_repository_item_path(&objects, st->repo, GIT_REPOSITORY_ITEM_OBJECTS) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot find the objects directory");
 		goto cleanup;
 	}
-	for (i = 0; i < b->mem->n; i++)
-		if (git_packbuilder_insert(pb, &b->mem->ids[i], NULL) < 0) {
-			status = amp_error_git(err, AMP_EIO, "cannot pack the new objects");
+	if (!fits(snprintf(dir, sizeof(dir), "%spack", objects.ptr), sizeof(dir))) {
+		status = amp_error_set(err, AMP_EIO, "", "path too long: %s", objects.ptr);
+		goto cleanup;
+	}
+	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+		status = amp_error_set(err, AMP_EIO, "", "cannot create %s: %s", dir,
+				       strerror(errno));
+		goto cleanup;
+	}
+	if ((status = amp_packwrite_new(&pw, b->mem->n, err)) < 0)
+		goto cleanup;
+	for (i = 0; i < b->mem->n; i++) {
+		const git_oid *hint = &b->mem->bases[i];
+		int delta = !git_oid_is_zero(hint) && amp_packwrite_can_base(pw, hint);
+
+		if (mem->read(&data, &len, &type, mem, &b->mem->ids[i]) < 0 ||
+		    (delta && mem->read(&base, &base_len, &base_type, mem, hint) < 0)) {
+			status = amp_error_git(err, AMP_EIO, "cannot read a new object");
 			goto cleanup;
 		}
-	if (git_packbuilder_write_buf(&pack, pb) < 0) {
-		status = amp_error_git(err, AMP_EIO, "cannot pack the new objects");
+		if ((status = amp_packwrite_add(pw, &b->mem->ids[i], type, data, len,
+						delta ? hint : NULL, base, base_len, err)) < 0)
+			goto cleanup;
+		git_odb_backend_data_free(mem, data);
+		data = NULL;
+		if (base)
+			git_odb_backend_data_free(mem, base);
+		base = NULL;
+	}
+	if ((status = amp_packwrite_store(pw, dir, st->fsync, err)) < 0)
+		goto cleanup;
+	if (git_odb_refresh(b->disk) < 0 ||
+	    (b->mem->n && !git_odb_exists(b->disk, &b->mem->ids[b->mem->n - 1]))) {
+		status = amp_error_git(err, AMP_EIO, "the pack amp wrote in %s cannot be read", dir);
 		goto cleanup;
 	}
-	if (git_odb_write_pack(&wp, b->disk, NULL, NULL) < 0 ||
-	    wp->append(wp, pack.ptr, pack.size, &stats) < 0 ||
-	    wp->commit(wp, &stats) < 0) {
-		status = amp_error_git(err, AMP_EIO, "cannot write a pack");
-		goto cleanup;
-	}
-	git_mempack_reset(b->mem->mem);
+	git_mempack_reset(mem);
 	b->mem->n = 0;
 cleanup:
-	if (wp)
-		wp->free(wp);
-	git_packbuilder_free(pb);
-	git_buf_dispose(&pack);
+	if (data)
+		git_odb_backend_data_free(mem, data);
+	if (base)
+		git_odb_backend_data_free(mem, base);
+	amp_packwrite_free(pw);
+	git_buf_dispose(&objects);
 	return status;
 }
 

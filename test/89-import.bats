@@ -2,6 +2,8 @@
 # Issue 12: amp import FILE|-, a log of records (JSON lines) committed in
 # one process and one ref update, each checked as if sent in order.
 
+bats_require_minimum_version 1.5.0
+
 load helpers
 load conversation
 load enforcer
@@ -206,4 +208,42 @@ PY
 	f=$(git diff-tree --no-commit-id -r --name-only ${c%% *} | sed -n 1p)
 	ts=$(git show "${c%% *}:$f" | json_get 'd["timestamp"]')
 	[ "$(date -u -d "$ts" +%s)" = "${c##* }" ]
+}
+
+@test "an import's packs are git's own format: git fsck --full --strict clean, each index byte for byte what git index-pack makes of its pack, trees stored as deltas" {
+	gen 400 "$BATS_TEST_TMPDIR/l.jsonl"
+	export AMP_NOW=2026-11-01T00:00:00Z # after the last record
+	git config amp.checkRepo false
+	git config amp.autoPack 0
+	run -0 amp import "$BATS_TEST_TMPDIR/l.jsonl"
+	run -0 git fsck --full --strict
+	refute_output --partial error
+	n=0
+	for idx in .git/objects/pack/pack-*.idx; do
+		n=$((n + 1))
+		pack=${idx%.idx}.pack
+		# named by the pack's checksum, as git names its packs
+		[ "$(tail -c 20 "$pack" | od -An -tx1 | tr -d ' \n')" = "$(basename "$pack" .pack | sed 's/^pack-//')" ]
+		git index-pack -o "$BATS_TEST_TMPDIR/again.idx" "$pack" > /dev/null
+		cmp "$idx" "$BATS_TEST_TMPDIR/again.idx"
+		rm -f "$BATS_TEST_TMPDIR/again.idx"
+		# a tree that gained one entry is a delta against its parent's
+		git verify-pack -v "$idx" | awk '$2 == "tree" && NF == 7 { d++ } END { exit !(d > 100) }'
+		[ "$(stat -c %a "$pack")" = 444 ]
+	done
+	[ "$n" = 1 ]
+	# every record reads back as imported
+	[ "$(git ls-tree -r refs/amp/messages tasks | wc -l)" = 400 ]
+	(run -0 amp fsck && assert_output --partial clean)
+}
+
+@test "a long import writes a pack per 2,000 commits" {
+	gen 4008 "$BATS_TEST_TMPDIR/l.jsonl"
+	export AMP_NOW=2026-11-01T00:00:00Z # after the last record
+	git config amp.checkRepo false
+	git config amp.autoPack 0
+	run -0 amp import "$BATS_TEST_TMPDIR/l.jsonl"
+	[ "$(ls .git/objects/pack/*.pack | wc -l)" = 3 ]
+	run -0 git fsck --full
+	[ "$(git rev-list --count refs/amp/messages)" = 4009 ]
 }

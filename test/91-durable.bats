@@ -34,3 +34,16 @@ syncs() {
 	run -2 amp status
 	assert_output --partial "amp.fsync"
 }
+
+@test "amp import fsyncs its packs, their indexes and the pack directory by default, and not with git config amp.fsync false" {
+	git config amp.checkRepo false
+	/usr/bin/python3 "$BATS_TEST_DIRNAME/../share/gen-traffic.py" 16 "$BATS_TEST_TMPDIR/l.jsonl" /dev/null 0
+	/usr/bin/python3 "$BATS_TEST_DIRNAME/../share/gen-traffic.py" 16 "$BATS_TEST_TMPDIR/m.jsonl" /dev/null 0 100
+	# the pack, its index, objects/pack, the ref and its directory
+	n=$(syncs amp import "$BATS_TEST_TMPDIR/l.jsonl")
+	[ "$n" -ge 5 ]
+	git config amp.fsync false
+	n=$(syncs amp import "$BATS_TEST_TMPDIR/m.jsonl")
+	[ "$n" = 0 ]
+	[ "$(git ls-tree -r refs/amp/messages tasks | wc -l)" = 32 ]
+}
