@@ -217,6 +217,7 @@ int main(int argc, char **argv)
 	amp_error err;
 	json_t *out = NULL, *waits = NULL;
 	char **ids = NULL;
+	git_oid *trees = NULL;
 	size_t nids = 0, i;
 	int64_t now;
 	int c, json_out = 0, code = 0, idw = 12;
@@ -274,7 +275,7 @@ int main(int argc, char **argv)
 		}
 		goto cleanup;
 	}
-	if (amp_store_list_tasks(st, tip, &ids, &nids, &err) < 0) {
+	if (amp_store_list_task_trees(st, tip, &ids, &trees, &nids, &err) < 0) {
 		code = amp_cli_fail("status", &err);
 		goto cleanup;
 	}
@@ -285,8 +286,24 @@ int main(int argc, char **argv)
 		if ((int)strlen(amp_term(ids[i])) > idw)
 			idw = (int)strlen(amp_term(ids[i]));
 	for (i = 0; i < nids; i++) {
-		json_t *s;
+		amp_summary_brief b;
+		json_t *s = NULL;
 
+		/* The listing prints from the brief summary, and asks for the
+		 * whole one only for a task with claims or dependencies. */
+		if (!json_out && amp_summary_brief_get(cache, st, tip, ids[i], &trees[i], now, &b, &err) == 0) {
+			printf("%-*s %s%-11s%s %3d msgs  %d rejects%s%s", idw, amp_term(ids[i]),
+			       state_color(b.state), b.state, sgr(AMP_SGR_RESET), b.messages,
+			       b.reject_count, b.acks_overdue ? "  ACK overdue" : "",
+			       b.acks_pending ? "  ACK pending" : "");
+			if (b.unreadable)
+				printf("  %d unreadable", b.unreadable);
+			if (b.extras && (s = amp_summary_get(cache, st, tip, ids[i], now, &err)))
+				print_holders(s);
+			json_decref(s);
+			putchar('\n');
+			continue;
+		}
 		if (!(s = amp_summary_get(cache, st, tip, ids[i], now, &err))) {
 			/* One unreadable task directory hides that task only: the
 			 * others are listed, and the exit code says it (4: the
@@ -330,6 +347,7 @@ cleanup:
 	json_decref(out);
 	amp_task_log_free(&log);
 	amp_strv_free(ids, nids);
+	free(trees);
 	git_tree_free(tip);
 	amp_store_free(st);
 	return code;

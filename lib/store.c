@@ -1002,31 +1002,22 @@ void amp_strv_free(char **v, size_t count)
 	free(v);
 }
 
-static int strv_push(char ***v, size_t *count, size_t *alloc, const char *s)
-{
-	char **bigger;
+/* A task directory found by the listing: its name and its tree. */
+struct listed {
+	char *id;
+	git_oid tree;
+};
 
-	if (*count == *alloc) {
-		*alloc = *alloc ? *alloc * 2 : 64;
-		if (!(bigger = realloc(*v, *alloc * sizeof(**v))))
-			return -1;
-		*v = bigger;
-	}
-	if (!((*v)[*count] = strdup(s)))
-		return -1;
-	(*count)++;
-	return 0;
+static int cmp_listed_ref(const void *a, const void *b)
+{
+	return strcmp((*(const struct listed *const *)a)->id,
+		      (*(const struct listed *const *)b)->id);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Walks `depth` levels of subtrees below `tree`, collecting the names found
- * at the last level. */
+/* Walks `depth` levels of subtrees below `tree`, collecting the
+ * directories found at the last level. */
 static int collect_level(git_repository *repo, git_tree *tree, int depth,
-			 char ***v, size_t *count, size_t *alloc)
+			 struct listed **v, size_t *count, size_t *alloc)
 {
 	size_t i, n = git_tree_entrycount(tree);
 	int rc = 0;
@@ -1038,7 +1029,17 @@ static int collect_level(git_repository *repo, git_tree *tree, int depth,
 		if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
 			continue;
 		if (depth == 0) {
-			rc = strv_push(v, count, alloc, git_tree_entry_name(e));
+			if (*count == *alloc) {
+				struct listed *bigger;
+
+				*alloc = *alloc ? *alloc * 2 : 64;
+				if (!(bigger = realloc(*v, *alloc * sizeof(**v))))
+					return -1;
+				*v = bigger;
+			}
+			if (!((*v)[*count].id = strdup(git_tree_entry_name(e))))
+				return -1;
+			git_oid_cpy(&(*v)[(*count)++].tree, git_tree_entry_id(e));
 			continue;
 		}
 		if (git_tree_lookup(&sub, repo, git_tree_entry_id(e)) < 0)
@@ -1049,16 +1050,18 @@ static int collect_level(git_repository *repo, git_tree *tree, int depth,
 	return rc;
 }
 
-int amp_store_list_tasks(amp_store *st, git_tree *root, char ***ids,
-			 size_t *count, amp_error *err)
+int amp_store_list_task_trees(amp_store *st, git_tree *root, char ***ids,
+			      git_oid **trees, size_t *count, amp_error *err)
 {
 	git_tree_entry *tasks = NULL;
 	git_tree *tree = NULL;
-	char **v = NULL;
-	size_t n = 0, alloc = 0;
+	struct listed *v = NULL, **order = NULL;
+	size_t n = 0, alloc = 0, i;
 	int rc, status = AMP_OK;
 
 	*ids = NULL;
+	if (trees)
+		*trees = NULL;
 	*count = 0;
 	rc = git_tree_entry_bypath(&tasks, root, "tasks");
 	if (rc == GIT_ENOTFOUND) {
@@ -1074,16 +1077,39 @@ int amp_store_list_tasks(amp_store *st, git_tree *root, char ***ids,
 		status = amp_error_git(err, AMP_EIO, "cannot list tasks");
 		goto cleanup;
 	}
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_str);
-	*ids = v;
+	/* Sorted by reference: qsort moves pointers, not 28-byte entries. */
+	if (!(order = malloc((n ? n : 1) * sizeof(*order))) ||
+	    !(*ids = malloc((n ? n : 1) * sizeof(**ids))) ||
+	    (trees && !(*trees = malloc((n ? n : 1) * sizeof(**trees))))) {
+		free(*ids);
+		*ids = NULL;
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	for (i = 0; i < n; i++)
+		order[i] = &v[i];
+	qsort(order, n, sizeof(*order), cmp_listed_ref);
+	for (i = 0; i < n; i++) {
+		(*ids)[i] = order[i]->id;
+		if (trees)
+			git_oid_cpy(&(*trees)[i], &order[i]->tree);
+	}
 	*count = n;
-	v = NULL;
+	n = 0; /* the names are the caller's now */
 cleanup:
-	amp_strv_free(v, n);
+	for (i = 0; i < n; i++)
+		free(v[i].id);
+	free(v);
+	free(order);
 	git_tree_free(tree);
 	git_tree_entry_free(tasks);
 	return status;
+}
+
+int amp_store_list_tasks(amp_store *st, git_tree *root, char ***ids,
+			 size_t *count, amp_error *err)
+{
+	return amp_store_list_task_trees(st, root, ids, NULL, count, err);
 }
 
 /* ---- writing ------------------------------------------------------------ */

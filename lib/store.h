@@ -248,6 +248,11 @@ int amp_store_entry_parse(const char *name, int *seq, amp_entry_kind *kind,
 int amp_store_entry_name(int seq, amp_entry_kind kind, const char *id,
 			 char *buf, size_t bufsz);
 
+/* amp_store_list_tasks, with the id of each task directory's tree in
+ * *trees (same order; the caller frees the array). */
+int amp_store_list_task_trees(amp_store *st, git_tree *root, char ***ids,
+			      git_oid **trees, size_t *count, amp_error *err);
+
 /* Every task id in the store, sorted; the caller frees the array and each
  * string (amp_strv_free). */
 int amp_store_list_tasks(amp_store *st, git_tree *root, char ***ids,

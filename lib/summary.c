@@ -65,6 +65,7 @@ struct amp_summaries {
 	struct sentry *v;
 	size_t n, alloc;
 	json_t *index; /* task id -> index in v */
+	git_odb *odb;  /* the store's, opened at the first hit */
 	char policy[128];
 	int dirty;
 };
@@ -363,6 +364,7 @@ void amp_summaries_close(amp_summaries *c)
 		sentry_free(&c->v[i]);
 	free(c->v);
 	json_decref(c->index);
+	git_odb_free(c->odb);
 	free(c);
 }
 
@@ -459,11 +461,10 @@ cleanup:
  * (free with sentry_free and free).  NULL with err filled on error.
  */
 static const struct sentry *entry(amp_summaries *c, amp_store *st, git_tree *root,
-				  const char *task, int64_t now_ms, struct sentry **owned,
-				  amp_error *err)
+				  const char *task, const git_oid *tree, int64_t now_ms,
+				  struct sentry **owned, amp_error *err)
 {
 	git_tree_entry *te = NULL;
-	git_odb *odb = NULL;
 	char dir[128], hex[GIT_OID_HEXSZ + 1] = "";
 	const struct sentry *hit = NULL;
 	struct sentry e = { 0 }, *kept;
@@ -471,19 +472,21 @@ static const struct sentry *entry(amp_summaries *c, amp_store *st, git_tree *roo
 	amp_task_log log;
 
 	*owned = NULL;
-	/* The task directory's tree: the same id, the same records. */
-	if (c && amp_store_task_dir(task, dir, sizeof(dir)) == 0 &&
-	    git_tree_entry_bypath(&te, root, dir) == 0) {
-		git_oid_tostr(hex, sizeof(hex), git_tree_entry_id(te));
+	/* The task directory's tree (the listing's, else looked up): the
+	 * same id, the same records. */
+	if (c && !tree && amp_store_task_dir(task, dir, sizeof(dir)) == 0 &&
+	    git_tree_entry_bypath(&te, root, dir) == 0)
+		tree = git_tree_entry_id(te);
+	if (c && tree) {
+		git_oid_tostr(hex, sizeof(hex), tree);
 		if ((at = json_object_get(c->index, task)) &&
 		    !strcmp(c->v[json_integer_value(at)].tree, hex))
 			hit = &c->v[json_integer_value(at)];
 		/* A tree that is gone from the object database is damage
 		 * the records must show. */
-		if (hit && (git_repository_odb(&odb, amp_store_repo(st)) < 0 ||
-			    !git_odb_exists(odb, git_tree_entry_id(te))))
+		if (hit && ((!c->odb && git_repository_odb(&c->odb, amp_store_repo(st)) < 0) ||
+			    !git_odb_exists(c->odb, tree)))
 			hit = NULL;
-		git_odb_free(odb);
 	}
 	git_tree_entry_free(te);
 	git_error_clear();
@@ -556,7 +559,7 @@ static json_t *waits(amp_summaries *c, amp_store *st, git_tree *root, const char
 		/* on is borrowed from all, which the lookup does not touch;
 		 * the state is copied before the next lookup can move the
 		 * cache's entries. */
-		if (!(s = entry(c, st, root, on, now_ms, &owned, err))) {
+		if (!(s = entry(c, st, root, on, NULL, now_ms, &owned, err))) {
 			json_decref(out);
 			out = NULL;
 			break;
@@ -607,6 +610,35 @@ static json_t *at_time(const char *task, const struct sentry *e, int64_t now_ms)
 	return out;
 }
 
+int amp_summary_brief_get(amp_summaries *c, amp_store *st, git_tree *root, const char *task,
+			  const git_oid *tree, int64_t now_ms, amp_summary_brief *out,
+			  amp_error *err)
+{
+	const struct sentry *s;
+	struct sentry *owned;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	if (!(s = entry(c, st, root, task, tree, now_ms, &owned, err)))
+		return AMP_EIO;
+	snprintf(out->state, sizeof(out->state), "%s", s->state);
+	out->reject_count = s->reject_count;
+	out->messages = s->messages;
+	out->unreadable = s->unreadable;
+	for (i = 0; i < s->ndeadlines; i++) {
+		if (now_ms > s->deadlines[i])
+			out->acks_overdue++;
+		else
+			out->acks_pending++;
+	}
+	out->extras = s->leases || s->deps;
+	if (owned) {
+		sentry_free(owned);
+		free(owned);
+	}
+	return AMP_OK;
+}
+
 json_t *amp_summary_get(amp_summaries *c, amp_store *st, git_tree *root, const char *task,
 			int64_t now_ms, amp_error *err)
 {
@@ -615,7 +647,7 @@ json_t *amp_summary_get(amp_summaries *c, amp_store *st, git_tree *root, const c
 	json_t *out, *w;
 	char *deps;
 
-	if (!(s = entry(c, st, root, task, now_ms, &owned, err)))
+	if (!(s = entry(c, st, root, task, NULL, now_ms, &owned, err)))
 		return NULL;
 	out = at_time(task, s, now_ms);
 	/* A copy: the dependencies' lookups may move the cache's entries. */

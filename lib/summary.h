@@ -48,4 +48,21 @@ void amp_summaries_close(amp_summaries *c);
 json_t *amp_summary_get(amp_summaries *c, amp_store *st, git_tree *root, const char *task,
 			int64_t now_ms, amp_error *err);
 
+/* What the listing prints of a task, without building its JSON (at 25,000
+ * tasks, most of `amp status`'s time went to building and freeing it). */
+typedef struct amp_summary_brief {
+	char state[24];
+	int reject_count, messages, unreadable;
+	size_t acks_pending, acks_overdue; /* against now_ms */
+	int extras; /* claims or dependencies: amp_summary_get has them */
+} amp_summary_brief;
+
+/* amp_summary_get's fields above for `task`, from the same cache; `tree`
+ * is its directory's tree in root when the caller has it (the listing of
+ * amp_store_list_task_trees), else NULL.  AMP_OK, or AMP_EIO with err
+ * filled (the task directory cannot be read). */
+int amp_summary_brief_get(amp_summaries *c, amp_store *st, git_tree *root, const char *task,
+			  const git_oid *tree, int64_t now_ms, amp_summary_brief *out,
+			  amp_error *err);
+
 #endif

@@ -129,3 +129,32 @@ uncached() {
 	assert_output --partial '"state": "unreadable"'
 	assert_output --partial 'T-2026-044'
 }
+
+# human_from_json: the listing's lines as amp status prints them, rebuilt
+# from amp status --json (state, messages, rejects, ACKs, unreadable).
+human_from_json() {
+	amp status --json | $PY -c '
+import json, sys
+for t in json.load(sys.stdin):
+    line = "%s %s %d msgs %d rejects" % (t["task_id"], t["state"], t["messages"], t["reject_count"])
+    if t["acks_overdue"]: line += " ACK overdue"
+    if t["acks_pending"]: line += " ACK pending"
+    if t["unreadable"]: line += " %d unreadable" % t["unreadable"]
+    print(line)'
+}
+
+@test "the human listing, printed from the brief summaries, says what --json says of every task, cached or not, as time passes" {
+	# one task with its dispatch ACKed, one without
+	amp ack "$(amp status T-2026-045 --json | json_get 'd["messages"][0]["msg_id"]')" --from executor > /dev/null
+	for when in 10 400; do
+		at $when
+		for pass in uncached cached; do
+			[ $pass = uncached ] && rm -f "$cache"
+			expected=$(human_from_json)
+			run -0 env NO_COLOR=1 amp status
+			# the columns are padded: compare word by word, holders aside
+			assert_equal "$(echo "$output" | sed 's/  held by.*//; s/  waits for.*//' | tr -s ' ')" "$expected"
+		done
+	done
+	assert_output --partial "ACK overdue"
+}
