@@ -58,7 +58,7 @@ GIT2_LIBS   = $(wordlist 2,1000,$(GIT2_LINK))
 PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson zlib)
 PKG_LIBS   = $(GIT2_LIBS) $(shell pkg-config --libs jansson zlib)
 # lib/tls_ca.c, linked into every program in the build its mode needs.
-TLS_CA      = $(if $(filter archive,$(GIT2_MODE)),$(BUILD)/tls_ca_wrap.o -Wl$(comma)--wrap=mbedtls_x509_crt_parse_file,$(BUILD)/tls_ca.o)
+TLS_CA      = $(if $(filter archive,$(GIT2_MODE)),$(BUILD)/tls_ca_wrap.o $(foreach f,mbedtls_x509_crt_parse_file git_mbedtls_stream_global_init git_transport_ssh_global_init,-Wl$(comma)--wrap=$(f)),$(BUILD)/tls_ca.o)
 comma := ,
 # --as-needed: no shared library loads that the program does not call.
 AMP_LDFLAGS = -Wl,--as-needed

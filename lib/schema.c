@@ -39,8 +39,10 @@
 #include "util.h"
 
 struct pattern {
-	regex_t re;
-	int ok;
+	regex_t re;       /* compiled in the UTF-8 locale (ok), maybe lazily */
+	regex_t re_ascii; /* the same, compiled in the C locale (ok_ascii) */
+	int ok, ok_ascii;
+	char *ere;        /* what re compiles, until it is compiled */
 	char *error;
 };
 
@@ -499,7 +501,11 @@ void amp_schema_set_free(amp_schema_set *set)
 		return;
 	for (i = 0; i < set->npatterns; i++) {
 		if (set->patterns[i].ok)
-			regfree(&set->patterns[i].re);
+			if (!set->patterns[i].ere)
+				regfree(&set->patterns[i].re);
+		if (set->patterns[i].ok_ascii)
+			regfree(&set->patterns[i].re_ascii);
+		free(set->patterns[i].ere);
 		free(set->patterns[i].error);
 	}
 	free(set->patterns);
@@ -1174,10 +1180,36 @@ static int translate_pattern(const char *src, struct buf *out, char *why,
 	return 0;
 }
 
+/*
+ * glibc's regex engine in a UTF-8 locale works on wide characters: 170,000
+ * instructions to match a msg_id, a tenth of an `amp send` with compiling.
+ * A pattern and a string that are both ASCII match alike in the C locale,
+ * where it works on bytes, several times faster: such a pattern is also
+ * compiled there, and used for ASCII strings.
+ */
+static locale_t c_locale(void)
+{
+	static locale_t c;
+
+	if (!c)
+		c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+	return c;
+}
+
+static int is_ascii(const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if ((unsigned char)s[i] >= 0x80)
+			return 0;
+	return 1;
+}
+
 /* The compiled form of `source`, compiled on first use; NULL with the
  * reason in *why when it does not compile. */
-static regex_t *pattern_get(amp_schema_set *set, const char *source,
-			    const char **why)
+static struct pattern *pattern_get(amp_schema_set *set, const char *source,
+				   const char **why)
 {
 	json_t *id = json_object_get(set->pattern_ids, source);
 	struct pattern *pat, *bigger;
@@ -1204,18 +1236,37 @@ static regex_t *pattern_get(amp_schema_set *set, const char *source,
 			pat->error = strdup(reason);
 		} else if (ere.oom) {
 			pat->error = strdup("out of memory");
-		} else if ((rc = regcomp(&pat->re, ere.p ? ere.p : "",
-					 REG_EXTENDED | REG_NOSUB))) {
-			regerror(rc, &pat->re, reason, sizeof(reason));
-			pat->error = strdup(reason);
 		} else {
-			pat->ok = 1;
+			const char *text = ere.p ? ere.p : "";
+
+			/* An ASCII pattern compiles in the C locale; the UTF-8
+			 * form waits for a string that is not ASCII. */
+			if (c_locale() && is_ascii(text, strlen(text))) {
+				locale_t was = uselocale(c_locale());
+
+				pat->ok_ascii = regcomp(&pat->re_ascii, text,
+							REG_EXTENDED | REG_NOSUB) == 0;
+				uselocale(was);
+			}
+			if (pat->ok_ascii) {
+				pat->ok = 1;
+				pat->ere = ere.p;
+				ere.p = NULL;
+			} else if ((rc = regcomp(&pat->re, text, REG_EXTENDED | REG_NOSUB))) {
+				regerror(rc, &pat->re, reason, sizeof(reason));
+				pat->error = strdup(reason);
+			} else {
+				pat->ok = 1;
+			}
 		}
 		free(ere.p);
 		if (json_object_set_new(set->pattern_ids, source,
 					json_integer((json_int_t)set->npatterns)) < 0) {
-			if (pat->ok)
+			if (pat->ok && !pat->ere)
 				regfree(&pat->re);
+			if (pat->ok_ascii)
+				regfree(&pat->re_ascii);
+			free(pat->ere);
 			free(pat->error);
 			*why = "out of memory";
 			return NULL;
@@ -1228,22 +1279,38 @@ static regex_t *pattern_get(amp_schema_set *set, const char *source,
 		*why = pat->error ? pat->error : "out of memory";
 		return NULL;
 	}
-	return &pat->re;
+	return pat;
 }
 
-static int regex_match(regex_t *re, const char *s, size_t len)
+/* 1 when s matches; 0 when not, or when the UTF-8 form of an ASCII
+ * pattern, compiled now, does not compile (it did in the C locale: only
+ * out of memory can do that). */
+static int regex_match(struct pattern *pat, const char *s, size_t len)
 {
+	int ascii = pat->ok_ascii && is_ascii(s, len), rc;
+	regex_t *re = ascii ? &pat->re_ascii : &pat->re;
+	locale_t was;
+
+	if (!ascii && pat->ere) {
+		if (regcomp(&pat->re, pat->ere, REG_EXTENDED | REG_NOSUB))
+			return 0; /* ere kept: tried again next time */
+		free(pat->ere);
+		pat->ere = NULL;
+	}
+	was = ascii ? uselocale(c_locale()) : (locale_t)0;
 #ifdef REG_STARTEND
 	regmatch_t m[1];
 
 	/* REG_STARTEND lets a string with "\u0000" be matched whole. */
 	m[0].rm_so = 0;
 	m[0].rm_eo = (regoff_t)len;
-	return regexec(re, s, 1, m, REG_STARTEND) == 0;
+	rc = regexec(re, s, 1, m, REG_STARTEND);
 #else
-	(void)len;
-	return regexec(re, s, 0, NULL, 0) == 0;
+	rc = regexec(re, s, 0, NULL, 0);
 #endif
+	if (ascii)
+		uselocale(was);
+	return rc == 0;
 }
 
 /* --- values ------------------------------------------------------------ */
@@ -1716,7 +1783,7 @@ static long long limit_of(json_t *n)
 static int check_pattern(struct ctx *c, json_t *pattern, json_t *v)
 {
 	const char *why = NULL;
-	regex_t *re;
+	struct pattern *re;
 
 	if (!json_is_string(pattern))
 		return 0;
@@ -1856,7 +1923,7 @@ static int matches_any_pattern(struct ctx *c, json_t *patterns,
 {
 	const char *source, *why;
 	json_t *sub;
-	regex_t *re;
+	struct pattern *re;
 
 	json_object_foreach(patterns, source, sub) {
 		if ((re = pattern_get(c->set, source, &why)) &&
@@ -1902,7 +1969,7 @@ static int check_pattern_props(struct ctx *c, json_t *patterns,
 {
 	const char *source, *key, *why = NULL;
 	json_t *sub, *member;
-	regex_t *re;
+	struct pattern *re;
 	size_t mark;
 	int bad = 0;
 

@@ -33,3 +33,26 @@ int AMP_TLS_CA_PARSE(void *chain, const char *path)
 	(void)path;
 	return 0;
 }
+
+#ifdef AMP_TLS_CA_WRAP
+/*
+ * With Debian's libgit2.a, the rest of the network stack's start-up goes
+ * too: git_libgit2_init() seeds mbedTLS's entropy pool (HAVEGE, a million
+ * instructions) and starts libssh2 (OpenSSL's crypto, another million), a
+ * fifth of an `amp send`, for transports amp never uses.  The link's
+ * --wrap options send libgit2's calls here; its TLS and SSH transports
+ * then cannot be used from amp's process (an https:// or ssh:// remote
+ * through libgit2 fails), which is what the lean build gives as well.
+ */
+int __wrap_git_mbedtls_stream_global_init(void);
+int __wrap_git_mbedtls_stream_global_init(void)
+{
+	return 0;
+}
+
+int __wrap_git_transport_ssh_global_init(void);
+int __wrap_git_transport_ssh_global_init(void)
+{
+	return 0;
+}
+#endif
