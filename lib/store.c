@@ -38,6 +38,8 @@ struct amp_store {
 	struct mem_recorder *batch; /* during a batch: where objects go */
 	struct doc_cache *docs;     /* during a batch: records parsed */
 	int fsync;                  /* git config amp.fsync */
+	git_config *cfg;            /* a snapshot, taken at cfg_ms */
+	int64_t cfg_ms;
 };
 
 const amp_policy amp_policy_default = {
@@ -63,22 +65,39 @@ static int fits(int n, size_t size)
 	return n >= 0 && (size_t)n < size;
 }
 
+/*
+ * One snapshot of the configuration serves the reads of the next second:
+ * libgit2 stats every config file (the repository's, ~/.gitconfig,
+ * /etc/gitconfig) each time a snapshot is taken, and a send reads a dozen
+ * keys (85 stat calls of ~590).  A long-running amp (watch, inbox
+ * --follow, dashboard) sees a change within the second.
+ */
+#define AMP_CONFIG_REUSE_MS 1000
+
 int amp_store_config(amp_store *st, const char *key, char *buf, size_t bufsz)
 {
-	git_config *cfg = NULL;
 	git_buf value = { 0 };
+	int64_t now = amp_monotonic_ms();
 	int found = 0;
 
 	buf[0] = '\0';
-	if (git_repository_config_snapshot(&cfg, st->repo) < 0)
-		goto cleanup;
-	if (git_config_get_string_buf(&value, cfg, key) == 0) {
+	if (st->cfg && now - st->cfg_ms >= AMP_CONFIG_REUSE_MS) {
+		git_config_free(st->cfg);
+		st->cfg = NULL;
+	}
+	if (!st->cfg) {
+		if (git_repository_config_snapshot(&st->cfg, st->repo) < 0) {
+			st->cfg = NULL;
+			goto cleanup;
+		}
+		st->cfg_ms = now;
+	}
+	if (git_config_get_string_buf(&value, st->cfg, key) == 0) {
 		snprintf(buf, bufsz, "%s", value.ptr);
 		found = 1;
 	}
 cleanup:
 	git_buf_dispose(&value);
-	git_config_free(cfg);
 	git_error_clear();
 	return found;
 }
@@ -371,6 +390,7 @@ void amp_store_free(amp_store *st)
 {
 	if (!st)
 		return;
+	git_config_free(st->cfg);
 	git_repository_free(st->repo);
 	free(st);
 	git_libgit2_shutdown();
@@ -1556,6 +1576,15 @@ static int may_write(amp_store *st, const char *ref, const amp_store_write *w,
 	return AMP_OK;
 }
 
+/* A single write's odb (below, with the batches'). */
+struct write_odb {
+	git_odb *disk; /* the repository's odb */
+	git_odb *odb;
+};
+
+static int write_odb_open(amp_store *st, struct write_odb *o, amp_error *err);
+static void write_odb_close(amp_store *st, struct write_odb *o);
+
 /*
  * amp's writers take turns: each takes the writers' flock (polled with
  * jittered backoff, never for longer than the deadline) before reading the
@@ -1612,9 +1641,13 @@ int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 		if (build != build_init && (status = may_write(st, ref, &w, err)) < 0)
 			goto cleanup;
 		for (rewrites = 0;; rewrites++) {
+			struct write_odb wo;
 			int vanished = 0;
 
+			if ((status = write_odb_open(st, &wo, err)) < 0)
+				goto cleanup;
 			status = write_commit(st, parent, tree, &w, &next, &vanished, err);
+			write_odb_close(st, &wo);
 			if (status == AMP_OK || !vanished || rewrites == 3)
 				break;
 		}
@@ -1747,6 +1780,28 @@ static void disk_free(git_odb_backend *b)
 	free(b);
 }
 
+/* Adds a disk reader of `disk` to `odb` at `priority`: 0, or -1 (nothing
+ * added). */
+static int add_disk_reader(git_odb *odb, git_odb *disk, int priority)
+{
+	struct disk_reader *reader = calloc(1, sizeof(*reader));
+
+	if (!reader)
+		return -1;
+	reader->parent.version = GIT_ODB_BACKEND_VERSION;
+	reader->parent.read = disk_read;
+	reader->parent.read_prefix = disk_read_prefix;
+	reader->parent.read_header = disk_read_header;
+	reader->parent.exists = disk_exists;
+	reader->parent.free = disk_free;
+	reader->disk = disk;
+	if (git_odb_add_backend(odb, &reader->parent, priority) < 0) {
+		free(reader);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * The mempack, behind a backend that remembers what was written: libgit2
  * 1.5's mempack cannot list its objects, and git_mempack_dump walks the
@@ -1844,7 +1899,6 @@ static void batch_odb_close(amp_store *st, struct batch_odb *b)
 static int batch_odb_open(amp_store *st, struct batch_odb *b, amp_error *err)
 {
 	git_buf objects = { 0 };
-	struct disk_reader *reader;
 	int status = AMP_OK;
 
 	memset(b, 0, sizeof(*b));
@@ -1869,19 +1923,7 @@ static int batch_odb_open(amp_store *st, struct batch_odb *b, amp_error *err)
 		status = amp_error_git(err, AMP_EIO, "cannot open an object database in memory");
 		goto cleanup;
 	}
-	if (!(reader = calloc(1, sizeof(*reader)))) {
-		status = amp_error_set(err, AMP_EIO, "", "out of memory");
-		goto cleanup;
-	}
-	reader->parent.version = GIT_ODB_BACKEND_VERSION;
-	reader->parent.read = disk_read;
-	reader->parent.read_prefix = disk_read_prefix;
-	reader->parent.read_header = disk_read_header;
-	reader->parent.exists = disk_exists;
-	reader->parent.free = disk_free;
-	reader->disk = b->disk;
-	if (git_odb_add_backend(b->mem_odb, &reader->parent, 1) < 0) {
-		free(reader);
+	if (add_disk_reader(b->mem_odb, b->disk, 1) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read %s", objects.ptr);
 		goto cleanup;
 	}
@@ -1899,6 +1941,60 @@ cleanup:
 		b->mem_odb = NULL;
 		git_odb_free(b->disk);
 		b->disk = NULL;
+	}
+	return status;
+}
+
+/*
+ * The odb a single write (amp send) writes through: libgit2's loose
+ * backend behind the disk reader above.  libgit2 asks every backend
+ * whether an object exists before it writes it, and on a "no" (a new
+ * object, so every write) rescans objects/pack; here the reader answers
+ * "no" at once and the loose backend has nothing to rescan: a send's
+ * seven objects cost seven stat calls, not seven directory scans (of the
+ * ~590 system calls of a send, ~70 were those).  Reads go to the
+ * repository's own odb first, then to what this write added.
+ */
+static void write_odb_close(amp_store *st, struct write_odb *o)
+{
+	if (o->disk)
+		git_repository_set_odb(st->repo, o->disk);
+	git_odb_free(o->disk);
+	git_odb_free(o->odb);
+	memset(o, 0, sizeof(*o));
+}
+
+/* Puts a write odb in front of the repository: AMP_OK, or AMP_EIO with the
+ * repository's own odb left in place (the write then goes through it). */
+static int write_odb_open(amp_store *st, struct write_odb *o, amp_error *err)
+{
+	git_buf objects = { 0 };
+	git_odb_backend *loose = NULL;
+	int status = AMP_OK;
+
+	memset(o, 0, sizeof(*o));
+	if (git_repository_odb(&o->disk, st->repo) < 0 ||
+	    git_repository_item_path(&objects, st->repo, GIT_REPOSITORY_ITEM_OBJECTS) < 0 ||
+	    git_odb_new(&o->odb) < 0 ||
+	    git_odb_backend_loose(&loose, objects.ptr, -1, st->fsync, 0, 0) < 0 ||
+	    git_odb_add_backend(o->odb, loose, 1) < 0) {
+		if (loose && o->odb && !git_odb_num_backends(o->odb))
+			loose->free(loose);
+		status = amp_error_git(err, AMP_EIO, "cannot open the object database");
+		goto cleanup;
+	}
+	if (add_disk_reader(o->odb, o->disk, 2) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot open the object database");
+		goto cleanup;
+	}
+	if (git_repository_set_odb(st->repo, o->odb) < 0)
+		status = amp_error_git(err, AMP_EIO, "cannot open the object database");
+cleanup:
+	git_buf_dispose(&objects);
+	if (status < 0) {
+		git_odb_free(o->odb);
+		git_odb_free(o->disk);
+		memset(o, 0, sizeof(*o));
 	}
 	return status;
 }
