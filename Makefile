@@ -56,7 +56,10 @@ GIT2_MODE   = $(firstword $(GIT2_LINK))
 GIT2_CFLAGS = $(if $(filter lean,$(GIT2_MODE)),-I$(LIBGIT2_DIR)/install/include,$(shell pkg-config --cflags libgit2))
 GIT2_LIBS   = $(wordlist 2,1000,$(GIT2_LINK))
 PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson zlib)
-PKG_LIBS   = $(GIT2_LIBS) $(shell pkg-config --libs jansson zlib)
+# With Debian's libgit2.a, jansson is linked statically too (libjansson-dev
+# ships libjansson.a): amp then loads no shared library but libc.
+JANSSON_LIBS = $(if $(and $(filter archive,$(GIT2_MODE)),$(wildcard $(shell pkg-config --variable=libdir jansson)/libjansson.a)),-l:libjansson.a,$(shell pkg-config --libs jansson))
+PKG_LIBS   = $(GIT2_LIBS) $(JANSSON_LIBS) $(shell pkg-config --libs zlib)
 # lib/tls_ca.c, linked into every program in the build its mode needs.
 TLS_CA      = $(if $(filter archive,$(GIT2_MODE)),$(BUILD)/tls_ca_wrap.o $(foreach f,mbedtls_x509_crt_parse_file git_mbedtls_stream_global_init git_transport_ssh_global_init,-Wl$(comma)--wrap=$(f)),$(BUILD)/tls_ca.o)
 comma := ,
