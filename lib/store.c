@@ -386,10 +386,13 @@ cleanup:
 	return status;
 }
 
+static void share_records(amp_store *st, size_t slots);
+
 void amp_store_free(amp_store *st)
 {
 	if (!st)
 		return;
+	share_records(st, 0);
 	git_config_free(st->cfg);
 	git_repository_free(st->repo);
 	free(st);
@@ -766,28 +769,29 @@ const amp_entry *amp_task_log_marker(const amp_task_log *log, const amp_entry *s
 /* amp_store_read_task, or only the control records when `controls_only`
  * (the others are skipped by their names, never read). */
 /*
- * During a batch (amp import), the records read by the rules, by blob id:
- * a record's rules read its whole task, so without it the k-th record of
- * a task parses the k - 1 before it again.  Blobs are immutable, so an
+ * Records shared among reads: during a batch (amp import), the records
+ * read by the rules, by blob id: a record's rules read its whole task, so
+ * without it the k-th record of a task parses the k - 1 before it again.  Blobs are immutable, so an
  * entry cannot go stale; the table is emptied when it is half full, which
- * bounds it at DOC_CACHE_SLOTS / 2 records.  The documents are shared with
- * the logs that read them (a reference each): the rules only read them.
+ * bounds it.  The documents are shared with the logs that read them (a
+ * reference each): the rules only read them.
  */
-#define DOC_CACHE_SLOTS 16384
+/* A batch keeps at most half this many records parsed. */
+#define BATCH_SHARED 16384
 
 struct doc_cache {
 	struct doc_slot {
 		git_oid id;
 		json_t *doc; /* NULL: empty */
-	} slot[DOC_CACHE_SLOTS];
-	size_t used;
+	} *slot;
+	size_t slots, used; /* slots: a power of two */
 };
 
 static void doc_cache_clear(struct doc_cache *dc)
 {
 	size_t i;
 
-	for (i = 0; i < DOC_CACHE_SLOTS && dc->used; i++)
+	for (i = 0; i < dc->slots && dc->used; i++)
 		if (dc->slot[i].doc) {
 			json_decref(dc->slot[i].doc);
 			dc->slot[i].doc = NULL;
@@ -800,8 +804,8 @@ static struct doc_slot *doc_cache_slot(struct doc_cache *dc, const git_oid *id)
 	size_t h;
 
 	memcpy(&h, id->id, sizeof(h));
-	for (h &= DOC_CACHE_SLOTS - 1; dc->slot[h].doc && !git_oid_equal(&dc->slot[h].id, id);
-	     h = (h + 1) & (DOC_CACHE_SLOTS - 1))
+	for (h &= dc->slots - 1; dc->slot[h].doc && !git_oid_equal(&dc->slot[h].id, id);
+	     h = (h + 1) & (dc->slots - 1))
 		;
 	return &dc->slot[h];
 }
@@ -822,7 +826,7 @@ static void doc_cache_put(amp_store *st, const git_oid *id, json_t *doc)
 
 	if (!st->docs)
 		return;
-	if (st->docs->used >= DOC_CACHE_SLOTS / 2)
+	if (st->docs->used >= st->docs->slots / 2)
 		doc_cache_clear(st->docs);
 	slot = doc_cache_slot(st->docs, id);
 	if (slot->doc)
@@ -830,6 +834,32 @@ static void doc_cache_put(amp_store *st, const git_oid *id, json_t *doc)
 	git_oid_cpy(&slot->id, id);
 	slot->doc = json_incref(doc);
 	st->docs->used++;
+}
+
+/* Shares up to slots / 2 records from now on; 0 stops and frees them. */
+static void share_records(amp_store *st, size_t slots)
+{
+	size_t n = 16;
+
+	if (st->docs) {
+		doc_cache_clear(st->docs);
+		free(st->docs->slot);
+		free(st->docs);
+		st->docs = NULL;
+	}
+	if (!slots)
+		return;
+	while (n < slots)
+		n *= 2;
+	/* Without it the reads are only slower. */
+	if (!(st->docs = calloc(1, sizeof(*st->docs))))
+		return;
+	if (!(st->docs->slot = calloc(n, sizeof(*st->docs->slot)))) {
+		free(st->docs);
+		st->docs = NULL;
+		return;
+	}
+	st->docs->slots = n;
 }
 
 static int read_task(amp_store *st, git_tree *root, const char *task_id, int controls_only,
@@ -1884,11 +1914,7 @@ static void batch_hint(amp_store *st, const git_oid *tree, const git_tree *repla
 static void batch_odb_close(amp_store *st, struct batch_odb *b)
 {
 	st->batch = NULL;
-	if (st->docs) {
-		doc_cache_clear(st->docs);
-		free(st->docs);
-		st->docs = NULL;
-	}
+	share_records(st, 0);
 	if (b->disk)
 		git_repository_set_odb(st->repo, b->disk);
 	git_odb_free(b->disk);
@@ -1931,8 +1957,7 @@ static int batch_odb_open(amp_store *st, struct batch_odb *b, amp_error *err)
 		status = amp_error_git(err, AMP_EIO, "cannot read %s", objects.ptr);
 	else {
 		st->batch = b->mem;
-		/* Without it a batch is only slower. */
-		st->docs = calloc(1, sizeof(*st->docs));
+		share_records(st, BATCH_SHARED);
 	}
 cleanup:
 	git_buf_dispose(&objects);
