@@ -1455,8 +1455,14 @@ static void sweep_tmp_files(amp_store *st)
 		return;
 	futimens(fd, NULL);
 	close(fd);
-	if (git_repository_item_path(&objects, st->repo, GIT_REPOSITORY_ITEM_OBJECTS) == 0)
+	if (git_repository_item_path(&objects, st->repo, GIT_REPOSITORY_ITEM_OBJECTS) == 0) {
+		char packs[PATH_MAX];
+
 		sweep_dir(objects.ptr, "tmp_object_git2_", "", now);
+		/* what an import killed while writing a pack leaves */
+		if (fits(snprintf(packs, sizeof(packs), "%spack", objects.ptr), sizeof(packs)))
+			sweep_dir(packs, "tmp_amp_pack_", "", now);
+	}
 	sweep_dir(st->state_dir, "watch.json.", ".tmp", now);
 	sweep_dir(st->state_dir, "inbox.json.", ".tmp", now);
 	git_buf_dispose(&objects);

@@ -233,11 +233,16 @@ JSON
 	assert_output --partial "Amp-Cause: unknown $dir/000004.ctl.resume-1772116400000.json"
 }
 
-@test "defect 10: stale tmp_object_git2_* files are removed by the next write, fresh ones never" {
+@test "defect 10: stale tmp_object_git2_* files (and an import's tmp_amp_pack_*) are removed by the next write, fresh ones never" {
 	local objects=.git/objects
 	: > "$objects/tmp_object_git2_old"
 	: > "$objects/tmp_object_git2_young"
 	: > "$objects/tmp_object_other"
+	mkdir -p "$objects/pack"
+	: > "$objects/pack/tmp_amp_pack_old"
+	: > "$objects/pack/tmp_amp_pack_young"
+	touch -d '2 hours ago' "$objects/pack/tmp_amp_pack_old"
+	touch -d '50 minutes ago' "$objects/pack/tmp_amp_pack_young"
 	: > .git/amp/watch.json.4242.tmp
 	: > .git/amp/watch.json.4243.tmp
 	: > .git/amp/inbox.json.4244.tmp
@@ -252,6 +257,8 @@ JSON
 	assert_file_exists "$objects/tmp_object_git2_old"
 	send_dispatch
 	assert_file_not_exists "$objects/tmp_object_git2_old"
+	assert_file_not_exists "$objects/pack/tmp_amp_pack_old"
+	assert_file_exists "$objects/pack/tmp_amp_pack_young"
 	assert_file_not_exists .git/amp/watch.json.4242.tmp
 	assert_file_not_exists .git/amp/inbox.json.4244.tmp
 	assert_file_exists .git/amp/inbox.json.4245.tmp
