@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1543,12 +1545,49 @@ static void backoff(amp_store *st, unsigned attempt)
 static int build_init(amp_store *st, git_tree *tip, void *ctx,
 		      amp_store_write *w, amp_error *err);
 
-/* Takes the writers' flock, polling with a short jittered backoff (so that
- * nobody blocks forever) until `deadline`; 0 when taken, -1 when not. */
+static void wake_writer(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * Takes the writers' flock until `deadline`: 0 when taken, -1 when not.
+ * The wait blocks in flock(), so the kernel hands the lock to a waiter the
+ * moment it is released; polling left it idle between a release and the
+ * next poll (8 writers on 2 cores: 0.96-1.1x one writer's throughput).  A
+ * SIGALRM every AMP_LOCK_TICK_MS (setitimer; the handler does nothing and
+ * the action has no SA_RESTART) interrupts the wait to look at the
+ * deadline, so nobody blocks forever; the caller's timer and action are
+ * put back.  Where the timer cannot be set, the wait polls.
+ */
+#define AMP_LOCK_TICK_MS 100
+
 static int wait_writer_lock(amp_store *st, int fd, int64_t deadline)
 {
+	struct sigaction sa, old_sa;
+	struct itimerval tick, old_tick;
 	unsigned polls;
+	int rc;
 
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = wake_writer;
+	sigemptyset(&sa.sa_mask);
+	memset(&tick, 0, sizeof(tick));
+	tick.it_value.tv_usec = tick.it_interval.tv_usec = AMP_LOCK_TICK_MS * 1000;
+	if (sigaction(SIGALRM, &sa, &old_sa) == 0) {
+		if (setitimer(ITIMER_REAL, &tick, &old_tick) == 0) {
+			while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR &&
+			       amp_monotonic_ms() <= deadline)
+				;
+			memset(&tick, 0, sizeof(tick));
+			setitimer(ITIMER_REAL, &old_tick, NULL);
+			sigaction(SIGALRM, &old_sa, NULL);
+			return rc == 0 ? 0 : -1;
+		}
+		sigaction(SIGALRM, &old_sa, NULL);
+	}
 	for (polls = 0; flock(fd, LOCK_EX | LOCK_NB) != 0; polls++) {
 		if (amp_monotonic_ms() > deadline)
 			return -1;
