@@ -14,7 +14,9 @@ setup() {
 
 # syncs CMD...: the fsync and fdatasync calls CMD (and its children) make.
 syncs() {
-	strace -f -qq -e trace=fsync,fdatasync -o "$BATS_TEST_TMPDIR/trace" "$@" > /dev/null 2>&1
+	# LeakSanitizer cannot run under ptrace (make asan)
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+		strace -f -qq -e trace=fsync,fdatasync -o "$BATS_TEST_TMPDIR/trace" "$@" > /dev/null 2>&1
 	grep -cE '^[0-9]+ +f(data)?sync\(' "$BATS_TEST_TMPDIR/trace" || true
 }
 
