@@ -210,7 +210,7 @@ PY
 	[ "$(date -u -d "$ts" +%s)" = "${c##* }" ]
 }
 
-@test "an import's packs are git's own format: git fsck --full --strict clean, each index byte for byte what git index-pack makes of its pack, trees stored as deltas" {
+@test "an import's packs are git's own format: git fsck --full --strict clean, each index byte for byte what git index-pack makes of its pack, trees stored as deltas, commits then trees then blobs" {
 	gen 400 "$BATS_TEST_TMPDIR/l.jsonl"
 	export AMP_NOW=2026-11-01T00:00:00Z # after the last record
 	git config amp.checkRepo false
@@ -229,6 +229,9 @@ PY
 		rm -f "$BATS_TEST_TMPDIR/again.idx"
 		# a tree that gained one entry is a delta against its parent's
 		git verify-pack -v "$idx" | awk '$2 == "tree" && NF == 7 { d++ } END { exit !(d > 100) }'
+		# commits, then trees, then blobs, as git orders a pack
+		[ "$(git verify-pack -v "$idx" | awk '$2 ~ /^(commit|tree|blob)$/ { print $5, $2 }' |
+			sort -n | awk '{ print $2 }' | uniq | paste -sd ' ')" = "commit tree blob" ]
 		[ "$(stat -c %a "$pack")" = 444 ]
 	done
 	[ "$n" = 1 ]
