@@ -286,25 +286,17 @@ int main(int argc, char **argv)
 		if ((int)strlen(amp_term(ids[i])) > idw)
 			idw = (int)strlen(amp_term(ids[i]));
 	for (i = 0; i < nids; i++) {
-		amp_summary_brief b;
+		amp_summary_brief b = { 0 };
 		json_t *s = NULL;
+		int bad;
 
-		/* The listing prints from the brief summary, and asks for the
-		 * whole one only for a task with claims or dependencies. */
-		if (!json_out && amp_summary_brief_get(cache, st, tip, ids[i], &trees[i], now, &b, &err) == 0) {
-			printf("%-*s %s%-11s%s %3d msgs  %d rejects%s%s", idw, amp_term(ids[i]),
-			       state_color(b.state), b.state, sgr(AMP_SGR_RESET), b.messages,
-			       b.reject_count, b.acks_overdue ? "  ACK overdue" : "",
-			       b.acks_pending ? "  ACK pending" : "");
-			if (b.unreadable)
-				printf("  %d unreadable", b.unreadable);
-			if (b.extras && (s = amp_summary_get(cache, st, tip, ids[i], now, &err)))
-				print_holders(s);
-			json_decref(s);
-			putchar('\n');
-			continue;
-		}
-		if (!(s = amp_summary_get(cache, st, tip, ids[i], now, &err))) {
+		/* The listing prints from the brief summary and reads the whole
+		 * one only for --json or a task with claims or dependencies. */
+		bad = !json_out &&
+		      amp_summary_brief_get(cache, st, tip, ids[i], &trees[i], now, &b, &err) < 0;
+		if (!bad && (json_out || b.extras))
+			bad = !(s = amp_summary_get(cache, st, tip, ids[i], now, &err));
+		if (bad) {
 			/* One unreadable task directory hides that task only: the
 			 * others are listed, and the exit code says it (4: the
 			 * SSOT holds it, even when its name is no task id). */
@@ -317,25 +309,22 @@ int main(int argc, char **argv)
 							     "state", "unreadable", "reason", err.message));
 			continue;
 		}
-		if (!json_out)
-			printf("%-*s %s%-11s%s %3lld msgs  %lld rejects%s%s", idw, str(s, "task_id"),
-			       state_color(str(s, "state")), str(s, "state"), sgr(AMP_SGR_RESET),
-			       (long long)json_integer_value(json_object_get(s, "messages")),
-			       (long long)json_integer_value(json_object_get(s, "reject_count")),
-			       json_integer_value(json_object_get(s, "acks_overdue")) ? "  ACK overdue" : "",
-			       json_integer_value(json_object_get(s, "acks_pending")) ? "  ACK pending" : "");
-		if (!json_out && json_integer_value(json_object_get(s, "unreadable")))
-			printf("  %lld unreadable", (long long)json_integer_value(json_object_get(s, "unreadable")));
-		if (!json_out)
-			print_holders(s);
-		if (!json_out)
-			putchar('\n');
 		/* Only --json prints them all at the end: the listing of 25,000
 		 * tasks holds one summary at a time. */
-		if (json_out)
+		if (json_out) {
 			json_array_append_new(out, s);
-		else
-			json_decref(s);
+			continue;
+		}
+		printf("%-*s %s%-11s%s %3d msgs  %d rejects%s%s", idw, amp_term(ids[i]),
+		       state_color(b.state), b.state, sgr(AMP_SGR_RESET), b.messages,
+		       b.reject_count, b.acks_overdue ? "  ACK overdue" : "",
+		       b.acks_pending ? "  ACK pending" : "");
+		if (b.unreadable)
+			printf("  %d unreadable", b.unreadable);
+		if (s)
+			print_holders(s);
+		putchar('\n');
+		json_decref(s);
 	}
 	if (json_out) {
 		amp_cli_print_json(out, 1);

@@ -33,27 +33,15 @@ int amp_pack_limit(amp_store *st, long long *limit, amp_error *err)
 	return amp_parse_int(what, buf, 0, AMP_AUTOPACK_MAX, limit, err);
 }
 
-/* <git common dir>/objects into buf; -1 when it does not fit. */
-static int objects_dir(amp_store *st, char *buf, size_t bufsz)
-{
-	const char *common = git_repository_commondir(amp_store_repo(st));
-	size_t n = strlen(common);
-	int len = snprintf(buf, bufsz, "%s%sobjects", common,
-			   n && common[n - 1] == '/' ? "" : "/");
-
-	return len < 0 || (size_t)len >= bufsz ? -1 : 0;
-}
-
 long long amp_pack_estimate(amp_store *st)
 {
-	char dir[PATH_MAX + 8];
+	char dir[PATH_MAX + 32];
 	DIR *d;
 	struct dirent *e;
 	long long n = 0;
 
-	if (objects_dir(st, dir, sizeof(dir) - 3) < 0)
+	if (snprintf(dir, sizeof(dir), "%s/17", amp_store_objects_dir(st)) >= (int)sizeof(dir))
 		return 0;
-	strcat(dir, "/17");
 	if (!(d = opendir(dir)))
 		return 0;
 	/* git's estimate (builtin/gc.c too_many_loose_objects): objects are
@@ -67,15 +55,14 @@ long long amp_pack_estimate(amp_store *st)
 
 long long amp_pack_packs(amp_store *st)
 {
-	char dir[PATH_MAX + 8];
+	char dir[PATH_MAX + 32];
 	DIR *d;
 	struct dirent *e;
 	size_t n;
 	long long packs = 0;
 
-	if (objects_dir(st, dir, sizeof(dir) - 6) < 0)
+	if (snprintf(dir, sizeof(dir), "%s/pack", amp_store_objects_dir(st)) >= (int)sizeof(dir))
 		return 0;
-	strcat(dir, "/pack");
 	if (!(d = opendir(dir)))
 		return 0;
 	while ((e = readdir(d)))

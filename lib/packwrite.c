@@ -29,7 +29,7 @@ struct amp_packwrite {
 	size_t len, alloc;
 	struct slot *slots;  /* open addressing, mask + 1 of them */
 	size_t mask;
-	size_t capacity, count, deltas;
+	size_t capacity, count;
 	unsigned char *delta; /* scratch for one delta */
 	size_t delta_alloc;
 	z_stream zs;
@@ -254,11 +254,12 @@ int amp_packwrite_add(amp_packwrite *pw, const git_oid *id, git_object_t type,
 	pw->slots[at].offset = off;
 	pw->slots[at].depth = b ? b->depth + 1 : 0;
 	pw->count++;
-	pw->deltas += b != NULL;
 	return AMP_OK;
 }
 
-void amp_packwrite_finish(amp_packwrite *pw, const unsigned char **data, size_t *len)
+/* Ends the pack (object count, trailer) and points *data and *len at it,
+ * owned by pw.  No object can be added after. */
+static void finish(amp_packwrite *pw, const unsigned char **data, size_t *len)
 {
 	amp_sha1 sha;
 
@@ -396,7 +397,7 @@ int amp_packwrite_store(amp_packwrite *pw, const char *pack_dir, int sync,
 	char name[64], hex[41];
 	int status, i, fd;
 
-	amp_packwrite_finish(pw, &pack, &pack_len);
+	finish(pw, &pack, &pack_len);
 	for (i = 0; i < 20; i++)
 		snprintf(hex + 2 * i, 3, "%02x", pack[pack_len - 20 + i]);
 	if (build_index(pw, &idx, &idx_len) < 0)
@@ -417,16 +418,6 @@ int amp_packwrite_store(amp_packwrite *pw, const char *pack_dir, int sync,
 cleanup:
 	free(idx);
 	return status;
-}
-
-size_t amp_packwrite_count(const amp_packwrite *pw)
-{
-	return pw->count;
-}
-
-size_t amp_packwrite_deltas(const amp_packwrite *pw)
-{
-	return pw->deltas;
 }
 
 void amp_packwrite_free(amp_packwrite *pw)

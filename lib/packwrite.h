@@ -53,10 +53,6 @@ int amp_packwrite_add(amp_packwrite *pw, const git_oid *id, git_object_t type,
 		      const void *data, size_t len, const git_oid *base,
 		      const void *base_data, size_t base_len, amp_error *err);
 
-/* Ends the pack (object count, trailer) and points *data and *len at it,
- * owned by pw.  No object can be added after. */
-void amp_packwrite_finish(amp_packwrite *pw, const unsigned char **data, size_t *len);
-
 /*
  * Finishes the pack and writes it into pack_dir (the repository's
  * objects/pack) with its index, as git would name them (pack-<checksum>
@@ -67,10 +63,6 @@ void amp_packwrite_finish(amp_packwrite *pw, const unsigned char **data, size_t 
  */
 int amp_packwrite_store(amp_packwrite *pw, const char *pack_dir, int sync,
 			amp_error *err);
-
-/* How many objects the pack holds, and how many of them are deltas. */
-size_t amp_packwrite_count(const amp_packwrite *pw);
-size_t amp_packwrite_deltas(const amp_packwrite *pw);
 
 void amp_packwrite_free(amp_packwrite *pw);
 

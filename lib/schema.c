@@ -2406,9 +2406,6 @@ int amp_schema_validate(amp_schema_set *set, json_t *schema,
 	bad = validate(&c, schema, base_uri, instance);
 	if (bad && !c.fatal) {
 		c.silent = 0;
-		c.depth = c.ref_depth = 0;
-		pop(&c, 0);
-		amp_errlist_truncate(errors, mark);
 		bad = validate(&c, schema, base_uri, instance);
 	}
 	free(c.ptr.p);

@@ -30,6 +30,7 @@ struct amp_store {
 	char errors_ref[256];
 	char common_dir[PATH_MAX];
 	char state_dir[PATH_MAX + 8];
+	char objects_dir[PATH_MAX + 8]; /* <common dir>/objects */
 	int64_t retry_timeout_ms;
 	int64_t stale_lock_ms;
 	unsigned long retries;
@@ -356,8 +357,10 @@ int amp_store_open(amp_store **out, const char *path, amp_error *err)
 	n = strlen(st->common_dir);
 	if (n && st->common_dir[n - 1] == '/')
 		st->common_dir[n - 1] = '\0';
-	/* state_dir has room for common_dir and "/amp". */
+	/* state_dir and objects_dir have room for common_dir and more. */
 	snprintf(st->state_dir, sizeof(st->state_dir), "%s/amp",
+		 st->common_dir);
+	snprintf(st->objects_dir, sizeof(st->objects_dir), "%s/objects",
 		 st->common_dir);
 	if ((status = config_ref(st, "amp.ref", AMP_STORE_DEFAULT_REF, st->ref,
 				 sizeof(st->ref), err)) < 0 ||
@@ -405,6 +408,7 @@ git_repository *amp_store_repo(amp_store *st) { return st->repo; }
 const char *amp_store_messages_ref(const amp_store *st) { return st->ref; }
 const char *amp_store_errors_ref(const amp_store *st) { return st->errors_ref; }
 const char *amp_store_state_dir(const amp_store *st) { return st->state_dir; }
+const char *amp_store_objects_dir(const amp_store *st) { return st->objects_dir; }
 int amp_agent_valid(const char *name, size_t len)
 {
 	size_t i;
@@ -768,17 +772,15 @@ const amp_entry *amp_task_log_marker(const amp_task_log *log, const amp_entry *s
 	return NULL;
 }
 
-/* amp_store_read_task, or only the control records when `controls_only`
- * (the others are skipped by their names, never read). */
 /*
  * Records shared among reads: during a batch (amp import), the records
  * read by the rules, by blob id: a record's rules read its whole task, so
- * without it the k-th record of a task parses the k - 1 before it again.  Blobs are immutable, so an
- * entry cannot go stale; the table is emptied when it is half full, which
- * bounds it.  The documents are shared with the logs that read them (a
- * reference each): the rules only read them.
+ * without it the k-th record of a task parses the k - 1 before it again.
+ * Blobs are immutable, so an entry cannot go stale; the table is emptied
+ * when it is half full, which bounds it.  The documents are shared with
+ * the logs that read them (a reference each): the rules only read them.
+ * A batch keeps at most half of BATCH_SHARED records parsed.
  */
-/* A batch keeps at most half this many records parsed. */
 #define BATCH_SHARED 16384
 
 struct doc_cache {
@@ -864,6 +866,8 @@ static void share_records(amp_store *st, size_t slots)
 	st->docs->slots = n;
 }
 
+/* amp_store_read_task, or only the control records when `controls_only`
+ * (the others are skipped by their names, never read). */
 static int read_task(amp_store *st, git_tree *root, const char *task_id, int controls_only,
 		     amp_task_log *log, amp_error *err)
 {
@@ -1442,8 +1446,7 @@ static void sweep_dir(const char *path, const char *prefix, const char *suffix,
  */
 static void sweep_tmp_files(amp_store *st)
 {
-	char stamp[PATH_MAX + 32];
-	git_buf objects = { 0 };
+	char stamp[PATH_MAX + 32], packs[sizeof(st->objects_dir) + 8];
 	struct stat sb;
 	time_t now = time(NULL);
 	int fd;
@@ -1457,18 +1460,12 @@ static void sweep_tmp_files(amp_store *st)
 		return;
 	futimens(fd, NULL);
 	close(fd);
-	if (git_repository_item_path(&objects, st->repo, GIT_REPOSITORY_ITEM_OBJECTS) == 0) {
-		char packs[PATH_MAX];
-
-		sweep_dir(objects.ptr, "tmp_object_git2_", "", now);
-		/* what an import killed while writing a pack leaves */
-		if (fits(snprintf(packs, sizeof(packs), "%spack", objects.ptr), sizeof(packs)))
-			sweep_dir(packs, "tmp_amp_pack_", "", now);
-	}
+	sweep_dir(st->objects_dir, "tmp_object_git2_", "", now);
+	/* what an import killed while writing a pack leaves */
+	snprintf(packs, sizeof(packs), "%s/pack", st->objects_dir);
+	sweep_dir(packs, "tmp_amp_pack_", "", now);
 	sweep_dir(st->state_dir, "watch.json.", ".tmp", now);
 	sweep_dir(st->state_dir, "inbox.json.", ".tmp", now);
-	git_buf_dispose(&objects);
-	git_error_clear();
 }
 
 /* Opens (creating it) the file whose flock amp's writers of `ref` hold
@@ -1581,7 +1578,6 @@ static int wait_writer_lock(amp_store *st, int fd, int64_t deadline)
 			while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR &&
 			       amp_monotonic_ms() <= deadline)
 				;
-			memset(&tick, 0, sizeof(tick));
 			setitimer(ITIMER_REAL, &old_tick, NULL);
 			sigaction(SIGALRM, &old_sa, NULL);
 			return rc == 0 ? 0 : -1;
@@ -1651,18 +1647,21 @@ static int may_write(amp_store *st, const char *ref, const amp_store_write *w,
 	return AMP_OK;
 }
 
-/* A single write's odb (below, with the batches'). */
-struct write_odb {
+/* An odb put in front of the repository's for one write or one batch
+ * (front_odb_open, below with the batches). */
+struct front_odb {
 	git_odb *disk; /* the repository's odb */
-	git_odb *odb;
+	git_odb *odb;  /* the one in front */
 };
 
-static int write_odb_open(amp_store *st, struct write_odb *o, amp_error *err);
-static void write_odb_close(amp_store *st, struct write_odb *o);
+static int front_odb_open(amp_store *st, struct front_odb *o, git_odb_backend *writer,
+			  int writer_first);
+static void front_odb_close(amp_store *st, struct front_odb *o);
+static int loose_front(amp_store *st, struct front_odb *o);
 
 /*
- * amp's writers take turns: each takes the writers' flock (polled with
- * jittered backoff, never for longer than the deadline) before reading the
+ * amp's writers take turns: each takes the writers' flock (waited for in
+ * flock(), never past the deadline: wait_writer_lock) before reading the
  * tip, and holds it through the build and the ref move, so no amp writer
  * ever builds on a tip that another amp writer is about to replace.  Measured
  * with 8 writers x 150 messages on 2 cores: 0 retries and 7.4 s, where
@@ -1716,13 +1715,12 @@ int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 		if (build != build_init && (status = may_write(st, ref, &w, err)) < 0)
 			goto cleanup;
 		for (rewrites = 0;; rewrites++) {
-			struct write_odb wo;
-			int vanished = 0;
+			struct front_odb front;
+			int vanished = 0, fronted = loose_front(st, &front) == 0;
 
-			if ((status = write_odb_open(st, &wo, err)) < 0)
-				goto cleanup;
 			status = write_commit(st, parent, tree, &w, &next, &vanished, err);
-			write_odb_close(st, &wo);
+			if (fronted)
+				front_odb_close(st, &front);
 			if (status == AMP_OK || !vanished || rewrites == 3)
 				break;
 		}
@@ -1784,9 +1782,8 @@ cleanup:
  */
 struct mem_recorder;
 struct batch_odb {
-	git_odb *disk;        /* the repository's odb */
-	git_odb *mem_odb;     /* mempack first, then the disk's objects */
-	struct mem_recorder *mem; /* owned by mem_odb */
+	struct front_odb front;   /* the mempack, then the disk's objects */
+	struct mem_recorder *mem; /* owned by front.odb */
 };
 
 /*
@@ -1855,28 +1852,6 @@ static void disk_free(git_odb_backend *b)
 	free(b);
 }
 
-/* Adds a disk reader of `disk` to `odb` at `priority`: 0, or -1 (nothing
- * added). */
-static int add_disk_reader(git_odb *odb, git_odb *disk, int priority)
-{
-	struct disk_reader *reader = calloc(1, sizeof(*reader));
-
-	if (!reader)
-		return -1;
-	reader->parent.version = GIT_ODB_BACKEND_VERSION;
-	reader->parent.read = disk_read;
-	reader->parent.read_prefix = disk_read_prefix;
-	reader->parent.read_header = disk_read_header;
-	reader->parent.exists = disk_exists;
-	reader->parent.free = disk_free;
-	reader->disk = disk;
-	if (git_odb_add_backend(odb, &reader->parent, priority) < 0) {
-		free(reader);
-		return -1;
-	}
-	return 0;
-}
-
 /*
  * The mempack, behind a backend that remembers what was written: libgit2
  * 1.5's mempack cannot list its objects, and git_mempack_dump walks the
@@ -1885,8 +1860,11 @@ static int add_disk_reader(git_odb *odb, git_odb *disk, int priority)
 struct mem_recorder {
 	git_odb_backend parent;
 	git_odb_backend *mem; /* the mempack; owned */
-	git_oid *ids;         /* what was written since the last flush */
-	git_oid *bases;       /* for a tree: the tree it replaced (zero: none) */
+	struct recorded {
+		git_oid id;
+		git_oid base;      /* for a tree: the tree it replaced (zero: none) */
+		git_object_t type;
+	} *rec;               /* what was written since the last flush */
 	size_t n, alloc;
 };
 
@@ -1920,18 +1898,16 @@ static int rec_write(git_odb_backend *b, const git_oid *id, const void *data, si
 
 	if (r->n == r->alloc) {
 		size_t alloc = r->alloc ? r->alloc * 2 : 1024;
-		git_oid *ids = realloc(r->ids, alloc * sizeof(*ids)), *bases;
+		struct recorded *bigger = realloc(r->rec, alloc * sizeof(*bigger));
 
-		if (!ids)
+		if (!bigger)
 			return -1;
-		r->ids = ids;
-		if (!(bases = realloc(r->bases, alloc * sizeof(*bases))))
-			return -1;
-		r->bases = bases;
+		r->rec = bigger;
 		r->alloc = alloc;
 	}
-	memset(&r->bases[r->n], 0, sizeof(r->bases[r->n]));
-	git_oid_cpy(&r->ids[r->n++], id);
+	memset(&r->rec[r->n], 0, sizeof(r->rec[r->n]));
+	git_oid_cpy(&r->rec[r->n].id, id);
+	r->rec[r->n++].type = type;
 	return r->mem->write(r->mem, id, data, len, type);
 }
 
@@ -1940,8 +1916,7 @@ static void rec_free(git_odb_backend *b)
 	struct mem_recorder *r = (struct mem_recorder *)b;
 
 	r->mem->free(r->mem);
-	free(r->ids);
-	free(r->bases);
+	free(r->rec);
 	free(r);
 }
 
@@ -1952,80 +1927,54 @@ static void batch_hint(amp_store *st, const git_oid *tree, const git_tree *repla
 {
 	struct mem_recorder *r = st->batch;
 
-	if (r->n && git_oid_equal(&r->ids[r->n - 1], tree))
-		git_oid_cpy(&r->bases[r->n - 1], git_tree_id(replaced));
-}
-
-static void batch_odb_close(amp_store *st, struct batch_odb *b)
-{
-	st->batch = NULL;
-	share_records(st, 0);
-	if (b->disk)
-		git_repository_set_odb(st->repo, b->disk);
-	git_odb_free(b->disk);
-	git_odb_free(b->mem_odb);
-	memset(b, 0, sizeof(*b));
-}
-
-static int batch_odb_open(amp_store *st, struct batch_odb *b, amp_error *err)
-{
-	git_buf objects = { 0 };
-	int status = AMP_OK;
-
-	memset(b, 0, sizeof(*b));
-	if (git_repository_odb(&b->disk, st->repo) < 0 ||
-	    git_repository_item_path(&objects, st->repo, GIT_REPOSITORY_ITEM_OBJECTS) < 0 ||
-	    git_odb_new(&b->mem_odb) < 0 || !(b->mem = calloc(1, sizeof(*b->mem))) ||
-	    git_mempack_new(&b->mem->mem) < 0) {
-		free(b->mem);
-		b->mem = NULL;
-		status = amp_error_git(err, AMP_EIO, "cannot open an object database in memory");
-		goto cleanup;
-	}
-	b->mem->parent.version = GIT_ODB_BACKEND_VERSION;
-	b->mem->parent.read = rec_read;
-	b->mem->parent.read_header = rec_read_header;
-	b->mem->parent.exists = rec_exists;
-	b->mem->parent.write = rec_write;
-	b->mem->parent.free = rec_free;
-	if (git_odb_add_backend(b->mem_odb, &b->mem->parent, 1000) < 0) {
-		rec_free(&b->mem->parent);
-		b->mem = NULL;
-		status = amp_error_git(err, AMP_EIO, "cannot open an object database in memory");
-		goto cleanup;
-	}
-	if (add_disk_reader(b->mem_odb, b->disk, 1) < 0) {
-		status = amp_error_git(err, AMP_EIO, "cannot read %s", objects.ptr);
-		goto cleanup;
-	}
-	if (git_repository_set_odb(st->repo, b->mem_odb) < 0)
-		status = amp_error_git(err, AMP_EIO, "cannot read %s", objects.ptr);
-	else {
-		st->batch = b->mem;
-		share_records(st, BATCH_SHARED);
-	}
-cleanup:
-	git_buf_dispose(&objects);
-	if (status < 0) {
-		git_odb_free(b->mem_odb);
-		b->mem_odb = NULL;
-		git_odb_free(b->disk);
-		b->disk = NULL;
-	}
-	return status;
+	if (r->n && git_oid_equal(&r->rec[r->n - 1].id, tree))
+		git_oid_cpy(&r->rec[r->n - 1].base, git_tree_id(replaced));
 }
 
 /*
- * The odb a single write (amp send) writes through: libgit2's loose
- * backend behind the disk reader above.  libgit2 asks every backend
- * whether an object exists before it writes it, and on a "no" (a new
- * object, so every write) rescans objects/pack; here the reader answers
- * "no" at once and the loose backend has nothing to rescan: a send's
- * seven objects cost seven stat calls, not seven directory scans (of the
- * ~590 system calls of a send, ~70 were those).  Reads go to the
- * repository's own odb first, then to what this write added.
+ * Puts in front of the repository's odb one of `writer` (taken: freed on
+ * failure too), which receives the new objects, and of a disk reader,
+ * which reads the repository's objects and answers "no" to "does it
+ * exist?" at once (see struct disk_reader).  With writer_first, reads ask
+ * the writer first (a batch: its objects are in memory), else the
+ * repository's odb first (a send: its few new objects are loose files
+ * that odb finds as well).  0, or -1 with the repository's odb in place.
  */
-static void write_odb_close(amp_store *st, struct write_odb *o)
+static int front_odb_open(amp_store *st, struct front_odb *o, git_odb_backend *writer,
+			  int writer_first)
+{
+	struct disk_reader *reader = NULL;
+
+	memset(o, 0, sizeof(*o));
+	if (git_repository_odb(&o->disk, st->repo) < 0 || git_odb_new(&o->odb) < 0 ||
+	    git_odb_add_backend(o->odb, writer, writer_first ? 2 : 1) < 0) {
+		writer->free(writer);
+		goto fail;
+	}
+	if (!(reader = calloc(1, sizeof(*reader))))
+		goto fail;
+	reader->parent.version = GIT_ODB_BACKEND_VERSION;
+	reader->parent.read = disk_read;
+	reader->parent.read_prefix = disk_read_prefix;
+	reader->parent.read_header = disk_read_header;
+	reader->parent.exists = disk_exists;
+	reader->parent.free = disk_free;
+	reader->disk = o->disk;
+	if (git_odb_add_backend(o->odb, &reader->parent, writer_first ? 1 : 2) < 0) {
+		free(reader);
+		goto fail;
+	}
+	if (git_repository_set_odb(st->repo, o->odb) == 0)
+		return 0;
+fail:
+	git_odb_free(o->odb);
+	git_odb_free(o->disk);
+	memset(o, 0, sizeof(*o));
+	return -1;
+}
+
+/* Puts the repository's own odb back. */
+static void front_odb_close(amp_store *st, struct front_odb *o)
 {
 	if (o->disk)
 		git_repository_set_odb(st->repo, o->disk);
@@ -2034,39 +1983,57 @@ static void write_odb_close(amp_store *st, struct write_odb *o)
 	memset(o, 0, sizeof(*o));
 }
 
-/* Puts a write odb in front of the repository: AMP_OK, or AMP_EIO with the
- * repository's own odb left in place (the write then goes through it). */
-static int write_odb_open(amp_store *st, struct write_odb *o, amp_error *err)
+/*
+ * The front a single write (amp send) writes through: libgit2's loose
+ * backend behind the disk reader.  Through the repository's own odb, each
+ * new object made libgit2 rescan objects/pack (of the ~590 system calls of
+ * a send, ~70 were those).  -1 when it cannot be set up: the write then
+ * goes through the repository's odb, only slower.
+ */
+static int loose_front(amp_store *st, struct front_odb *o)
 {
-	git_buf objects = { 0 };
-	git_odb_backend *loose = NULL;
-	int status = AMP_OK;
+	git_odb_backend *loose;
 
-	memset(o, 0, sizeof(*o));
-	if (git_repository_odb(&o->disk, st->repo) < 0 ||
-	    git_repository_item_path(&objects, st->repo, GIT_REPOSITORY_ITEM_OBJECTS) < 0 ||
-	    git_odb_new(&o->odb) < 0 ||
-	    git_odb_backend_loose(&loose, objects.ptr, -1, st->fsync, 0, 0) < 0 ||
-	    git_odb_add_backend(o->odb, loose, 1) < 0) {
-		if (loose && o->odb && !git_odb_num_backends(o->odb))
-			loose->free(loose);
-		status = amp_error_git(err, AMP_EIO, "cannot open the object database");
-		goto cleanup;
+	if (git_odb_backend_loose(&loose, st->objects_dir, -1, st->fsync, 0, 0) < 0) {
+		git_error_clear();
+		return -1;
 	}
-	if (add_disk_reader(o->odb, o->disk, 2) < 0) {
-		status = amp_error_git(err, AMP_EIO, "cannot open the object database");
-		goto cleanup;
+	if (front_odb_open(st, o, loose, 0) < 0) {
+		git_error_clear();
+		return -1;
 	}
-	if (git_repository_set_odb(st->repo, o->odb) < 0)
-		status = amp_error_git(err, AMP_EIO, "cannot open the object database");
-cleanup:
-	git_buf_dispose(&objects);
-	if (status < 0) {
-		git_odb_free(o->odb);
-		git_odb_free(o->disk);
-		memset(o, 0, sizeof(*o));
+	return 0;
+}
+
+static void batch_odb_close(amp_store *st, struct batch_odb *b)
+{
+	st->batch = NULL;
+	share_records(st, 0);
+	front_odb_close(st, &b->front);
+	b->mem = NULL;
+}
+
+static int batch_odb_open(amp_store *st, struct batch_odb *b, amp_error *err)
+{
+	memset(b, 0, sizeof(*b));
+	if (!(b->mem = calloc(1, sizeof(*b->mem))) || git_mempack_new(&b->mem->mem) < 0) {
+		free(b->mem);
+		b->mem = NULL;
+		return amp_error_git(err, AMP_EIO, "cannot open an object database in memory");
 	}
-	return status;
+	b->mem->parent.version = GIT_ODB_BACKEND_VERSION;
+	b->mem->parent.read = rec_read;
+	b->mem->parent.read_header = rec_read_header;
+	b->mem->parent.exists = rec_exists;
+	b->mem->parent.write = rec_write;
+	b->mem->parent.free = rec_free;
+	if (front_odb_open(st, &b->front, &b->mem->parent, 1) < 0) {
+		b->mem = NULL; /* freed by front_odb_open */
+		return amp_error_git(err, AMP_EIO, "cannot open an object database in memory");
+	}
+	st->batch = b->mem;
+	share_records(st, BATCH_SHARED);
+	return AMP_OK;
 }
 
 /*
@@ -2082,75 +2049,62 @@ cleanup:
  */
 static int batch_flush(amp_store *st, struct batch_odb *b, amp_error *err)
 {
-	git_odb_backend *mem = b->mem->mem;
-	git_buf objects = { 0 };
-	amp_packwrite *pw = NULL;
-	void *data = NULL, *base = NULL;
-	char dir[PATH_MAX];
-	size_t i, len, base_len = 0;
 	static const git_object_t order[3] = { GIT_OBJECT_COMMIT, GIT_OBJECT_TREE,
 					       GIT_OBJECT_BLOB };
-	git_object_t type, base_type;
+	struct mem_recorder *r = b->mem;
+	git_odb_backend *mem = r->mem;
+	amp_packwrite *pw = NULL;
+	void *data = NULL, *base = NULL;
+	char dir[sizeof(st->objects_dir) + 8];
+	size_t i, len, base_len = 0;
+	git_object_t type;
 	int status, pass;
 
-	if (git_repository_item_path(&objects, st->repo, GIT_REPOSITORY_ITEM_OBJECTS) < 0) {
-		status = amp_error_git(err, AMP_EIO, "cannot find the objects directory");
-		goto cleanup;
-	}
-	if (!fits(snprintf(dir, sizeof(dir), "%spack", objects.ptr), sizeof(dir))) {
-		status = amp_error_set(err, AMP_EIO, "", "path too long: %s", objects.ptr);
-		goto cleanup;
-	}
-	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
-		status = amp_error_set(err, AMP_EIO, "", "cannot create %s: %s", dir,
-				       strerror(errno));
-		goto cleanup;
-	}
-	if ((status = amp_packwrite_new(&pw, b->mem->n, err)) < 0)
+	snprintf(dir, sizeof(dir), "%s/pack", st->objects_dir);
+	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+		return amp_error_set(err, AMP_EIO, "", "cannot create %s: %s", dir,
+				     strerror(errno));
+	if ((status = amp_packwrite_new(&pw, r->n, err)) < 0)
 		goto cleanup;
 	/* Grouped by type, as git orders a pack: commits, trees, blobs. */
-	for (pass = 0, i = 0; pass < 3; pass++, i = 0)
-	for (; i < b->mem->n; i++) {
-		const git_oid *hint = &b->mem->bases[i];
-		int delta;
+	for (pass = 0; pass < 3; pass++)
+		for (i = 0; i < r->n; i++) {
+			const struct recorded *o = &r->rec[i];
+			int delta = !git_oid_is_zero(&o->base) &&
+				    amp_packwrite_can_base(pw, &o->base);
 
-		if (mem->read_header(&len, &type, mem, &b->mem->ids[i]) < 0) {
-			status = amp_error_git(err, AMP_EIO, "cannot read a new object");
-			goto cleanup;
+			if (o->type != order[pass])
+				continue;
+			if (mem->read(&data, &len, &type, mem, &o->id) < 0 ||
+			    (delta && mem->read(&base, &base_len, &type, mem, &o->base) < 0)) {
+				status = amp_error_git(err, AMP_EIO, "cannot read a new object");
+				goto cleanup;
+			}
+			if ((status = amp_packwrite_add(pw, &o->id, o->type, data, len,
+							delta ? &o->base : NULL, base, base_len,
+							err)) < 0)
+				goto cleanup;
+			git_odb_backend_data_free(mem, data);
+			data = NULL;
+			if (base)
+				git_odb_backend_data_free(mem, base);
+			base = NULL;
 		}
-		if (type != order[pass])
-			continue;
-		delta = !git_oid_is_zero(hint) && amp_packwrite_can_base(pw, hint);
-		if (mem->read(&data, &len, &type, mem, &b->mem->ids[i]) < 0 ||
-		    (delta && mem->read(&base, &base_len, &base_type, mem, hint) < 0)) {
-			status = amp_error_git(err, AMP_EIO, "cannot read a new object");
-			goto cleanup;
-		}
-		if ((status = amp_packwrite_add(pw, &b->mem->ids[i], type, data, len,
-						delta ? hint : NULL, base, base_len, err)) < 0)
-			goto cleanup;
-		git_odb_backend_data_free(mem, data);
-		data = NULL;
-		if (base)
-			git_odb_backend_data_free(mem, base);
-		base = NULL;
-	}
 	if ((status = amp_packwrite_store(pw, dir, st->fsync, err)) < 0)
 		goto cleanup;
-	if (git_odb_refresh(b->disk) < 0 ||
-	    (b->mem->n && !git_odb_exists(b->disk, &b->mem->ids[b->mem->n - 1]))) {
+	if (git_odb_refresh(b->front.disk) < 0 ||
+	    (r->n && !git_odb_exists(b->front.disk, &r->rec[r->n - 1].id))) {
 		status = amp_error_git(err, AMP_EIO, "the pack amp wrote in %s cannot be read", dir);
 		goto cleanup;
 	}
 	git_mempack_reset(mem);
-	b->mem->n = 0;
+	r->n = 0;
 cleanup:
 	if (data)
 		git_odb_backend_data_free(mem, data);
 	if (base)
 		git_odb_backend_data_free(mem, base);
 	amp_packwrite_free(pw);
-	git_buf_dispose(&objects);
 	return status;
 }
 

@@ -122,6 +122,8 @@ struct amp_signing;
 const struct amp_signing *amp_store_signing(const amp_store *st);
 /* The directory amp keeps private state in: <git common dir>/amp. */
 const char *amp_store_state_dir(const amp_store *st);
+/* The repository's object directory: <git common dir>/objects. */
+const char *amp_store_objects_dir(const amp_store *st);
 
 /* Reads git config `key` into buf ("" when unset); returns 1 when set. */
 int amp_store_config(amp_store *st, const char *key, char *buf, size_t bufsz);

@@ -578,17 +578,28 @@ static json_t *waits(amp_summaries *c, amp_store *st, git_tree *root, const char
 }
 
 /* The summary e at now_ms, in the order amp status prints the fields. */
+/* The ACKs still awaited at now_ms: *pending before their deadline,
+ * *overdue past it. */
+static void count_acks(const struct sentry *e, int64_t now_ms, size_t *pending,
+		       size_t *overdue)
+{
+	size_t i;
+
+	*pending = *overdue = 0;
+	for (i = 0; i < e->ndeadlines; i++) {
+		if (now_ms > e->deadlines[i])
+			(*overdue)++;
+		else
+			(*pending)++;
+	}
+}
+
 static json_t *at_time(const char *task, const struct sentry *e, int64_t now_ms)
 {
 	json_t *out = json_object(), *last;
-	size_t i, pending = 0, overdue = 0;
+	size_t pending, overdue;
 
-	for (i = 0; i < e->ndeadlines; i++) {
-		if (now_ms > e->deadlines[i])
-			overdue++;
-		else
-			pending++;
-	}
+	count_acks(e, now_ms, &pending, &overdue);
 	last = e->last_kind == 's' ? json_string(e->last) :
 	       e->last_kind == 'j' ? json_loads(e->last, JSON_DECODE_ANY, NULL) : json_null();
 	if (!out || !last ||
@@ -616,7 +627,6 @@ int amp_summary_brief_get(amp_summaries *c, amp_store *st, git_tree *root, const
 {
 	const struct sentry *s;
 	struct sentry *owned;
-	size_t i;
 
 	memset(out, 0, sizeof(*out));
 	if (!(s = entry(c, st, root, task, tree, now_ms, &owned, err)))
@@ -625,12 +635,7 @@ int amp_summary_brief_get(amp_summaries *c, amp_store *st, git_tree *root, const
 	out->reject_count = s->reject_count;
 	out->messages = s->messages;
 	out->unreadable = s->unreadable;
-	for (i = 0; i < s->ndeadlines; i++) {
-		if (now_ms > s->deadlines[i])
-			out->acks_overdue++;
-		else
-			out->acks_pending++;
-	}
+	count_acks(s, now_ms, &out->acks_pending, &out->acks_overdue);
 	out->extras = s->leases || s->deps;
 	if (owned) {
 		sentry_free(owned);
