@@ -82,7 +82,7 @@ static const struct {
 	{ "keys", "the keys that may speak as each role (signed records)" },
 	{ "fsck", "verify the whole history of the SSOT: append-only, in place, valid" },
 	{ "import", "commit a log of AMP records (JSON lines) in one ref update" },
-	{ "gc", "pack the loose objects of the SSOT's writes (also run on its own)" },
+	{ "gc", "roll the packs of the SSOT's writes and loose objects into bigger packs (also run on its own)" },
 	{ "schema", "print the schema of a message type or payload, or list them" },
 	{ "dashboard", "the SSOT as a static web site (and a read-only server for it)" },
 	{ "claim", "take a task on a lease as a named executor instance" },

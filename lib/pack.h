@@ -1,15 +1,18 @@
 /*
- * pack.h - amp's own storage maintenance: the loose objects every write
- * leaves (a commit, its trees and the record's blob, each a file of its
- * own) are rolled into packs, so that the object count and the disk per
- * message stay bounded whatever the history's length.
+ * pack.h - amp's own storage maintenance: every amp write leaves a small
+ * pack of its own (its commit, trees and record blobs: store.c write_one),
+ * amp import a pack per AMP_STORE_BATCH_PACK commits, fetches theirs, and
+ * git itself loose objects; all of them are rolled into bigger packs, so
+ * that the pack count and the disk per message stay bounded whatever the
+ * history's length (a write's pack holds each object whole; the repack
+ * stores the trees as deltas).
  *
  * The work is git's: `git repack -d --geometric=2` packs every loose
  * object (reachable or not: nothing is ever pruned) into a new pack, rolls
  * small packs into bigger ones so that there are O(log n) of them, and
- * deletes a loose object only once a pack holds it.  A writer racing the
- * repack loses nothing: an object it wrote after the repack looked stays
- * loose until the next one.
+ * deletes a loose object or a pack only once a pack holds its objects.  A
+ * writer racing the repack loses nothing: a pack (or object) it wrote
+ * after the repack looked stays as it is until the next one.
  *
  * When: after a write (amp import's included), amp estimates the loose
  * objects the way `git gc --auto` does (the files in objects/17, times
@@ -31,8 +34,9 @@
 /* The largest amp.autoPack; 0 turns automatic packing off. */
 #define AMP_AUTOPACK_DEFAULT 6700
 #define AMP_AUTOPACK_MAX 100000000
-/* More packs than this are rolled up too (amp import writes one per 2,000
- * commits; fetches add theirs): each object lookup tries every pack. */
+/* More packs than this are rolled up too (each write adds one, amp import
+ * one per 2,000 commits, fetches theirs): an object lookup may try every
+ * pack. */
 #define AMP_AUTOPACK_PACKS 20
 
 /* What a repository's objects take, as `git count-objects -v` counts. */

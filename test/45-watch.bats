@@ -364,7 +364,8 @@ JSON
 	# a tree of the SSOT is missing from the object database
 	send_dispatch
 	tree=$(git rev-parse "refs/amp/messages:tasks/2026/0/$T")
-	rm -f ".git/objects/${tree:0:2}/${tree:2}"
+	loosen_objects
+	rm ".git/objects/${tree:0:2}/${tree:2}"
 	run amp watch --once
 	assert_failure 4
 	assert_output --partial "cannot read"

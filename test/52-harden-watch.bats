@@ -28,6 +28,7 @@ dispatch_to() {
 # messages ref.
 object_file() {
 	local id
+	loosen_objects || return 1
 	id=$(git rev-parse "refs/amp/messages:$1") || return 1
 	echo ".git/objects/${id:0:2}/${id:2}"
 }

@@ -57,6 +57,7 @@ for line in sys.stdin:
 # that reading them fails; restore_objects puts them back.
 hide_objects() {
 	local o f
+	loosen_objects || fail "cannot unpack the packs"
 	mkdir -p "$BATS_TEST_TMPDIR/hidden"
 	for o in "$@"; do
 		f=.git/objects/${o:0:2}/${o:2}

@@ -274,6 +274,7 @@ PY
 	# the task's tree object disappears (a damaged object database)
 	tree=$(git rev-parse "refs/amp/messages:tasks/2026/0/$T")
 	at 10; D2=$(amp send task_dispatch --task T-2026-045 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	loosen_objects
 	mv ".git/objects/${tree:0:2}/${tree:2}" "$BATS_TEST_TMPDIR/tree.away"
 	# the cache knows the task from before; built anew, it cannot
 	rm .git/amp/inbox.json

@@ -16,13 +16,16 @@ setup() {
 syncs() {
 	# LeakSanitizer cannot run under ptrace (make asan)
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-		strace -f -qq -e trace=fsync,fdatasync -o "$BATS_TEST_TMPDIR/trace" "$@" > /dev/null 2>&1
+		strace -f -qq -y -e trace=fsync,fdatasync -o "$BATS_TEST_TMPDIR/trace" "$@" > /dev/null 2>&1
 	grep -cE '^[0-9]+ +f(data)?sync\(' "$BATS_TEST_TMPDIR/trace" || true
 }
 
 @test "amp send fsyncs what it writes by default, and not with git config amp.fsync false" {
 	n=$(syncs amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
-	[ "$n" -ge 3 ] # the objects, the ref, their directories
+	[ "$n" -ge 4 ] # the pack, its index, objects/pack, the ref
+	# the pack and its index under their temporary names, before the renames
+	[ "$(grep -cE 'sync\([0-9]+<[^>]*/objects/pack/tmp_amp_pack_' "$BATS_TEST_TMPDIR/trace")" = 2 ]
+	grep -qE 'sync\([0-9]+<[^>]*/objects/pack>' "$BATS_TEST_TMPDIR/trace"
 	git config amp.fsync false
 	n=$(syncs amp send task_dispatch --task T-2026-045 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
 	[ "$n" = 0 ]

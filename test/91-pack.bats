@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
-# Packed storage (issue 12): amp gc rolls the loose objects of amp's writes
-# into packs (git repack -d --geometric=2), and every write starts it on
-# its own once git gc --auto's estimate passes amp.autoPack.
+# Packed storage (issue 12): each amp write is a pack of its own; amp gc
+# rolls packs and loose objects into bigger packs (git repack -d
+# --geometric=2), and every write starts it on its own past 20 packs or
+# once git gc --auto's estimate of loose objects passes amp.autoPack.
 
 bats_require_minimum_version 1.5.0
 
@@ -40,16 +41,46 @@ send_n() {
 	done
 }
 
-@test "amp gc packs every loose object; every record reads back the same, amp fsck clean" {
+@test "a write is one pack with its index: no loose object, no fan-out directory; git reads it" {
+	git config amp.autoPack 0
+	before=$(packs)
+	send_n 3
+	[ "$(loose)" = 0 ]
+	[ "$(packs)" = $((before + 3)) ]
+	[ -z "$(find .git/objects -mindepth 1 -maxdepth 1 -name '??')" ]
+	for p in .git/objects/pack/*.pack; do
+		git verify-pack "${p%.pack}.idx"
+		[ "$(stat -c %a "$p")" = 444 ]
+		[ "$(basename "$p")" = "pack-$(tail -c 20 "$p" | od -An -tx1 | tr -d ' \n').pack" ]
+	done
+	git fsck --full --strict --no-dangling
+	run -0 amp fsck
+	[ "$(git ls-tree -r --name-only refs/amp/messages | grep -c '\.msg\.')" = 3 ]
+}
+
+@test "writes alone keep the pack count bounded: past 20 packs a write rolls them up" {
+	git config amp.autoPackDetach false
+	send_n 30
+	[ "$(packs)" -le 21 ]
+	[ "$(packs)" -lt "$(git rev-list --count refs/amp/messages)" ]
+	[ "$(loose)" = 0 ]
+	run -0 amp fsck
+}
+
+@test "amp gc rolls the packs of the writes and every loose object into one pack; every record reads back the same, amp fsck clean" {
 	send_n 5
+	for ((i = 0; i < 25; i++)); do echo "loose $i" | git hash-object -w --stdin > /dev/null; done
 	before_status=$(amp status --json)
-	[ "$(loose)" -gt 20 ]
+	[ "$(loose)" -ge 25 ]
+	[ "$(packs)" -ge 5 ]
 	run -0 amp gc --json
 	[ "$(echo "$output" | json_get 'd["packed"]')" = true ]
 	[ "$(echo "$output" | json_get 'd["after"]["loose"]')" = 0 ]
-	[ "$(echo "$output" | json_get 'd["after"]["packs"]')" -ge 1 ]
-	[ "$(echo "$output" | json_get 'd["before"]["loose"]')" -gt 20 ]
+	[ "$(echo "$output" | json_get 'd["after"]["packs"]')" = 1 ]
+	[ "$(echo "$output" | json_get 'd["before"]["loose"]')" -ge 25 ]
+	[ "$(echo "$output" | json_get 'd["before"]["packs"]')" -ge 5 ]
 	[ "$(loose)" = 0 ]
+	[ "$(packs)" = 1 ]
 	[ "$(amp status --json)" = "$before_status" ]
 	run -0 amp fsck
 	# and the store takes writes as before
@@ -63,7 +94,7 @@ send_n() {
 	plant_in_17
 	git config amp.autoPack 1
 	git config amp.autoPackDetach false
-	[ "$(loose)" -gt 10 ]
+	[ "$(loose)" = 1 ]
 	send_n 1
 	[ "$(loose)" = 0 ]
 	[ "$(packs)" -ge 1 ]
@@ -71,12 +102,13 @@ send_n() {
 	run -0 amp fsck
 }
 
-@test "more than 20 packs (what imports and fetches leave) are rolled up by the next write, however few loose objects" {
+@test "more than 20 packs (what writes, imports and fetches leave) are rolled up by the next write, however few loose objects" {
 	git config amp.autoPackDetach false
+	n=$(packs)
 	for ((i = 0; i < 21; i++)); do
 		echo "pack $i" | git hash-object -w --stdin | git pack-objects -q .git/objects/pack/pack > /dev/null
 	done
-	[ "$(packs)" = 21 ]
+	[ "$(packs)" = $((n + 21)) ]
 	send_n 1
 	[ "$(packs)" -le 2 ]
 	[ "$(loose)" = 0 ]
@@ -101,6 +133,7 @@ send_n() {
 }
 
 @test "by default the repack runs detached: the send returns, the loose objects go soon after" {
+	git config --unset amp.autoPackDetach
 	plant_in_17
 	git config amp.autoPack 1
 	send_n 1

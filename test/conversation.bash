@@ -81,6 +81,11 @@ JSON
 make_ssot() {
 	make_repo
 	amp init > /dev/null
+	# Each write is a pack; past 20 packs a write repacks.  In the
+	# foreground, so that no repack still runs when a test reads the
+	# object database with git (git fsck reports a pack deleted under it).
+	# 91-pack tests the detached default.
+	git config amp.autoPackDetach false
 	write_payloads
 	at 0
 }

@@ -23,3 +23,17 @@ make_repo() {
 	git config user.name tester
 	git config user.email tester@example.invalid
 }
+
+# Turns every pack of the repository in the current directory into loose
+# objects (amp writes packs: a test that damages one object, by moving or
+# truncating its file, needs it to be a file of its own).
+loosen_objects() {
+	local p aside=$BATS_TEST_TMPDIR/packs-aside
+	mkdir -p "$aside"
+	for p in .git/objects/pack/*.pack; do
+		[ -e "$p" ] || continue
+		mv "$p" "${p%.pack}.idx" "$aside/"
+		git unpack-objects -q < "$aside/$(basename "$p")" || return 1
+	done
+	rm -rf "$aside"
+}
