@@ -1,11 +1,12 @@
 /*
  * packwrite.h - a pack written by amp itself, in memory, for the objects
- * of one batch (amp import).  Each object is stored whole (zlib), or, for
- * a tree, as a delta against the version of that tree the batch wrote
- * before it at the same path, as git fast-import does: one record added
- * to a task changes one entry of each tree on its path, so the delta is
- * the bytes before the change copied, the changed bytes, and the bytes
- * after copied, a few dozen bytes where the tree is kilobytes.  libgit2's
+ * of one batch (amp import) or of one write.  Each object is stored whole
+ * (zlib), or, for a tree, as a delta against another version of that tree
+ * at the same path (store.c batch_flush picks the newer one, so the tip's
+ * trees are whole): one record added to a task changes one entry of each
+ * tree on its path, so the delta is the bytes before the change copied,
+ * the changed bytes, and the bytes after copied, a few dozen bytes where
+ * the tree is kilobytes.  libgit2's
  * pack builder instead searches a window of candidates for every object
  * and sets up a zlib stream for each; at 5,000 commits a pack that was 60%
  * of an import's time.

@@ -25,6 +25,9 @@ amp init > /dev/null
 # (/Users/kircerta/dev/Rhylm): on another machine, so amp send does not
 # look for it here.
 git config amp.checkRepo false
+# a throw-away repository: repack in the foreground, so that no repack
+# started by the writes still runs when the demo deletes it
+git config amp.autoPackDetach false
 cat > dispatch.json <<'JSON'
 {"description": "Reconstruct watchOS breathing engine timing logic", "repo": "/Users/kircerta/dev/Rhylm",
  "branch": "feature/watch-breath-v2",

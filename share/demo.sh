@@ -38,6 +38,9 @@ show amp init
 # (/Users/kircerta/dev/Rhylm): on another machine, so amp send does not
 # look for it here.
 git config amp.checkRepo false
+# a throw-away repository: repack in the foreground, so that no repack
+# started by the writes still runs when the demo deletes it
+git config amp.autoPackDetach false
 cat > dispatch.json <<'JSON'
 {
   "description": "Reconstruct watchOS breathing engine timing logic and fix timer exception when background hangs",
@@ -131,6 +134,9 @@ git init -q "$work/strict" && cd "$work/strict" || exit 1
 git config amp.allowedSigners "$work/keys/signers"
 git config amp.requireSigned true
 git config amp.checkRepo false
+# a throw-away repository: repack in the foreground, so that no repack
+# started by the writes still runs when the demo deletes it
+git config amp.autoPackDetach false
 git config amp.signingKey "$work/keys/admin"
 amp init > /dev/null
 git config amp.signingKey "$work/keys/coordinator"

@@ -210,7 +210,7 @@ PY
 	[ "$(date -u -d "$ts" +%s)" = "${c##* }" ]
 }
 
-@test "an import's packs are git's own format: git fsck --full --strict clean, each index byte for byte what git index-pack makes of its pack, trees stored as deltas, commits then trees then blobs" {
+@test "an import's packs are git's own format: git fsck --full --strict clean, each index byte for byte what git index-pack makes of its pack, trees stored as deltas against the newer version (the tip's whole), commits then trees then blobs" {
 	gen 400 "$BATS_TEST_TMPDIR/l.jsonl"
 	export AMP_NOW=2026-11-01T00:00:00Z # after the last record
 	git config amp.checkRepo false
@@ -231,6 +231,14 @@ PY
 		rm -f "$BATS_TEST_TMPDIR/again.idx"
 		# a tree that gained one entry is a delta against its parent's
 		git verify-pack -v "$idx" | awk '$2 == "tree" && NF == 7 { d++ } END { exit !(d > 100) }'
+		# the tip's trees are whole, the older versions deltas against
+		# the newer (as git chooses): reading the tip costs no delta
+		git verify-pack -v "$idx" > "$BATS_TEST_TMPDIR/verify"
+		for t in $(git rev-parse 'refs/amp/messages^{tree}') \
+			 $(git ls-tree -r -d refs/amp/messages | awk '{ print $3 }'); do
+			grep -q "^$t tree " "$BATS_TEST_TMPDIR/verify"
+			! grep -qE "^$t tree( +[0-9]+){3} +[0-9]+ [0-9a-f]{40}" "$BATS_TEST_TMPDIR/verify" || false
+		done
 		# commits, then trees, then blobs, as git orders a pack
 		[ "$(git verify-pack -v "$idx" | awk '$2 ~ /^(commit|tree|blob)$/ { print $5, $2 }' |
 			sort -n | awk '{ print $2 }' | uniq | paste -sd ' ')" = "commit tree blob" ]
