@@ -296,14 +296,18 @@ static int load_fsync(amp_store *st, amp_error *err)
  * 32 MiB) when `amp status` stopped holding every summary: at 100k
  * messages its first listing peaks at 78 MB instead of 96-107 MB in the
  * same 3.8-4.0 s, and at 10k `watch --full` at 63 MB instead of 75 MB in
- * 2.0 s either way.
+ * 2.0 s either way.  Halved again (32 -> 16 MiB mapped, windows 8 -> 4
+ * MiB) once the tip's trees were whole in imported packs: at 100k the
+ * first listing peaks at 56 MB instead of 65 MB and watch --full at 117
+ * MB instead of 128 MB, in the same time (at 8 MiB and 2 MiB windows,
+ * 54 MB, but watch --full took 50% longer).
  */
 #define AMP_GIT_CACHE_BYTES   (8 * 1024 * 1024)
-#define AMP_GIT_MAPPED_BYTES  (32 * 1024 * 1024)
+#define AMP_GIT_MAPPED_BYTES  (16 * 1024 * 1024)
 /* Windows much smaller than the mapped bound, so that the bound is met by
  * dropping a few windows, not by unmapping a whole pack at each lookup
  * (libgit2's default window on 64-bit is 1 GiB). */
-#define AMP_GIT_WINDOW_BYTES  (8 * 1024 * 1024)
+#define AMP_GIT_WINDOW_BYTES  (4 * 1024 * 1024)
 
 /* libgit2 caches no tree over 4 KiB by default, yet a shard tree (100
  * tasks) and a year tree (one entry per shard) are larger: every task read
