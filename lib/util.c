@@ -278,6 +278,12 @@ const char *amp_term(const char *s)
 
 	if (!s)
 		s = "(null)";
+	/* Printable ASCII without a backslash, most of what amp prints (task
+	 * ids, states, roles), is its own escape. */
+	for (n = 0; s[n] >= 0x20 && s[n] < 0x7f && s[n] != '\\'; n++)
+		;
+	if (!s[n])
+		return s;
 	/* The longest escape, "\u202e" for 3 bytes or "\xff" for 1, is at
 	 * most 4 characters a byte. */
 	len = strlen(s) * 4 + 1;

@@ -81,9 +81,10 @@ int amp_utf8_valid(const char *s);
  * or isolate (U+202A..U+202E, U+2066..U+2069) and a byte that is not valid
  * UTF-8 are written as escapes ("\n", "\t", "\r", "\x1b", "\u009b",
  * "\u202e"), and a backslash as "\\", so every value stays on its line and
- * cannot move the cursor, change colours or rename the window.  Returns one
- * of 8 buffers owned by this module that the next calls reuse in turn, so a
- * printf may take up to 8 escaped arguments.  NULL gives "(null)".
+ * cannot move the cursor, change colours or rename the window.  Returns `s`
+ * itself when nothing needs escaping (printable ASCII, no backslash), else
+ * one of 8 buffers owned by this module that the next calls reuse in turn,
+ * so a printf may take up to 8 escaped arguments.  NULL gives "(null)".
  */
 const char *amp_term(const char *s);
 
