@@ -50,6 +50,7 @@
 struct sentry {
 	char *task;
 	char tree[GIT_OID_HEXSZ + 1];
+	git_oid tree_id;    /* the same, compared with the listing's */
 	char state[24];
 	int reject_count, suspended, locked, messages, unreadable;
 	char last_kind;     /* '-' none, 's' string, 'j' other JSON */
@@ -184,9 +185,13 @@ static int parse_line(const char *line, size_t len, struct sentry *e)
 	}
 	if (k != 12 || flen[1] != GIT_OID_HEXSZ || !flen[2] || flen[2] >= sizeof(e->state))
 		goto bad;
-	for (i = 0; i < GIT_OID_HEXSZ; i++)
-		if (hexval(f[1][i]) < 0)
+	for (i = 0; i < GIT_OID_HEXSZ; i += 2) {
+		int hi = hexval(f[1][i]), lo = hexval(f[1][i + 1]);
+
+		if (hi < 0 || lo < 0)
 			goto bad;
+		e->tree_id.id[i / 2] = (unsigned char)(hi << 4 | lo);
+	}
 	memcpy(e->tree, f[1], GIT_OID_HEXSZ);
 	for (i = 0; i < flen[2]; i++)
 		if (!((f[2][i] >= 'a' && f[2][i] <= 'z') || f[2][i] == '_'))
@@ -525,14 +530,17 @@ static const struct sentry *entry(amp_summaries *c, amp_store *st, git_tree *roo
 	    git_tree_entry_bypath(&te, root, dir) == 0)
 		tree = git_tree_entry_id(te);
 	if (c && tree) {
-		git_oid_tostr(hex, sizeof(hex), tree);
-		if ((known = lookup(c, task)) && !strcmp(known->tree, hex))
+		if ((known = lookup(c, task)) && git_oid_equal(&known->tree_id, tree))
 			hit = known;
 		/* A tree that is gone from the object database is damage
 		 * the records must show. */
 		if (hit && ((!c->odb && git_repository_odb(&c->odb, amp_store_repo(st)) < 0) ||
 			    !git_odb_exists(c->odb, tree)))
 			hit = NULL;
+	}
+	if (!hit && c && tree) {
+		git_oid_tostr(hex, sizeof(hex), tree);
+		git_oid_cpy(&e.tree_id, tree); /* tree may be te's */
 	}
 	git_tree_entry_free(te);
 	git_error_clear();
