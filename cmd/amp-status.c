@@ -46,8 +46,14 @@ static void put(struct line *l, const char *s, int width)
 		n = sizeof(l->buf) - 1 - l->len;
 	memcpy(l->buf + l->len, s, n);
 	l->len += n;
-	for (; width > (int)n && l->len < sizeof(l->buf) - 1; width--)
-		l->buf[l->len++] = ' ';
+	if (width > (int)n) {
+		size_t pad = (size_t)width - n;
+
+		if (pad > sizeof(l->buf) - 1 - l->len)
+			pad = sizeof(l->buf) - 1 - l->len;
+		memset(l->buf + l->len, ' ', pad);
+		l->len += pad;
+	}
 }
 
 /* A count, right-aligned in `width` columns. */

@@ -126,6 +126,12 @@ static char *unescaped(const char *s, size_t len)
 
 	if (!out)
 		return NULL;
+	if (!memchr(s, '\\', len)) {
+		/* nothing escaped: most fields */
+		memcpy(out, s, len);
+		out[len] = '\0';
+		return out;
+	}
 	for (i = 0; i < len; i++) {
 		if (s[i] != '\\') {
 			*o++ = s[i];
