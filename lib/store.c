@@ -2125,6 +2125,11 @@ static int write_one(amp_store *st, git_commit *parent, git_tree *base,
 	struct batch_odb b;
 	int status;
 
+	/* Never inside a batch (amp import's steps write to it, not through
+	 * amp_store_update): this write's objects would reach the disk with
+	 * the batch's pack, after this write's ref had moved. */
+	if (st->batch)
+		return amp_error_set(err, AMP_EIO, "", "a write inside an import's batch");
 	if ((status = batch_odb_open(st, &b, 0, err)) < 0)
 		return status;
 	if ((status = write_commit(st, parent, base, w, out, err)) == AMP_OK)
