@@ -1632,19 +1632,13 @@ static int may_write(amp_store *st, const char *ref, const amp_store_write *w,
 	return AMP_OK;
 }
 
-/* An odb put in front of the repository's for one write or one batch
- * (front_odb_open, below with the batches). */
-struct front_odb {
-	git_odb *disk; /* the repository's odb */
-	git_odb *odb;  /* the one in front */
-};
-
-static int front_odb_open(amp_store *st, struct front_odb *o, git_odb_backend *writer);
-static void front_odb_close(amp_store *st, struct front_odb *o);
+/* The odb put in front of the repository's for one write or one batch
+ * (batch_odb_open, below with the batches). */
 struct mem_recorder;
 struct batch_odb {
-	struct front_odb front;   /* the mempack, then the disk's objects */
-	struct mem_recorder *mem; /* owned by front.odb */
+	git_odb *disk;            /* the repository's odb */
+	git_odb *odb;             /* the mempack, then a reader of disk */
+	struct mem_recorder *mem; /* owned by odb */
 };
 static int batch_odb_open(amp_store *st, struct batch_odb *b, size_t shared, amp_error *err);
 static void batch_odb_close(amp_store *st, struct batch_odb *b);
@@ -1911,66 +1905,30 @@ static void batch_hint(amp_store *st, const git_oid *tree, const git_tree *repla
 		git_oid_cpy(&r->rec[r->n - 1].base, git_tree_id(replaced));
 }
 
-/*
- * Puts in front of the repository's odb one of `writer` (taken: freed on
- * failure too), which receives the new objects and is asked first, and of
- * a disk reader, which reads the repository's objects and answers "no" to
- * "does it exist?" at once (see struct disk_reader).  0, or -1 with the
- * repository's odb in place.
- */
-static int front_odb_open(amp_store *st, struct front_odb *o, git_odb_backend *writer)
-{
-	struct disk_reader *reader = NULL;
-
-	memset(o, 0, sizeof(*o));
-	if (git_repository_odb(&o->disk, st->repo) < 0 || git_odb_new(&o->odb) < 0 ||
-	    git_odb_add_backend(o->odb, writer, 2) < 0) {
-		writer->free(writer);
-		goto fail;
-	}
-	if (!(reader = calloc(1, sizeof(*reader))))
-		goto fail;
-	reader->parent.version = GIT_ODB_BACKEND_VERSION;
-	reader->parent.read = disk_read;
-	reader->parent.read_prefix = disk_read_prefix;
-	reader->parent.read_header = disk_read_header;
-	reader->parent.exists = disk_exists;
-	reader->parent.free = disk_free;
-	reader->disk = o->disk;
-	if (git_odb_add_backend(o->odb, &reader->parent, 1) < 0) {
-		free(reader);
-		goto fail;
-	}
-	if (git_repository_set_odb(st->repo, o->odb) == 0)
-		return 0;
-fail:
-	git_odb_free(o->odb);
-	git_odb_free(o->disk);
-	memset(o, 0, sizeof(*o));
-	return -1;
-}
-
 /* Puts the repository's own odb back. */
-static void front_odb_close(amp_store *st, struct front_odb *o)
-{
-	if (o->disk)
-		git_repository_set_odb(st->repo, o->disk);
-	git_odb_free(o->disk);
-	git_odb_free(o->odb);
-	memset(o, 0, sizeof(*o));
-}
-
-
 static void batch_odb_close(amp_store *st, struct batch_odb *b)
 {
 	st->batch = NULL;
 	share_records(st, 0);
-	front_odb_close(st, &b->front);
-	b->mem = NULL;
+	if (b->disk)
+		git_repository_set_odb(st->repo, b->disk);
+	git_odb_free(b->disk);
+	git_odb_free(b->odb);
+	memset(b, 0, sizeof(*b));
 }
 
+/*
+ * Puts in front of the repository's odb one of the mempack (behind the
+ * recorder), which receives the new objects and is asked first, and of a
+ * disk reader, which reads the repository's objects and answers "no" to
+ * "does it exist?" at once (see struct disk_reader); with `shared`, reads
+ * share up to that many records (share_records).  AMP_EIO with the
+ * repository's odb in place.
+ */
 static int batch_odb_open(amp_store *st, struct batch_odb *b, size_t shared, amp_error *err)
 {
+	struct disk_reader *reader = NULL;
+
 	memset(b, 0, sizeof(*b));
 	if (!(b->mem = calloc(1, sizeof(*b->mem))) || git_mempack_new(&b->mem->mem) < 0) {
 		free(b->mem);
@@ -1983,14 +1941,35 @@ static int batch_odb_open(amp_store *st, struct batch_odb *b, size_t shared, amp
 	b->mem->parent.exists = rec_exists;
 	b->mem->parent.write = rec_write;
 	b->mem->parent.free = rec_free;
-	if (front_odb_open(st, &b->front, &b->mem->parent) < 0) {
-		b->mem = NULL; /* freed by front_odb_open */
-		return amp_error_git(err, AMP_EIO, "cannot open an object database in memory");
+	if (git_repository_odb(&b->disk, st->repo) < 0 || git_odb_new(&b->odb) < 0 ||
+	    git_odb_add_backend(b->odb, &b->mem->parent, 2) < 0) {
+		rec_free(&b->mem->parent);
+		goto fail;
 	}
+	if (!(reader = calloc(1, sizeof(*reader))))
+		goto fail;
+	reader->parent.version = GIT_ODB_BACKEND_VERSION;
+	reader->parent.read = disk_read;
+	reader->parent.read_prefix = disk_read_prefix;
+	reader->parent.read_header = disk_read_header;
+	reader->parent.exists = disk_exists;
+	reader->parent.free = disk_free;
+	reader->disk = b->disk;
+	if (git_odb_add_backend(b->odb, &reader->parent, 1) < 0) {
+		free(reader);
+		goto fail;
+	}
+	if (git_repository_set_odb(st->repo, b->odb) < 0)
+		goto fail;
 	st->batch = b->mem;
 	if (shared)
 		share_records(st, shared);
 	return AMP_OK;
+fail:
+	git_odb_free(b->odb); /* and the recorder, once added to it */
+	git_odb_free(b->disk);
+	memset(b, 0, sizeof(*b));
+	return amp_error_git(err, AMP_EIO, "cannot open an object database in memory");
 }
 
 /* A tree and the tree that replaced it at the same path (batch_hint's
@@ -2069,12 +2048,13 @@ static int batch_flush(amp_store *st, struct batch_odb *b, amp_error *err)
 			/* trees newest first: a tree's base comes before it */
 			const struct recorded *o = &r->rec[order[pass] == GIT_OBJECT_TREE ?
 							   r->n - 1 - k : k];
-			const git_oid *newer = o->type == GIT_OBJECT_TREE ?
-					       successor_of(succ, nsucc, &o->id) : NULL;
-			int delta = newer && amp_packwrite_can_base(pw, newer);
+			const git_oid *newer;
+			int delta;
 
 			if (o->type != order[pass])
 				continue;
+			newer = o->type == GIT_OBJECT_TREE ? successor_of(succ, nsucc, &o->id) : NULL;
+			delta = newer && amp_packwrite_can_base(pw, newer);
 			if (mem->read(&data, &len, &type, mem, &o->id) < 0 ||
 			    (delta && mem->read(&base, &base_len, &type, mem, newer) < 0)) {
 				status = amp_error_git(err, AMP_EIO, "cannot read a new object");
@@ -2092,8 +2072,8 @@ static int batch_flush(amp_store *st, struct batch_odb *b, amp_error *err)
 		}
 	if ((status = amp_packwrite_store(pw, dir, st->fsync, err)) < 0)
 		goto cleanup;
-	if (git_odb_refresh(b->front.disk) < 0 ||
-	    (r->n && !git_odb_exists(b->front.disk, &r->rec[r->n - 1].id))) {
+	if (git_odb_refresh(b->disk) < 0 ||
+	    (r->n && !git_odb_exists(b->disk, &r->rec[r->n - 1].id))) {
 		status = amp_error_git(err, AMP_EIO, "the pack amp wrote in %s cannot be read", dir);
 		goto cleanup;
 	}

@@ -49,8 +49,7 @@
 /* The time-free summary of one task. */
 struct sentry {
 	char *task;
-	char tree[GIT_OID_HEXSZ + 1];
-	git_oid tree_id;    /* the same, compared with the listing's */
+	git_oid tree;       /* the task directory's tree */
 	char state[24];
 	int reject_count, suspended, locked, messages, unreadable;
 	char last_kind;     /* '-' none, 's' string, 'j' other JSON */
@@ -196,9 +195,8 @@ static int parse_line(const char *line, size_t len, struct sentry *e)
 
 		if (hi < 0 || lo < 0)
 			goto bad;
-		e->tree_id.id[i / 2] = (unsigned char)(hi << 4 | lo);
+		e->tree.id[i / 2] = (unsigned char)(hi << 4 | lo);
 	}
-	memcpy(e->tree, f[1], GIT_OID_HEXSZ);
 	for (i = 0; i < flen[2]; i++)
 		if (!((f[2][i] >= 'a' && f[2][i] <= 'z') || f[2][i] == '_'))
 			goto bad;
@@ -248,10 +246,12 @@ bad:
 
 static void put_line(FILE *f, const struct sentry *e)
 {
+	char hex[GIT_OID_HEXSZ + 1];
 	size_t i;
 
 	put_escaped(f, e->task);
-	fprintf(f, "\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%c", e->tree, e->state, e->reject_count,
+	fprintf(f, "\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%c", git_oid_tostr(hex, sizeof(hex), &e->tree),
+		e->state, e->reject_count,
 		e->suspended, e->locked, e->messages, e->unreadable, e->last_kind);
 	if (e->last)
 		put_escaped(f, e->last);
@@ -523,11 +523,12 @@ static const struct sentry *entry(amp_summaries *c, amp_store *st, git_tree *roo
 				  struct sentry **owned, amp_error *err)
 {
 	git_tree_entry *te = NULL;
-	char dir[128], hex[GIT_OID_HEXSZ + 1] = "";
+	char dir[128];
 	const struct sentry *hit = NULL;
 	struct sentry e = { 0 }, *kept;
 	struct sentry *known;
 	amp_task_log log;
+	int keep;
 
 	*owned = NULL;
 	/* The task directory's tree (the listing's, else looked up): the
@@ -536,7 +537,7 @@ static const struct sentry *entry(amp_summaries *c, amp_store *st, git_tree *roo
 	    git_tree_entry_bypath(&te, root, dir) == 0)
 		tree = git_tree_entry_id(te);
 	if (c && tree) {
-		if ((known = lookup(c, task)) && git_oid_equal(&known->tree_id, tree))
+		if ((known = lookup(c, task)) && git_oid_equal(&known->tree, tree))
 			hit = known;
 		/* A tree that is gone from the object database is damage
 		 * the records must show. */
@@ -544,10 +545,10 @@ static const struct sentry *entry(amp_summaries *c, amp_store *st, git_tree *roo
 			    !git_odb_exists(c->odb, tree)))
 			hit = NULL;
 	}
-	if (!hit && c && tree) {
-		git_oid_tostr(hex, sizeof(hex), tree);
-		git_oid_cpy(&e.tree_id, tree); /* tree may be te's */
-	}
+	/* Cached under its tree, when the cache and the tree are known. */
+	keep = !hit && c && tree;
+	if (keep)
+		git_oid_cpy(&e.tree, tree); /* tree may be te's */
 	git_tree_entry_free(te);
 	git_error_clear();
 	if (hit)
@@ -562,8 +563,7 @@ static const struct sentry *entry(amp_summaries *c, amp_store *st, git_tree *roo
 		return NULL;
 	}
 	amp_task_log_free(&log);
-	snprintf(e.tree, sizeof(e.tree), "%s", hex);
-	if (c && hex[0]) {
+	if (keep) {
 		c->dirty = 1;
 		if (!(kept = store(c, &e)))
 			amp_error_set(err, AMP_EIO, "", "out of memory");
@@ -637,7 +637,6 @@ static json_t *waits(amp_summaries *c, amp_store *st, git_tree *root, const char
 	return out;
 }
 
-/* The summary e at now_ms, in the order amp status prints the fields. */
 /* The ACKs still awaited at now_ms: *pending before their deadline,
  * *overdue past it. */
 static void count_acks(const struct sentry *e, int64_t now_ms, size_t *pending,
@@ -654,6 +653,7 @@ static void count_acks(const struct sentry *e, int64_t now_ms, size_t *pending,
 	}
 }
 
+/* The summary e at now_ms, in the order amp status prints the fields. */
 static json_t *at_time(const char *task, const struct sentry *e, int64_t now_ms)
 {
 	json_t *out = json_object(), *last;
@@ -691,8 +691,8 @@ int amp_summary_brief_get(amp_summaries *c, amp_store *st, git_tree *root, const
 	memset(out, 0, sizeof(*out));
 	if (!(s = entry(c, st, root, task, tree, now_ms, &owned, err)))
 		return AMP_EIO;
-	/* the same size, and s->state always ends in a NUL */
-	memcpy(out->state, s->state, sizeof(out->state));
+	_Static_assert(sizeof(out->state) == sizeof(s->state), "one state size");
+	memcpy(out->state, s->state, sizeof(out->state)); /* ends in a NUL */
 	out->reject_count = s->reject_count;
 	out->messages = s->messages;
 	out->unreadable = s->unreadable;

@@ -58,6 +58,17 @@ send_n() {
 	[ "$(git ls-tree -r --name-only refs/amp/messages | grep -c '\.msg\.')" = 3 ]
 }
 
+@test "a write's pack holds each object whole; amp gc stores their trees as deltas" {
+	git config amp.autoPack 0
+	for ((i = 0; i < 6; i++)); do
+		amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	done
+	deltas() { for p in .git/objects/pack/*.idx; do git verify-pack -v "$p"; done | awk '$2 == "tree" && NF == 7' | wc -l; }
+	[ "$(deltas)" = 0 ]
+	run -0 amp gc
+	[ "$(deltas)" -gt 0 ]
+}
+
 @test "writes alone keep the pack count bounded: past 20 packs a write rolls them up" {
 	git config amp.autoPackDetach false
 	send_n 30
