@@ -244,9 +244,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "amp send: %s was already in the SSOT (nothing written)\n", amp_term(res.msg_id));
 	code = amp_cli_sync_after_write("send", st, set, sync);
 cleanup:
-	/* For benchmarks: how often the compare-and-swap had to start over. */
-	if (st && getenv("AMP_TRACE"))
-		fprintf(stderr, "amp send: trace: retries=%lu\n", amp_store_retries(st));
+	/* For benchmarks and tests: how often the compare-and-swap had to
+	 * start over, how many records were parsed from git or came from a
+	 * record cache. */
+	if (st && getenv("AMP_TRACE")) {
+		unsigned long parsed, cached;
+
+		amp_store_record_counts(st, &parsed, &cached);
+		fprintf(stderr, "amp send: trace: retries=%lu records_parsed=%lu records_cached=%lu\n",
+			amp_store_retries(st), parsed, cached);
+	}
 	amp_errlist_free(&errors);
 	json_decref(context);
 	json_decref(payload);

@@ -20,6 +20,7 @@
 
 #include "clock.h"
 #include "packwrite.h"
+#include "reccache.h"
 #include "sign.h"
 #include "bounds.h"
 #include "util.h"
@@ -40,6 +41,8 @@ struct amp_store {
 	char agent[AMP_AGENT_MAX + 1]; /* the named instance writing; "" none */
 	struct mem_recorder *batch; /* during a batch: where objects go */
 	struct doc_cache *docs;     /* during a batch: records parsed */
+	unsigned long records_parsed; /* records read from git, ... */
+	unsigned long records_cached; /* ... and from a record cache */
 	int fsync;                  /* git config amp.fsync */
 	git_config *cfg;            /* a snapshot, taken at cfg_ms */
 	int64_t cfg_ms;
@@ -413,6 +416,11 @@ const char *amp_store_messages_ref(const amp_store *st) { return st->ref; }
 const char *amp_store_errors_ref(const amp_store *st) { return st->errors_ref; }
 const char *amp_store_state_dir(const amp_store *st) { return st->state_dir; }
 const char *amp_store_objects_dir(const amp_store *st) { return st->objects_dir; }
+void amp_store_record_counts(const amp_store *st, unsigned long *parsed, unsigned long *cached)
+{
+	*parsed = st->records_parsed;
+	*cached = st->records_cached;
+}
 int amp_agent_valid(const char *name, size_t len)
 {
 	size_t i;
@@ -879,7 +887,10 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 	git_tree_entry *dir_entry = NULL;
 	git_tree *tree = NULL;
 	git_blob *blob = NULL;
-	size_t i, n;
+	amp_reccache *cache = NULL;
+	git_oid *cache_ids = NULL;
+	json_t **cache_docs = NULL;
+	size_t i, n, parsed = 0;
 	int rc, status = AMP_OK;
 
 	memset(log, 0, sizeof(*log));
@@ -910,6 +921,15 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
 	}
+	/* A long task's records come from its record cache (reccache.h);
+	 * a batch shares its own (doc_cache), and a read of the controls
+	 * skips the rest. */
+	if (!controls_only && !st->docs && n >= AMP_RECCACHE_MIN_RECORDS) {
+		cache = amp_reccache_load(st->state_dir, task_id);
+		/* without them the cache is not written, nothing else */
+		cache_ids = malloc(n * sizeof(*cache_ids));
+		cache_docs = malloc(n * sizeof(*cache_docs));
+	}
 	/* Tree entries are sorted by name, and names start with the sequence
 	 * number, so this is commit order. */
 	for (i = 0; i < n; i++) {
@@ -927,10 +947,11 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 			memset(rec, 0, sizeof(*rec));
 			continue;
 		}
-		if ((rec->doc = doc_cache_get(st, git_tree_entry_id(e)))) {
-			log->count++;
-			continue;
-		}
+		if (!(rec->doc = doc_cache_get(st, git_tree_entry_id(e))) &&
+		    (rec->doc = amp_reccache_get(cache, git_tree_entry_id(e))))
+			st->records_cached++;
+		if (rec->doc)
+			goto have_doc;
 		/* A record past the size bound is unreadable without being
 		 * loaded: the header says its size.  A blob that is missing or
 		 * corrupt spoils its record only: the task's other records
@@ -957,13 +978,28 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 			memset(rec, 0, sizeof(*rec));
 			if (status < 0)
 				goto cleanup;
-		} else {
-			doc_cache_put(st, git_tree_entry_id(e), rec->doc);
-			log->count++;
+			git_blob_free(blob);
+			blob = NULL;
+			continue;
 		}
+		doc_cache_put(st, git_tree_entry_id(e), rec->doc);
 		git_blob_free(blob);
 		blob = NULL;
+		st->records_parsed++;
+		parsed++;
+have_doc:
+		if (cache_ids && cache_docs) {
+			git_oid_cpy(&cache_ids[log->count], git_tree_entry_id(e));
+			cache_docs[log->count] = rec->doc;
+		}
+		log->count++;
 	}
+	/* Written again once AMP_RECCACHE_SLACK records came from git: a
+	 * read parses at most that many.  Before the set-aside, which moves
+	 * entries (the documents stay the log's). */
+	if (status == AMP_OK && cache_ids && cache_docs &&
+	    parsed >= (cache ? AMP_RECCACHE_SLACK : 1))
+		amp_reccache_save(st->state_dir, task_id, cache, cache_ids, cache_docs, log->count);
 	if (status == AMP_OK && set_aside_superseded(log) < 0)
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 	/* After the set-aside, which moves entries: the index is built for
@@ -971,6 +1007,9 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 	if (status == AMP_OK)
 		log->index = calloc(1, sizeof(*log->index));
 cleanup:
+	amp_reccache_free(cache);
+	free(cache_ids);
+	free(cache_docs);
 	git_blob_free(blob);
 	git_tree_free(tree);
 	git_tree_entry_free(dir_entry);
@@ -1420,7 +1459,8 @@ static void sweep_dir(const char *path, const char *prefix, const char *suffix,
  * libgit2 program's) to objects/tmp_object_git2_XXXXXX, and renames it
  * into place; a writer killed in between (kill -9, power loss) leaves that
  * file behind for good, as a watcher or a reader killed while
- * saving leaves <state dir>/watch.json.<pid>.tmp or inbox.json.<pid>.tmp.  A successful write removes the ones
+ * saving leaves <state dir>/watch.json.<pid>.tmp or inbox.json.<pid>.tmp (a
+ * reader, records/<task id>.<pid>.tmp: reccache.h).  A successful write removes the ones
  * older than AMP_TMP_FILE_AGE_SEC: a live writer holds such a file for the
  * milliseconds one object takes, so an hour-old one is nobody's; and were a
  * writer stopped for longer than that, its rename would fail and its write
@@ -1431,7 +1471,7 @@ static void sweep_dir(const char *path, const char *prefix, const char *suffix,
  */
 static void sweep_tmp_files(amp_store *st)
 {
-	char stamp[PATH_MAX + 32], packs[sizeof(st->objects_dir) + 8];
+	char stamp[PATH_MAX + 32], dir[PATH_MAX + 32];
 	struct stat sb;
 	time_t now = time(NULL);
 	int fd;
@@ -1447,10 +1487,13 @@ static void sweep_tmp_files(amp_store *st)
 	close(fd);
 	sweep_dir(st->objects_dir, "tmp_object_git2_", "", now);
 	/* what a write killed while writing its pack leaves */
-	snprintf(packs, sizeof(packs), "%s/pack", st->objects_dir);
-	sweep_dir(packs, "tmp_amp_pack_", "", now);
+	snprintf(dir, sizeof(dir), "%s/pack", st->objects_dir);
+	sweep_dir(dir, "tmp_amp_pack_", "", now);
 	sweep_dir(st->state_dir, "watch.json.", ".tmp", now);
 	sweep_dir(st->state_dir, "inbox.json.", ".tmp", now);
+	/* what a reader killed while saving a record cache leaves */
+	snprintf(dir, sizeof(dir), "%s/records", st->state_dir);
+	sweep_dir(dir, "T-", ".tmp", now);
 }
 
 /* Opens (creating it) the file whose flock amp's writers of `ref` hold

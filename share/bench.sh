@@ -60,7 +60,7 @@ contend() {
 	for ((i = 0; i < 500; i++)); do
 		AMP_TRACE=1 amp send task_dispatch --task "$(printf 'T-2028-%03d' "$1")" \
 			--from coordinator --payload dispatch.json 2>&1 > /dev/null |
-			sed -n 's/^amp send: trace: retries=//p'
+			sed -n 's/^amp send: trace: retries=\([0-9]*\).*/\1/p'
 	done > "retries.$1"
 }
 t0=$(now_ns)
