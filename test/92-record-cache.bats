@@ -62,6 +62,12 @@ reads() {
 	amp status $T
 }
 
+# reads_u: the same, and message $U.
+reads_u() {
+	reads
+	amp show "$U" --json
+}
+
 # trace_send: the counts a send into the task reports (AMP_TRACE).
 trace_send() {
 	AMP_TRACE=1 send_s2 2>&1 > /dev/null | sed -n 's/^amp send: trace: //p'
@@ -103,6 +109,22 @@ trace_send() {
 	rm -f "$cache"
 	run -0 reads
 	assert_output "$cached"
+	# text beyond ASCII, decoded from the cache as parsed from git
+	$PY - "$BATS_TEST_TMPDIR/p/s2.json" "$BATS_TEST_TMPDIR/p/u.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["description"] = "na\u00efve \U0001F600 \u00fc \u2028 \\ \" \u0007 <b>"
+json.dump(d, open(sys.argv[2], "w"))
+PY
+	U=$(amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/u.json")
+	rm -f "$cache"
+	expected=$(reads_u)
+	[[ $expected == *'"description": "naïve 😀 ü'* ]]
+	run -0 reads_u
+	assert_output "$expected"
+	# every record of it came from the cache
+	run -0 trace_send
+	assert_output --regexp 'records_parsed=0 records_cached=7[0-9]$'
 }
 
 @test "a record cache that is not amp's, damaged, cut short or empty is ignored and written again" {
@@ -130,8 +152,10 @@ trace_send() {
 	expected=$(reads)
 	[ -s "$cache" ]
 	# A file with a valid checksum whose every entry lies: a string that
-	# is not UTF-8, a NUL, a duplicate member, nesting past 32, a value
-	# that is not an object, trailing bytes, an unknown tag.
+	# is not UTF-8 (a stray byte, a key cut short, a surrogate, an overlong
+	# form, past U+10FFFF, a sequence cut short), a NUL, a duplicate member,
+	# nesting past 32, a value that is not an object, trailing bytes, an
+	# unknown tag.
 	git ls-tree "refs/amp/messages:tasks/2026/0/$T" | awk '{print $3}' > "$BATS_TEST_TMPDIR/blobs"
 	$PY - "$cache" "$BATS_TEST_TMPDIR/blobs" <<'PY'
 import struct, sys, zlib
@@ -139,7 +163,8 @@ def s(b): return b'"' + bytes([len(b)]) + b
 def obj(*members): return b'{' + bytes([len(members)]) + b''.join(bytes([len(k)]) + k + v for k, v in members)
 lies = [obj((b'a', s(b'\xff'))), obj((b'a', s(b'x\x00y'))), obj((b'a', b'n'), (b'a', b't')),
         b'{\x01\x01a' * 40 + b'n', s(b'not an object'), obj((b'a', b'n')) + b'n', obj((b'a', b'?')),
-        obj((b'\xc3', b'n'))]
+        obj((b'\xc3', b'n')), obj((b'a', s(b'\xed\xa0\x80'))), obj((b'a', s(b'\xc0\xaf'))),
+        obj((b'a', s(b'\xf4\x90\x80\x80'))), obj((b'a', s(b'\xe2\x82')))]
 blobs = [l.strip() for l in open(sys.argv[2])]
 body = b''
 for i, blob in enumerate(blobs):
