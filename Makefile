@@ -103,7 +103,7 @@ $(BUILD)/man/%: share/man/%.scd
 
 # Every compile waits for the libgit2 step (order-only: a cached libgit2
 # rebuilds nothing); every link depends on libgit2.a once it exists.
-$(BUILD)/%.o: %.c $(wildcard lib/*.h) | $(LIBGIT2_BUILT)
+$(BUILD)/%.o: %.c $(wildcard lib/*.h test/c/*.h) | $(LIBGIT2_BUILT)
 	@mkdir -p $(dir $@)
 	$(CC) $(AMP_CPPFLAGS) $(CFLAGS) -c -o $@ $<
 

@@ -29,6 +29,7 @@
 #include <zlib.h>
 
 #include "bounds.h"
+#include "util.h"
 
 #define MAGIC "AMPRECS1"
 #define MAGIC_LEN 8
@@ -209,39 +210,23 @@ static int get_varint(struct reader *r, size_t *out)
 	return -1;
 }
 
-/* 1 when s[0..len) is UTF-8 as jansson's parser accepts it: shortest
- * forms only, no surrogate, nothing past U+10FFFF, and no NUL (amp's
+/* 1 when s[0..len) is UTF-8 as jansson's parser accepts it (shortest
+ * forms only, no surrogate, nothing past U+10FFFF) and holds no NUL (amp's
  * parser allows none).  Records are mostly ASCII: those bytes cost one
  * comparison each (jansson's own check, in json_stringn, cost a third of
  * the decoding). */
 static int text_valid(const unsigned char *s, size_t len)
 {
 	const unsigned char *end = s + len;
-	uint32_t cp, min;
-	int n;
+	unsigned cp;
+	size_t n;
 
 	while (s < end) {
-		if (*s && *s < 0x80) {
+		if (*s && *s < 0x80)
 			s++;
-			continue;
-		}
-		if (*s >= 0xc2 && *s <= 0xdf) {
-			n = 1, cp = *s & 0x1f, min = 0x80;
-		} else if (*s >= 0xe0 && *s <= 0xef) {
-			n = 2, cp = *s & 0x0f, min = 0x800;
-		} else if (*s >= 0xf0 && *s <= 0xf4) {
-			n = 3, cp = *s & 0x07, min = 0x10000;
-		} else {
-			return 0; /* NUL, a continuation byte, 0xc0-0xc1, 0xf5-0xff */
-		}
-		if (end - s <= n)
-			return 0;
-		for (s++; n--; s++) {
-			if ((*s & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (*s & 0x3f);
-		}
-		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		else if ((n = amp_utf8_seqn((const char *)s, (size_t)(end - s), &cp)))
+			s += n;
+		else
 			return 0;
 	}
 	return 1;

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "jsonparse.h"
+
 #ifndef AMP_DATADIR
 #define AMP_DATADIR "/usr/local/share/amp"
 #endif
@@ -81,6 +83,8 @@ int amp_json_parse(const char *buf, size_t len, json_t **out, amp_error *err)
 		return amp_error_set(err, AMP_ESCHEMA, "",
 				     "invalid JSON: NUL byte at offset %zu",
 				     (size_t)((const char *)memchr(buf, '\0', len) - buf));
+	if (amp_json_parse_fast(buf, len, out))
+		return AMP_OK;
 	value = json_loadb(buf, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
 			   &jerr);
 	if (!value) {
@@ -218,7 +222,7 @@ int amp_data_path(const char *rel, char *buf, size_t bufsz)
 	return is_file(buf) ? 0 : -1;
 }
 
-size_t amp_utf8_seq(const char *s, unsigned *cp)
+size_t amp_utf8_seqn(const char *s, size_t avail, unsigned *cp)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	unsigned c = p[0], min;
@@ -238,6 +242,8 @@ size_t amp_utf8_seq(const char *s, unsigned *cp)
 		n = 4, c &= 0x07, min = 0x10000;
 	else
 		return 0;
+	if (n > avail)
+		return 0;
 	for (i = 1; i < n; i++) {
 		if ((p[i] & 0xc0) != 0x80)
 			return 0;
@@ -247,6 +253,12 @@ size_t amp_utf8_seq(const char *s, unsigned *cp)
 		return 0;
 	*cp = c;
 	return n;
+}
+
+size_t amp_utf8_seq(const char *s, unsigned *cp)
+{
+	/* A NUL ends a sequence short before any byte past it is read. */
+	return amp_utf8_seqn(s, 4, cp);
 }
 
 int amp_utf8_valid(const char *s)

@@ -71,6 +71,8 @@ int amp_data_path(const char *rel, char *buf, size_t bufsz);
  * or 0 when s does not start a valid one (overlong forms, surrogates and
  * code points above U+10FFFF are invalid; so is the NUL terminator). */
 size_t amp_utf8_seq(const char *s, unsigned *cp);
+/* The same within the `avail` (>= 1) bytes at s, NUL or not after them. */
+size_t amp_utf8_seqn(const char *s, size_t avail, unsigned *cp);
 
 /* True when all of s is valid UTF-8. */
 int amp_utf8_valid(const char *s);

@@ -8,16 +8,7 @@
 #include "clock.h"
 #include "message.h"
 #include "store.h"
-
-static int n, failed;
-
-static void ok(int cond, const char *name)
-{
-	n++;
-	if (!cond)
-		failed++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", n, name);
-}
+#include "tap.h"
 
 /* A build callback that, the first time, lets a writer outside amp (a
  * `git update-ref`, a fetch) move the ref between amp's read of the tip and
@@ -142,6 +133,5 @@ int main(void)
 	test_outside_writer();
 	git_libgit2_shutdown();
 
-	printf("1..%d\n", n);
-	return failed ? 1 : 0;
+	return tap_done();
 }
