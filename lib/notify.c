@@ -206,7 +206,8 @@ static int collect(struct notify *n, const git_oid *from, const git_oid *to)
 	git_repository *repo = amp_store_repo(n->st);
 	git_commit *fc = NULL, *tc = NULL;
 	git_tree *ftree = NULL, *ttree = NULL;
-	json_t *fresh = json_object(), *order = json_object(), *files, *v;
+	json_t *fresh = json_object(), *files, *v;
+	amp_record_times *order = amp_record_times_new();
 	struct found *list = NULL;
 	size_t count = 0, alloc = 0, i;
 	const char *task, *name;
@@ -226,7 +227,7 @@ static int collect(struct notify *n, const git_oid *from, const git_oid *to)
 	 * amp watch reports it. */
 	json_object_foreach(fresh, task, files) {
 		json_object_foreach(files, name, v) {
-			json_t *at = json_object_get(json_object_get(order, task), name);
+			int64_t at = amp_record_times_get(order, task, name);
 
 			if (count == alloc) {
 				struct found *bigger;
@@ -238,8 +239,7 @@ static int collect(struct notify *n, const git_oid *from, const git_oid *to)
 				}
 				list = bigger;
 			}
-			list[count].order = json_is_integer(at) ? json_integer_value(at)
-							       : AMP_WATCH_WALK_LAST;
+			list[count].order = at >= 0 ? at : AMP_WATCH_WALK_LAST;
 			snprintf(list[count].task, sizeof(list[count].task), "%s", task);
 			snprintf(list[count].name, sizeof(list[count].name), "%s", name);
 			count++;
@@ -251,7 +251,7 @@ static int collect(struct notify *n, const git_oid *from, const git_oid *to)
 		consider(n, ttree, list[i].task, list[i].name);
 cleanup:
 	free(list);
-	json_decref(order);
+	amp_record_times_free(order);
 	json_decref(fresh);
 	git_tree_free(ttree);
 	git_tree_free(ftree);

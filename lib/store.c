@@ -2446,16 +2446,171 @@ cleanup:
 	return result;
 }
 
+/* ---- record times (store.h) ---------------------------------------------- */
+
+/* Keys live in chunks of at least this many bytes, freed together. */
+#define TIMES_CHUNK (1024 * 1024)
+
+struct times_chunk {
+	struct times_chunk *next;
+	size_t used, size;
+	char data[];
+};
+
+struct amp_record_times {
+	struct times_slot {
+		uint64_t hash;
+		const char *key; /* "<task>\0<name>"; NULL: an empty slot */
+		int64_t ms;
+	} *slot;
+	size_t nslots, used; /* nslots: a power of two, at most 3/4 used */
+	struct times_chunk *chunks;
+};
+
+static uint64_t times_hash(const char *task, const char *name)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)task; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	h = (h ^ '/') * 1099511628211ULL;
+	for (p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	return h;
+}
+
+static struct times_slot *times_slot(const struct times_slot *slot, size_t nslots,
+				     uint64_t hash, const char *task, const char *name)
+{
+	size_t i;
+
+	for (i = (size_t)hash & (nslots - 1); slot[i].key; i = (i + 1) & (nslots - 1))
+		if (slot[i].hash == hash && !strcmp(slot[i].key, task) &&
+		    !strcmp(slot[i].key + strlen(task) + 1, name))
+			break;
+	return (struct times_slot *)&slot[i];
+}
+
+amp_record_times *amp_record_times_new(void)
+{
+	amp_record_times *t = calloc(1, sizeof(*t));
+
+	if (t && !(t->slot = calloc(t->nslots = 1024, sizeof(*t->slot)))) {
+		free(t);
+		t = NULL;
+	}
+	return t;
+}
+
+void amp_record_times_free(amp_record_times *t)
+{
+	struct times_chunk *c, *next;
+
+	if (!t)
+		return;
+	for (c = t->chunks; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(t->slot);
+	free(t);
+}
+
+int64_t amp_record_times_get(const amp_record_times *t, const char *task, const char *name)
+{
+	const struct times_slot *s;
+
+	if (!t)
+		return -1;
+	s = times_slot(t->slot, t->nslots, times_hash(task, name), task, name);
+	return s->key ? s->ms : -1;
+}
+
+/* A copy of "<task>\0<name>" in the chunks, or NULL. */
+static const char *times_key(amp_record_times *t, const char *task, const char *name)
+{
+	size_t lt = strlen(task), ln = strlen(name), need = lt + ln + 2;
+	struct times_chunk *c = t->chunks;
+	char *key;
+
+	if (!c || c->size - c->used < need) {
+		size_t size = need > TIMES_CHUNK ? need : TIMES_CHUNK;
+
+		if (!(c = malloc(sizeof(*c) + size)))
+			return NULL;
+		c->next = t->chunks;
+		c->used = 0;
+		c->size = size;
+		t->chunks = c;
+	}
+	key = c->data + c->used;
+	memcpy(key, task, lt + 1);
+	memcpy(key + lt + 1, name, ln + 1);
+	c->used += need;
+	return key;
+}
+
+int amp_record_times_put(amp_record_times *t, const char *task, const char *name, int64_t ms)
+{
+	uint64_t hash = times_hash(task, name);
+	struct times_slot *s = times_slot(t->slot, t->nslots, hash, task, name);
+	size_t i;
+
+	if (s->key) {
+		if (ms < s->ms)
+			s->ms = ms;
+		return 0;
+	}
+	if ((t->used + 1) * 4 > t->nslots * 3) {
+		struct times_slot *bigger = calloc(t->nslots * 2, sizeof(*bigger));
+
+		if (!bigger)
+			return -1;
+		for (i = 0; i < t->nslots; i++)
+			if (t->slot[i].key) {
+				const char *k = t->slot[i].key;
+
+				*times_slot(bigger, t->nslots * 2, t->slot[i].hash, k,
+					    k + strlen(k) + 1) = t->slot[i];
+			}
+		free(t->slot);
+		t->slot = bigger;
+		t->nslots *= 2;
+		s = times_slot(t->slot, t->nslots, hash, task, name);
+	}
+	if (!(s->key = times_key(t, task, name)))
+		return -1;
+	s->hash = hash;
+	s->ms = ms;
+	t->used++;
+	return 0;
+}
+
 /* ---- comparing tips ------------------------------------------------------ */
 
-/* Marks record `name` of `task` in `touched`: true, or (ms >= 0) the least
- * ms seen for it. */
-static void touch(json_t *touched, const char *task, const char *name, int64_t ms)
-{
-	json_t *files = json_object_get(touched, task), *cur;
+/* Where diff_trees puts what it finds: a JSON object (amp_store_diff_tasks)
+ * or a map of record times (amp_store_diff_times, ms >= 0). */
+struct touched {
+	json_t *json;
+	amp_record_times *times;
+	int whole; /* amp_store_diff_tasks_whole */
+};
 
-	if (!json_is_object(files))
-		json_object_set_new(touched, task, files = json_object());
+/* Marks record `name` of `task`: true, or (ms >= 0) the least ms seen for
+ * it. */
+static void touch(struct touched *to, const char *task, const char *name, int64_t ms)
+{
+	json_t *files, *cur;
+
+	if (to->times) {
+		/* Out of memory: a record without its time counts from its
+		 * timestamp (amp_watch_walk_records is best effort). */
+		amp_record_times_put(to->times, task, name, ms);
+		return;
+	}
+	if (!json_is_object(files = json_object_get(to->json, task)))
+		json_object_set_new(to->json, task, files = json_object());
 	cur = json_object_get(files, name);
 	if (ms < 0)
 		json_object_set_new(files, name, json_true());
@@ -2465,7 +2620,7 @@ static void touch(json_t *touched, const char *task, const char *name, int64_t m
 
 /* amp_store_diff_tasks below `prefix`, `depth` directories down. */
 static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
-		      const char *prefix, int depth, json_t *touched, int64_t ms)
+		      const char *prefix, int depth, struct touched *touched, int64_t ms)
 {
 	size_t i, n = git_tree_entrycount(b);
 	int rc = 0;
@@ -2487,6 +2642,11 @@ static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
 		if (git_tree_entry_type(be) != GIT_OBJECT_TREE ||
 		    (depth == 0 && strcmp(name, "tasks")))
 			continue;
+		if (depth == 3 && !ae && touched->whole) {
+			/* a task directory a has not: every record is new */
+			json_object_set_new(touched->json, name, json_null());
+			continue;
+		}
 		{
 			git_tree *sa = NULL, *sb = NULL;
 
@@ -2499,7 +2659,7 @@ static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
 				if (ms >= 0)
 					;
 				else if (depth == 3)
-					json_object_set_new(touched, name, json_null());
+					json_object_set_new(touched->json, name, json_null());
 				else
 					rc = -1;
 			} else
@@ -2514,8 +2674,8 @@ static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
 		for (i = 0; i < n; i++) {
 			const char *name = git_tree_entry_name(git_tree_entry_byindex(a, i));
 
-			if (!git_tree_entry_byname(b, name) && !json_object_get(touched, name))
-				json_object_set_new(touched, name, json_object());
+			if (!git_tree_entry_byname(b, name) && !json_object_get(touched->json, name))
+				json_object_set_new(touched->json, name, json_object());
 		}
 	}
 	return rc;
@@ -2524,5 +2684,26 @@ static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
 int amp_store_diff_tasks(git_repository *repo, git_tree *a, git_tree *b,
 			 json_t *touched, int64_t ms)
 {
-	return diff_trees(repo, a, b, "", 0, touched, ms);
+	struct touched to = { touched, NULL, 0 };
+
+	return diff_trees(repo, a, b, "", 0, &to, ms);
+}
+
+int amp_store_diff_tasks_whole(git_repository *repo, git_tree *a, git_tree *b,
+			       json_t *touched)
+{
+	struct touched to = { touched, NULL, 1 };
+
+	return diff_trees(repo, a, b, "", 0, &to, -1);
+}
+
+int amp_store_diff_times(git_repository *repo, git_tree *a, git_tree *b,
+			 amp_record_times *times, int64_t ms)
+{
+	struct touched to = { NULL, times, 0 };
+
+	/* Only ms < 0 writes JSON of its own (null, {}). */
+	if (ms < 0 || !times)
+		return -1;
+	return diff_trees(repo, a, b, "", 0, &to, ms);
 }

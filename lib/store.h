@@ -278,6 +278,36 @@ void amp_strv_free(char **v, size_t count);
 int amp_store_diff_tasks(git_repository *repo, git_tree *a, git_tree *b,
 			 json_t *touched, int64_t ms);
 
+/* amp_store_diff_tasks (ms < 0), except that a task directory that a does
+ * not have maps to null ("every record is new": read it whole) instead of
+ * to a list of all its records: what amp watch needs, whose first pass
+ * over an SSOT of 200,000 records listed every one of them. */
+int amp_store_diff_tasks_whole(git_repository *repo, git_tree *a, git_tree *b,
+			       json_t *touched);
+
+/*
+ * Records (task id, file name) mapped to a time in ms, the least one seen
+ * kept: when each record first reached the SSOT, or the place in history
+ * of the commit that brought it (amp_watch_walk_records).  A walk of the
+ * whole history (amp watch --full) maps every record of the SSOT, so this
+ * is one key string and one 24-byte slot per record, where a JSON object
+ * took some 300 bytes (200,000 records: 19 MB instead of 60 MB).
+ */
+typedef struct amp_record_times amp_record_times;
+
+/* An empty map (NULL when out of memory); free with amp_record_times_free. */
+amp_record_times *amp_record_times_new(void);
+void amp_record_times_free(amp_record_times *t);
+/* The time of record `name` of `task`, or -1 when it has none. */
+int64_t amp_record_times_get(const amp_record_times *t, const char *task, const char *name);
+/* Sets it to ms (>= 0) unless it has a lesser one; -1 when out of memory. */
+int amp_record_times_put(amp_record_times *t, const char *task, const char *name, int64_t ms);
+
+/* amp_store_diff_tasks with `ms` >= 0, into a map of record times: each
+ * record that differs between a and b gets ms unless it has less. */
+int amp_store_diff_times(git_repository *repo, git_tree *a, git_tree *b,
+			 amp_record_times *times, int64_t ms);
+
 /* What a build callback asks the store to commit. */
 #define AMP_WRITE_MAX_FILES 4
 typedef struct amp_store_write {

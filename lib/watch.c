@@ -30,8 +30,8 @@ struct watch {
 	amp_errlist *errors;
 	json_t *state;    /* see load_state */
 	git_tree *tree;   /* the tree being processed */
-	json_t *arrivals; /* {task: {record name: ms}}: when the commits of the
-			   * range being processed first held each record */
+	amp_record_times *arrivals; /* when the commits of the range being
+				     * processed first held each record */
 	int failed;       /* an escalation could not be written: keep no state */
 	int broken;       /* tasks found unreadable for the first time */
 };
@@ -40,7 +40,6 @@ struct watch {
 struct task_pass {
 	struct watch *w;
 	const amp_task_log *log;
-	const json_t *arrived; /* w->arrivals of this task (may be NULL) */
 	const json_t *old;     /* its timers of the last pass (may be NULL) */
 };
 
@@ -104,12 +103,11 @@ static int64_t saved_arrival(const json_t *list, const char *key, const char *id
 static int64_t arrival_of(const struct task_pass *t, const amp_entry *e)
 {
 	char name[300];
-	const json_t *v;
 	int64_t ms;
 
 	entry_name(e, name, sizeof(name));
-	if ((v = json_object_get(t->arrived, name)) && json_is_integer(v))
-		return json_integer_value(v);
+	if ((ms = amp_record_times_get(t->w->arrivals, t->log->task_id, name)) >= 0)
+		return ms;
 	if (e->kind != AMP_ENTRY_MSG || !e->id)
 		return -1;
 	if ((ms = saved_arrival(json_object_get(t->old, "acks"), "msg", e->id)) >= 0)
@@ -1021,7 +1019,6 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 	w->stats->tasks_read++;
 	t.w = w;
 	t.log = &log;
-	t.arrived = json_object_get(w->arrivals, task);
 	t.old = json_object_get(tasks, task);
 	/* AMP/1.0 No Silent Failure: a record nobody can read is reported. */
 	for (i = 0; i < log.nbad; i++)
@@ -1057,8 +1054,8 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
  * Sender clocks ("amp watch measures deadlines from the later of the
  * timestamp and the commit time it first saw"): for each record added by
  * the commits between `from` (NULL: the beginning) and `to`, the committer
- * time of the commit that added it (the oldest wins), into w->arrivals, as
- * {task: {record name: ms}}.  Each commit is compared with its first parent,
+ * time of the commit that added it (the oldest wins), into w->arrivals.
+ * Each commit is compared with its first parent,
  * reading only the subtrees that differ.  Best effort: a commit that cannot
  * be read adds nothing, and its records count from their timestamps.
  */
@@ -1216,14 +1213,15 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 	}
 	if (git_commit_lookup(&new_c, repo, to) < 0 ||
 	    git_commit_tree(&w->tree, new_c) < 0 ||
-	    amp_store_diff_tasks(repo, from ? old_t : NULL, w->tree, touched, -1) < 0) {
+	    amp_store_diff_tasks_whole(repo, from ? old_t : NULL, w->tree, touched) < 0) {
 		amp_error err;
 
 		amp_error_git(&err, AMP_EIO, "cannot read %s", amp_store_messages_ref(w->st));
 		status = amp_errlist_add(w->errors, AMP_EIO, "", "%s", err.message);
 		goto cleanup;
 	}
-	w->arrivals = json_object();
+	/* Without it (out of memory), records count from their timestamps. */
+	w->arrivals = amp_record_times_new();
 	walk_arrivals(w, from, to);
 	/* Tasks that were unreadable are tried again, whole. */
 	json_object_foreach(json_object_get(w->state, "broken"), task, files)
@@ -1238,7 +1236,7 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 		json_object_set_new(w->state, "tip", json_string(git_oid_tostr(hex, sizeof(hex), to)));
 	}
 cleanup:
-	json_decref(w->arrivals);
+	amp_record_times_free(w->arrivals);
 	w->arrivals = NULL;
 	git_tree_free(w->tree);
 	w->tree = NULL;
@@ -1498,7 +1496,7 @@ int amp_watch_diff_records(git_repository *repo, git_tree *a, git_tree *b, json_
 }
 
 int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_oid *to,
-			   json_t *touched, int by_time)
+			   amp_record_times *times, int by_time)
 {
 	git_revwalk *walk = NULL;
 	int64_t index = 0;
@@ -1507,7 +1505,7 @@ int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_
 
 	/* Newest first, each commit's parent next: libgit2's object cache
 	 * then reads each tree once. */
-	if (git_revwalk_new(&walk, repo) < 0 || git_revwalk_push(walk, to) < 0 ||
+	if (!times || git_revwalk_new(&walk, repo) < 0 || git_revwalk_push(walk, to) < 0 ||
 	    (from && git_revwalk_hide(walk, from) < 0))
 		goto cleanup;
 	while (git_revwalk_next(&id, walk) == 0) {
@@ -1517,7 +1515,7 @@ int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_
 		if (git_commit_lookup(&c, repo, &id) == 0 && git_commit_tree(&tree, c) == 0 &&
 		    (!git_commit_parentcount(c) ||
 		     (git_commit_parent(&parent, c, 0) == 0 && git_commit_tree(&ptree, parent) == 0)))
-			amp_store_diff_tasks(repo, ptree, tree, touched,
+			amp_store_diff_times(repo, ptree, tree, times,
 					     by_time ? (int64_t)git_commit_time(c) * 1000 :
 						       AMP_WATCH_WALK_LAST - index);
 		index++;

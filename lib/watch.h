@@ -130,14 +130,14 @@ int amp_watch_diff_records(git_repository *repo, git_tree *a, git_tree *b, json_
 
 /*
  * Walks the commits between `from` (NULL: the beginning) and `to`, each
- * against its first parent, and sets in `touched` ({task_id: {record file
- * name: n}}) for each record they add the least n seen: with by_time the
- * committer time (ms) of the commit that added it, else its place in the
- * history (AMP_WATCH_WALK_LAST - k for the k-th newest commit: older is
- * less).  Best effort: a commit that cannot be read adds nothing.  Returns
- * 0, or -1 when the walk cannot start.
+ * against its first parent, and sets in `times` for each record they add
+ * the least n seen: with by_time the committer time (ms) of the commit
+ * that added it, else its place in the history (AMP_WATCH_WALK_LAST - k
+ * for the k-th newest commit: older is less).  Best effort: a commit that
+ * cannot be read adds nothing.  Returns 0, or -1 when the walk cannot
+ * start.
  */
 int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_oid *to,
-			   json_t *touched, int by_time);
+			   amp_record_times *times, int by_time);
 
 #endif

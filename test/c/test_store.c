@@ -85,6 +85,40 @@ cleanup:
 	}
 }
 
+/* amp_record_times: one time per (task, record), the least one kept, past
+ * the table's first growth; keys that concatenate alike stay apart. */
+static void test_record_times(void)
+{
+	amp_record_times *t = amp_record_times_new();
+	char task[32], name[64];
+	int i, all = 1;
+
+	ok(t && amp_record_times_get(t, "T-2026-044", "000001.msg.x.json") == -1,
+	   "record times: an unknown record has none");
+	for (i = 0; t && i < 5000; i++) {
+		snprintf(task, sizeof(task), "T-2026-%03d", i % 700);
+		snprintf(name, sizeof(name), "%06d.msg.m-%d.json", i, i);
+		all &= amp_record_times_put(t, task, name, 1000 + i) == 0;
+	}
+	ok(all, "record times: 5,000 records put");
+	all = 1;
+	for (i = 0; t && i < 5000; i++) {
+		snprintf(task, sizeof(task), "T-2026-%03d", i % 700);
+		snprintf(name, sizeof(name), "%06d.msg.m-%d.json", i, i);
+		all &= amp_record_times_get(t, task, name) == 1000 + i;
+	}
+	ok(all, "record times: each of them read back");
+	amp_record_times_put(t, "T-2026-001", "000001.msg.m-1.json", 7);
+	amp_record_times_put(t, "T-2026-001", "000001.msg.m-1.json", 9);
+	ok(amp_record_times_get(t, "T-2026-001", "000001.msg.m-1.json") == 7,
+	   "record times: the least time is kept");
+	amp_record_times_put(t, "T-1", "a/b", 1);
+	amp_record_times_put(t, "T-1/a", "b", 2);
+	ok(amp_record_times_get(t, "T-1", "a/b") == 1 && amp_record_times_get(t, "T-1/a", "b") == 2,
+	   "record times: (T-1, a/b) and (T-1/a, b) are two records");
+	amp_record_times_free(t);
+}
+
 int main(void)
 {
 	char buf[128], when[AMP_TIME_BUFSZ];
@@ -131,6 +165,7 @@ int main(void)
 	   "role lists match whole words");
 	git_libgit2_init();
 	test_outside_writer();
+	test_record_times();
 	git_libgit2_shutdown();
 
 	return tap_done();
