@@ -339,3 +339,30 @@ JSON
 	amp status $T --json | json_get 'd["escalations"][-1]["description"]' > "$BATS_TEST_TMPDIR/why"
 	assert_file_contains "$BATS_TEST_TMPDIR/why" "only the addressee (executor) may ACK"
 }
+
+@test "schemas that cannot be loaded: the pass fails, says so once, and the next pass checks every record" {
+	local n id before
+	for n in 050 051 052; do
+		id="task_dispatch-T-2026-$n-1772116327000"
+		$PY - "$id" "T-2026-$n" "$BATS_TEST_TMPDIR/p/dispatch.json" <<'PY' | plant "$(next_path "T-2026-$n" "$id")"
+import json, sys
+payload = json.load(open(sys.argv[3]))
+if sys.argv[2].endswith("052"):
+    del payload["acceptance_criteria"]  # not a valid dispatch
+print(json.dumps({"protocol_version": "AMP/1.0", "msg_id": sys.argv[1], "type": "task_dispatch",
+                  "from": "coordinator", "to": "executor", "task_id": sys.argv[2],
+                  "timestamp": "2026-02-26T14:32:07+00:00", "requires_ack": True,
+                  "payload": payload}))
+PY
+	done
+	before=$(commit_count)
+	AMP_SCHEMA_DIR=$BATS_TEST_TMPDIR/none run --separate-stderr amp watch --once --full
+	[ "$status" -eq 4 ]
+	[ "$(grep -c 'schema' <<< "$stderr")" -eq 1 ]
+	[ "$(commit_count)" -eq "$before" ]
+	# without --full: the failed pass kept no state, so this one reads
+	# every record and finds the bad one
+	run -0 amp watch --once
+	assert_output --partial "T-2026-052"
+	[ "$(commit_count)" -gt "$before" ]
+}
