@@ -2644,7 +2644,7 @@ static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
 			continue;
 		if (depth == 3 && !ae && touched->whole) {
 			/* a task directory a has not: every record is new */
-			json_object_set_new(touched->json, name, json_null());
+			json_object_set_new(touched->json, name, json_true());
 			continue;
 		}
 		{

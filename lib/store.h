@@ -279,9 +279,9 @@ int amp_store_diff_tasks(git_repository *repo, git_tree *a, git_tree *b,
 			 json_t *touched, int64_t ms);
 
 /* amp_store_diff_tasks (ms < 0), except that a task directory that a does
- * not have maps to null ("every record is new": read it whole) instead of
- * to a list of all its records: what amp watch needs, whose first pass
- * over an SSOT of 200,000 records listed every one of them. */
+ * not have maps to true ("every record is new") instead of to a list of
+ * all its records: what amp watch needs, whose first pass over an SSOT of
+ * 200,000 records listed every one of them. */
 int amp_store_diff_tasks_whole(git_repository *repo, git_tree *a, git_tree *b,
 			       json_t *touched);
 

@@ -1003,10 +1003,14 @@ static int save_state(struct watch *w)
 	return AMP_OK;
 }
 
-/* 1 when record `name` is new since the last pass; `new_files` NULL (a
- * task read again after it was unreadable) means every record is. */
+/* 1 when record `name` is new since the last pass: listed in `new_files`;
+ * true (a task directory the last pass did not have) means every record
+ * whose name a list could hold, as JSON holds only UTF-8 names; null or
+ * NULL (a task read again after it was unreadable) means every record. */
 static int is_new(const json_t *new_files, const char *name)
 {
+	if (json_is_true(new_files))
+		return amp_utf8_valid(name);
 	return !json_is_object(new_files) || json_object_get(new_files, name);
 }
 
