@@ -210,6 +210,8 @@ int main(void)
 		"{\"s\":\"\\u00e9\\ud83d\\ude00\\n\\\"\\\\\\/\"}", "\"\xc3\xa9\xe2\x82\xac\"",
 		"123456789012345678", "1e-400", "[[[[[[[[[[]]]]]]]]]]", "\"\x7f\"",
 	};
+	/* what a mutation puts in place of one byte */
+	static const char bytes[] = "{}[],:\"\\ 0-.eE\x80\xff";
 	static const char *const left[] = {
 		"", " ", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\":1,\"a\":2}", "\"\\u0000\"",
 		"\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"", "\"\x01\"", "\"\xff\"",
@@ -265,7 +267,7 @@ int main(void)
 			size_t at = next() % b.len;
 			char saved = b.s[at];
 
-			b.s[at] = "{}[],:\"\\ 0-.eE\x80\xff"[next() % 18];
+			b.s[at] = bytes[next() % (sizeof(bytes) - 1)];
 			r = compare(b.s, b.len);
 			cases++;
 			answers += r == 1;
