@@ -197,3 +197,18 @@ PY
 	send_s2 > /dev/null
 	[ ! -e .git/amp/records/T-2026-044.4242.tmp ]
 }
+
+@test "a record whose blob is lost after it was cached is still read from the cache; amp fsck reports the loss" {
+	expected=$(reads)
+	[ -s "$cache" ]
+	loosen_objects
+	blob=$(git rev-parse "refs/amp/messages:tasks/2026/0/$T/000002.ack.$(git ls-tree --name-only "refs/amp/messages:tasks/2026/0/$T" | sed -n '2s/^000002\.ack\.//p')")
+	rm -f ".git/objects/${blob:0:2}/${blob:2}"
+	! git cat-file -e "$blob" 2>/dev/null || false
+	run -0 reads
+	assert_output "$expected"
+	run amp fsck
+	[ "$status" -ne 0 ]
+	assert_output --partial "$T/000002.ack."
+	assert_output --partial "cannot read blob $blob"
+}
