@@ -239,32 +239,51 @@ static json_t *read_number(struct parser *ps)
 
 static json_t *read_value(struct parser *ps, int depth);
 
+/* Past the opening bracket at ps->p: 1 when `close` follows at once (an
+ * empty container, consumed), else 0. */
+static int opens_empty(struct parser *ps, unsigned char close)
+{
+	ps->p++;
+	skip_space(ps);
+	if (ps->p < ps->end && *ps->p == close) {
+		ps->p++;
+		return 1;
+	}
+	return 0;
+}
+
+/* After an item of a container that `close` ends: 1 at its end (consumed),
+ * 0 after a comma (another item follows), -1 for anything else. */
+static int after_item(struct parser *ps, unsigned char close)
+{
+	skip_space(ps);
+	if (ps->p >= ps->end)
+		return -1;
+	if (*ps->p == close) {
+		ps->p++;
+		return 1;
+	}
+	if (*ps->p++ != ',')
+		return -1;
+	skip_space(ps);
+	return 0;
+}
+
 static json_t *read_array(struct parser *ps, int depth)
 {
 	json_t *a = json_array(), *item;
+	int end;
 
-	ps->p++;
-	skip_space(ps);
 	if (!a)
 		return NULL;
-	if (ps->p < ps->end && *ps->p == ']') {
-		ps->p++;
+	if (opens_empty(ps, ']'))
 		return a;
-	}
-	for (;;) {
+	do {
 		if (!(item = read_value(ps, depth + 1)) || json_array_append_new(a, item) < 0)
 			break;
-		skip_space(ps);
-		if (ps->p >= ps->end)
-			break;
-		if (*ps->p == ']') {
-			ps->p++;
+		if ((end = after_item(ps, ']')) == 1)
 			return a;
-		}
-		if (*ps->p++ != ',')
-			break;
-		skip_space(ps);
-	}
+	} while (end == 0);
 	json_decref(a);
 	return NULL;
 }
@@ -275,16 +294,13 @@ static json_t *read_object(struct parser *ps, int depth)
 	const char *key;
 	char *owned = NULL;
 	size_t len, size = 0;
+	int end;
 
-	ps->p++;
-	skip_space(ps);
 	if (!o)
 		return NULL;
-	if (ps->p < ps->end && *ps->p == '}') {
-		ps->p++;
+	if (opens_empty(ps, '}'))
 		return o;
-	}
-	for (;;) {
+	do {
 		if (ps->p >= ps->end || *ps->p != '"' || read_string(ps, &key, &len, &owned) < 0)
 			break;
 		skip_space(ps);
@@ -298,17 +314,9 @@ static json_t *read_object(struct parser *ps, int depth)
 			break;
 		free(owned);
 		owned = NULL;
-		skip_space(ps);
-		if (ps->p >= ps->end)
-			break;
-		if (*ps->p == '}') {
-			ps->p++;
+		if ((end = after_item(ps, '}')) == 1)
 			return o;
-		}
-		if (*ps->p++ != ',')
-			break;
-		skip_space(ps);
-	}
+	} while (end == 0);
 	free(owned);
 	json_decref(o);
 	return NULL;

@@ -47,10 +47,8 @@ struct rslot {
 
 struct amp_reccache {
 	unsigned char *buf;
-	size_t size;
 	struct rslot *slot;
 	size_t nslots; /* a power of two */
-	size_t count;
 };
 
 static uint32_t get32(const unsigned char *p)
@@ -172,14 +170,12 @@ amp_reccache *amp_reccache_load(const char *state_dir, const char *task_id)
 			git_oid_cpy(&s->id, &id);
 			s->off = (uint32_t)off;
 			s->len = len;
-			c->count++;
 		}
 		off += len;
 	}
 	if (off != size - 4)
 		goto invalid;
 	c->buf = buf;
-	c->size = size;
 	return c;
 invalid:
 	free(buf);
@@ -210,29 +206,9 @@ static int get_varint(struct reader *r, size_t *out)
 	return -1;
 }
 
-/* 1 when s[0..len) is UTF-8 as jansson's parser accepts it (shortest
- * forms only, no surrogate, nothing past U+10FFFF) and holds no NUL (amp's
- * parser allows none).  Records are mostly ASCII: those bytes cost one
- * comparison each (jansson's own check, in json_stringn, cost a third of
- * the decoding). */
-static int text_valid(const unsigned char *s, size_t len)
-{
-	const unsigned char *end = s + len;
-	unsigned cp;
-	size_t n;
-
-	while (s < end) {
-		if (*s && *s < 0x80)
-			s++;
-		else if ((n = amp_utf8_seqn((const char *)s, (size_t)(end - s), &cp)))
-			s += n;
-		else
-			return 0;
-	}
-	return 1;
-}
-
-/* The bytes of a string or a key, checked by text_valid. */
+/* The bytes of a string or a key: UTF-8 without a NUL, as amp's parser
+ * reads them (jansson's own check, in json_stringn, cost a third of the
+ * decoding). */
 static const char *get_bytes(struct reader *r, size_t *len)
 {
 	const char *s;
@@ -240,7 +216,7 @@ static const char *get_bytes(struct reader *r, size_t *len)
 	if (get_varint(r, len) < 0 || *len > (size_t)(r->end - r->p))
 		return NULL;
 	s = (const char *)r->p;
-	if (!text_valid(r->p, *len))
+	if (!amp_utf8_validn(s, *len))
 		return NULL;
 	r->p += *len;
 	return s;
@@ -476,7 +452,7 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 }
 
 int amp_reccache_save(const char *state_dir, const char *task_id, const amp_reccache *old,
-		      const git_oid *ids, json_t *const *docs, size_t n)
+		      const git_oid *ids, const amp_entry *entries, size_t n)
 {
 	char path[PATH_MAX], dir[PATH_MAX], tmp[PATH_MAX + 32];
 	struct writer w = { 0 };
@@ -499,7 +475,7 @@ int amp_reccache_save(const char *state_dir, const char *task_id, const amp_recc
 		if (s && s->off)
 			kept[s - old->slot] = 1;
 		put_entry(&w, &ids[i], s && s->off ? old->buf + s->off : NULL,
-			  s && s->off ? s->len : 0, docs[i]);
+			  s && s->off ? s->len : 0, entries[i].doc);
 		count++;
 	}
 	for (i = 0; old && i < old->nslots && extra < n; i++)

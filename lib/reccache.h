@@ -24,6 +24,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "store.h"
+
 /* Shorter tasks parse in about the time the file takes to load. */
 #define AMP_RECCACHE_MIN_RECORDS 64
 /* Records parsed from git before the file is written again. */
@@ -41,15 +43,15 @@ amp_reccache *amp_reccache_load(const char *state_dir, const char *task_id);
 json_t *amp_reccache_get(amp_reccache *c, const git_oid *id);
 
 /*
- * Writes the cache of task_id: record docs[i] under blob ids[i] for i < n
- * (an entry of `old`, may be NULL, is copied as it is), then the entries of
+ * Writes the cache of task_id: record entries[i].doc under blob ids[i] for
+ * i < n (an entry of `old`, may be NULL, is copied as it is), then the entries of
  * `old` that are not among them (records of another version of the task:
  * a fetched ref, a tree read before), up to n of those, so the file stays
  * bounded.  Best effort: 0 when written, -1 when not (without it reads are
  * only slower).
  */
 int amp_reccache_save(const char *state_dir, const char *task_id, const amp_reccache *old,
-		      const git_oid *ids, json_t *const *docs, size_t n);
+		      const git_oid *ids, const amp_entry *entries, size_t n);
 
 void amp_reccache_free(amp_reccache *c);
 

@@ -888,8 +888,7 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 	git_tree *tree = NULL;
 	git_blob *blob = NULL;
 	amp_reccache *cache = NULL;
-	git_oid *cache_ids = NULL;
-	json_t **cache_docs = NULL;
+	git_oid *cache_ids = NULL; /* the blob of each entry, for the cache */
 	size_t i, n, parsed = 0;
 	int rc, status = AMP_OK;
 
@@ -926,9 +925,8 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 	 * skips the rest. */
 	if (!controls_only && !st->docs && n >= AMP_RECCACHE_MIN_RECORDS) {
 		cache = amp_reccache_load(st->state_dir, task_id);
-		/* without them the cache is not written, nothing else */
+		/* without it the cache is not written, nothing else */
 		cache_ids = malloc(n * sizeof(*cache_ids));
-		cache_docs = malloc(n * sizeof(*cache_docs));
 	}
 	/* Tree entries are sorted by name, and names start with the sequence
 	 * number, so this is commit order. */
@@ -988,18 +986,16 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 		st->records_parsed++;
 		parsed++;
 have_doc:
-		if (cache_ids && cache_docs) {
+		if (cache_ids)
 			git_oid_cpy(&cache_ids[log->count], git_tree_entry_id(e));
-			cache_docs[log->count] = rec->doc;
-		}
 		log->count++;
 	}
 	/* Written again once AMP_RECCACHE_SLACK records came from git: a
 	 * read parses at most that many.  Before the set-aside, which moves
-	 * entries (the documents stay the log's). */
-	if (status == AMP_OK && cache_ids && cache_docs &&
-	    parsed >= (cache ? AMP_RECCACHE_SLACK : 1))
-		amp_reccache_save(st->state_dir, task_id, cache, cache_ids, cache_docs, log->count);
+	 * entries away from cache_ids. */
+	if (status == AMP_OK && cache_ids && parsed >= (cache ? AMP_RECCACHE_SLACK : 1))
+		amp_reccache_save(st->state_dir, task_id, cache, cache_ids, log->entries,
+				  log->count);
 	if (status == AMP_OK && set_aside_superseded(log) < 0)
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 	/* After the set-aside, which moves entries: the index is built for
@@ -1009,7 +1005,6 @@ have_doc:
 cleanup:
 	amp_reccache_free(cache);
 	free(cache_ids);
-	free(cache_docs);
 	git_blob_free(blob);
 	git_tree_free(tree);
 	git_tree_entry_free(dir_entry);

@@ -261,6 +261,23 @@ size_t amp_utf8_seq(const char *s, unsigned *cp)
 	return amp_utf8_seqn(s, 4, cp);
 }
 
+int amp_utf8_validn(const char *s, size_t len)
+{
+	const char *end = s + len;
+	unsigned cp;
+	size_t n;
+
+	while (s < end) {
+		if (*s > 0 && (unsigned char)*s < 0x80)
+			s++; /* most of amp's text: one comparison a byte */
+		else if ((n = amp_utf8_seqn(s, (size_t)(end - s), &cp)))
+			s += n;
+		else
+			return 0;
+	}
+	return 1;
+}
+
 int amp_utf8_valid(const char *s)
 {
 	unsigned cp;

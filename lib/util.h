@@ -76,6 +76,8 @@ size_t amp_utf8_seqn(const char *s, size_t avail, unsigned *cp);
 
 /* True when all of s is valid UTF-8. */
 int amp_utf8_valid(const char *s);
+/* True when s[0..len) is valid UTF-8 holding no NUL. */
+int amp_utf8_validn(const char *s, size_t len);
 
 /*
  * s made safe to print on a terminal, for every human-readable output: a
