@@ -61,8 +61,7 @@ PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson zlib)
 JANSSON_LIBS = $(if $(and $(filter archive,$(GIT2_MODE)),$(wildcard $(shell pkg-config --variable=libdir jansson)/libjansson.a)),-l:libjansson.a,$(shell pkg-config --libs jansson))
 PKG_LIBS   = $(GIT2_LIBS) $(JANSSON_LIBS) $(shell pkg-config --libs zlib)
 # lib/tls_ca.c, linked into every program in the build its mode needs.
-TLS_CA      = $(if $(filter archive,$(GIT2_MODE)),$(BUILD)/tls_ca_wrap.o $(foreach f,mbedtls_x509_crt_parse_file git_mbedtls_stream_global_init git_transport_ssh_global_init,-Wl$(comma)--wrap=$(f)),$(BUILD)/tls_ca.o)
-comma := ,
+TLS_CA      = $(if $(filter archive,$(GIT2_MODE)),$(BUILD)/tls_ca_wrap.o,$(BUILD)/tls_ca.o)
 # --as-needed: no shared library loads that the program does not call.
 AMP_LDFLAGS = -Wl,--as-needed
 AMP_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib \
@@ -136,7 +135,7 @@ $(BUILD)/tls_ca.o: lib/tls_ca.c
 
 $(BUILD)/tls_ca_wrap.o: lib/tls_ca.c
 	@mkdir -p $(dir $@)
-	$(CC) -DAMP_TLS_CA_WRAP $(CFLAGS) -c -o $@ $<
+	$(CC) -DAMP_TLS_CA_WRAP $(GIT2_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(LIBAMP): $(LIB_OBJ) $(BUILD)/libgit2.mode $(if $(LIBGIT2_BUILT),$(wildcard $(LIBGIT2_A)))
 	@rm -f $@

@@ -365,6 +365,14 @@ shell_scripts() {
 		# (an ASan build adds its runtime)
 		run sh -c "readelf -d '$AMP_BIN/amp' | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -v '^libasan\|^libubsan\|^libm\.\|^libstdc' | sort | tr '\n' ' '"
 		assert_output "libc.so.6 "
+		# and no part of libgit2's TLS or SSH: neither mbedTLS's TLS and
+		# X.509 code nor libssh2 and OpenSSL are in the binary, and the
+		# two entry points to them are amp's (lib/tls_ca.c)
+		run sh -c "nm '$AMP_BIN/amp' | grep -E ' T (mbedtls_ssl_|mbedtls_x509_|libssh2_|OPENSSL_|git_mbedtls_stream_new$|git_smart_subtransport_ssh$)'"
+		assert_equal "${#lines[@]}" 2
+		run nm "$AMP_TEST_BUILD/tls_ca_wrap.o"
+		assert_line --regexp ' T git_mbedtls_stream_new$'
+		assert_line --regexp ' T git_smart_subtransport_ssh$'
 		;;
 	esac
 }
