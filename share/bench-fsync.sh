@@ -22,13 +22,16 @@ for m in on off; do
 	(cd "$work/$m" && amp init > /dev/null)
 	[ $m = on ] || git -C "$work/$m" config amp.fsync false
 done
-now_ns() { date +%s%N; }
+# stamp VAR: the time in ns into VAR, read by bash itself (a `date` process
+# costs ~1.4 ms, a $(...) subshell ~0.8 ms: both would be timed too).
+stamp() { printf -v "$1" %s000 "${EPOCHREALTIME//[!0-9]/}"; }
+a=0 b=0 # set by stamp
 for ((r = 0; r < rounds; r++)); do
 	for m in on off; do
 		cd "$work/$m"
-		a=$(now_ns)
+		stamp a
 		amp send task_dispatch --task "T-2026-$((1000 + r))" --from coordinator --payload "$work/d.json" > /dev/null
-		b=$(now_ns)
+		stamp b
 		echo $(((b - a) / 1000)) >> "$work/$m.us"
 	done
 done

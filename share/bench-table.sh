@@ -44,7 +44,9 @@ export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@amp.invalid
 read -ra git2_flags <<< "$(pkg-config --cflags --libs libgit2)"
 cc -O2 -o "$work/floor" "$src/share/bench-floor.c" "${git2_flags[@]}"
 
-now_ns() { date +%s%N; }
+# stamp VAR: the time in ns into VAR, read by bash itself (a `date` process
+# costs ~1.4 ms, a $(...) subshell ~0.8 ms: both would be timed too).
+stamp() { printf -v "$1" %s000 "${EPOCHREALTIME//[!0-9]/}"; }
 # median FILE: the median of the numbers in FILE, one a line.
 median() { sort -n "$1" | awk '{ v[NR] = $1 } END { printf "%.2f", NR ? v[int((NR + 1) / 2)] : 0 }'; }
 # us_median FILE: the median of FILE's microsecond figures, in ms.
@@ -58,7 +60,7 @@ timed() {
 	shift
 	: > "$work/t"
 	for ((i = 0; i < n; i++)); do
-		t0=$(now_ns); "$@" > /dev/null; t1=$(now_ns)
+		stamp t0; "$@" > /dev/null; stamp t1
 		echo "$(((t1 - t0) / 1000))" >> "$work/t"
 	done
 	us_median "$work/t"
@@ -99,21 +101,24 @@ PY
 # plumbing REPO: one record written the way a shell script would, safely
 # (update-ref with the old value: a compare-and-swap).
 plumbing() {
-	local i=$((seq_plumb += 1)) blob tree commit old
+	local i=$((seq_plumb += 1)) blob tree commit old name
+	printf -v name T-2029-%06d "$i"
 	echo "{\"n\": $i}" > "$work/rec.json"
 	old=$(git rev-parse refs/amp/plumb)
 	blob=$(git hash-object -w "$work/rec.json")
 	GIT_INDEX_FILE=$work/index git update-index --add --cacheinfo \
-		"100644,$blob,tasks/2029/0/T-2029-$(printf %06d "$i")/000001.msg.p-$i.json"
+		"100644,$blob,tasks/2029/0/$name/000001.msg.p-$i.json"
 	tree=$(GIT_INDEX_FILE=$work/index git write-tree)
 	commit=$(git commit-tree "$tree" -p "$old" -m "plumbing $i")
 	git update-ref refs/amp/plumb "$commit" "$old"
 }
 
+# (task ids by printf -v: a $(...) would time a subshell too)
 seq_send=0
 send_fresh() {
-	amp send task_dispatch --task "$(printf 'T-2030-%06d' $((seq_send += 1)))" \
-		--from coordinator --payload "$work/dispatch.json"
+	local task
+	printf -v task T-2030-%06d $((seq_send += 1))
+	amp send task_dispatch --task "$task" --from coordinator --payload "$work/dispatch.json"
 }
 send_long() { amp send task_dispatch --task T-2026-999999 --from coordinator --payload "$work/dispatch.json"; }
 
@@ -132,38 +137,44 @@ for n in $sizes; do
 	records=$((n * 2))
 	python3 "$src/share/gen-traffic.py" "$records" "$work/lines" "$work/stream" \
 		"$(git rev-parse refs/amp/messages)"
-	t0=$(now_ns); amp import "$work/lines" > /dev/null; t1=$(now_ns)
+	stamp t0; amp import "$work/lines" > /dev/null; stamp t1
 	cell[import,$n]=$(awk -v n="$n" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", n / (ns / 1e9) }')
 	git init -q --bare "$work/fi-$n"
 	# fast-import gets the same commits on the same root
 	git push -q "$work/fi-$n" "$(git rev-list --max-parents=0 refs/amp/messages):refs/amp/messages"
-	t0=$(now_ns); git -C "$work/fi-$n" fast-import --quiet --force < "$work/stream"; t1=$(now_ns)
+	stamp t0; git -C "$work/fi-$n" fast-import --quiet --force < "$work/stream"; stamp t1
 	cell[fastimport,$n]=$(awk -v n="$n" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", n / (ns / 1e9) }')
 	cell[disk_import,$n]=$(awk -v k="$(kib size-pack)" -v n="$n" 'BEGIN { printf "%.2f", k / n }')
 	long_task "$work/long"
 	amp import "$work/long" > /dev/null
 	# what amp's own maintenance leaves after an import (a pack per 5,000
 	# commits, rolled up): the layout every figure below is measured on
-	t0=$(now_ns); amp gc > /dev/null; t1=$(now_ns)
+	stamp t0; amp gc > /dev/null; stamp t1
 	cell[gc_import,$n]=$(((t1 - t0) / 1000000))
 	task=$(git ls-tree -r --name-only refs/amp/messages tasks | sed -n '1s|.*/\(T-[0-9-]*\)/.*|\1|p')
 
 	# sends, fsync off and on alternating, so both see the same machine
-	written0=$(($(kib size-pack) + $(kib size)))
+	written=0
 	: > "$work/off"; : > "$work/on"
 	for ((i = 0; i < rounds; i++)); do
+		# past 20 packs (AMP_AUTOPACK_PACKS), a write starts amp's own
+		# maintenance, which rolls them up in the background: done here
+		# between the timings, so that the sends see the packs amp keeps
+		packs=$(find "$(git rev-parse --git-path objects/pack)" -name '*.pack' | wc -l)
+		[ "$packs" -le 20 ] || amp gc > /dev/null
+		written0=$(($(kib size-pack) + $(kib size)))
 		git config amp.fsync false
-		t0=$(now_ns); send_fresh > /dev/null; t1=$(now_ns); echo "$(((t1 - t0) / 1000))" >> "$work/off"
+		stamp t0; send_fresh > /dev/null; stamp t1; echo "$(((t1 - t0) / 1000))" >> "$work/off"
 		git config amp.fsync true
-		t0=$(now_ns); send_fresh > /dev/null; t1=$(now_ns); echo "$(((t1 - t0) / 1000))" >> "$work/on"
+		stamp t0; send_fresh > /dev/null; stamp t1; echo "$(((t1 - t0) / 1000))" >> "$work/on"
+		written=$((written + $(kib size-pack) + $(kib size) - written0))
 	done
 	git config amp.fsync false
 	cell[send,$n]=$(us_median "$work/off")
 	cell[send_fsync,$n]=$(us_median "$work/on")
-	written=$(($(kib size-pack) + $(kib size) - written0))
 	cell[disk_sent,$n]=$(awk -v k="$written" -v s=$((rounds * 2)) 'BEGIN { printf "%.1f", k / s }')
-	# the packs of those sends rolled up, as the writes would have had it
-	# done past 20 packs (amp.autoPack 0 kept it out of the timings)
+	# the packs of the last sends rolled up too (amp.autoPack 0 kept amp's
+	# own maintenance out of the timings)
 	amp gc > /dev/null
 	git update-ref refs/amp/plumb "$(git rev-parse refs/amp/messages)"
 	rm -f "$work/index"
@@ -191,7 +202,7 @@ for n in $sizes; do
 	amp inbox executor > /dev/null
 	cell[inbox,$n]=$(timed "$rounds" amp inbox executor)
 
-	t0=$(now_ns); amp gc > /dev/null; t1=$(now_ns)
+	stamp t0; amp gc > /dev/null; stamp t1
 	cell[gc_ms,$n]=$(((t1 - t0) / 1000000))
 	total=$(($(kib size-pack) + $(kib size)))
 	cell[disk_gc,$n]=$(awk -v k="$total" -v n="$n" 'BEGIN { printf "%.2f", k / n }')
@@ -205,9 +216,10 @@ done
 # pass amp.autoPack, and the repack it starts would run during the last
 # rounds): msgs/s in all, and none lost
 writer() {
-	local i
+	local i task
 	for ((i = 0; i < writers_each; i++)); do
-		amp send task_dispatch --task "$(printf 'T-2031-%03d%03d' "$1" "$i")" \
+		printf -v task T-2031-%03d%03d "$1" "$i"
+		amp send task_dispatch --task "$task" \
 			--from coordinator --payload "$work/dispatch.json" > /dev/null || echo lost >> "$work/lost"
 	done
 }
@@ -217,10 +229,10 @@ for w in 1 2 4 8; do
 	git config amp.fsync false
 	before=$(git ls-tree -r --name-only refs/amp/messages | grep -c '\.msg\.' || true)
 	: > "$work/lost"
-	t0=$(now_ns)
+	stamp t0
 	for ((k = 0; k < w; k++)); do writer $((w * 10 + k)) & done
 	wait
-	t1=$(now_ns)
+	stamp t1
 	# the repacks the writes started (past 20 packs, detached, counted in
 	# the time above as they ran) end before the next round
 	sleep 0.2
