@@ -13,7 +13,7 @@
 #include "util.h"
 
 static const char usage[] =
-	"usage: amp status [<task_id>] [--json] " AMP_HUMAN_USAGE " [--repo <dir>]\n";
+	"usage: amp status [<task_id> | --all] [--json] " AMP_HUMAN_USAGE " [--repo <dir>]\n";
 
 static amp_human h;
 
@@ -249,6 +249,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "all", no_argument, NULL, 'a' },
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		AMP_HUMAN_OPTIONS,
@@ -264,14 +265,15 @@ int main(int argc, char **argv)
 	json_t *out = NULL, *waits = NULL;
 	char **ids = NULL;
 	git_oid *trees = NULL;
-	size_t nids = 0, i;
+	size_t nids = 0, finished = 0, i;
 	int64_t now;
-	int c, json_out = 0, code = 0, idw = 12;
+	int c, json_out = 0, all = 0, code = 0, idw = 12;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json_out = 1; break;
+		case 'a': all = 1; break;
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
@@ -286,6 +288,8 @@ int main(int argc, char **argv)
 		return code;
 	if (argc - optind > 1)
 		return amp_cli_usage_error("status", usage, "at most one task id");
+	if (all && optind < argc)
+		return amp_cli_usage_error("status", usage, "--all lists every task: not with a task id");
 	if (optind < argc &&
 	    (code = amp_cli_check_id("status", NULL, "<task_id>", argv[optind], "task_id")))
 		goto cleanup;
@@ -321,12 +325,15 @@ int main(int argc, char **argv)
 		}
 		goto cleanup;
 	}
-	if (amp_store_list_task_trees(st, tip, &ids, &trees, &nids, &err) < 0) {
+	/* Like an issue tracker: the tasks not finished, unless --all. */
+	cache = amp_summaries_open(st);
+	if ((all ? amp_store_list_task_trees(st, tip, &ids, &trees, &nids, &err) :
+		   amp_summary_list_open(cache, st, tip, now, &ids, &trees, &nids, &finished,
+					 &err)) < 0) {
 		code = amp_cli_fail("status", &err);
 		goto cleanup;
 	}
 	out = json_array();
-	cache = amp_summaries_open(st);
 	/* One column for the task ids, however long the longest. */
 	for (i = 0; i < nids; i++)
 		if ((int)strlen(amp_term(ids[i])) > idw)
@@ -387,8 +394,13 @@ int main(int argc, char **argv)
 	}
 	if (json_out) {
 		amp_cli_print_json(out, 1);
-	} else if (!nids) {
+	} else if (!nids && !finished) {
 		printf("no tasks yet\n");
+	} else if (!nids) {
+		printf("no open tasks; %zu finished (amp status --all lists them)\n", finished);
+	} else if (finished) {
+		printf("and %zu finished task%s (amp status --all lists them)\n", finished,
+		       finished == 1 ? "" : "s");
 	}
 cleanup:
 	amp_summaries_close(cache);

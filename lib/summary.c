@@ -58,6 +58,27 @@ struct sentry {
 	size_t ndeadlines;
 	char *leases;       /* compact JSON, NULL when none */
 	char *deps;         /* compact JSON, NULL when none */
+	/* Loaded and not read yet: the line's fields after the task, in the
+	 * cache's buffer (only task is set); read at the first lookup
+	 * (parsed()), written back as they are.  Parsing 25,000 lines was
+	 * most of a listing that shows a few open tasks. */
+	const char *raw;
+	size_t rawlen;
+	int borrowed;       /* task points into the cache's buffer */
+};
+
+/* A shard directory (tasks/<year>/<shard>) as the default listing last
+ * saw it: its tree, how many task directories it holds, and those of them
+ * that are not finished (amp_summary_finished), with their trees. */
+struct shard {
+	char *path;        /* "<year>/<shard>" */
+	git_oid tree;
+	size_t ntasks, nopen;
+	struct open_task {
+		char *task;
+		git_oid tree;
+	} *open;
+	int seen;          /* in the listing of this run: written back */
 };
 
 struct amp_summaries {
@@ -69,7 +90,14 @@ struct amp_summaries {
 	git_odb *odb;  /* the store's, opened at the first hit */
 	char policy[128];
 	int dirty;
+	char *buf;     /* the file as loaded: the raw lines point into it */
+	struct shard *shards; /* sorted by path */
+	size_t nshards;
+	int shards_loaded, shards_dirty;
 };
+
+static void save_shards(amp_summaries *c);
+static void shard_free(struct shard *s);
 
 static void cache_path(amp_store *st, char *buf, size_t bufsz)
 {
@@ -87,7 +115,8 @@ static void policy_key(amp_store *st, char *buf, size_t bufsz)
 
 static void sentry_free(struct sentry *e)
 {
-	free(e->task);
+	if (!e->borrowed)
+		free(e->task);
 	free(e->last);
 	free(e->deadlines);
 	free(e->leases);
@@ -166,37 +195,55 @@ static long long number(const char *s, size_t len, long long max)
 	return v <= max ? v : -1;
 }
 
-/* Parses one task line into e; 0, or -1 (e left empty) when it is not one
- * this file writes. */
-static int parse_line(const char *line, size_t len, struct sentry *e)
+static int oid_of_hex(const char *s, size_t len, git_oid *out)
 {
-	const char *f[12];
-	size_t flen[12], k = 0, i, start = 0;
-	long long v;
+	size_t i;
 
-	memset(e, 0, sizeof(*e));
-	/* memchr: a byte at a time, the split was most of loading 25,000
-	 * lines */
+	if (len != GIT_OID_HEXSZ)
+		return -1;
+	for (i = 0; i < GIT_OID_HEXSZ; i += 2) {
+		int hi = hexval(s[i]), lo = hexval(s[i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		out->id[i / 2] = (unsigned char)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+/* Splits [line, line + len) at its tabs into at most max fields; the
+ * count, or 0 when there are more.  (memchr: a byte at a time, the split
+ * was most of loading 25,000 lines.) */
+static size_t split_tabs(const char *line, size_t len, const char **f, size_t *flen, size_t max)
+{
+	size_t k = 0, start = 0;
+
 	for (;;) {
 		const char *tab = memchr(line + start, '\t', len - start);
 
-		if (k == 12)
-			return -1;
+		if (k == max)
+			return 0;
 		f[k] = line + start;
 		flen[k++] = (tab ? (size_t)(tab - line) : len) - start;
 		if (!tab)
-			break;
+			return k;
 		start = (size_t)(tab - line) + 1;
 	}
-	if (k != 12 || flen[1] != GIT_OID_HEXSZ || !flen[2] || flen[2] >= sizeof(e->state))
-		goto bad;
-	for (i = 0; i < GIT_OID_HEXSZ; i += 2) {
-		int hi = hexval(f[1][i]), lo = hexval(f[1][i + 1]);
+}
 
-		if (hi < 0 || lo < 0)
-			goto bad;
-		e->tree.id[i / 2] = (unsigned char)(hi << 4 | lo);
-	}
+/* Parses the fields of a task line after its task (tree to deps) into e,
+ * e->task untouched; 0, or -1 (e's other fields left empty) when they are
+ * not what this file writes. */
+static int parse_rest(const char *rest, size_t len, struct sentry *e)
+{
+	const char *f[12];
+	size_t flen[12], i;
+	long long v;
+
+	/* f[0], the task, is the caller's */
+	if (split_tabs(rest, len, f + 1, flen + 1, 11) != 11 || !flen[2] ||
+	    flen[2] >= sizeof(e->state) || oid_of_hex(f[1], flen[1], &e->tree) < 0)
+		goto bad;
 	for (i = 0; i < flen[2]; i++)
 		if (!((f[2][i] >= 'a' && f[2][i] <= 'z') || f[2][i] == '_'))
 			goto bad;
@@ -235,12 +282,18 @@ static int parse_line(const char *line, size_t len, struct sentry *e)
 		}
 	}
 	if ((flen[10] && !(e->leases = unescaped(f[10], flen[10]))) ||
-	    (flen[11] && !(e->deps = unescaped(f[11], flen[11]))) ||
-	    !(e->task = unescaped(f[0], flen[0])) || !*e->task)
+	    (flen[11] && !(e->deps = unescaped(f[11], flen[11]))))
 		goto bad;
 	return 0;
 bad:
-	sentry_free(e);
+	free(e->last);
+	free(e->deadlines);
+	free(e->leases);
+	free(e->deps);
+	e->last = NULL;
+	e->deadlines = NULL;
+	e->leases = e->deps = NULL;
+	e->ndeadlines = 0;
 	return -1;
 }
 
@@ -296,6 +349,20 @@ static struct sentry *lookup(amp_summaries *c, const char *task)
 		return NULL;
 	slot = task_slot(c, task);
 	return *slot ? &c->v[*slot - 1] : NULL;
+}
+
+/* Room for n entries in c->v and c->slots (empty); -1 when out of memory. */
+static int presize(amp_summaries *c, size_t n)
+{
+	size_t slots = 512;
+
+	while (slots < 2 * n)
+		slots *= 2;
+	if (!(c->v = malloc(n * sizeof(*c->v))) || !(c->slots = calloc(slots, sizeof(*c->slots))))
+		return -1;
+	c->alloc = n;
+	c->nslots = slots;
+	return 0;
 }
 
 /* Room for one more entry in c->v and c->slots; -1 when out of memory. */
@@ -368,18 +435,66 @@ static void load(amp_summaries *c, const char *path)
 	if (len < hlen || memcmp(buf, head, hlen))
 		goto cleanup;
 	end = buf + len;
+	/* Room for the lines at once (a line is 60 bytes or more): growing
+	 * the table rehashed every name. */
+	if (presize(c, len / 60 + 16) < 0)
+		goto cleanup;
 	for (p = buf + hlen; p < end; p = nl + 1) {
-		struct sentry e;
+		struct sentry e = { 0 };
+		char *tab;
 
 		if (!(nl = memchr(p, '\n', (size_t)(end - p))))
 			break; /* a last line cut short: ignored */
-		if (parse_line(p, (size_t)(nl - p), &e) == 0 && !store(c, &e))
+		/* only the task's name now, in place when nothing in it is
+		 * escaped (most names): the rest when it is looked up */
+		if (!(tab = memchr(p, '\t', (size_t)(nl - p))) || tab == p)
+			continue;
+		if (memchr(p, '\\', (size_t)(tab - p))) {
+			if (!(e.task = unescaped(p, (size_t)(tab - p))) || !*e.task) {
+				free(e.task);
+				continue;
+			}
+		} else {
+			*tab = '\0';
+			e.task = (char *)p;
+			e.borrowed = 1;
+		}
+		e.raw = tab + 1;
+		e.rawlen = (size_t)(nl - tab - 1);
+		if (!store(c, &e))
 			break;
 	}
+	c->buf = buf;
+	buf = NULL;
 cleanup:
 	free(buf);
 	if (fd >= 0)
 		close(fd);
+}
+
+/*
+ * e with every field read from its line, at its first lookup; NULL when
+ * the line does not read back (or names another task): the entry is then
+ * emptied (no state: never written back), so that the task is read from
+ * its records and stored again.
+ */
+static struct sentry *parsed(struct sentry *e)
+{
+	struct sentry full = { 0 };
+
+	if (!e || !e->raw)
+		return e;
+	full.task = e->task;
+	full.borrowed = e->borrowed;
+	if (parse_rest(e->raw, e->rawlen, &full) < 0) {
+		e->raw = NULL;
+		e->rawlen = 0;
+		memset(&e->tree, 0, sizeof(e->tree));
+		e->state[0] = '\0';
+		return NULL;
+	}
+	*e = full;
+	return e;
 }
 
 amp_summaries *amp_summaries_open(amp_store *st)
@@ -412,8 +527,16 @@ void amp_summaries_close(amp_summaries *c)
 		if ((mkdir(amp_store_state_dir(c->st), 0777) == 0 || errno == EEXIST) &&
 		    (f = fopen(tmp, "w"))) {
 			fprintf(f, "%s\t%s\n", CACHE_MAGIC, c->policy);
-			for (i = 0; i < c->n; i++)
-				put_line(f, &c->v[i]);
+			for (i = 0; i < c->n; i++) {
+				if (c->v[i].raw) {
+					put_escaped(f, c->v[i].task);
+					putc('\t', f);
+					fwrite(c->v[i].raw, 1, c->v[i].rawlen, f);
+					putc('\n', f);
+				} else if (c->v[i].state[0]) {
+					put_line(f, &c->v[i]);
+				}
+			}
 			if (fclose(f) != 0 || rename(tmp, path) < 0)
 				unlink(tmp);
 		}
@@ -422,6 +545,11 @@ void amp_summaries_close(amp_summaries *c)
 		sentry_free(&c->v[i]);
 	free(c->v);
 	free(c->slots);
+	free(c->buf);
+	save_shards(c);
+	for (i = 0; i < c->nshards; i++)
+		shard_free(&c->shards[i]);
+	free(c->shards);
 	git_odb_free(c->odb);
 	free(c);
 }
@@ -537,7 +665,7 @@ static const struct sentry *entry(amp_summaries *c, amp_store *st, git_tree *roo
 	    git_tree_entry_bypath(&te, root, dir) == 0)
 		tree = git_tree_entry_id(te);
 	if (c && tree) {
-		if ((known = lookup(c, task)) && git_oid_equal(&known->tree, tree))
+		if ((known = parsed(lookup(c, task))) && git_oid_equal(&known->tree, tree))
 			hit = known;
 		/* A tree that is gone from the object database is damage
 		 * the records must show. */
@@ -733,4 +861,379 @@ json_t *amp_summary_get(amp_summaries *c, amp_store *st, git_tree *root, const c
 	}
 	json_object_set_new(out, "waits_for", w);
 	return out;
+}
+
+/* ---- the default listing: tasks not finished ---------------------------------- */
+
+/*
+ * The shards file, <git common dir>/amp/status.shards, beside the cache:
+ *
+ *   amp-status-shards 1 <TAB> <policy>
+ *
+ * then, per shard directory the default listing saw:
+ *
+ *   path  tree  ntasks  [task  tree]...
+ *
+ * path "<year>/<shard>" and the task names escaped as in the cache, tree
+ * ids in hex.  A shard whose tree is the one recorded holds the same task
+ * directories with the same records, hence the same states: its tasks are
+ * not read again.  A line that does not read back is ignored (that shard
+ * is read); a file of another policy or version, whole.
+ */
+#define SHARDS_MAGIC "amp-status-shards 1"
+
+static void shards_path(amp_store *st, char *buf, size_t bufsz)
+{
+	snprintf(buf, bufsz, "%s/status.shards", amp_store_state_dir(st));
+}
+
+static void shard_free(struct shard *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nopen; i++)
+		free(s->open[i].task);
+	free(s->open);
+	free(s->path);
+	memset(s, 0, sizeof(*s));
+}
+
+static int cmp_shard(const void *a, const void *b)
+{
+	return strcmp(((const struct shard *)a)->path, ((const struct shard *)b)->path);
+}
+
+/* One line of the shards file into s; -1 (s empty) when it is not one. */
+static int parse_shard(const char *line, size_t len, struct shard *s)
+{
+	/* Fields for 256 open tasks (a shard of task ids holds at most 100
+	 * tasks); a line with more does not read back: that shard is read. */
+	enum { MAXF = 3 + 2 * 256 };
+	const char *f[MAXF];
+	size_t flen[MAXF], k, i;
+	long long v;
+
+	memset(s, 0, sizeof(*s));
+	k = split_tabs(line, len, f, flen, MAXF);
+	if (k < 3 || (k - 3) % 2 || oid_of_hex(f[1], flen[1], &s->tree) < 0 ||
+	    (v = number(f[2], flen[2], INT_MAX)) < 0 || (size_t)v < (k - 3) / 2 ||
+	    !(s->path = unescaped(f[0], flen[0])) || !*s->path)
+		goto bad;
+	s->ntasks = (size_t)v;
+	if (k > 3 && !(s->open = calloc((k - 3) / 2, sizeof(*s->open))))
+		goto bad;
+	for (i = 3; i < k; i += 2) {
+		struct open_task *t = &s->open[s->nopen];
+
+		if (oid_of_hex(f[i + 1], flen[i + 1], &t->tree) < 0 ||
+		    !(t->task = unescaped(f[i], flen[i])) || !*t->task) {
+			free(t->task);
+			goto bad;
+		}
+		s->nopen++;
+	}
+	return 0;
+bad:
+	shard_free(s);
+	return -1;
+}
+
+/* The shards file into c->shards, sorted by path (once). */
+static void load_shards(amp_summaries *c)
+{
+	char path[PATH_MAX + 32], head[sizeof(SHARDS_MAGIC) + sizeof(c->policy) + 2];
+	char *buf = NULL;
+	const char *p, *end, *nl;
+	struct stat sb;
+	size_t len, got = 0, hlen, alloc = 0;
+	ssize_t r;
+	int fd;
+
+	if (c->shards_loaded)
+		return;
+	c->shards_loaded = 1;
+	shards_path(c->st, path, sizeof(path));
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size <= 0 ||
+	    (size_t)sb.st_size > CACHE_MAX_BYTES || !(buf = malloc((size_t)sb.st_size)))
+		goto cleanup;
+	len = (size_t)sb.st_size;
+	while (got < len && (r = read(fd, buf + got, len - got)) > 0)
+		got += (size_t)r;
+	hlen = (size_t)snprintf(head, sizeof(head), "%s\t%s\n", SHARDS_MAGIC, c->policy);
+	if (got != len || len < hlen || memcmp(buf, head, hlen))
+		goto cleanup;
+	end = buf + len;
+	for (p = buf + hlen; p < end && (nl = memchr(p, '\n', (size_t)(end - p))); p = nl + 1) {
+		struct shard s;
+
+		if (parse_shard(p, (size_t)(nl - p), &s) < 0)
+			continue;
+		if (c->nshards == alloc) {
+			struct shard *grown;
+
+			alloc = alloc ? alloc * 2 : 64;
+			if (!(grown = realloc(c->shards, alloc * sizeof(*grown)))) {
+				shard_free(&s);
+				break;
+			}
+			c->shards = grown;
+		}
+		c->shards[c->nshards++] = s;
+	}
+	qsort(c->shards, c->nshards, sizeof(*c->shards), cmp_shard);
+cleanup:
+	free(buf);
+	close(fd);
+}
+
+static struct shard *find_shard(amp_summaries *c, const char *path)
+{
+	struct shard key = { .path = (char *)path };
+
+	return c->nshards ? bsearch(&key, c->shards, c->nshards, sizeof(*c->shards), cmp_shard) :
+			    NULL;
+}
+
+/* Writes the shards the listing saw, when one changed (best effort, like
+ * the cache). */
+static void save_shards(amp_summaries *c)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 64], hex[GIT_OID_HEXSZ + 1];
+	FILE *f;
+	size_t i, k;
+
+	if (!c->shards_dirty)
+		return;
+	shards_path(c->st, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+	if ((mkdir(amp_store_state_dir(c->st), 0777) < 0 && errno != EEXIST) ||
+	    !(f = fopen(tmp, "w")))
+		return;
+	fprintf(f, "%s\t%s\n", SHARDS_MAGIC, c->policy);
+	for (i = 0; i < c->nshards; i++) {
+		const struct shard *s = &c->shards[i];
+
+		if (!s->seen)
+			continue;
+		put_escaped(f, s->path);
+		fprintf(f, "\t%s\t%zu", git_oid_tostr(hex, sizeof(hex), &s->tree), s->ntasks);
+		for (k = 0; k < s->nopen; k++) {
+			putc('\t', f);
+			put_escaped(f, s->open[k].task);
+			fprintf(f, "\t%s", git_oid_tostr(hex, sizeof(hex), &s->open[k].tree));
+		}
+		putc('\n', f);
+	}
+	if (fclose(f) != 0 || rename(tmp, path) < 0)
+		unlink(tmp);
+}
+
+int amp_summary_finished(const amp_summary_brief *b)
+{
+	return (!strcmp(b->state, "approved") || !strcmp(b->state, "aborted")) &&
+	       !b->acks_pending && !b->acks_overdue && !b->unreadable;
+}
+
+/* The growing list of amp_summary_list_open. */
+struct open_list {
+	struct open_task *v;
+	size_t n, alloc;
+};
+
+static int open_list_add(struct open_list *l, const char *task, const git_oid *tree)
+{
+	if (l->n == l->alloc) {
+		size_t alloc = l->alloc ? l->alloc * 2 : 64;
+		struct open_task *grown = realloc(l->v, alloc * sizeof(*grown));
+
+		if (!grown)
+			return -1;
+		l->v = grown;
+		l->alloc = alloc;
+	}
+	if (!(l->v[l->n].task = strdup(task)))
+		return -1;
+	git_oid_cpy(&l->v[l->n++].tree, tree);
+	return 0;
+}
+
+/*
+ * Reads shard tree `tree` (tasks/<path>) into *out: each task directory's
+ * brief summary decides whether it is open.  *cacheable is cleared when a
+ * task could not be read (it is listed open, and the listing reports it).
+ */
+static int read_shard(amp_summaries *c, amp_store *st, git_tree *root, const char *path,
+		      const git_oid *tree, int64_t now_ms, struct shard *out, int *cacheable)
+{
+	git_tree *sub = NULL;
+	struct open_list l = { 0 };
+	size_t i, n;
+	int status = -1;
+
+	memset(out, 0, sizeof(*out));
+	*cacheable = 1;
+	if (git_tree_lookup(&sub, amp_store_repo(st), tree) < 0 || !(out->path = strdup(path)))
+		goto cleanup;
+	git_oid_cpy(&out->tree, tree);
+	n = git_tree_entrycount(sub);
+	for (i = 0; i < n; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(sub, i);
+		amp_summary_brief b;
+		amp_error err;
+		int bad;
+
+		if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
+			continue;
+		out->ntasks++;
+		bad = amp_summary_brief_get(c, st, root, git_tree_entry_name(e), git_tree_entry_id(e),
+					    now_ms, &b, &err) < 0;
+		if (bad)
+			*cacheable = 0;
+		if ((bad || !amp_summary_finished(&b)) &&
+		    open_list_add(&l, git_tree_entry_name(e), git_tree_entry_id(e)) < 0)
+			goto cleanup;
+	}
+	out->open = l.v;
+	out->nopen = l.n;
+	l.v = NULL;
+	l.n = 0;
+	status = 0;
+cleanup:
+	for (i = 0; i < l.n; i++)
+		free(l.v[i].task);
+	free(l.v);
+	if (status < 0)
+		shard_free(out);
+	git_tree_free(sub);
+	return status;
+}
+
+/* Keeps s (taken over) as the record of its shard, replacing the old one
+ * (at `old`, or NULL); -1 when out of memory (s freed). */
+static int keep_shard(amp_summaries *c, struct shard *old, struct shard *s)
+{
+	struct shard *grown;
+
+	s->seen = 1;
+	c->shards_dirty = 1;
+	if (old) {
+		shard_free(old);
+		*old = *s;
+		return 0;
+	}
+	if (!(grown = realloc(c->shards, (c->nshards + 1) * sizeof(*grown)))) {
+		shard_free(s);
+		return -1;
+	}
+	c->shards = grown;
+	c->shards[c->nshards++] = *s;
+	qsort(c->shards, c->nshards, sizeof(*c->shards), cmp_shard);
+	return 0;
+}
+
+static int cmp_open_task(const void *a, const void *b)
+{
+	return strcmp(((const struct open_task *)a)->task, ((const struct open_task *)b)->task);
+}
+
+int amp_summary_list_open(amp_summaries *c, amp_store *st, git_tree *root, int64_t now_ms,
+			  char ***ids, git_oid **trees, size_t *count, size_t *finished,
+			  amp_error *err)
+{
+	git_tree_entry *tasks = NULL;
+	git_tree *top = NULL, *year = NULL;
+	struct open_list l = { 0 };
+	size_t y, ny, i, k, ns;
+	char path[2 * 256 + 2];
+	int rc, status = AMP_OK;
+
+	*ids = NULL;
+	*trees = NULL;
+	*count = *finished = 0;
+	if (c)
+		load_shards(c);
+	rc = git_tree_entry_bypath(&tasks, root, "tasks");
+	if (rc == GIT_ENOTFOUND) {
+		git_error_clear();
+		return AMP_OK;
+	}
+	if (rc < 0 || git_tree_lookup(&top, amp_store_repo(st), git_tree_entry_id(tasks)) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read tasks/");
+		goto cleanup;
+	}
+	/* tasks/<year>/<shard>/<task_id> */
+	ny = git_tree_entrycount(top);
+	for (y = 0; y < ny; y++) {
+		const git_tree_entry *ye = git_tree_entry_byindex(top, y);
+
+		if (git_tree_entry_type(ye) != GIT_OBJECT_TREE)
+			continue;
+		git_tree_free(year);
+		year = NULL;
+		if (git_tree_lookup(&year, amp_store_repo(st), git_tree_entry_id(ye)) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot list tasks");
+			goto cleanup;
+		}
+		ns = git_tree_entrycount(year);
+		for (i = 0; i < ns; i++) {
+			const git_tree_entry *se = git_tree_entry_byindex(year, i);
+			struct shard *known, fresh, *s;
+			int cacheable;
+
+			if (git_tree_entry_type(se) != GIT_OBJECT_TREE)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", git_tree_entry_name(ye),
+				 git_tree_entry_name(se));
+			known = c ? find_shard(c, path) : NULL;
+			if (known && git_oid_equal(&known->tree, git_tree_entry_id(se))) {
+				s = known;
+				s->seen = 1;
+			} else {
+				if (read_shard(c, st, root, path, git_tree_entry_id(se), now_ms, &fresh,
+					       &cacheable) < 0) {
+					status = amp_error_git(err, AMP_EIO, "cannot list tasks/%s", path);
+					goto cleanup;
+				}
+				/* kept in the cache, or listed from `fresh` and freed */
+				if (c && cacheable && keep_shard(c, known, &fresh) == 0)
+					s = known ? known : find_shard(c, path);
+				else
+					s = &fresh;
+			}
+			for (k = 0; k < s->nopen; k++)
+				if (open_list_add(&l, s->open[k].task, &s->open[k].tree) < 0) {
+					if (s == &fresh)
+						shard_free(&fresh);
+					status = amp_error_set(err, AMP_EIO, "", "out of memory");
+					goto cleanup;
+				}
+			*finished += s->ntasks - s->nopen;
+			if (s == &fresh)
+				shard_free(&fresh);
+		}
+	}
+	qsort(l.v, l.n, sizeof(*l.v), cmp_open_task);
+	if (!(*ids = malloc((l.n ? l.n : 1) * sizeof(**ids))) ||
+	    !(*trees = malloc((l.n ? l.n : 1) * sizeof(**trees)))) {
+		free(*ids);
+		*ids = NULL;
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	for (i = 0; i < l.n; i++) {
+		(*ids)[i] = l.v[i].task;
+		git_oid_cpy(&(*trees)[i], &l.v[i].tree);
+	}
+	*count = l.n;
+	l.n = 0; /* the names are the caller's now */
+cleanup:
+	for (i = 0; i < l.n; i++)
+		free(l.v[i].task);
+	free(l.v);
+	git_tree_free(year);
+	git_tree_free(top);
+	git_tree_entry_free(tasks);
+	return status;
 }

@@ -65,4 +65,26 @@ int amp_summary_brief_get(amp_summaries *c, amp_store *st, git_tree *root, const
 			  const git_oid *tree, int64_t now_ms, amp_summary_brief *out,
 			  amp_error *err);
 
+/* Whether the listing leaves the task out by default: approved or
+ * aborted, with no ACK still awaited and no record unreadable.  None of
+ * that depends on the time, so a shard whose tree did not change holds
+ * the same open tasks. */
+int amp_summary_finished(const amp_summary_brief *b);
+
+/*
+ * The tasks of root that are not finished (amp_summary_finished), sorted
+ * by name as amp_store_list_task_trees sorts them, each with its
+ * directory's tree; *finished counts the task directories left out.  A
+ * task whose directory cannot be read is listed (its brief summary then
+ * fails again, for the listing to report).  A shard directory whose tree
+ * is the one the shards file (<git common dir>/amp/status.shards, written
+ * by amp_summaries_close) holds is not read again: a listing of 25,000
+ * finished tasks reads one tree per shard, not 25,000 summaries.  *ids
+ * (amp_strv_free) and *trees (free) are the caller's.  AMP_EIO with err
+ * filled when the tasks/ trees cannot be read.
+ */
+int amp_summary_list_open(amp_summaries *c, amp_store *st, git_tree *root, int64_t now_ms,
+			  char ***ids, git_oid **trees, size_t *count, size_t *finished,
+			  amp_error *err);
+
 #endif

@@ -10,7 +10,8 @@
 #     and against one libgit2 process writing in a loop (share/bench-floor.c:
 #     the floor);
 #   - amp send into a task of 1,000 records, against the fresh task;
-#   - amp status TASK, status (all) on a warm cache and with none, inbox,
+#   - amp status TASK, amp status (the tasks not finished) and amp status
+#     --all (every task) on warm caches, amp status with none, inbox,
 #     watch --once on an unchanged SSOT, watch --once --full;
 #   - peak RSS of those commands (GNU time %M);
 #   - disk per message: the SSOT as imported, the pack a send writes,
@@ -190,11 +191,14 @@ for n in $sizes; do
 		--payload "$work/dispatch.json")
 
 	cell[status_task,$n]=$(timed "$rounds" amp status "$task")
-	rm -f "$(git rev-parse --git-common-dir)/amp/status.cache"
+	state=$(git rev-parse --git-common-dir)/amp
+	rm -f "$state/status.cache" "$state/status.shards"
 	cell[rss_status_all,$n]=$(rss amp status)
-	rm -f "$(git rev-parse --git-common-dir)/amp/status.cache"
+	rm -f "$state/status.cache" "$state/status.shards"
 	cell[status_all_cold,$n]=$(timed 1 amp status)
-	cell[status_all,$n]=$(timed "$slow" amp status)
+	cell[status_all,$n]=$(timed "$rounds" amp status)
+	cell[status_every,$n]=$(timed "$slow" amp status --all)
+	cell[tasks,$n]="$(amp status --all --json | grep -c '"task_id"') ($(amp status --json | grep -c '"task_id"'))"
 	amp watch --once > /dev/null 2>&1 || true
 	cell[watch_once,$n]=$(timed "$rounds" amp watch --once)
 	cell[rss_watch_full,$n]=$(rss amp watch --once --full)
@@ -261,13 +265,15 @@ done
 	row "libgit2 loop in one process (floor)" floor " ms"
 	row "amp send into a 1,000-record task" send_long " ms"
 	row "amp status TASK" status_task " ms"
-	row "amp status (all), warm cache" status_all " ms"
-	row "amp status (all), no cache" status_all_cold " ms"
+	row "tasks in the SSOT (of them not finished)" tasks ""
+	row "amp status (tasks not finished), warm caches" status_all " ms"
+	row "amp status --all, warm cache" status_every " ms"
+	row "amp status, no cache" status_all_cold " ms"
 	row "amp inbox executor" inbox " ms"
 	row "amp watch --once, unchanged" watch_once " ms"
 	row "amp watch --once --full" watch_full " ms"
 	row "peak RSS: send" rss_send " MB"
-	row "peak RSS: status (all), no cache" rss_status_all " MB"
+	row "peak RSS: status, no cache" rss_status_all " MB"
 	row "peak RSS: watch --once --full" rss_watch_full " MB"
 	row "disk per message, as imported" disk_import " KiB"
 	row "disk per sent message, as written (a pack each)" disk_sent " KiB"
@@ -299,7 +305,7 @@ plot "$data" using 1:2 with linespoints title "send (fresh task)", \
      "$data" using 1:6 with linespoints title "send (1,000-record task)", \
      "$data" using 1:3 with linespoints title "status TASK", \
      "$data" using 1:4 with linespoints title "watch --once (unchanged)", \
-     "$data" using 1:5 with linespoints title "status (all), warm cache"
+     "$data" using 1:5 with linespoints title "status (tasks not finished), warm"
 GP
 	echo "plot: $out/cost.png"
 fi

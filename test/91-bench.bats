@@ -17,7 +17,7 @@ load helpers
 	# 20 figures, each with a number and its unit in both columns
 	for row in "amp send, fresh task, fsync off" "plumbing script, one record" \
 		"libgit2 loop in one process (floor)" "amp send into a 1,000-record task" \
-		"amp status (all), warm cache" "amp watch --once --full" "peak RSS: send" \
+		"amp status (tasks not finished), warm caches" "amp status --all, warm cache" "amp watch --once --full" "peak RSS: send" \
 		"disk per message after amp gc" "amp import" "git fast-import, same records"; do
 		grep -F "| $row | " "$table" | grep -qE '\| [0-9.]+ [a-zA-Z/]+ \| [0-9.]+ [a-zA-Z/]+ \|$' ||
 			{ echo "row missing or not numeric: $row"; cat "$table"; false; }

@@ -159,3 +159,106 @@ for t in json.load(sys.stdin):
 	done
 	assert_output --partial "ACK overdue"
 }
+
+# finish_044: T-2026-044 through review to an approved verdict (sets V,
+# not ACKed yet).
+finish_044() {
+	at 5; amp ack "$D" --from executor > /dev/null
+	at 60; review_round 0
+	at 100
+	V=$(amp verdict "$T" --decision approved --confidence 0.9 --payload "$BATS_TEST_TMPDIR/p/verdict.json")
+}
+
+@test "amp status lists the tasks not finished, --all every task: approved or aborted with no ACK awaited is finished" {
+	finish_044
+	# approved, but the verdict's ACK is still awaited: listed
+	run -0 env NO_COLOR=1 amp status
+	assert_line --regexp '^T-2026-044 +approved .*ACK pending'
+	assert_line --regexp '^T-2026-045 +dispatched'
+	refute_output --partial finished
+	at 110; amp ack "$V" --from coordinator > /dev/null
+	run -0 env NO_COLOR=1 amp status
+	refute_output --partial T-2026-044
+	assert_line --regexp '^T-2026-045 +dispatched'
+	assert_line "and 1 finished task (amp status --all lists them)"
+	[ "${#lines[@]}" = 2 ]
+	run -0 env NO_COLOR=1 amp status --all
+	assert_line --regexp '^T-2026-044 +approved'
+	assert_line --regexp '^T-2026-045 +dispatched'
+	[ "${#lines[@]}" = 2 ]
+	# --json lists the same tasks as the text, with or without --all
+	run -0 amp status --json
+	[ "$(json_get '[t["task_id"] for t in d]' <<< "$output")" = '["T-2026-045"]' ]
+	run -0 amp status --all --json
+	[ "$(json_get '[t["task_id"] for t in d]' <<< "$output")" = '["T-2026-044", "T-2026-045"]' ]
+	# aborted: its dispatch ACKed, nothing awaited
+	amp ack "$(amp status T-2026-045 --json | json_get 'd["messages"][0]["msg_id"]')" --from executor > /dev/null
+	amp abort T-2026-045 --reason "not needed" --from admin > /dev/null
+	run -0 env NO_COLOR=1 amp status
+	assert_output "no open tasks; 2 finished (amp status --all lists them)"
+	run -0 amp status --json
+	assert_output "[]"
+	run -0 env NO_COLOR=1 amp status --all
+	assert_line --regexp '^T-2026-045 +aborted'
+	# a finished task whose tree is lost: the default listing does not
+	# read it, --all reports it
+	tree=$(git rev-parse "refs/amp/messages:tasks/2026/0/T-2026-044")
+	loosen_objects
+	rm ".git/objects/${tree:0:2}/${tree:2}"
+	run -0 env NO_COLOR=1 amp status
+	assert_output "no open tasks; 2 finished (amp status --all lists them)"
+	run -4 env NO_COLOR=1 amp status --all
+	assert_line --regexp '^T-2026-044 +unreadable'
+	# --all is about the listing
+	run -2 amp status T-2026-044 --all
+	assert_output --partial "amp status: error: --all lists every task: not with a task id"
+}
+
+shards=.git/amp/status.shards
+
+@test "the shards file: a shard whose tree did not change is not read again; a new record, damage or another policy is read" {
+	finish_044
+	at 110; amp ack "$V" --from coordinator > /dev/null
+	expected=$(amp status --all --json | json_get '[t["task_id"] for t in d if t["state"] != "approved"]')
+	run -0 amp status
+	shard=$(git rev-parse "refs/amp/messages:tasks/2026/0")
+	tree45=$(git rev-parse "refs/amp/messages:tasks/2026/0/T-2026-045")
+	assert_file_exists "$shards"
+	run -0 tail -n +2 "$shards"
+	assert_output "2026/0"$'\t'"$shard"$'\t'"2"$'\t'"T-2026-045"$'\t'"$tree45"
+	# believed while the shard's tree is the one it names (that is the
+	# contract, as with the cache): a line that keeps the tree and drops
+	# the open task hides it
+	good=$(cat "$shards")
+	printf '%s\n%s\n' "$(head -n 1 <<< "$good")" "2026/0"$'\t'"$shard"$'\t'"2" > "$shards"
+	run -0 amp status
+	assert_output "no open tasks; 2 finished (amp status --all lists them)"
+	# a new record in the shard: its tree changes, it is read again
+	at 120; amp heartbeat T-2026-045 --from executor > /dev/null
+	run -0 amp status --json
+	[ "$(json_get '[t["task_id"] for t in d]' <<< "$output")" = "$expected" ]
+	grep -q $'\tT-2026-045\t' "$shards"
+	# lines that do not read back, a file of another policy or none: read
+	good=$(cat "$shards")
+	line=$(tail -n 1 <<< "$good")
+	for bad in "${line/$'\t'2$'\t'/$'\t'x$'\t'}" "${line%$'\t'*}" "${line:0:20}" \
+		"$line"$'\textra' "${line/T-2026-045/}"; do
+		printf '%s\n%s\n' "$(head -n 1 <<< "$good")" "$bad" > "$shards"
+		run -0 amp status --json
+		[ "$(json_get '[t["task_id"] for t in d]' <<< "$output")" = "$expected" ]
+		[ "$(cat "$shards")" = "$good" ]
+	done
+	sed -i '1s/\t.*/\t9 9 9/' "$shards"
+	run -0 amp status --json
+	[ "$(json_get '[t["task_id"] for t in d]' <<< "$output")" = "$expected" ]
+	head -n 1 "$shards" | grep -q $'\t3 4 300000$'
+	echo garbage > "$shards"
+	run -0 amp status --json
+	[ "$(json_get '[t["task_id"] for t in d]' <<< "$output")" = "$expected" ]
+	[ "$(cat "$shards")" = "$good" ]
+	# another policy (the states depend on it): a file of its own
+	git config amp.lockThreshold 5
+	run -0 amp status --json
+	[ "$(json_get '[t["task_id"] for t in d]' <<< "$output")" = "$expected" ]
+	head -n 1 "$shards" | grep -q $'\t5 4 300000$'
+}
