@@ -1454,7 +1454,8 @@ static void sweep_dir(const char *path, const char *prefix, const char *suffix,
  * libgit2 program's) to objects/tmp_object_git2_XXXXXX, and renames it
  * into place; a writer killed in between (kill -9, power loss) leaves that
  * file behind for good, as a watcher or a reader killed while
- * saving leaves <state dir>/watch.json.<pid>.tmp or inbox.json.<pid>.tmp (a
+ * saving leaves <state dir>/watch.json.<pid>.tmp or inbox.json.<pid>.tmp
+ * (amp status, status.cache.<pid>.tmp or status.shards.<pid>.tmp; a
  * reader, records/<task id>.<pid>.tmp: reccache.h).  A successful write removes the ones
  * older than AMP_TMP_FILE_AGE_SEC: a live writer holds such a file for the
  * milliseconds one object takes, so an hour-old one is nobody's; and were a
@@ -1486,6 +1487,9 @@ static void sweep_tmp_files(amp_store *st)
 	sweep_dir(dir, "tmp_amp_pack_", "", now);
 	sweep_dir(st->state_dir, "watch.json.", ".tmp", now);
 	sweep_dir(st->state_dir, "inbox.json.", ".tmp", now);
+	/* and `amp status` killed while saving its caches (summary.c) */
+	sweep_dir(st->state_dir, "status.cache.", ".tmp", now);
+	sweep_dir(st->state_dir, "status.shards.", ".tmp", now);
 	/* what a reader killed while saving a record cache leaves */
 	snprintf(dir, sizeof(dir), "%s/records", st->state_dir);
 	sweep_dir(dir, "T-", ".tmp", now);

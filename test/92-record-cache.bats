@@ -189,13 +189,22 @@ PY
 	[ -e "$cache" ]
 }
 
-@test "a reader killed while writing the cache leaves a temporary file that a write sweeps after an hour" {
+@test "a reader killed while writing the cache (or amp status its caches) leaves a temporary file that a write sweeps after an hour" {
 	mkdir -p .git/amp/records
 	: > .git/amp/records/T-2026-044.4242.tmp
 	touch -d '2 hours ago' .git/amp/records/T-2026-044.4242.tmp
+	# and amp status killed while saving its caches
+	: > .git/amp/status.cache.4243.tmp
+	: > .git/amp/status.shards.4244.tmp
+	: > .git/amp/status.shards.4245.tmp
+	touch -d '2 hours ago' .git/amp/status.cache.4243.tmp .git/amp/status.shards.4244.tmp
 	rm -f .git/amp/objects-swept
 	send_s2 > /dev/null
 	[ ! -e .git/amp/records/T-2026-044.4242.tmp ]
+	[ ! -e .git/amp/status.cache.4243.tmp ]
+	[ ! -e .git/amp/status.shards.4244.tmp ]
+	# a young one may be a live reader's
+	[ -e .git/amp/status.shards.4245.tmp ]
 }
 
 @test "a record whose blob is lost after it was cached is still read from the cache; amp fsck reports the loss" {
