@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "ere.h"
 #include "refname.h"
 #include "util.h"
 
@@ -44,6 +45,7 @@ struct pattern {
 	int ok, ok_ascii;
 	char *ere;        /* what re compiles, until it is compiled */
 	char *error;
+	amp_ere *nfa;     /* for ASCII strings, when the ERE is plain (ere.h) */
 };
 
 struct amp_schema_set {
@@ -507,6 +509,7 @@ void amp_schema_set_free(amp_schema_set *set)
 			regfree(&set->patterns[i].re_ascii);
 		free(set->patterns[i].ere);
 		free(set->patterns[i].error);
+		amp_ere_free(set->patterns[i].nfa);
 	}
 	free(set->patterns);
 	json_decref(set->docs);
@@ -1239,16 +1242,25 @@ static struct pattern *pattern_get(amp_schema_set *set, const char *source,
 		} else {
 			const char *text = ere.p ? ere.p : "";
 
-			/* An ASCII pattern compiles in the C locale; the UTF-8
-			 * form waits for a string that is not ASCII. */
-			if (c_locale() && is_ascii(text, strlen(text))) {
+			/* A plain ASCII pattern needs no regcomp until a string
+			 * that is not ASCII (or holds a NUL) comes: the UTF-8
+			 * form is compiled then (regex_match). */
+			if (ere.p && is_ascii(text, strlen(text)) && (pat->nfa = amp_ere_compile(text))) {
+				pat->ok = 1;
+				pat->ere = ere.p;
+				ere.p = NULL;
+			/* Another ASCII pattern compiles in the C locale; the
+			 * UTF-8 form waits for a string that is not ASCII. */
+			} else if (c_locale() && is_ascii(text, strlen(text))) {
 				locale_t was = uselocale(c_locale());
 
 				pat->ok_ascii = regcomp(&pat->re_ascii, text,
 							REG_EXTENDED | REG_NOSUB) == 0;
 				uselocale(was);
 			}
-			if (pat->ok_ascii) {
+			if (pat->nfa) {
+				/* compiled above */
+			} else if (pat->ok_ascii) {
 				pat->ok = 1;
 				pat->ere = ere.p;
 				ere.p = NULL;
@@ -1268,6 +1280,7 @@ static struct pattern *pattern_get(amp_schema_set *set, const char *source,
 				regfree(&pat->re_ascii);
 			free(pat->ere);
 			free(pat->error);
+			amp_ere_free(pat->nfa);
 			*why = "out of memory";
 			return NULL;
 		}
@@ -1287,9 +1300,14 @@ static struct pattern *pattern_get(amp_schema_set *set, const char *source,
  * out of memory can do that). */
 static int regex_match(struct pattern *pat, const char *s, size_t len)
 {
-	int ascii = pat->ok_ascii && is_ascii(s, len), rc;
-	regex_t *re = ascii ? &pat->re_ascii : &pat->re;
+	int ascii, rc;
+	regex_t *re;
 	locale_t was;
+
+	if (pat->nfa && (rc = amp_ere_match(pat->nfa, s, len)) >= 0)
+		return rc;
+	ascii = pat->ok_ascii && is_ascii(s, len);
+	re = ascii ? &pat->re_ascii : &pat->re;
 
 	if (!ascii && pat->ere) {
 		if (regcomp(&pat->re, pat->ere, REG_EXTENDED | REG_NOSUB))

@@ -5,6 +5,9 @@
 #define AMP_TEST_TAP_H
 
 #include <stdio.h>
+#include <unistd.h>
+
+#include "util.h"
 
 static int tap_count, tap_failed;
 
@@ -14,6 +17,26 @@ static void ok(int cond, const char *name)
 	if (!cond)
 		tap_failed++;
 	printf("%sok %d - %s\n", cond ? "" : "not ", tap_count, name);
+}
+
+/* The source tree, into buf: beside the build directory (build/test/, or
+ * build/asan/test/ under make asan).  -1 when it is not there. */
+static inline int tap_source_dir(char *buf, size_t bufsz)
+{
+	static const char *const up[] = { "/../..", "/../../.." };
+	char exe[4096], probe[4200];
+	size_t i;
+
+	if (amp_exe_dir(exe, sizeof(exe)) < 0)
+		return -1;
+	for (i = 0; i < sizeof(up) / sizeof(up[0]); i++) {
+		snprintf(probe, sizeof(probe), "%s%s/schemas/message.schema.json", exe, up[i]);
+		if (access(probe, R_OK) == 0) {
+			snprintf(buf, bufsz, "%s%s", exe, up[i]);
+			return 0;
+		}
+	}
+	return -1;
 }
 
 static int tap_done(void)

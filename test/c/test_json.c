@@ -183,26 +183,6 @@ static void check_dir(const char *src, const char *rel, int answer)
 	ok(files > 0, name);
 }
 
-/* The source tree: beside the build directory (build/test/, or
- * build/asan/test/ under make asan). */
-static int source_dir(char *buf, size_t bufsz)
-{
-	static const char *const up[] = { "/../..", "/../../.." };
-	char exe[4096], probe[4200];
-	size_t i;
-
-	if (amp_exe_dir(exe, sizeof(exe)) < 0)
-		return -1;
-	for (i = 0; i < sizeof(up) / sizeof(up[0]); i++) {
-		snprintf(probe, sizeof(probe), "%s%s/schemas/message.schema.json", exe, up[i]);
-		if (access(probe, R_OK) == 0) {
-			snprintf(buf, bufsz, "%s%s", exe, up[i]);
-			return 0;
-		}
-	}
-	return -1;
-}
-
 int main(void)
 {
 	static const char *const answered[] = {
@@ -246,7 +226,7 @@ int main(void)
 		ok(compare(deep + 1, 128) == 1, "answers 64 levels of nesting");
 	}
 	/* the schemas and messages amp reads */
-	if (source_dir(src, sizeof(src)) < 0) {
+	if (tap_source_dir(src, sizeof(src)) < 0) {
 		ok(0, "the source tree is beside the build directory");
 	} else {
 		check_dir(src, "schemas", 1);
