@@ -1689,6 +1689,30 @@ static int write_one(amp_store *st, git_commit *parent, git_tree *base,
 		     const amp_store_write *w, git_oid *out, amp_error *err);
 
 /*
+ * Reads the tip of ref and its tree before the writers' flock is taken:
+ * the first read of the object database lists the pack directory and opens
+ * each pack's index (a directory read and a few calls per pack), and the
+ * commit's time needs the time zone file; done here, that is not done by
+ * a writer the others queue behind (under the flock, the tip is read
+ * again: what a writer before it added is one more pack to open).  Errors
+ * are the build's to report.
+ */
+static void warm_up(amp_store *st, const char *ref)
+{
+	git_oid tip;
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+
+	tzset();
+	if (git_reference_name_to_id(&tip, st->repo, ref) == 0 &&
+	    git_commit_lookup(&commit, st->repo, &tip) == 0)
+		git_commit_tree(&tree, commit);
+	git_tree_free(tree);
+	git_commit_free(commit);
+	git_error_clear();
+}
+
+/*
  * amp's writers take turns: each takes the writers' flock (waited for in
  * flock(), never past the deadline: wait_writer_lock) before reading the
  * tip, and holds it through the build and the ref move, so no amp writer
@@ -1714,6 +1738,7 @@ int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 	memset(&w, 0, sizeof(w));
 	if ((fd = open_writer_lock(st, ref, err)) < 0)
 		return AMP_EIO;
+	warm_up(st, ref);
 	for (attempt = 0;; attempt++) {
 		if ((status = take_writer_lock(st, fd, deadline, ref, attempt, err)) < 0)
 			goto cleanup;
