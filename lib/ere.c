@@ -7,6 +7,7 @@
  * (Thompson; Russ Cox, "Regular Expression Matching Can Be Simple And
  * Fast"): time linear in the string times the states, no backtracking.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +40,8 @@ struct amp_ere {
 	struct state *st;
 	int nst, start;
 	/* the matcher's lists, one slot per state */
-	int *cur, *next, *mark, *stack;
+	int *cur, *next, *stack;
+	unsigned *mark;  /* the generation that last reached each state */
 	unsigned gen;
 };
 
@@ -380,7 +382,7 @@ amp_ere *amp_ere_compile(const char *ere)
 	ps.nodes = NULL;
 	if (!(re->cur = malloc((size_t)re->nst * sizeof(int))) ||
 	    !(re->next = malloc((size_t)re->nst * sizeof(int))) ||
-	    !(re->mark = calloc((size_t)re->nst, sizeof(int))) ||
+	    !(re->mark = calloc((size_t)re->nst, sizeof(*re->mark))) ||
 	    /* a generation pops each state once, and each split pushes two */
 	    !(re->stack = malloc((2 * (size_t)re->nst + 1) * sizeof(int))))
 		goto fail;
@@ -415,9 +417,9 @@ static int follow(amp_ere *re, int s, size_t pos, size_t len, int *list, int *n)
 		const struct state *x;
 
 		s = re->stack[--top];
-		if (re->mark[s] == (int)re->gen)
+		if (re->mark[s] == re->gen)
 			continue;
-		re->mark[s] = (int)re->gen;
+		re->mark[s] = re->gen;
 		x = &re->st[s];
 		switch (x->op) {
 		case S_SET:
@@ -448,12 +450,15 @@ int amp_ere_match(amp_ere *re, const char *s, size_t len)
 	size_t pos;
 	int ncur = 0, nnext, i, *swap;
 
+	if (len > UINT_MAX / 2)
+		return -1;
 	for (pos = 0; pos < len; pos++)
 		if (!s[pos] || (unsigned char)s[pos] >= 0x80)
 			return -1;
-	/* a new generation per position; wrapped, the marks start again */
-	if (re->gen > (unsigned)0x7fffffff - (unsigned)len - 2) {
-		memset(re->mark, 0, (size_t)re->nst * sizeof(int));
+	/* a new generation per position; before they wrap, the marks start
+	 * again */
+	if (re->gen > UINT_MAX - len - 2) {
+		memset(re->mark, 0, (size_t)re->nst * sizeof(*re->mark));
 		re->gen = 0;
 	}
 	re->gen++;

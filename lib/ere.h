@@ -32,7 +32,8 @@ void amp_ere_free(amp_ere *re);
 /*
  * 1 when some part of s[0..len) matches, as regexec() without REG_NOTBOL
  * and REG_NEWLINE would say in the C locale; 0 when none does; -1 when s is
- * not for this matcher (a byte that is NUL or not ASCII: ask regexec).
+ * not for this matcher (a byte that is NUL or not ASCII, or 2 GiB and more:
+ * ask regexec).
  */
 int amp_ere_match(amp_ere *re, const char *s, size_t len);
 
