@@ -152,6 +152,10 @@ static int parse_bracket(struct parser *ps)
 			p = end + 2;
 			continue;
 		}
+		/* '-' is itself only first or last: "[0-9-x]" is an error
+		 * (a range's end starting another) */
+		if (c == '-' && !first && p[1] != ']')
+			return -1;
 		lo = c;
 		p++;
 		if (*p == '-' && p[1] && p[1] != ']') {
