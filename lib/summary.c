@@ -982,7 +982,8 @@ static void load_shards(amp_summaries *c)
 		}
 		c->shards[c->nshards++] = s;
 	}
-	qsort(c->shards, c->nshards, sizeof(*c->shards), cmp_shard);
+	if (c->nshards)
+		qsort(c->shards, c->nshards, sizeof(*c->shards), cmp_shard);
 cleanup:
 	free(buf);
 	close(fd);
@@ -1214,7 +1215,8 @@ int amp_summary_list_open(amp_summaries *c, amp_store *st, git_tree *root, int64
 				shard_free(&fresh);
 		}
 	}
-	qsort(l.v, l.n, sizeof(*l.v), cmp_open_task);
+	if (l.n)
+		qsort(l.v, l.n, sizeof(*l.v), cmp_open_task);
 	if (!(*ids = malloc((l.n ? l.n : 1) * sizeof(**ids))) ||
 	    !(*trees = malloc((l.n ? l.n : 1) * sizeof(**trees)))) {
 		free(*ids);
