@@ -1237,15 +1237,17 @@ static struct pattern *pattern_get(amp_schema_set *set, const char *source,
 		reason[0] = '\0';
 		if (translate_pattern(source, &ere, reason, sizeof(reason)) < 0) {
 			pat->error = strdup(reason);
-		} else if (ere.oom) {
+		} else if (ere.oom || (!ere.p && !(ere.p = strdup("")))) {
 			pat->error = strdup("out of memory");
 		} else {
-			const char *text = ere.p ? ere.p : "";
+			/* never NULL, even for the empty pattern: regex_match
+			 * compiles it when a string past ASCII comes */
+			const char *text = ere.p;
 
 			/* A plain ASCII pattern needs no regcomp until a string
 			 * that is not ASCII (or holds a NUL) comes: the UTF-8
 			 * form is compiled then (regex_match). */
-			if (ere.p && is_ascii(text, strlen(text)) && (pat->nfa = amp_ere_compile(text))) {
+			if (is_ascii(text, strlen(text)) && (pat->nfa = amp_ere_compile(text))) {
 				pat->ok = 1;
 				pat->ere = ere.p;
 				ere.p = NULL;

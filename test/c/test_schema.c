@@ -192,6 +192,11 @@ static void test_patterns(void)
 	   !valid("{\"pattern\": \"^a\\\\.b$\"}", "\"axb\"") &&
 	   valid("{\"pattern\": \"^\\\\/\\\\(x\\\\)$\"}", "\"/(x)\""),
 	   "escaped punctuation is literal");
+	/* an empty pattern translates to nothing: it must still be
+	 * compiled for a string past ASCII (it once ran regexec on an
+	 * uncompiled regex_t: a crash) */
+	ok(valid("{\"pattern\": \"\"}", "\"\\u00e9\"") && valid("{\"pattern\": \"\"}", "\"\""),
+	   "the empty pattern matches every string, ASCII or not");
 	ok(valid("{\"pattern\": \"^(?:ab)+?c$\"}", "\"ababc\"") &&
 	   valid("{\"pattern\": \"^a{2}$\"}", "\"aa\"") &&
 	   valid("{\"pattern\": \"^{x}$\"}", "\"{x}\""),
