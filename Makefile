@@ -61,7 +61,7 @@ PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson zlib)
 JANSSON_LIBS = $(if $(and $(filter archive,$(GIT2_MODE)),$(wildcard $(shell pkg-config --variable=libdir jansson)/libjansson.a)),-l:libjansson.a,$(shell pkg-config --libs jansson))
 PKG_LIBS   = $(GIT2_LIBS) $(JANSSON_LIBS) $(shell pkg-config --libs zlib)
 # lib/tls_ca.c, linked into every program in the build its mode needs.
-TLS_CA      = $(if $(filter archive,$(GIT2_MODE)),$(BUILD)/tls_ca_wrap.o,$(BUILD)/tls_ca.o)
+TLS_CA      = $(if $(filter archive,$(GIT2_MODE)),$(BUILD)/tls_ca_archive.o,$(BUILD)/tls_ca.o)
 # --as-needed: no shared library loads that the program does not call.
 AMP_LDFLAGS = -Wl,--as-needed
 AMP_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib \
@@ -133,9 +133,9 @@ $(BUILD)/tls_ca.o: lib/tls_ca.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/tls_ca_wrap.o: lib/tls_ca.c
+$(BUILD)/tls_ca_archive.o: lib/tls_ca.c
 	@mkdir -p $(dir $@)
-	$(CC) -DAMP_TLS_CA_WRAP $(GIT2_CFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) -DAMP_TLS_CA_ARCHIVE $(GIT2_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(LIBAMP): $(LIB_OBJ) $(BUILD)/libgit2.mode $(if $(LIBGIT2_BUILT),$(wildcard $(LIBGIT2_A)))
 	@rm -f $@
@@ -152,14 +152,14 @@ FORCE:
 libgit2:
 	@LIBGIT2_REVISION=$(LIBGIT2_REVISION) share/build-libgit2.sh $(LIBGIT2_DIR)
 
-$(BIN)/amp: $(BUILD)/cmd/amp.o $(CMD_OBJ) $(LIBAMP) $(BUILD)/tls_ca.o $(BUILD)/tls_ca_wrap.o
+$(BIN)/amp: $(BUILD)/cmd/amp.o $(CMD_OBJ) $(LIBAMP) $(BUILD)/tls_ca.o $(BUILD)/tls_ca_archive.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $(BUILD)/cmd/amp.o $(CMD_OBJ) $(LIBAMP) $(TLS_CA) $(PKG_LIBS)
 
 $(BIN)/amp-%: $(BIN)/amp
 	ln -f $< $@
 
-$(BUILD)/test/%: $(BUILD)/test/c/%.o $(LIBAMP) $(BUILD)/tls_ca.o $(BUILD)/tls_ca_wrap.o
+$(BUILD)/test/%: $(BUILD)/test/c/%.o $(LIBAMP) $(BUILD)/tls_ca.o $(BUILD)/tls_ca_archive.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $< $(LIBAMP) $(TLS_CA) $(PKG_LIBS)
 

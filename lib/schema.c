@@ -1243,26 +1243,20 @@ static struct pattern *pattern_get(amp_schema_set *set, const char *source,
 			/* never NULL, even for the empty pattern: regex_match
 			 * compiles it when a string past ASCII comes */
 			const char *text = ere.p;
+			int ascii = is_ascii(text, strlen(text));
 
-			/* A plain ASCII pattern needs no regcomp until a string
-			 * that is not ASCII (or holds a NUL) comes: the UTF-8
-			 * form is compiled then (regex_match). */
-			if (is_ascii(text, strlen(text)) && (pat->nfa = amp_ere_compile(text))) {
-				pat->ok = 1;
-				pat->ere = ere.p;
-				ere.p = NULL;
-			/* Another ASCII pattern compiles in the C locale; the
-			 * UTF-8 form waits for a string that is not ASCII. */
-			} else if (c_locale() && is_ascii(text, strlen(text))) {
+			/* An ASCII pattern is compiled for ASCII strings only: a
+			 * plain one as an NFA (ere.h), another in the C locale;
+			 * its UTF-8 form waits for a string that is not ASCII
+			 * (regex_match). */
+			if (ascii && !(pat->nfa = amp_ere_compile(text)) && c_locale()) {
 				locale_t was = uselocale(c_locale());
 
 				pat->ok_ascii = regcomp(&pat->re_ascii, text,
 							REG_EXTENDED | REG_NOSUB) == 0;
 				uselocale(was);
 			}
-			if (pat->nfa) {
-				/* compiled above */
-			} else if (pat->ok_ascii) {
+			if (pat->nfa || pat->ok_ascii) {
 				pat->ok = 1;
 				pat->ere = ere.p;
 				ere.p = NULL;

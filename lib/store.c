@@ -1425,12 +1425,25 @@ static void clear_stale_ref_lock(amp_store *st, const char *ref)
 /* Age after which a temporary file is nobody's (see sweep_tmp_files). */
 #define AMP_TMP_FILE_AGE_SEC 3600
 
-/* Removes the regular files of directory `path` named <prefix>...<suffix>
- * and not modified for AMP_TMP_FILE_AGE_SEC. */
-static void sweep_dir(const char *path, const char *prefix, const char *suffix,
+/* Whether `name` reads <one of prefixes (NULL-ended)>...<suffix>. */
+static int tmp_name(const char *name, const char *const *prefixes, const char *suffix)
+{
+	size_t n = strlen(name), ns = strlen(suffix), np;
+
+	for (; *prefixes; prefixes++) {
+		np = strlen(*prefixes);
+		if (n >= np + ns && !strncmp(name, *prefixes, np) && !strcmp(name + n - ns, suffix))
+			return 1;
+	}
+	return 0;
+}
+
+/* Removes the regular files of directory `path` named <prefix>...<suffix>,
+ * for any of prefixes (NULL-ended), and not modified for
+ * AMP_TMP_FILE_AGE_SEC: one read of the directory. */
+static void sweep_dir(const char *path, const char *const *prefixes, const char *suffix,
 		      time_t now)
 {
-	size_t np = strlen(prefix), ns = strlen(suffix), n;
 	struct dirent *d;
 	struct stat sb;
 	DIR *dir;
@@ -1438,9 +1451,7 @@ static void sweep_dir(const char *path, const char *prefix, const char *suffix,
 	if (!(dir = opendir(path)))
 		return;
 	while ((d = readdir(dir))) {
-		n = strlen(d->d_name);
-		if (n >= np + ns && !strncmp(d->d_name, prefix, np) &&
-		    !strcmp(d->d_name + n - ns, suffix) &&
+		if (tmp_name(d->d_name, prefixes, suffix) &&
 		    fstatat(dirfd(dir), d->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    S_ISREG(sb.st_mode) && now - sb.st_mtime >= AMP_TMP_FILE_AGE_SEC)
 			unlinkat(dirfd(dir), d->d_name, 0);
@@ -1467,6 +1478,12 @@ static void sweep_dir(const char *path, const char *prefix, const char *suffix,
  */
 static void sweep_tmp_files(amp_store *st)
 {
+	static const char *const objects[] = { "tmp_object_git2_", NULL };
+	static const char *const packs[] = { "tmp_amp_pack_", NULL };
+	/* amp watch's, amp inbox's and amp status's saved states */
+	static const char *const states[] = { "watch.json.", "inbox.json.", "status.cache.",
+					      "status.shards.", NULL };
+	static const char *const records[] = { "T-", NULL };
 	char stamp[PATH_MAX + 32], dir[PATH_MAX + 32];
 	struct stat sb;
 	time_t now = time(NULL);
@@ -1481,18 +1498,14 @@ static void sweep_tmp_files(amp_store *st)
 		return;
 	futimens(fd, NULL);
 	close(fd);
-	sweep_dir(st->objects_dir, "tmp_object_git2_", "", now);
+	sweep_dir(st->objects_dir, objects, "", now);
 	/* what a write killed while writing its pack leaves */
 	snprintf(dir, sizeof(dir), "%s/pack", st->objects_dir);
-	sweep_dir(dir, "tmp_amp_pack_", "", now);
-	sweep_dir(st->state_dir, "watch.json.", ".tmp", now);
-	sweep_dir(st->state_dir, "inbox.json.", ".tmp", now);
-	/* and `amp status` killed while saving its caches (summary.c) */
-	sweep_dir(st->state_dir, "status.cache.", ".tmp", now);
-	sweep_dir(st->state_dir, "status.shards.", ".tmp", now);
+	sweep_dir(dir, packs, "", now);
+	sweep_dir(st->state_dir, states, ".tmp", now);
 	/* what a reader killed while saving a record cache leaves */
 	snprintf(dir, sizeof(dir), "%s/records", st->state_dir);
-	sweep_dir(dir, "T-", ".tmp", now);
+	sweep_dir(dir, records, ".tmp", now);
 }
 
 /* Opens (creating it) the file whose flock amp's writers of `ref` hold

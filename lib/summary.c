@@ -232,8 +232,8 @@ static size_t split_tabs(const char *line, size_t len, const char **f, size_t *f
 }
 
 /* Parses the fields of a task line after its task (tree to deps) into e,
- * e->task untouched; 0, or -1 (e's other fields left empty) when they are
- * not what this file writes. */
+ * whose task is not set yet; 0, or -1 (e left empty) when they are not
+ * what this file writes. */
 static int parse_rest(const char *rest, size_t len, struct sentry *e)
 {
 	const char *f[12];
@@ -286,14 +286,7 @@ static int parse_rest(const char *rest, size_t len, struct sentry *e)
 		goto bad;
 	return 0;
 bad:
-	free(e->last);
-	free(e->deadlines);
-	free(e->leases);
-	free(e->deps);
-	e->last = NULL;
-	e->deadlines = NULL;
-	e->leases = e->deps = NULL;
-	e->ndeadlines = 0;
+	sentry_free(e);
 	return -1;
 }
 
@@ -413,27 +406,71 @@ static struct sentry *store(amp_summaries *c, struct sentry *e)
 	return &c->v[c->n++];
 }
 
-/* The file's lines into c; nothing when it is not a cache of c's policy. */
-static void load(amp_summaries *c, const char *path)
+/*
+ * The state file `path` (the cache, the shards file) whole, one read, when
+ * its first line is "<magic> TAB <c's policy>": the buffer (free it), its
+ * length in *len and the first line's in *hlen; else NULL (missing, not a
+ * regular file, too big, another file or policy: all read as empty).
+ */
+static char *read_state(amp_summaries *c, const char *path, const char *magic, size_t *len,
+			size_t *hlen)
 {
 	struct stat sb;
-	char *buf = NULL, head[sizeof(CACHE_MAGIC) + sizeof(c->policy) + 2];
-	size_t len, got = 0, hlen;
-	const char *p, *end, *nl;
+	char *buf = NULL, head[64 + sizeof(c->policy)];
+	size_t got = 0;
 	ssize_t r;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size <= 0 ||
 	    (size_t)sb.st_size > CACHE_MAX_BYTES || !(buf = malloc((size_t)sb.st_size)))
-		goto cleanup;
-	len = (size_t)sb.st_size;
-	while (got < len && (r = read(fd, buf + got, len - got)) > 0)
+		goto fail;
+	*len = (size_t)sb.st_size;
+	while (got < *len && (r = read(fd, buf + got, *len - got)) > 0)
 		got += (size_t)r;
-	if (got != len)
-		goto cleanup;
-	hlen = (size_t)snprintf(head, sizeof(head), "%s\t%s\n", CACHE_MAGIC, c->policy);
-	if (len < hlen || memcmp(buf, head, hlen))
-		goto cleanup;
+	*hlen = (size_t)snprintf(head, sizeof(head), "%s\t%s\n", magic, c->policy);
+	if (got != *len || *len < *hlen || memcmp(buf, head, *hlen))
+		goto fail;
+	close(fd);
+	return buf;
+fail:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/* A temporary file beside state file `path`, its first line written, the
+ * name in tmp; NULL when it cannot be made (best effort: without its
+ * caches the listing is slower, not wrong). */
+static FILE *state_tmp(amp_summaries *c, const char *path, const char *magic, char *tmp,
+		       size_t tmpsz)
+{
+	FILE *f;
+
+	snprintf(tmp, tmpsz, "%s.%ld.tmp", path, (long)getpid());
+	if ((mkdir(amp_store_state_dir(c->st), 0777) < 0 && errno != EEXIST) ||
+	    !(f = fopen(tmp, "w")))
+		return NULL;
+	fprintf(f, "%s\t%s\n", magic, c->policy);
+	return f;
+}
+
+/* Puts the temporary file of state_tmp in place of `path`. */
+static void state_commit(FILE *f, const char *tmp, const char *path)
+{
+	if (fclose(f) != 0 || rename(tmp, path) < 0)
+		unlink(tmp);
+}
+
+/* The file's lines into c; nothing when it is not a cache of c's policy. */
+static void load(amp_summaries *c, const char *path)
+{
+	char *buf;
+	size_t len, hlen;
+	const char *p, *end, *nl;
+
+	if (!(buf = read_state(c, path, CACHE_MAGIC, &len, &hlen)))
+		return;
 	end = buf + len;
 	/* Room for the lines at once (a line is 60 bytes or more): growing
 	 * the table rehashed every name. */
@@ -465,11 +502,9 @@ static void load(amp_summaries *c, const char *path)
 			break;
 	}
 	c->buf = buf;
-	buf = NULL;
+	return;
 cleanup:
 	free(buf);
-	if (fd >= 0)
-		close(fd);
 }
 
 /*
@@ -484,8 +519,6 @@ static struct sentry *parsed(struct sentry *e)
 
 	if (!e || !e->raw)
 		return e;
-	full.task = e->task;
-	full.borrowed = e->borrowed;
 	if (parse_rest(e->raw, e->rawlen, &full) < 0) {
 		e->raw = NULL;
 		e->rawlen = 0;
@@ -493,6 +526,8 @@ static struct sentry *parsed(struct sentry *e)
 		e->state[0] = '\0';
 		return NULL;
 	}
+	full.task = e->task;
+	full.borrowed = e->borrowed;
 	*e = full;
 	return e;
 }
@@ -519,27 +554,19 @@ void amp_summaries_close(amp_summaries *c)
 
 	if (!c)
 		return;
-	if (c->dirty) {
-		cache_path(c->st, path, sizeof(path));
-		snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-		/* Best effort: without the cache the listing is slower, not
-		 * wrong. */
-		if ((mkdir(amp_store_state_dir(c->st), 0777) == 0 || errno == EEXIST) &&
-		    (f = fopen(tmp, "w"))) {
-			fprintf(f, "%s\t%s\n", CACHE_MAGIC, c->policy);
-			for (i = 0; i < c->n; i++) {
-				if (c->v[i].raw) {
-					put_escaped(f, c->v[i].task);
-					putc('\t', f);
-					fwrite(c->v[i].raw, 1, c->v[i].rawlen, f);
-					putc('\n', f);
-				} else if (c->v[i].state[0]) {
-					put_line(f, &c->v[i]);
-				}
+	cache_path(c->st, path, sizeof(path));
+	if (c->dirty && (f = state_tmp(c, path, CACHE_MAGIC, tmp, sizeof(tmp)))) {
+		for (i = 0; i < c->n; i++) {
+			if (c->v[i].raw) {
+				put_escaped(f, c->v[i].task);
+				putc('\t', f);
+				fwrite(c->v[i].raw, 1, c->v[i].rawlen, f);
+				putc('\n', f);
+			} else if (c->v[i].state[0]) {
+				put_line(f, &c->v[i]);
 			}
-			if (fclose(f) != 0 || rename(tmp, path) < 0)
-				unlink(tmp);
 		}
+		state_commit(f, tmp, path);
 	}
 	for (i = 0; i < c->n; i++)
 		sentry_free(&c->v[i]);
@@ -941,29 +968,16 @@ bad:
 /* The shards file into c->shards, sorted by path (once). */
 static void load_shards(amp_summaries *c)
 {
-	char path[PATH_MAX + 32], head[sizeof(SHARDS_MAGIC) + sizeof(c->policy) + 2];
-	char *buf = NULL;
+	char path[PATH_MAX + 32], *buf;
 	const char *p, *end, *nl;
-	struct stat sb;
-	size_t len, got = 0, hlen, alloc = 0;
-	ssize_t r;
-	int fd;
+	size_t len, hlen, alloc = 0;
 
 	if (c->shards_loaded)
 		return;
 	c->shards_loaded = 1;
 	shards_path(c->st, path, sizeof(path));
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	if (!(buf = read_state(c, path, SHARDS_MAGIC, &len, &hlen)))
 		return;
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size <= 0 ||
-	    (size_t)sb.st_size > CACHE_MAX_BYTES || !(buf = malloc((size_t)sb.st_size)))
-		goto cleanup;
-	len = (size_t)sb.st_size;
-	while (got < len && (r = read(fd, buf + got, len - got)) > 0)
-		got += (size_t)r;
-	hlen = (size_t)snprintf(head, sizeof(head), "%s\t%s\n", SHARDS_MAGIC, c->policy);
-	if (got != len || len < hlen || memcmp(buf, head, hlen))
-		goto cleanup;
 	end = buf + len;
 	for (p = buf + hlen; p < end && (nl = memchr(p, '\n', (size_t)(end - p))); p = nl + 1) {
 		struct shard s;
@@ -984,9 +998,7 @@ static void load_shards(amp_summaries *c)
 	}
 	if (c->nshards)
 		qsort(c->shards, c->nshards, sizeof(*c->shards), cmp_shard);
-cleanup:
 	free(buf);
-	close(fd);
 }
 
 static struct shard *find_shard(amp_summaries *c, const char *path)
@@ -1005,14 +1017,9 @@ static void save_shards(amp_summaries *c)
 	FILE *f;
 	size_t i, k;
 
-	if (!c->shards_dirty)
-		return;
 	shards_path(c->st, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-	if ((mkdir(amp_store_state_dir(c->st), 0777) < 0 && errno != EEXIST) ||
-	    !(f = fopen(tmp, "w")))
+	if (!c->shards_dirty || !(f = state_tmp(c, path, SHARDS_MAGIC, tmp, sizeof(tmp))))
 		return;
-	fprintf(f, "%s\t%s\n", SHARDS_MAGIC, c->policy);
 	for (i = 0; i < c->nshards; i++) {
 		const struct shard *s = &c->shards[i];
 
@@ -1027,8 +1034,7 @@ static void save_shards(amp_summaries *c)
 		}
 		putc('\n', f);
 	}
-	if (fclose(f) != 0 || rename(tmp, path) < 0)
-		unlink(tmp);
+	state_commit(f, tmp, path);
 }
 
 int amp_summary_finished(const amp_summary_brief *b)

@@ -16,13 +16,13 @@
  *     definition comes first: the CA chain stays empty, and should TLS
  *     through libgit2 ever be attempted, certificate verification fails
  *     (closed, not open);
- *   - archive (Debian's libgit2.a), built with AMP_TLS_CA_WRAP: it defines
+ *   - archive (Debian's libgit2.a), built with AMP_TLS_CA_ARCHIVE: it defines
  *     the functions by which libgit2 reaches its TLS stream, its SSH
  *     transport and GSSAPI, so that the link never takes those parts of
  *     the archive, nor the libraries only they need (see below);
  *   - lean (built without a network stack): nothing refers to it.
  */
-#ifndef AMP_TLS_CA_WRAP
+#ifndef AMP_TLS_CA_ARCHIVE
 int mbedtls_x509_crt_parse_file(void *chain, const char *path);
 int mbedtls_x509_crt_parse_file(void *chain, const char *path)
 {
@@ -30,9 +30,7 @@ int mbedtls_x509_crt_parse_file(void *chain, const char *path)
 	(void)path;
 	return 0;
 }
-#endif
-
-#ifdef AMP_TLS_CA_WRAP
+#else
 #include <git2/errors.h>
 #include <git2/sys/stream.h>
 #include <git2/sys/transport.h>
@@ -47,7 +45,7 @@ int mbedtls_x509_crt_parse_file(void *chain, const char *path)
  * OpenSSL's libcrypto and libssl, whose 340 KB of pointer tables the
  * loader relocated, page by page, at every start of every amp process.
  * Defined here, neither part is linked: the binary went from 6.4 MB of
- * code and 18,781 relocations to 2.8 MB and 1,918, and an `amp send` from
+ * code and 18,781 relocations to 2.2 MB and 1,166, and an `amp send` from
  * ~400 page faults to ~300 (about a millisecond).  An https:// or ssh://
  * remote opened through libgit2 in amp's process fails with the message
  * below, as with the lean build; amp's own transport is git.

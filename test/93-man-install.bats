@@ -370,7 +370,7 @@ shell_scripts() {
 		# two entry points to them are amp's (lib/tls_ca.c)
 		run sh -c "nm '$AMP_BIN/amp' | grep -E ' T (mbedtls_ssl_|mbedtls_x509_|libssh2_|OPENSSL_|git_mbedtls_stream_new$|git_smart_subtransport_ssh$)'"
 		assert_equal "${#lines[@]}" 2
-		run nm "$AMP_TEST_BUILD/tls_ca_wrap.o"
+		run nm "$AMP_TEST_BUILD/tls_ca_archive.o"
 		assert_line --regexp ' T git_mbedtls_stream_new$'
 		assert_line --regexp ' T git_smart_subtransport_ssh$'
 		;;

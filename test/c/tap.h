@@ -19,6 +19,12 @@ static void ok(int cond, const char *name)
 	printf("%sok %d - %s\n", cond ? "" : "not ", tap_count, name);
 }
 
+/* A check that does not apply to this build. */
+static inline void tap_skip(const char *name, const char *why)
+{
+	printf("ok %d - %s # skip %s\n", ++tap_count, name, why);
+}
+
 /* The source tree, into buf: beside the build directory (build/test/, or
  * build/asan/test/ under make asan).  -1 when it is not there. */
 static inline int tap_source_dir(char *buf, size_t bufsz)

@@ -119,6 +119,67 @@ static void test_record_times(void)
 	amp_record_times_free(t);
 }
 
+/*
+ * README "A lean binary": linked with Debian's libgit2.a (build/libgit2/link
+ * says "archive"), an https:// or ssh:// remote opened through libgit2 in
+ * amp's process fails, saying that amp is built without that transport
+ * (lib/tls_ca.c).
+ */
+static void test_no_network(void)
+{
+	static const struct { const char *scheme, *url, *says; } remotes[] = {
+		{ "https", "https://127.0.0.1:9/ssot.git", "without libgit2's TLS" },
+		{ "ssh", "ssh://127.0.0.1:9/ssot.git", "without libgit2's SSH" },
+	};
+	char src[8192], link[8300], mode[16] = "", dir[] = "/tmp/amp-test-net-XXXXXX", name[128];
+	git_repository *repo = NULL;
+	int made = 0;
+	FILE *f;
+	size_t i;
+
+	if (tap_source_dir(src, sizeof(src)) == 0) {
+		snprintf(link, sizeof(link), "%s/build/libgit2/link", src);
+		/* the second line's first word */
+		if ((f = fopen(link, "r"))) {
+			if (!fgets(link, sizeof(link), f) || fscanf(f, "%15s", mode) != 1)
+				mode[0] = '\0';
+			fclose(f);
+		}
+	}
+	for (i = 0; i < sizeof(remotes) / sizeof(remotes[0]); i++) {
+		git_remote *remote = NULL;
+		const git_error *e;
+		int rc;
+
+		snprintf(name, sizeof(name), "an %s:// remote through libgit2 fails: amp is built without it",
+			 remotes[i].scheme);
+		if (strcmp(mode, "archive")) {
+			tap_skip(name, "libgit2 is not linked from Debian's archive here");
+			continue;
+		}
+		if (!made && (made = mkdtemp(dir) != NULL) && git_repository_init(&repo, dir, 1) < 0)
+			repo = NULL;
+		if (!repo) {
+			ok(0, name);
+			continue;
+		}
+		rc = git_remote_create_anonymous(&remote, repo, remotes[i].url);
+		if (rc == 0)
+			rc = git_remote_connect(remote, GIT_DIRECTION_FETCH, NULL, NULL, NULL);
+		e = git_error_last();
+		ok(rc < 0 && e && e->message && strstr(e->message, remotes[i].says), name);
+		git_remote_free(remote);
+	}
+	git_repository_free(repo);
+	if (made) {
+		char cmd[64];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "# could not remove %s\n", dir);
+	}
+}
+
 int main(void)
 {
 	char buf[128], when[AMP_TIME_BUFSZ];
@@ -166,6 +227,7 @@ int main(void)
 	git_libgit2_init();
 	test_outside_writer();
 	test_record_times();
+	test_no_network();
 	git_libgit2_shutdown();
 
 	return tap_done();
