@@ -1,6 +1,7 @@
 /* Unit tests for the pure parts of the store, clock and message modules,
  * and for the store's compare-and-swap against a writer outside amp. */
 #include <git2.h>
+#include <git2/sys/transport.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,21 +122,21 @@ static void test_record_times(void)
 
 /*
  * README "A lean binary": linked with Debian's libgit2.a (build/libgit2/link
- * says "archive"), an https:// or ssh:// remote opened through libgit2 in
- * amp's process fails, saying that amp is built without that transport
- * (lib/tls_ca.c).
+ * says "archive"), libgit2's ways to TLS and SSH are amp's (lib/tls_ca.c)
+ * and fail, saying that amp is built without them: an https:// or ssh://
+ * remote opened through libgit2 in amp's process fails.  (Not through
+ * git_remote_connect: libgit2 1.5 leaks on that failure, which make asan
+ * would report.)
  */
 static void test_no_network(void)
 {
-	static const struct { const char *scheme, *url, *says; } remotes[] = {
-		{ "https", "https://127.0.0.1:9/ssot.git", "without libgit2's TLS" },
-		{ "ssh", "ssh://127.0.0.1:9/ssot.git", "without libgit2's SSH" },
-	};
-	char src[8192], link[8300], mode[16] = "", dir[] = "/tmp/amp-test-net-XXXXXX", name[128];
-	git_repository *repo = NULL;
-	int made = 0;
+	char src[8192], link[8300], mode[16] = "";
+	git_smart_subtransport *sub = NULL;
+	const char *tls = "TLS through libgit2 fails: amp is built without it",
+		   *ssh = "SSH through libgit2 fails: amp is built without it";
+	const git_error *e;
 	FILE *f;
-	size_t i;
+	int rc;
 
 	if (tap_source_dir(src, sizeof(src)) == 0) {
 		snprintf(link, sizeof(link), "%s/build/libgit2/link", src);
@@ -146,38 +147,20 @@ static void test_no_network(void)
 			fclose(f);
 		}
 	}
-	for (i = 0; i < sizeof(remotes) / sizeof(remotes[0]); i++) {
-		git_remote *remote = NULL;
-		const git_error *e;
-		int rc;
-
-		snprintf(name, sizeof(name), "an %s:// remote through libgit2 fails: amp is built without it",
-			 remotes[i].scheme);
-		if (strcmp(mode, "archive")) {
-			tap_skip(name, "libgit2 is not linked from Debian's archive here");
-			continue;
-		}
-		if (!made && (made = mkdtemp(dir) != NULL) && git_repository_init(&repo, dir, 1) < 0)
-			repo = NULL;
-		if (!repo) {
-			ok(0, name);
-			continue;
-		}
-		rc = git_remote_create_anonymous(&remote, repo, remotes[i].url);
-		if (rc == 0)
-			rc = git_remote_connect(remote, GIT_DIRECTION_FETCH, NULL, NULL, NULL);
-		e = git_error_last();
-		ok(rc < 0 && e && e->message && strstr(e->message, remotes[i].says), name);
-		git_remote_free(remote);
+	if (strcmp(mode, "archive")) {
+		tap_skip(tls, "libgit2 is not linked from Debian's archive here");
+		tap_skip(ssh, "libgit2 is not linked from Debian's archive here");
+		return;
 	}
-	git_repository_free(repo);
-	if (made) {
-		char cmd[64];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "# could not remove %s\n", dir);
-	}
+	/* what libgit2 does first for an https:// remote's certificates */
+	rc = git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, "/etc/ssl/certs/ca-certificates.crt",
+			      NULL);
+	e = git_error_last();
+	ok(rc < 0 && e && e->message && strstr(e->message, "without libgit2's TLS"), tls);
+	/* the subtransport libgit2's table names for ssh:// */
+	rc = git_smart_subtransport_ssh(&sub, NULL, NULL);
+	e = git_error_last();
+	ok(rc < 0 && !sub && e && e->message && strstr(e->message, "without libgit2's SSH"), ssh);
 }
 
 int main(void)
