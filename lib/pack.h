@@ -5,7 +5,7 @@
  * git itself loose objects; all of them are rolled into bigger packs, so
  * that the pack count and the disk per message stay bounded whatever the
  * history's length (a write's pack holds each object whole; the repack
- * stores the trees as deltas).
+ * stores the trees as deltas, never the records: pack.c attributes).
  *
  * The work is git's: `git repack -d --geometric=2` packs every loose
  * object (reachable or not: nothing is ever pruned) into a new pack, rolls

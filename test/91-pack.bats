@@ -69,6 +69,32 @@ send_n() {
 	[ "$(deltas)" -gt 0 ]
 }
 
+@test "amp gc never stores a record as a delta (reading one applies no delta chain); other blobs still are" {
+	git config amp.autoPack 0
+	send_n 12
+	# a user's files of the same shape, outside tasks/: git's choice
+	one=$(git ls-tree -r --name-only refs/amp/messages | grep -m1 '\.msg\.')
+	mkdir -p "$BATS_TEST_TMPDIR/w/notes"
+	for ((i = 0; i < 12; i++)); do
+		git show "refs/amp/messages:$one" | sed "s/T-2026-/N-$i-/g" > "$BATS_TEST_TMPDIR/w/notes/n$i.json"
+	done
+	GIT_INDEX_FILE=$BATS_TEST_TMPDIR/index git --work-tree="$BATS_TEST_TMPDIR/w" add notes
+	tree=$(GIT_INDEX_FILE=$BATS_TEST_TMPDIR/index git write-tree)
+	git update-ref refs/heads/notes "$(git commit-tree -m notes "$tree")"
+	for round in 1 2; do
+		run -0 amp gc
+		# objects in two packs the second time: the geometric roll-up too
+		[ "$round" = 2 ] || send_n 12
+	done
+	records=$(git ls-tree -r refs/amp/messages | awk '$4 ~ /^tasks\// { print $3 }')
+	[ "$(echo "$records" | wc -l)" -ge 24 ]
+	run -0 git cat-file --batch-check='%(deltabase)' <<< "$records"
+	refute_output --regexp '[1-9a-f]'
+	run -0 git cat-file --batch-check='%(deltabase)' < <(git ls-tree -r refs/heads/notes | awk '{ print $3 }')
+	assert_output --regexp '[1-9a-f]'
+	run -0 amp fsck
+}
+
 @test "writes alone keep the pack count bounded: past 20 packs a write rolls them up" {
 	git config amp.autoPackDetach false
 	send_n 30
