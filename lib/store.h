@@ -290,8 +290,9 @@ int amp_store_diff_tasks_whole(git_repository *repo, git_tree *a, git_tree *b,
  * kept: when each record first reached the SSOT, or the place in history
  * of the commit that brought it (amp_watch_walk_records).  A walk of the
  * whole history (amp watch --full) maps every record of the SSOT, so this
- * is one key string and one 24-byte slot per record, where a JSON object
- * took some 300 bytes (200,000 records: 19 MB instead of 60 MB).
+ * is one 24-byte slot per record, keyed by a hash of the names (store.c
+ * times_key), where a JSON object took some 300 bytes (200,000 records:
+ * 6.3 MB instead of 60 MB).
  */
 typedef struct amp_record_times amp_record_times;
 

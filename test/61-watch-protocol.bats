@@ -140,6 +140,28 @@ high_risk() {
 	assert_equal "$(escalation_count ack_timeout)" 1
 }
 
+@test "a late ACK brought in by a hand-made merge counts from its own commit's time, also in a first full pass" {
+	send_dispatch
+	base=$(git rev-parse refs/amp/messages)
+	# the ACK committed at 400 s on a side line, merged into the SSOT at 450 s
+	at 400
+	ack_file "$D" executor coordinator "$(iso 290)" | plant "$(next_path $T "$D" ack)"
+	side=$(git rev-parse refs/amp/messages)
+	merge=$(GIT_COMMITTER_DATE="@$((1772116327 + 450))" git commit-tree "$(git rev-parse "$side^{tree}")" \
+		-p "$base" -p "$side" -m "merge by hand")
+	git update-ref refs/amp/messages "$merge"
+	# and a commit after the merge, so that the walk meets it on the way down
+	at 460
+	amp send task_dispatch --task T-2026-045 --from coordinator --to executor \
+		--payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	rm -f .git/amp/watch.json
+	run amp watch --once --full
+	assert_success
+	assert_output --regexp "^escalated ack_timeout $T $D \(escalation-$T-[0-9]+\)$"
+	run escalation_file "$(the_escalation ack_timeout)"
+	assert_output --partial "the ACK came 100 s late, at $(iso 400)"
+}
+
 @test "an ACK by hand-made commit after watch reported the timeout adds nothing" {
 	send_dispatch
 	at 301
