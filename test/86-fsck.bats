@@ -224,3 +224,28 @@ open(sys.argv[2], "wb").write(zlib.compress(b"blob %d\0" % len(d) + d))' "$BATS_
 	cp "$BATS_TEST_TMPDIR/good" "$obj"
 	run -0 amp fsck
 }
+
+@test "a merge made by hand: amp fsck walks the first parents from the root and names the merge; amp log lists what it brought, as the merge's" {
+	locked_then_watched
+	C=$(tamper_commit)
+	tip=$(git rev-parse refs/amp/messages)
+	# a side line adding an ACK of the dispatch, merged into the SSOT
+	path=$(next_path $T "$D" ack)
+	blob=$(printf '{"protocol_version": "AMP/1.0", "type": "ack", "ack_for": "%s", "task_id": "%s", "from": "reviewer", "to": "coordinator", "timestamp": "%s"}\n' \
+		"$D" $T "$AMP_NOW" | git hash-object -w --stdin)
+	GIT_INDEX_FILE=$BATS_TEST_TMPDIR/m.idx git read-tree refs/amp/messages
+	GIT_INDEX_FILE=$BATS_TEST_TMPDIR/m.idx git update-index --add --cacheinfo "100644,$blob,$path"
+	tree=$(GIT_INDEX_FILE=$BATS_TEST_TMPDIR/m.idx git write-tree)
+	side=$(git commit-tree "$tree" -p "$tip" -m "side")
+	M=$(git commit-tree "$tree" -p "$tip" -p "$side" -m "merge by hand")
+	git update-ref refs/amp/messages "$M"
+	run -3 amp fsck --json
+	# root first: the tampering commit's findings before the merge's; the
+	# side commit is not on the main line
+	run -0 json_get '[(f["commit"][:7], f["reason"].split(":")[0]) for f in d if f["commit"] in ("'"$C"'", "'"$M"'")]' <<< "$output"
+	assert_output "[[\"${C:0:7}\", \"modifies a file\"], [\"${C:0:7}\", \"deletes a file\"], [\"${M:0:7}\", \"a merge commit\"]]"
+	run -0 amp log --json
+	run -0 $PY -c 'import json, sys
+print(json.dumps([[r["commit"], r["kind"]] for r in map(json.loads, sys.stdin) if r["path"] == sys.argv[1]]))' "$path" <<< "$output"
+	assert_output "[[\"$M\", \"ack\"]]"
+}
