@@ -157,7 +157,8 @@ static int take_gc_lock(amp_store *st, int wait, int *busy, amp_error *err)
  * git's pack-objects chains similar small blobs up to 50 deltas deep, so
  * reading a record meant applying up to 50 deltas and kept libgit2's delta
  * base cache (16 MiB, a constant of the library) full: amp status's first
- * listing at 100k messages peaked at 75 MB instead of 55 MB, for 0.3 KB
+ * listing at 100k messages held 36 MB of heap instead of 19 MB, and the
+ * repack after an import of them took 30 s instead of 17 s, for 0.3 KB
  * more disk per message.  Writes <state dir>/pack-attributes when it is
  * not already what it should be (under the gc lock) and puts
  * "core.attributesFile=<that path>" into opt; -1 when it cannot (the

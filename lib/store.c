@@ -2492,7 +2492,6 @@ cleanup:
 
 /* ---- record times (store.h) ---------------------------------------------- */
 
-/* Keys live in chunks of at least this many bytes, freed together. */
 struct amp_record_times {
 	struct times_slot {
 		uint64_t key[2]; /* 0, 0: an empty slot */
