@@ -1474,14 +1474,16 @@ static void sweep_dir(const char *path, const char *const *prefixes, const char 
  * file behind for good, as a watcher or a reader killed while
  * saving leaves <state dir>/watch.json.<pid>.tmp or inbox.json.<pid>.tmp
  * (amp status, status.cache.<pid>.tmp or status.shards.<pid>.tmp; a
- * reader, records/<task id>.<pid>.tmp: reccache.h).  A successful write removes the ones
- * older than AMP_TMP_FILE_AGE_SEC: a live writer holds such a file for the
+ * reader, records/<task id>.<pid>.tmp: reccache.h).  A successful write
+ * removes the ones older than AMP_TMP_FILE_AGE_SEC: a live writer holds such a file for the
  * milliseconds one object takes, so an hour-old one is nobody's; and were a
  * writer stopped for longer than that, its rename would fail and its write
  * with it, so nothing is lost.  libgit2 makes these files in objects/ itself,
- * never in the fan-out directories, so a sweep reads two directories; it
+ * never in the fan-out directories, so a sweep reads four directories; it
  * runs at most once an hour, remembered by the mtime of
- * <state dir>/objects-swept, so a write pays one stat() for it.
+ * <state dir>/objects-swept, so a write pays one stat() for it, after it
+ * released the writers' lock (the writers queued behind it never wait for
+ * a sweep).
  */
 static void sweep_tmp_files(amp_store *st)
 {
@@ -1799,7 +1801,6 @@ int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 		if (rc == 0) {
 			if (out)
 				git_oid_cpy(out, &next);
-			sweep_tmp_files(st);
 			status = AMP_OK;
 			goto cleanup;
 		}
@@ -1828,8 +1829,10 @@ cleanup:
 	write_reset(&w);
 	git_tree_free(tree);
 	git_commit_free(parent);
-	/* After the flock is released: the repack must not hold up the
-	 * writers queued behind this one. */
+	/* After the flock is released: the hourly sweep and the repack must
+	 * not hold up the writers queued behind this one. */
+	if (status == AMP_OK)
+		sweep_tmp_files(st);
 	if (status == AMP_OK && build != build_init)
 		amp_pack_maybe(st);
 	return status;
@@ -2304,7 +2307,6 @@ int amp_store_update_batch(amp_store *st, const char *ref, amp_store_step_fn ste
 		if (rc == 0) {
 			if (out)
 				git_oid_cpy(out, git_commit_id(head));
-			sweep_tmp_files(st);
 			goto cleanup;
 		}
 		st->retries++;
@@ -2330,7 +2332,10 @@ cleanup:
 	close(fd);
 	git_commit_free(head);
 	git_commit_free(parent);
-	/* A batch leaves a pack per AMP_STORE_BATCH_PACK commits. */
+	/* After the flock, as amp_store_update's.  A batch leaves a pack per
+	 * AMP_STORE_BATCH_PACK commits. */
+	if (status == AMP_OK && n)
+		sweep_tmp_files(st);
 	if (status == AMP_OK && n)
 		amp_pack_maybe(st);
 	return status;
