@@ -95,6 +95,17 @@ send_n() {
 	run -0 amp fsck
 }
 
+@test "amp gc never writes through a link planted where its attributes file goes" {
+	send_n 2
+	echo keep > "$BATS_TEST_TMPDIR/target"
+	mkdir -p .git/amp
+	ln -s "$BATS_TEST_TMPDIR/target" .git/amp/pack-attributes
+	run -0 amp gc
+	[ "$(cat "$BATS_TEST_TMPDIR/target")" = keep ]
+	[ -L .git/amp/pack-attributes ]
+	run -0 amp fsck
+}
+
 @test "writes alone keep the pack count bounded: past 20 packs a write rolls them up" {
 	git config amp.autoPackDetach false
 	send_n 30
