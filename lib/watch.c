@@ -1562,8 +1562,13 @@ int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_
 	if (!from) {
 		git_oid_cpy(&id, to);
 		for (;;) {
+			/* `to` unreadable: the walk cannot start, as the revwalk's
+			 * push fails; an older commit ends it, as it ends the
+			 * revwalk. */
 			if ((merge = walk_one(repo, &id, times, AMP_WATCH_WALK_LAST - index, by_time,
-					      &parent)) < 0 || git_oid_is_zero(&parent))
+					      &parent)) < 0)
+				return index ? 0 : -1;
+			if (git_oid_is_zero(&parent))
 				return 0;
 			if (merge)
 				break;
