@@ -352,54 +352,17 @@ static void commit_close(struct fsck_commit *c)
 	git_commit_free(c->commit);
 }
 
-/*
- * The first-parent chain from `tip` down to the root, into *ids (malloc'd,
- * tip first) and *n.  A list of ids where libgit2's revwalk, asked for the
- * root first, kept a node per commit (19 MB at 100k messages instead of
- * 4 MB).  -1 when a commit of the chain cannot be read (nothing is checked
- * then, as with the revwalk) or memory runs out.
- */
-static int first_parents(git_repository *repo, const git_oid *tip, git_oid **ids, size_t *n)
-{
-	git_oid *v = NULL, *grown;
-	size_t count = 0, alloc = 0;
-	git_commit *c = NULL;
-	git_oid id;
-
-	git_oid_cpy(&id, tip);
-	for (;;) {
-		if (count == alloc) {
-			alloc = alloc ? alloc * 2 : 1024;
-			if (!(grown = realloc(v, alloc * sizeof(*v))))
-				goto fail;
-			v = grown;
-		}
-		git_oid_cpy(&v[count++], &id);
-		if (git_commit_lookup(&c, repo, &id) < 0)
-			goto fail;
-		if (!git_commit_parentcount(c))
-			break;
-		git_oid_cpy(&id, git_commit_parent_id(c, 0));
-		git_commit_free(c);
-		c = NULL;
-	}
-	git_commit_free(c);
-	*ids = v;
-	*n = count;
-	return 0;
-fail:
-	git_commit_free(c);
-	free(v);
-	return -1;
-}
-
-/* Checks every commit of ref, root first, along the first parents. */
+/* Checks every commit of ref, root first, along the first parents: their
+ * ids listed from the tip down (amp_first_parents), then checked from the
+ * end of the list. */
 static int check_ref(struct fsck *f, amp_error *err)
 {
 	git_repository *repo = amp_store_repo(f->st);
-	git_oid tip, *ids = NULL;
-	size_t n = 0, i, k;
-	int rc;
+	amp_first_parents chain;
+	git_commit *c = NULL;
+	git_oid tip, *ids = NULL, *grown;
+	size_t n = 0, alloc = 0, i, k;
+	int rc, status = AMP_OK;
 
 	if ((rc = git_reference_name_to_id(&tip, repo, f->ref)) < 0) {
 		if (rc == GIT_ENOTFOUND)
@@ -408,19 +371,38 @@ static int check_ref(struct fsck *f, amp_error *err)
 					     f->ref);
 		return amp_error_git(err, AMP_EIO, "cannot read %s", f->ref);
 	}
-	if (first_parents(repo, &tip, &ids, &n) < 0)
-		return amp_error_git(err, AMP_EIO, "cannot walk %s", f->ref);
+	/* A commit of the chain that cannot be read: nothing is checked. */
+	amp_first_parents_start(&chain, repo, &tip);
+	while ((rc = amp_first_parents_next(&chain, &c)) == 0) {
+		if (n == alloc) {
+			alloc = alloc ? alloc * 2 : 1024;
+			if (!(grown = realloc(ids, alloc * sizeof(*ids)))) {
+				status = amp_error_set(err, AMP_EIO, "", "out of memory");
+				goto cleanup;
+			}
+			ids = grown;
+		}
+		git_oid_cpy(&ids[n++], git_commit_id(c));
+		git_commit_free(c);
+		c = NULL;
+	}
+	if (rc != GIT_ITEROVER) {
+		status = amp_error_git(err, AMP_EIO, "cannot walk %s", f->ref);
+		goto cleanup;
+	}
 	for (i = n; i-- > 0;) {
-		struct fsck_commit c;
+		struct fsck_commit fc;
 
 		f->stats->commits++;
-		if (commit_open(f, &ids[i], &c) == 0)
+		if (commit_open(f, &ids[i], &fc) == 0)
 			for (k = 0; k < sizeof(commit_checks) / sizeof(commit_checks[0]); k++)
-				commit_checks[k](f, &c);
-		commit_close(&c);
+				commit_checks[k](f, &fc);
+		commit_close(&fc);
 	}
+cleanup:
+	git_commit_free(c);
 	free(ids);
-	return AMP_OK;
+	return status;
 }
 
 /* A history can be whole and still not be the one this clone saw: the

@@ -578,43 +578,37 @@ int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
 		 void *ctx, amp_errlist *problems, amp_error *err)
 {
 	struct walk w = { amp_store_repo(st), f, problems, NULL, NULL, 0, 0, "" };
+	amp_first_parents chain;
 	git_revwalk *walk = NULL;
 	git_commit *tip = NULL;
 	git_oid id;
 	long long left = f->limit;
-	int rc = 0, next = 0, chain, status;
+	int rc = 0, next = 0, status;
 
 	if ((status = amp_store_tip(st, amp_store_messages_ref(st), &tip, NULL, err)) < 0)
 		return status;
-	/*
-	 * First parents only: the SSOT's history is linear, and a merge
+	/* First parents only: the SSOT's history is linear, and a merge
 	 * brought in by hand is listed by what it added to the main line.
-	 * Without a commit to stop at, that is the chain of first parents,
-	 * followed here: libgit2's revwalk keeps a node per commit it has
-	 * seen (19 MB of a walk of 100k messages).  Stopping at a commit is
-	 * the revwalk's: it hides what that commit reaches, on the chain or
-	 * not.
-	 */
-	chain = !f->stop;
-	git_oid_cpy(&id, git_commit_id(tip));
-	if (!chain && (git_revwalk_new(&walk, w.repo) < 0 || git_revwalk_simplify_first_parent(walk) < 0 ||
-		       git_revwalk_push(walk, git_commit_id(tip)) < 0 ||
-		       git_revwalk_hide(walk, f->stop) < 0)) {
+	 * Stopping at a commit is the revwalk's: it hides what that commit
+	 * reaches, on the main line or not. */
+	amp_first_parents_start(&chain, w.repo, git_commit_id(tip));
+	if (f->stop && (git_revwalk_new(&walk, w.repo) < 0 || git_revwalk_simplify_first_parent(walk) < 0 ||
+			git_revwalk_push(walk, git_commit_id(tip)) < 0 ||
+			git_revwalk_hide(walk, f->stop) < 0)) {
 		status = amp_error_git(err, AMP_EIO, "cannot walk %s", amp_store_messages_ref(st));
 		goto cleanup;
 	}
 	/* rc: 0 go on, 1 stop (the callback or -n), -1 out of memory. */
-	while (rc == 0 && (chain ? next == 0 : (next = git_revwalk_next(&id, walk)) == 0)) {
+	while (rc == 0) {
 		git_commit *c = NULL, *parent = NULL;
 		git_tree *tree = NULL, *ptree = NULL;
 
-		w.commit = &id;
-		/* A commit of the chain that cannot be read ends the walk as it
-		 * ends the revwalk. */
-		if (chain && git_commit_lookup(&c, w.repo, &id) < 0) {
-			next = GIT_ENOTFOUND;
+		if (walk ? (next = git_revwalk_next(&id, walk)) < 0 :
+			   (next = amp_first_parents_next(&chain, &c)) < 0)
 			break;
-		}
+		if (c)
+			git_oid_cpy(&id, git_commit_id(c));
+		w.commit = &id;
 		if ((!c && git_commit_lookup(&c, w.repo, &id) < 0) || git_commit_tree(&tree, c) < 0 ||
 		    (git_commit_parentcount(c) &&
 		     (git_commit_parent(&parent, c, 0) < 0 || git_commit_tree(&ptree, parent) < 0))) {
@@ -624,10 +618,6 @@ int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
 			amp_commit_agent(c, w.agent, sizeof(w.agent));
 			rc = report(&w, fn, ctx, &left);
 		}
-		if (chain && !git_commit_parentcount(c))
-			next = GIT_ITEROVER;
-		else if (chain)
-			git_oid_cpy(&id, git_commit_parent_id(c, 0));
 		git_tree_free(ptree);
 		git_tree_free(tree);
 		git_commit_free(parent);

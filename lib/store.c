@@ -526,6 +526,31 @@ int amp_store_tip(amp_store *st, const char *ref, git_commit **commit,
 	return AMP_OK;
 }
 
+void amp_first_parents_start(amp_first_parents *w, git_repository *repo, const git_oid *tip)
+{
+	w->repo = repo;
+	git_oid_cpy(&w->next, tip);
+	w->done = 0;
+}
+
+int amp_first_parents_next(amp_first_parents *w, git_commit **out)
+{
+	int rc;
+
+	*out = NULL;
+	if (w->done)
+		return GIT_ITEROVER;
+	if ((rc = git_commit_lookup(out, w->repo, &w->next)) < 0) {
+		w->done = 1;
+		return rc;
+	}
+	if (git_commit_parentcount(*out))
+		git_oid_cpy(&w->next, git_commit_parent_id(*out, 0));
+	else
+		w->done = 1;
+	return 0;
+}
+
 int amp_store_entry_parse(const char *name, int *seq, amp_entry_kind *kind,
 			  const char **id, size_t *id_len)
 {
@@ -1475,10 +1500,10 @@ static void sweep_dir(const char *path, const char *const *prefixes, const char 
  * saving leaves <state dir>/watch.json.<pid>.tmp or inbox.json.<pid>.tmp
  * (amp status, status.cache.<pid>.tmp or status.shards.<pid>.tmp; a
  * reader, records/<task id>.<pid>.tmp: reccache.h).  A successful write
- * removes the ones older than AMP_TMP_FILE_AGE_SEC: a live writer holds such a file for the
- * milliseconds one object takes, so an hour-old one is nobody's; and were a
- * writer stopped for longer than that, its rename would fail and its write
- * with it, so nothing is lost.  libgit2 makes these files in objects/ itself,
+ * removes the ones older than AMP_TMP_FILE_AGE_SEC: a live writer holds
+ * such a file for the milliseconds one object takes, so an hour-old one is
+ * nobody's; and were a writer stopped for longer than that, its rename
+ * would fail and its write with it, so nothing is lost.  libgit2 makes these files in objects/ itself,
  * never in the fan-out directories, so a sweep reads four directories; it
  * runs at most once an hour, remembered by the mtime of
  * <state dir>/objects-swept, so a write pays one stat() for it, after it
@@ -2334,10 +2359,10 @@ cleanup:
 	git_commit_free(parent);
 	/* After the flock, as amp_store_update's.  A batch leaves a pack per
 	 * AMP_STORE_BATCH_PACK commits. */
-	if (status == AMP_OK && n)
+	if (status == AMP_OK && n) {
 		sweep_tmp_files(st);
-	if (status == AMP_OK && n)
 		amp_pack_maybe(st);
+	}
 	return status;
 }
 
@@ -2499,7 +2524,7 @@ cleanup:
 
 struct amp_record_times {
 	struct times_slot {
-		uint64_t key[2]; /* 0, 0: an empty slot */
+		uint64_t key[2]; /* key[0] 0: an empty slot */
 		int64_t ms;
 	} *slot;
 	size_t nslots, used; /* nslots: a power of two, at most 7/8 used */
@@ -2507,7 +2532,7 @@ struct amp_record_times {
 
 /*
  * A record's key: the first 128 bits of the SHA-1 of "<task>\0<name>"
- * (never 0, 0).  The names themselves are not kept: at 200,000 records
+ * (key[0] never 0).  The names themselves are not kept: at 200,000 records
  * they were 14.7 MB of the map's 27 MB.  Two records share a key only
  * when their names collide in 128 bits of SHA-1, which names chosen by a
  * hostile agent cannot be made to do (the same trust git puts in SHA-1
@@ -2523,8 +2548,8 @@ static void times_key(const char *task, const char *name, uint64_t key[2])
 	amp_sha1_update(&c, name, strlen(name));
 	amp_sha1_final(&c, digest);
 	memcpy(key, digest, 16);
-	if (!key[0] && !key[1])
-		key[1] = 1;
+	if (!key[0])
+		key[0] = 1;
 }
 
 /* The slot of `key`, or the empty slot where it would go. */
@@ -2533,8 +2558,7 @@ static struct times_slot *times_slot(const struct times_slot *slot, size_t nslot
 {
 	size_t i;
 
-	for (i = (size_t)key[0] & (nslots - 1); slot[i].key[0] || slot[i].key[1];
-	     i = (i + 1) & (nslots - 1))
+	for (i = (size_t)key[0] & (nslots - 1); slot[i].key[0]; i = (i + 1) & (nslots - 1))
 		if (slot[i].key[0] == key[0] && slot[i].key[1] == key[1])
 			break;
 	return (struct times_slot *)&slot[i];
@@ -2568,7 +2592,7 @@ int64_t amp_record_times_get(const amp_record_times *t, const char *task, const 
 		return -1;
 	times_key(task, name, key);
 	s = times_slot(t->slot, t->nslots, key);
-	return s->key[0] || s->key[1] ? s->ms : -1;
+	return s->key[0] ? s->ms : -1;
 }
 
 int amp_record_times_put(amp_record_times *t, const char *task, const char *name, int64_t ms)
@@ -2579,7 +2603,7 @@ int amp_record_times_put(amp_record_times *t, const char *task, const char *name
 
 	times_key(task, name, key);
 	s = times_slot(t->slot, t->nslots, key);
-	if (s->key[0] || s->key[1]) {
+	if (s->key[0]) {
 		if (ms < s->ms)
 			s->ms = ms;
 		return 0;
@@ -2592,7 +2616,7 @@ int amp_record_times_put(amp_record_times *t, const char *task, const char *name
 		if (!bigger)
 			return -1;
 		for (i = 0; i < t->nslots; i++)
-			if (t->slot[i].key[0] || t->slot[i].key[1])
+			if (t->slot[i].key[0])
 				*times_slot(bigger, t->nslots * 2, t->slot[i].key) = t->slot[i];
 		free(t->slot);
 		t->slot = bigger;

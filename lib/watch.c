@@ -1509,81 +1509,73 @@ int amp_watch_diff_records(git_repository *repo, git_tree *a, git_tree *b, json_
 	return amp_store_diff_tasks(repo, a, b, touched, -1);
 }
 
-/* Puts the records commit `id` adds to its first parent into `times`,
- * with time `ms` (by_time: its committer time); 1 when the commit has more
- * than one parent, 0 when not, -1 when it cannot be read.  Its first
- * parent's id into *parent_id (zero when none).  A commit whose trees
- * cannot be read adds nothing: its records count from their timestamps. */
-static int walk_one(git_repository *repo, const git_oid *id, amp_record_times *times,
-		    int64_t ms, int by_time, git_oid *parent_id)
+/* Puts the records commit c adds to its first parent into `times`, with
+ * time `ms` (by_time: its committer time).  A commit whose trees cannot be
+ * read adds nothing: its records count from their timestamps. */
+static void walk_one(git_repository *repo, git_commit *c, amp_record_times *times, int64_t ms,
+		     int by_time)
 {
-	git_commit *c = NULL, *parent = NULL;
+	git_commit *parent = NULL;
 	git_tree *tree = NULL, *ptree = NULL;
-	int rc = -1;
 
-	memset(parent_id, 0, sizeof(*parent_id));
-	if (git_commit_lookup(&c, repo, id) < 0)
-		goto cleanup;
-	if (git_commit_parentcount(c))
-		git_oid_cpy(parent_id, git_commit_parent_id(c, 0));
-	rc = git_commit_parentcount(c) > 1;
 	if (git_commit_tree(&tree, c) == 0 &&
 	    (!git_commit_parentcount(c) ||
 	     (git_commit_parent(&parent, c, 0) == 0 && git_commit_tree(&ptree, parent) == 0)))
 		amp_store_diff_times(repo, ptree, tree, times,
 				     by_time ? (int64_t)git_commit_time(c) * 1000 : ms);
-cleanup:
 	git_error_clear();
 	git_tree_free(ptree);
 	git_tree_free(tree);
 	git_commit_free(parent);
-	git_commit_free(c);
-	return rc;
 }
 
 int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_oid *to,
 			   amp_record_times *times, int by_time)
 {
+	amp_first_parents chain;
 	git_revwalk *walk = NULL;
+	git_commit *c = NULL;
 	int64_t index = 0;
-	git_oid id, parent;
-	int rc = -1, merge;
+	git_oid id;
+	int rc = -1;
 
 	if (!times)
 		return -1;
 	/*
 	 * The whole history, as amp writes it (one parent each): down the
-	 * first parents, holding nothing per commit.  libgit2's revwalk keeps
-	 * a node per commit it has seen, 19 MB of amp watch --full at 100k
-	 * messages.  A merge (made by hand) leaves the rest to the revwalk;
-	 * what the chain put in is the same the revwalk puts (the least wins,
-	 * and above the first merge both visit the commits in the same order).
+	 * first parents (amp_first_parents).  A merge (made by hand) leaves
+	 * it all to the revwalk, which also reaches the other parents; what
+	 * the chain put in is what the revwalk puts (the least wins, and above
+	 * the first merge both visit the commits in the same order).  `to`
+	 * unreadable: the walk cannot start, as the revwalk's push fails; an
+	 * older commit ends it, as it ends the revwalk.
 	 */
 	if (!from) {
-		git_oid_cpy(&id, to);
-		for (;;) {
-			/* `to` unreadable: the walk cannot start, as the revwalk's
-			 * push fails; an older commit ends it, as it ends the
-			 * revwalk. */
-			if ((merge = walk_one(repo, &id, times, AMP_WATCH_WALK_LAST - index, by_time,
-					      &parent)) < 0)
-				return index ? 0 : -1;
-			if (git_oid_is_zero(&parent))
-				return 0;
-			if (merge)
-				break;
-			index++;
-			git_oid_cpy(&id, &parent);
+		amp_first_parents_start(&chain, repo, to);
+		while ((rc = amp_first_parents_next(&chain, &c)) == 0 && git_commit_parentcount(c) < 2) {
+			walk_one(repo, c, times, AMP_WATCH_WALK_LAST - index++, by_time);
+			git_commit_free(c);
 		}
+		git_error_clear();
+		if (rc < 0)
+			return rc == GIT_ITEROVER || index ? 0 : -1;
+		git_commit_free(c);
+		c = NULL;
 		index = 0;
+		rc = -1;
 	}
 	/* Newest first, each commit's parent next: libgit2's object cache
 	 * then reads each tree once. */
 	if (git_revwalk_new(&walk, repo) < 0 || git_revwalk_push(walk, to) < 0 ||
 	    (from && git_revwalk_hide(walk, from) < 0))
 		goto cleanup;
-	while (git_revwalk_next(&id, walk) == 0)
-		(void)walk_one(repo, &id, times, AMP_WATCH_WALK_LAST - index++, by_time, &parent);
+	while (git_revwalk_next(&id, walk) == 0) {
+		if (git_commit_lookup(&c, repo, &id) == 0)
+			walk_one(repo, c, times, AMP_WATCH_WALK_LAST - index, by_time);
+		index++;
+		git_commit_free(c);
+		c = NULL;
+	}
 	rc = 0;
 cleanup:
 	git_error_clear();
