@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "message.h"
+#include "sha1.h"
 #include "store.h"
 #include "tap.h"
 
@@ -163,6 +164,49 @@ static void test_no_network(void)
 	ok(rc < 0 && !sub && e && e->message && strstr(e->message, "without libgit2's SSH"), ssh);
 }
 
+/* The hex SHA-1 (sha1.h) of len bytes of data, fed `step` bytes at a time. */
+static const char *sha1_hex(const void *data, size_t len, size_t step, char hex[41])
+{
+	const unsigned char *p = data;
+	unsigned char out[20];
+	amp_sha1 c;
+	size_t i, n;
+
+	amp_sha1_init(&c);
+	for (i = 0; i < len; i += n) {
+		n = len - i < step ? len - i : step;
+		amp_sha1_update(&c, p + i, n);
+	}
+	amp_sha1_final(&c, out);
+	for (i = 0; i < 20; i++)
+		snprintf(hex + 2 * i, 3, "%02x", out[i]);
+	return hex;
+}
+
+/* The trailer of every pack amp writes: FIPS 180-4's examples, fed whole
+ * and in odd pieces across the 64-byte blocks. */
+static void test_sha1(void)
+{
+	static const char two_blocks[] = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+	char hex[41], *million = malloc(1000000);
+	int same = 1;
+	size_t step;
+
+	ok(!strcmp(sha1_hex("", 0, 64, hex), "da39a3ee5e6b4b0d3255bfef95601890afd80709"),
+	   "SHA-1 of nothing");
+	ok(!strcmp(sha1_hex("abc", 3, 64, hex), "a9993e364706816aba3e25717850c26c9cd0d89d"),
+	   "SHA-1 of abc");
+	for (step = 1; step <= 65; step++)
+		same &= !strcmp(sha1_hex(two_blocks, sizeof(two_blocks) - 1, step, hex),
+				"84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+	ok(same, "SHA-1 of the 448-bit example, fed 1 to 65 bytes at a time");
+	if (million)
+		memset(million, 'a', 1000000);
+	ok(million && !strcmp(sha1_hex(million, 1000000, 4099, hex),
+			      "34aa973cd4c4daa4f61eeb2bdbad27316534016f"), "SHA-1 of a million a's");
+	free(million);
+}
+
 int main(void)
 {
 	char buf[128], when[AMP_TIME_BUFSZ];
@@ -207,6 +251,7 @@ int main(void)
 	ok(!amp_type_lookup("escalation")->requires_ack, "escalations need no ACK");
 	ok(amp_role_in("admin", "coordinator admin") && !amp_role_in("admi", "coordinator admin"),
 	   "role lists match whole words");
+	test_sha1();
 	git_libgit2_init();
 	test_outside_writer();
 	test_record_times();
