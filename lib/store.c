@@ -1289,6 +1289,141 @@ static void write_reset(amp_store_write *w)
  */
 static void batch_hint(amp_store *st, const git_oid *tree, const git_tree *replaced);
 
+/* git's order of the entries of a tree: names compared byte by byte, a
+ * subtree's name as if it ended in '/' (git's base_name_compare). */
+static int entry_order(const char *a, size_t alen, int atree,
+		       const char *b, size_t blen, int btree)
+{
+	size_t n = alen < blen ? alen : blen;
+	int c = memcmp(a, b, n);
+
+	if (c)
+		return c;
+	return (n < alen ? (unsigned char)a[n] : atree ? '/' : 0) -
+	       (n < blen ? (unsigned char)b[n] : btree ? '/' : 0);
+}
+
+/* Names libgit2's treebuilder takes without a doubt: not empty, no '/',
+ * not ".", ".." or ".git" (anything else is left to it). */
+static int entry_name_valid(const char *name)
+{
+	return *name && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..") &&
+	       strcasecmp(name, ".git");
+}
+
+static int put_entry(char **buf, size_t *len, size_t *alloc, unsigned mode,
+		     const char *name, const git_oid *id)
+{
+	size_t name_len = strlen(name), need = *len + 8 + name_len + 1 + GIT_OID_RAWSZ;
+	char *grown;
+	int n;
+
+	if (need > *alloc) {
+		if (!(grown = realloc(*buf, need * 2)))
+			return -1;
+		*buf = grown;
+		*alloc = need * 2;
+	}
+	n = snprintf(*buf + *len, 8, "%o ", mode);
+	if (n < 0 || n >= 8)
+		return -1;
+	*len += (size_t)n;
+	memcpy(*buf + *len, name, name_len + 1);
+	*len += name_len + 1;
+	memcpy(*buf + *len, id->id, GIT_OID_RAWSZ);
+	*len += GIT_OID_RAWSZ;
+	return 0;
+}
+
+/*
+ * tree_insert's last step: the directory `base` (NULL = a new one) with the
+ * files of `w` added, written as the entries of base and the new files
+ * merged in git's order; 1 (nothing written) when base is not in git's
+ * order or a name is not one git takes, left to the treebuilder.  A task's directory holds all its records, and
+ * libgit2's treebuilder hashed every entry of it into a map and sorted them
+ * again for each send (a task of 1,000 records: 5.2M instructions, a tenth
+ * of a send into it); the merge copies them in one pass.  A file already
+ * there with the same content is not added again; with other content it is
+ * refused (append-only).
+ */
+static int leaf_write(amp_store *st, git_tree *base, const amp_store_write *w,
+		      const git_oid *blobs, git_oid *out, amp_error *err)
+{
+	const char *names[AMP_WRITE_MAX_FILES];
+	size_t order[AMP_WRITE_MAX_FILES], nnew = 0, i, j, k, count, len = 0, alloc = 0;
+	const git_tree_entry *e;
+	git_odb *odb = NULL;
+	char *buf = NULL;
+	int rc, status = AMP_OK;
+
+	count = base ? git_tree_entrycount(base) : 0;
+	for (i = 1; i < count; i++) {
+		const git_tree_entry *a = git_tree_entry_byindex(base, i - 1);
+
+		e = git_tree_entry_byindex(base, i);
+		if (entry_order(git_tree_entry_name(a), strlen(git_tree_entry_name(a)),
+				git_tree_entry_type(a) == GIT_OBJECT_TREE,
+				git_tree_entry_name(e), strlen(git_tree_entry_name(e)),
+				git_tree_entry_type(e) == GIT_OBJECT_TREE) >= 0)
+			return 1;
+	}
+	for (i = 0; i < w->nfiles; i++) {
+		const char *file = w->files[i].path + dir_len(w->files[i].path);
+
+		file += *file == '/';
+		if (!entry_name_valid(file))
+			return 1;
+		e = base ? git_tree_entry_byname(base, file) : NULL;
+		for (j = 0; !e && j < nnew && strcmp(names[order[j]], file); j++)
+			;
+		if ((e && !git_oid_equal(git_tree_entry_id(e), &blobs[i])) ||
+		    (!e && j < nnew && !git_oid_equal(&blobs[order[j]], &blobs[i]))) {
+			status = amp_error_set(err, AMP_ERULE, "",
+					       "append-only store: %s already exists",
+					       w->files[i].path);
+			goto cleanup;
+		}
+		if (e || j < nnew)
+			continue; /* there already, or twice in w: once */
+		names[i] = file;
+		/* Insertion in git's order: a commit adds one to three files. */
+		for (k = nnew; k > 0 && entry_order(names[order[k - 1]], strlen(names[order[k - 1]]), 0,
+						  file, strlen(file), 0) > 0; k--)
+			order[k] = order[k - 1];
+		order[k] = i;
+		nnew++;
+	}
+	for (i = 0, j = 0; i < count || j < nnew;) {
+		e = i < count ? git_tree_entry_byindex(base, i) : NULL;
+		if (j < nnew && (!e || entry_order(names[order[j]], strlen(names[order[j]]), 0,
+						   git_tree_entry_name(e), strlen(git_tree_entry_name(e)),
+						   git_tree_entry_type(e) == GIT_OBJECT_TREE) < 0)) {
+			rc = put_entry(&buf, &len, &alloc, GIT_FILEMODE_BLOB, names[order[j]],
+				       &blobs[order[j]]);
+			j++;
+		} else {
+			rc = put_entry(&buf, &len, &alloc, (unsigned)git_tree_entry_filemode_raw(e),
+				       git_tree_entry_name(e), git_tree_entry_id(e));
+			i++;
+		}
+		if (rc < 0) {
+			status = amp_error_set(err, AMP_EIO, "", "out of memory");
+			goto cleanup;
+		}
+	}
+	if (git_repository_odb(&odb, st->repo) < 0 ||
+	    git_odb_write(out, odb, buf ? buf : "", len, GIT_OBJECT_TREE) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot write a tree");
+		goto cleanup;
+	}
+	if (st->batch && base)
+		batch_hint(st, out, base);
+cleanup:
+	git_odb_free(odb);
+	free(buf);
+	return status;
+}
+
 static int tree_insert(amp_store *st, git_tree *base, const char *dir,
 		       const amp_store_write *w, const git_oid *blobs,
 		       git_oid *out, amp_error *err)
@@ -1303,6 +1438,9 @@ static int tree_insert(amp_store *st, git_tree *base, const char *dir,
 	size_t i;
 	int status = AMP_OK;
 
+	if (!*dir && (status = leaf_write(st, base, w, blobs, out, err)) != 1)
+		return status;
+	status = AMP_OK;
 	if (git_treebuilder_new(&tb, repo, base) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot build a tree");
 		goto cleanup;
@@ -1572,11 +1710,13 @@ static int open_writer_lock(amp_store *st, const char *ref, amp_error *err)
 /* Moves ref from `tip` (NULL: ref must not exist) to `next`; the caller
  * holds the writers' flock.  Returns 0 when moved, 1 when a writer outside
  * amp got in first (retry), or an error status. */
+
 static int move_ref(amp_store *st, const char *ref, const git_oid *tip,
 		    const git_oid *next, const char *subject, amp_error *err)
 {
 	git_reference *out = NULL;
 	int rc, status;
+
 
 	/* force is what allows replacing an existing ref; `tip` makes it a
 	 * compare-and-swap. */

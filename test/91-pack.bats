@@ -69,6 +69,77 @@ send_n() {
 	[ "$(deltas)" -gt 0 ]
 }
 
+@test "a long task's directory (a tree of 16 KiB or more) is packed stored, not deflated; amp gc stores its versions as deltas" {
+	git config amp.autoPack 0
+	git config amp.checkRepo false
+	for ((i = 0; i < 210; i++)); do
+		amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	done
+	tree=$(git rev-parse "refs/amp/messages:tasks/2026/0/$T")
+	size=$(git cat-file -s "$tree")
+	[ "$size" -ge 16384 ]
+	# verify-pack -v: id, type, size, size in the pack, offset[, depth, base]
+	packed() { for p in .git/objects/pack/*.idx; do git verify-pack -v "$p"; done; }
+	packed > "$BATS_TEST_TMPDIR/before"
+	# stored: its bytes and zlib's framing, where deflate made it ~3x smaller
+	[ "$(awk -v t="$tree" '$1 == t { print $4 }' "$BATS_TEST_TMPDIR/before")" -gt "$size" ]
+	# the record it added is deflated as ever
+	blob=$(git ls-tree "$tree" | tail -1 | awk '{ print $3 }')
+	[ "$(awk -v b="$blob" '$1 == b { print $4 }' "$BATS_TEST_TMPDIR/before")" -lt "$(git cat-file -s "$blob")" ]
+	# a smaller directory is deflated
+	small=$(git rev-parse "refs/amp/messages~180:tasks/2026/0/$T")
+	[ "$(git cat-file -s "$small")" -lt 16384 ]
+	[ "$(awk -v t="$small" '$1 == t { print $4 }' "$BATS_TEST_TMPDIR/before")" -lt "$(git cat-file -s "$small")" ]
+	run -0 amp gc
+	# the 210 versions of the directory: deltas but for a base every 50
+	# or so (git's delta depth), in less than twice the newest one's size
+	git rev-list refs/amp/messages | while read -r c; do
+		git rev-parse -q --verify "$c:tasks/2026/0/$T" || true
+	done | sort -u > "$BATS_TEST_TMPDIR/versions"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/versions")" = 210 ]
+	packed | sort -k1,1 | join - "$BATS_TEST_TMPDIR/versions" > "$BATS_TEST_TMPDIR/after"
+	[ "$(awk 'NF == 5' "$BATS_TEST_TMPDIR/after" | wc -l)" -le 5 ]
+	[ "$(awk '{ n += $4 } END { print n }' "$BATS_TEST_TMPDIR/after")" -lt $((2 * size)) ]
+	git fsck --full --strict --no-dangling
+	run -0 amp fsck
+}
+
+@test "a send into a task directory made out of git's order by hand writes it back in order" {
+	send_dispatch
+	amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	# the task's directory with its three entries reversed (git mktree
+	# would sort them), then the trees above it and a commit, by hand
+	$PY - "tasks/2026/0/$T" <<'PYEOF'
+import subprocess, sys
+def git(*args, inp=None):
+    return subprocess.run(["git", *args], input=inp, capture_output=True, check=True).stdout
+ref, path = "refs/amp/messages", sys.argv[1].split("/")
+raw = b""
+for line in reversed(git("ls-tree", ref + ":" + sys.argv[1]).decode().splitlines()):
+    meta, name = line.split("\t", 1)
+    mode, _, oid = meta.split()
+    raw += mode.encode() + b" " + name.encode() + b"\0" + bytes.fromhex(oid)
+sub = git("hash-object", "-t", "tree", "--literally", "-w", "--stdin", inp=raw).decode().strip()
+for depth in range(len(path) - 1, -1, -1):
+    lines = []
+    for line in git("ls-tree", ref + ":" + "/".join(path[:depth])).decode().splitlines():
+        meta, name = line.split("\t", 1)
+        if name == path[depth]:
+            line = "040000 tree %s\t%s" % (sub, name)
+        lines.append(line)
+    sub = git("mktree", inp=("\n".join(lines) + "\n").encode()).decode().strip()
+commit = git("commit-tree", sub, "-p", ref, "-m", "the task directory out of order").decode().strip()
+git("update-ref", ref, commit)
+PYEOF
+	git ls-tree --name-only "refs/amp/messages:tasks/2026/0/$T" > "$BATS_TEST_TMPDIR/names"
+	! LC_ALL=C sort -c "$BATS_TEST_TMPDIR/names" 2> /dev/null || false
+	amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	git ls-tree --name-only "refs/amp/messages:tasks/2026/0/$T" > "$BATS_TEST_TMPDIR/names"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/names")" = 4 ]
+	LC_ALL=C sort -c "$BATS_TEST_TMPDIR/names"
+}
+
 @test "amp gc never stores a record as a delta (reading one applies no delta chain); other blobs still are" {
 	git config amp.autoPack 0
 	send_n 12
