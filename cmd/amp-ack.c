@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "clock.h"
+#include "reccache.h"
 #include "send.h"
 
 static const char usage[] = "usage: amp ack <msg_id> [--from <role>] [--agent <name>] [--sync|--no-sync] [--json] [--repo <dir>]\n";
@@ -29,6 +30,7 @@ int main(int argc, char **argv)
 	int sync = -1;
 	int c, json_out = 0, code = 0, status;
 
+	amp_reccache_arena(); /* one message, then exit */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {

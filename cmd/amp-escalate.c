@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "clock.h"
+#include "reccache.h"
 #include "send.h"
 
 static const char usage[] =
@@ -45,6 +46,7 @@ int main(int argc, char **argv)
 	size_t i;
 
 	e.auto_suspended = -1;
+	amp_reccache_arena(); /* one message, then exit */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "message.h"
+#include "reccache.h"
 #include "send.h"
 #include "template.h"
 #include "util.h"
@@ -96,6 +97,7 @@ int main(int argc, char **argv)
 	int c, json_out = 0, no_ack = 0, template = 0, code = 0, status;
 	long long ack_timeout = -1;
 
+	amp_reccache_arena(); /* one message, then exit */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "clock.h"
+#include "reccache.h"
 #include "util.h"
 #include "verdict.h"
 
@@ -45,6 +46,7 @@ int main(int argc, char **argv)
 	int c, json_out = 0, code = 0, status;
 
 	f.confidence = -1;
+	amp_reccache_arena(); /* one message, then exit */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {

@@ -12,6 +12,7 @@
 #include "control.h"
 #include "inbox.h"
 #include "message.h"
+#include "reccache.h"
 #include "util.h"
 
 int amp_cli_fail(const char *cmd, const amp_error *err)
@@ -384,6 +385,7 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 	int sync = -1;
 	int c, json_out = 0, code = 0, status;
 
+	amp_reccache_arena(); /* one message, then exit */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
