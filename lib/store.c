@@ -45,6 +45,7 @@ struct amp_store {
 	unsigned long records_parsed; /* records read from git, ... */
 	unsigned long records_cached; /* ... and from a record cache */
 	int fsync;                  /* git config amp.fsync */
+	int log_all_refs;           /* core.logAllRefUpdates=always */
 	git_config *cfg;            /* a snapshot, taken at cfg_ms */
 	int64_t cfg_ms;
 };
@@ -288,6 +289,16 @@ static int load_fsync(amp_store *st, amp_error *err)
 	return AMP_OK;
 }
 
+/* core.logAllRefUpdates=always: git and libgit2 start a reflog for every
+ * ref they move, so amp's refs are moved by libgit2 (move_ref). */
+static void load_log_all_refs(amp_store *st)
+{
+	char value[32];
+
+	st->log_all_refs = amp_store_config(st, "core.logAllRefUpdates", value, sizeof(value)) &&
+			   !strcasecmp(value, "always");
+}
+
 /*
  * Bounds on what libgit2 keeps in memory, for the commands that walk the
  * whole history (watch --full, fsck, log): its cache of parsed trees and
@@ -397,6 +408,7 @@ int amp_store_open(amp_store **out, const char *path, amp_error *err)
 	    (status = load_signing(st, err)) < 0 ||
 	    (status = load_fsync(st, err)) < 0)
 		goto cleanup;
+	load_log_all_refs(st);
 	st->rng = (unsigned int)getpid() ^ (unsigned int)time(NULL);
 	*out = st;
 	st = NULL;
@@ -1711,12 +1723,105 @@ static int open_writer_lock(amp_store *st, const char *ref, amp_error *err)
  * holds the writers' flock.  Returns 0 when moved, 1 when a writer outside
  * amp got in first (retry), or an error status. */
 
+/* fsync() of the directory holding `path`, as libgit2 does after a rename
+ * with fsync on: the rename itself is in the directory. */
+static void fsync_parent(const char *path)
+{
+	char dir[PATH_MAX + 300];
+	const char *slash = strrchr(path, '/');
+	int fd;
+
+	if (!slash || !fits(snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path),
+			    sizeof(dir)) ||
+	    (fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return;
+	fsync(fd);
+	close(fd);
+}
+
+/*
+ * move_ref for the case of every amp write: `ref` is a loose file holding
+ * `tip`, and keeps no reflog.  It is moved as git moves a ref: <ref>.lock
+ * created exclusively (so a git update-ref at the same moment fails, or
+ * makes this one fail), the ref read under it and compared with `tip`, the
+ * new id written to the lock and renamed over the ref.  libgit2 did the
+ * same with ~20 more calls (config snapshots, stats of the ref, a reflog
+ * look-up, a link() attempt): 860 us of the ~1.7 ms a send held the
+ * writers' lock, 490 us this way (medians of 40 sends).  The lock's
+ * block is allocated before the write (fallocate): renamed over the old
+ * ref with its block still to be allocated, ext4 allocates it in rename()
+ * (auto_da_alloc), which took 250 us instead of 180.
+ *
+ * Returns 0 when moved, 1 when another writer is in the way (retry), 2
+ * when the ref is not that case (missing or only in packed-refs, symbolic,
+ * unreadable, with a reflog: libgit2 does it), or an error status.
+ */
+static int move_loose_ref(amp_store *st, const char *ref, const git_oid *tip,
+			  const git_oid *next, amp_error *err)
+{
+	char path[PATH_MAX + 300], lock[PATH_MAX + 310], log[PATH_MAX + 310];
+	char now[GIT_OID_HEXSZ + 2], line[GIT_OID_HEXSZ + 1];
+	git_oid current;
+	struct stat sb;
+	ssize_t n;
+	int fd = -1, lock_fd = -1, status = 2;
+
+	if (!tip || !fits(snprintf(path, sizeof(path), "%s/%s", st->common_dir, ref), sizeof(path)) ||
+	    !fits(snprintf(lock, sizeof(lock), "%s.lock", path), sizeof(lock)) ||
+	    !fits(snprintf(log, sizeof(log), "%s/logs/%s", st->common_dir, ref), sizeof(log)) ||
+	    lstat(log, &sb) == 0 || errno != ENOENT || st->log_all_refs)
+		return 2;
+	if ((lock_fd = open(lock, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666)) < 0) {
+		if (errno != EEXIST)
+			return 2;
+		clear_stale_ref_lock(st, ref);
+		return 1;
+	}
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    (n = read(fd, now, sizeof(now))) != GIT_OID_HEXSZ + 1 || now[GIT_OID_HEXSZ] != '\n' ||
+	    git_oid_fromstrn(&current, now, GIT_OID_HEXSZ) < 0)
+		goto cleanup; /* 2: libgit2 reads whatever is there */
+	if (!git_oid_equal(&current, tip)) {
+		status = 1;
+		goto cleanup;
+	}
+	git_oid_fmt(line, next);
+	line[GIT_OID_HEXSZ] = '\n';
+	(void)posix_fallocate(lock_fd, 0, sizeof(line));
+	if ((n = write(lock_fd, line, sizeof(line))) != (ssize_t)sizeof(line) ||
+	    (st->fsync && fsync(lock_fd) < 0)) {
+		status = amp_error_set(err, AMP_EIO, "", "cannot write %s: %s", lock,
+				       n < 0 || n == (ssize_t)sizeof(line) ? strerror(errno) : "short write");
+		goto cleanup;
+	}
+	n = close(lock_fd);
+	lock_fd = -1;
+	if (n < 0 || rename(lock, path) < 0) {
+		status = amp_error_set(err, AMP_EIO, "", "cannot update %s: %s", ref, strerror(errno));
+		goto cleanup;
+	}
+	if (st->fsync)
+		fsync_parent(path);
+	status = 0;
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	if (lock_fd >= 0)
+		close(lock_fd);
+	if (status != 0)
+		unlink(lock);
+	git_error_clear();
+	return status;
+}
+
 static int move_ref(amp_store *st, const char *ref, const git_oid *tip,
 		    const git_oid *next, const char *subject, amp_error *err)
 {
 	git_reference *out = NULL;
 	int rc, status;
 
+	if ((status = move_loose_ref(st, ref, tip, next, err)) != 2)
+		return status;
 
 	/* force is what allows replacing an existing ref; `tip` makes it a
 	 * compare-and-swap. */

@@ -401,6 +401,29 @@ print("fields ok")' "$output"
 	assert_output ""
 }
 
+@test "amp moves its ref as git does: a reflog git keeps (core.logAllRefUpdates always, or one it started) gets an entry per send; a packed ref moves too" {
+	git config core.logAllRefUpdates always
+	[ ! -e .git/logs/refs/amp/messages ]
+	send_dispatch
+	assert_equal "$(git reflog show refs/amp/messages | wc -l)" 1
+	git config --unset core.logAllRefUpdates
+	send_dispatch
+	assert_equal "$(git reflog show refs/amp/messages | wc -l)" 2
+	assert_equal "$(git reflog show --format=%H refs/amp/messages | head -1)" "$(git rev-parse refs/amp/messages)"
+	rm -r .git/logs/refs/amp
+	# only in packed-refs, then a loose file again
+	git pack-refs --all
+	[ ! -e .git/refs/amp/messages ]
+	send_dispatch
+	send_dispatch
+	[ -e .git/refs/amp/messages ]
+	assert_equal "$(commit_count)" 5
+	[ ! -e .git/logs/refs/amp/messages ]
+	[ ! -e .git/refs/amp/messages.lock ]
+	run amp fsck
+	assert_success
+}
+
 @test "a ref lock left by a killed writer is cleared and the send goes through" {
 	send_dispatch
 	touch -d '-1 minute' .git/refs/amp/messages.lock

@@ -26,6 +26,10 @@ syncs() {
 	# the pack and its index under their temporary names, before the renames
 	[ "$(grep -cE 'sync\([0-9]+<[^>]*/objects/pack/tmp_amp_pack_' "$BATS_TEST_TMPDIR/trace")" = 2 ]
 	grep -qE 'sync\([0-9]+<[^>]*/objects/pack>' "$BATS_TEST_TMPDIR/trace"
+	# the ref's new id under its lock name before the rename, then its
+	# directory (amp moves the ref itself: store.c move_loose_ref)
+	grep -qE 'sync\([0-9]+<[^>]*/refs/amp/messages\.lock>' "$BATS_TEST_TMPDIR/trace"
+	grep -qE 'sync\([0-9]+<[^>]*/refs/amp>' "$BATS_TEST_TMPDIR/trace"
 	git config amp.fsync false
 	n=$(syncs amp send task_dispatch --task T-2026-045 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
 	[ "$n" = 0 ]
