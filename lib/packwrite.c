@@ -37,7 +37,6 @@ struct amp_packwrite {
 	int stored;           /* zs is at level 0 */
 	z_stream zs_big;      /* for objects of AMP_PACKWRITE_BIG bytes or more */
 	int zs_big_ready;
-	int big_stored;       /* zs_big is at level 0 */
 };
 
 static int grow(unsigned char **buf, size_t *alloc, size_t need)
@@ -107,21 +106,11 @@ static int want_stored(size_t len)
  * 11.6M instructions, a fifth of a send into that task.  Objects of
  * AMP_PACKWRITE_BIG bytes or more get a stream of zlib's default memLevel
  * (blocks of 16,384 symbols), whose 64 KiB reset they can afford.
- *
- * A tree that big is stored (level 0): it is the directory of a long task,
- * which the next write to the task reads and writes again whole.  At level
- * 1 it shrank 88 -> 30 KB for 4.7M instructions, and each read inflated
- * it again (3.6M); stored, both are copies.  The bytes come back at the
- * next repack, where git keeps one version whole and the others as deltas
- * (amp_pack_maybe).  Records stay compressed: a repack keeps them as they
- * are (pack-attributes).
  */
 #define AMP_PACKWRITE_BIG 16384
 
-static z_stream *stream_for(amp_packwrite *pw, git_object_t type, size_t len)
+static z_stream *stream_for(amp_packwrite *pw, size_t len)
 {
-	int stored;
-
 	if (len < AMP_PACKWRITE_BIG) {
 		if (deflateReset(&pw->zs) != Z_OK ||
 		    /* zlib builds Huffman tables for every block it
@@ -133,21 +122,14 @@ static z_stream *stream_for(amp_packwrite *pw, git_object_t type, size_t len)
 			return NULL;
 		return &pw->zs;
 	}
-	stored = type == GIT_OBJECT_TREE;
 	if (!pw->zs_big_ready) {
-		if (deflateInit2(&pw->zs_big, stored ? 0 : AMP_PACKWRITE_LEVEL, Z_DEFLATED, 15, 8,
+		if (deflateInit2(&pw->zs_big, AMP_PACKWRITE_LEVEL, Z_DEFLATED, 15, 8,
 				 Z_DEFAULT_STRATEGY) != Z_OK)
 			return NULL;
 		pw->zs_big_ready = 1;
-		pw->big_stored = stored;
 		return &pw->zs_big;
 	}
-	if (deflateReset(&pw->zs_big) != Z_OK ||
-	    (stored != pw->big_stored &&
-	     deflateParams(&pw->zs_big, (pw->big_stored = stored) ? 0 : AMP_PACKWRITE_LEVEL,
-			   Z_DEFAULT_STRATEGY) != Z_OK))
-		return NULL;
-	return &pw->zs_big;
+	return deflateReset(&pw->zs_big) == Z_OK ? &pw->zs_big : NULL;
 }
 
 int amp_packwrite_can_base(const amp_packwrite *pw, const git_oid *id)
@@ -281,7 +263,7 @@ int amp_packwrite_add(amp_packwrite *pw, const git_oid *id, git_object_t type,
 		memcpy(head + hdr, ofs + pos, sizeof(ofs) - pos);
 		hdr += sizeof(ofs) - pos;
 	}
-	if (!(zs = stream_for(pw, b ? (git_object_t)OBJ_OFS_DELTA : type, len)))
+	if (!(zs = stream_for(pw, len)))
 		return amp_error_set(err, AMP_EIO, "", "zlib: cannot reset a stream");
 	bound = deflateBound(zs, len);
 	if (grow(&pw->buf, &pw->alloc, pw->len + hdr + bound + 20) < 0)

@@ -1350,13 +1350,14 @@ static int put_entry(char **buf, size_t *len, size_t *alloc, unsigned mode,
 /*
  * tree_insert's last step: the directory `base` (NULL = a new one) with the
  * files of `w` added, written as the entries of base and the new files
- * merged in git's order; 1 (nothing written) when base is not in git's
- * order or a name is not one git takes, left to the treebuilder.  A task's directory holds all its records, and
+ * merged in git's order.  A task's directory holds all its records, and
  * libgit2's treebuilder hashed every entry of it into a map and sorted them
  * again for each send (a task of 1,000 records: 5.2M instructions, a tenth
  * of a send into it); the merge copies them in one pass.  A file already
  * there with the same content is not added again; with other content it is
- * refused (append-only).
+ * refused (append-only).  Returns 1, having written nothing, when base is
+ * not in git's order (made by hand) or a name is one git might refuse:
+ * the treebuilder does those.
  */
 static int leaf_write(amp_store *st, git_tree *base, const amp_store_write *w,
 		      const git_oid *blobs, git_oid *out, amp_error *err)
@@ -1719,9 +1720,6 @@ static int open_writer_lock(amp_store *st, const char *ref, amp_error *err)
 	return fd;
 }
 
-/* Moves ref from `tip` (NULL: ref must not exist) to `next`; the caller
- * holds the writers' flock.  Returns 0 when moved, 1 when a writer outside
- * amp got in first (retry), or an error status. */
 
 /* fsync() of the directory holding `path`, as libgit2 does after a rename
  * with fsync on: the rename itself is in the directory. */
@@ -1748,9 +1746,9 @@ static void fsync_parent(const char *path)
  * same with ~20 more calls (config snapshots, stats of the ref, a reflog
  * look-up, a link() attempt): 860 us of the ~1.7 ms a send held the
  * writers' lock, 490 us this way (medians of 40 sends).  The lock's
- * block is allocated before the write (fallocate): renamed over the old
- * ref with its block still to be allocated, ext4 allocates it in rename()
- * (auto_da_alloc), which took 250 us instead of 180.
+ * block is allocated before the write (posix_fallocate): renamed over the
+ * old ref with its block still to be allocated, ext4 allocates it in
+ * rename() (auto_da_alloc), which took 250 us instead of 180.
  *
  * Returns 0 when moved, 1 when another writer is in the way (retry), 2
  * when the ref is not that case (missing or only in packed-refs, symbolic,
@@ -1814,6 +1812,9 @@ cleanup:
 	return status;
 }
 
+/* Moves ref from `tip` (NULL: ref must not exist) to `next`; the caller
+ * holds the writers' flock.  Returns 0 when moved, 1 when a writer outside
+ * amp got in first (retry), or an error status. */
 static int move_ref(amp_store *st, const char *ref, const git_oid *tip,
 		    const git_oid *next, const char *subject, amp_error *err)
 {

@@ -69,41 +69,6 @@ send_n() {
 	[ "$(deltas)" -gt 0 ]
 }
 
-@test "a long task's directory (a tree of 16 KiB or more) is packed stored, not deflated; amp gc stores its versions as deltas" {
-	git config amp.autoPack 0
-	git config amp.checkRepo false
-	for ((i = 0; i < 210; i++)); do
-		amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
-	done
-	tree=$(git rev-parse "refs/amp/messages:tasks/2026/0/$T")
-	size=$(git cat-file -s "$tree")
-	[ "$size" -ge 16384 ]
-	# verify-pack -v: id, type, size, size in the pack, offset[, depth, base]
-	packed() { for p in .git/objects/pack/*.idx; do git verify-pack -v "$p"; done; }
-	packed > "$BATS_TEST_TMPDIR/before"
-	# stored: its bytes and zlib's framing, where deflate made it ~3x smaller
-	[ "$(awk -v t="$tree" '$1 == t { print $4 }' "$BATS_TEST_TMPDIR/before")" -gt "$size" ]
-	# the record it added is deflated as ever
-	blob=$(git ls-tree "$tree" | tail -1 | awk '{ print $3 }')
-	[ "$(awk -v b="$blob" '$1 == b { print $4 }' "$BATS_TEST_TMPDIR/before")" -lt "$(git cat-file -s "$blob")" ]
-	# a smaller directory is deflated
-	small=$(git rev-parse "refs/amp/messages~180:tasks/2026/0/$T")
-	[ "$(git cat-file -s "$small")" -lt 16384 ]
-	[ "$(awk -v t="$small" '$1 == t { print $4 }' "$BATS_TEST_TMPDIR/before")" -lt "$(git cat-file -s "$small")" ]
-	run -0 amp gc
-	# the 210 versions of the directory: deltas but for a base every 50
-	# or so (git's delta depth), in less than twice the newest one's size
-	git rev-list refs/amp/messages | while read -r c; do
-		git rev-parse -q --verify "$c:tasks/2026/0/$T" || true
-	done | sort -u > "$BATS_TEST_TMPDIR/versions"
-	[ "$(wc -l < "$BATS_TEST_TMPDIR/versions")" = 210 ]
-	packed | sort -k1,1 | join - "$BATS_TEST_TMPDIR/versions" > "$BATS_TEST_TMPDIR/after"
-	[ "$(awk 'NF == 5' "$BATS_TEST_TMPDIR/after" | wc -l)" -le 5 ]
-	[ "$(awk '{ n += $4 } END { print n }' "$BATS_TEST_TMPDIR/after")" -lt $((2 * size)) ]
-	git fsck --full --strict --no-dangling
-	run -0 amp fsck
-}
-
 @test "a send into a task directory made out of git's order by hand writes it back in order" {
 	send_dispatch
 	amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
