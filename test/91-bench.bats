@@ -23,7 +23,7 @@ load helpers
 			{ echo "row missing or not numeric: $row"; cat "$table"; false; }
 	done
 	[ "$(grep -cE '^\| [a-z]' "$table")" -ge 22 ]
-	grep -qE '^\| msgs/s in all \(median of 3 passes\) \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$' "$table"
+	grep -qE '^\| msgs/s in all \(median of 5 passes\) \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$' "$table"
 	grep -qE '^\| lost \(all passes\) \| 0 \| 0 \| 0 \| 0 \|$' "$table"
 	# the data behind the plot: one line per size
 	[ "$(grep -vc '^#' "$out/cost.dat")" = 2 ]
