@@ -526,6 +526,13 @@ static int check_commit(struct check *c, git_commit *commit)
 		}
 		if (!c->messages || !strcmp(path, "AMP"))
 			continue;
+		/* amp's names are ASCII; one that is not UTF-8 no list of the
+		 * records can name (JSON names are UTF-8), so none would check it */
+		if (!amp_utf8_valid(path)) {
+			refuse(c, AMP_ESCHEMA, amp_json_text(path), NULL,
+			       "a file name that is not UTF-8: amp never writes one%s%s", NULL, NULL);
+			continue;
+		}
 		if (!strncmp(path, AMP_REGISTRY_DIR "/", strlen(AMP_REGISTRY_DIR "/"))) {
 			json_array_append_new(registers, json_string(path));
 			continue;

@@ -58,7 +58,8 @@ static void record_path(const amp_task_log *log, const char *name, char *buf, si
 	char dir[128];
 
 	amp_store_task_dir(log->task_id, dir, sizeof(dir));
-	snprintf(buf, bufsz, "%s/%.300s", dir, name);
+	/* a file name is any bytes; what amp writes of it is UTF-8 */
+	snprintf(buf, bufsz, "%s/%.300s", dir, amp_json_text(name));
 }
 
 /* 1 when the task already holds a system escalation of `type` for `cause`. */
@@ -1004,13 +1005,15 @@ static int save_state(struct watch *w)
 }
 
 /* 1 when record `name` is new since the last pass: listed in `new_files`;
- * true (a task directory the last pass did not have) means every record
- * whose name a list could hold, as JSON holds only UTF-8 names; null or
- * NULL (a task read again after it was unreadable) means every record. */
+ * true (a task directory the last pass did not have), null or NULL (a task
+ * read again after it was unreadable) mean every record.  A name that is
+ * not UTF-8 no list can hold (JSON names are UTF-8), and amp never writes
+ * one: such a record is looked at whenever its task is read, and
+ * escalated once (has_cause). */
 static int is_new(const json_t *new_files, const char *name)
 {
-	if (json_is_true(new_files))
-		return amp_utf8_valid(name);
+	if (!amp_utf8_valid(name))
+		return 1;
 	return !json_is_object(new_files) || json_object_get(new_files, name);
 }
 

@@ -170,6 +170,22 @@ watch_reports_broken_once() {
 		"[[\"$T\", \"dispatched\"], [\"T-2026-04x\", \"unreadable\"]]"
 }
 
+@test "a record whose file name is not UTF-8 is escalated once as unknown: by the pass that finds it, by later passes over its task, by --full" {
+	send_dispatch
+	run -0 amp watch --once
+	echo '{"hello": "world"}' | plant "tasks/2026/0/$T/000002.msg.task_dispatch-$T-"$'\xff\xfe'".json"
+	run -0 amp watch --once
+	assert_output --regexp "^escalated unknown $T tasks/2026/0/$T/000002.msg.task_dispatch-$T-"'\\\\xff\\\\xfe'"\.json "
+	# the task read again by a later write, and the whole history
+	dispatch_to $T > /dev/null
+	run -0 amp watch --once
+	refute_output --partial "escalated unknown"
+	run -0 amp watch --once --full
+	refute_output --partial "escalated unknown"
+	unknowns=$(amp status $T --json | json_get '[e["description"] for e in d["escalations"] if e["escalation_type"] == "unknown"]')
+	assert_equal "$unknowns" "[\"amp watch cannot use tasks/2026/0/$T/000002.msg.task_dispatch-$T-\\\\xff\\\\xfe.json: its name holds no msg_id. Fix or supersede the record; agents must not act on it (No Silent Failure).\"]"
+}
+
 @test "defect 4: a misplaced record asking for an ACK, dispatching to main, spoils nothing else" {
 	send_dispatch
 	# no msg_id in its name: neither branch_violation nor ack_timeout can name it

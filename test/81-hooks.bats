@@ -156,6 +156,13 @@ short() {
 	assert_output --partial "commit $(short refs/amp/messages): $DIR/notes.txt: not a record in its task's directory"
 }
 
+@test "a record whose file name is not UTF-8 is refused: no list of the records could name it, so no rule would look at it" {
+	send_dispatch
+	echo '{"hello": "world"}' | plant "$DIR/000002.msg.task_dispatch-$T-"$'\xff\xfe'".json"
+	push_refused
+	assert_output --partial "commit $(short refs/amp/messages): $DIR/000002.msg.task_dispatch-$T-"'\\xff\\xfe'".json: a file name that is not UTF-8"
+}
+
 @test "a message breaking a write-time rule (a result before the dispatch's ACK) is refused" {
 	send_dispatch
 	at 5

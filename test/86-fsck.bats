@@ -77,6 +77,16 @@ critical_unknowns() {
 	[ "$(git rev-parse refs/amp-seen/messages)" = "$(git rev-parse refs/amp/messages)" ]
 }
 
+@test "a record whose file name is not UTF-8 (a fetch or a hand-made commit): amp fsck names it, exit 3" {
+	send_dispatch
+	echo '{"hello": "world"}' | plant "tasks/2026/0/$T/000002.msg.task_dispatch-$T-"$'\xff\xfe'".json"
+	run -3 amp fsck
+	assert_output --partial "$(git rev-parse --short=7 refs/amp/messages): tasks/2026/0/$T/000002.msg.task_dispatch-$T-"'\\xff\\xfe'".json: a file name that is not UTF-8"
+	assert_output --partial "1 corrupt"
+	run -3 amp fsck --json
+	assert_output --partial '"file": "tasks/2026/0/'"$T"'/000002.msg.task_dispatch-'"$T"'-\\xff\\xfe.json"'
+}
+
 @test "a fast-forward that edits a verdict and deletes the lock: amp fsck names the commit and both files, exit 3" {
 	locked_then_watched
 	C=$(tamper_commit)
