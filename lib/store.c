@@ -1301,12 +1301,12 @@ static void write_reset(amp_store_write *w)
  */
 static void batch_hint(amp_store *st, const git_oid *tree, const git_tree *replaced);
 
-/* git's order of the entries of a tree: names compared byte by byte, a
- * subtree's name as if it ended in '/' (git's base_name_compare). */
-static int entry_order(const char *a, size_t alen, int atree,
-		       const char *b, size_t blen, int btree)
+/* git's order of the entries of a tree, for a name not yet in one: names
+ * compared byte by byte, a subtree's as if it ended in '/' (what
+ * git_tree_entry_cmp does for two entries). */
+static int entry_order(const char *a, int atree, const char *b, int btree)
 {
-	size_t n = alen < blen ? alen : blen;
+	size_t alen = strlen(a), blen = strlen(b), n = alen < blen ? alen : blen;
 	int c = memcmp(a, b, n);
 
 	if (c)
@@ -1370,16 +1370,10 @@ static int leaf_write(amp_store *st, git_tree *base, const amp_store_write *w,
 	int rc, status = AMP_OK;
 
 	count = base ? git_tree_entrycount(base) : 0;
-	for (i = 1; i < count; i++) {
-		const git_tree_entry *a = git_tree_entry_byindex(base, i - 1);
-
-		e = git_tree_entry_byindex(base, i);
-		if (entry_order(git_tree_entry_name(a), strlen(git_tree_entry_name(a)),
-				git_tree_entry_type(a) == GIT_OBJECT_TREE,
-				git_tree_entry_name(e), strlen(git_tree_entry_name(e)),
-				git_tree_entry_type(e) == GIT_OBJECT_TREE) >= 0)
+	for (i = 1; i < count; i++)
+		if (git_tree_entry_cmp(git_tree_entry_byindex(base, i - 1),
+				       git_tree_entry_byindex(base, i)) >= 0)
 			return 1;
-	}
 	for (i = 0; i < w->nfiles; i++) {
 		const char *file = w->files[i].path + dir_len(w->files[i].path);
 
@@ -1400,16 +1394,14 @@ static int leaf_write(amp_store *st, git_tree *base, const amp_store_write *w,
 			continue; /* there already, or twice in w: once */
 		names[i] = file;
 		/* Insertion in git's order: a commit adds one to three files. */
-		for (k = nnew; k > 0 && entry_order(names[order[k - 1]], strlen(names[order[k - 1]]), 0,
-						  file, strlen(file), 0) > 0; k--)
+		for (k = nnew; k > 0 && entry_order(names[order[k - 1]], 0, file, 0) > 0; k--)
 			order[k] = order[k - 1];
 		order[k] = i;
 		nnew++;
 	}
 	for (i = 0, j = 0; i < count || j < nnew;) {
 		e = i < count ? git_tree_entry_byindex(base, i) : NULL;
-		if (j < nnew && (!e || entry_order(names[order[j]], strlen(names[order[j]]), 0,
-						   git_tree_entry_name(e), strlen(git_tree_entry_name(e)),
+		if (j < nnew && (!e || entry_order(names[order[j]], 0, git_tree_entry_name(e),
 						   git_tree_entry_type(e) == GIT_OBJECT_TREE) < 0)) {
 			rc = put_entry(&buf, &len, &alloc, GIT_FILEMODE_BLOB, names[order[j]],
 				       &blobs[order[j]]);

@@ -5,6 +5,7 @@
 #define AMP_TEST_TAP_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -43,6 +44,17 @@ static inline int tap_source_dir(char *buf, size_t bufsz)
 		}
 	}
 	return -1;
+}
+
+/* Removes the temporary directory a test made (mkdtemp), reporting a
+ * failure as a check. */
+static inline void tap_remove_dir(const char *dir)
+{
+	char cmd[4200];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		ok(0, "remove the test directory");
 }
 
 static int tap_done(void)

@@ -67,12 +67,7 @@ cleanup:
 		json_decref(entries[i].doc);
 	}
 	amp_reccache_free(c);
-	if (made) {
-		char cmd[sizeof(dir) + 16];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd) != 0)
-			ok(0, "remove the test directory");
-	}
+	if (made)
+		tap_remove_dir(dir);
 	return tap_done();
 }

@@ -79,12 +79,8 @@ cleanup:
 	git_commit_free(mine);
 	amp_store_free(st);
 	git_repository_free(repo);
-	if (made) {
-		char cmd[sizeof(dir) + 16];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd) != 0)
-			ok(0, "remove the test repository");
-	}
+	if (made)
+		tap_remove_dir(dir);
 }
 
 /* amp_record_times: one time per (task, record), the least one kept, past
