@@ -1,4 +1,5 @@
 /* amp log: the audit trail of the SSOT, record by record, newest first. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include "clock.h"
 #include "human.h"
 #include "read.h"
+#include "spool.h"
 #include "util.h"
 
 static const char usage[] =
@@ -23,10 +25,15 @@ struct line {
 	long start, end; /* its bytes in the buffer */
 };
 
+/* The human lines are held in memory up to this size, then in a temporary
+ * file: at 100k messages they are 33 MB, which held in memory put `amp
+ * log` at 106 MB resident. */
+#define SPOOL_BOUND ((size_t)4 << 20)
+
 struct out {
 	int json;
 	amp_human h;
-	FILE *mem;       /* the human lines, one after another */
+	amp_spool spool; /* the human lines, one after another */
 	struct line *lines;
 	size_t n, alloc;
 	int oom;         /* the walk stopped: out of memory */
@@ -66,7 +73,7 @@ static int print_record(const amp_log_record *r, void *ctx)
 	}
 	l = &o->lines[o->n];
 	l->seq = o->n++;
-	l->start = ftell(o->mem);
+	l->start = amp_spool_tell(&o->spool);
 	if (!ts || amp_time_parse(ts, &l->ms) < 0)
 		l->ms = INT64_MIN;
 	git_oid_tostr(hex, sizeof(hex), &r->commit);
@@ -74,24 +81,25 @@ static int print_record(const amp_log_record *r, void *ctx)
 	snprintf(what, sizeof(what), "%s%s%s", amp_entry_kind_name(r->kind),
 		 r->kind == AMP_ENTRY_ACK ? "" : "/", r->kind == AMP_ENTRY_ACK ? "" :
 		 r->doc ? str(r->doc, "type") : "?");
-	fprintf(o->mem, "%s%s%s %-*s  %-12s  %-18s  %-11s", amp_human_sgr(&o->h, AMP_SGR_YELLOW), hex,
+	fprintf(o->spool.f, "%s%s%s %-*s  %-12s  %-18s  %-11s", amp_human_sgr(&o->h, AMP_SGR_YELLOW), hex,
 		amp_human_sgr(&o->h, AMP_SGR_RESET), AMP_HUMAN_TIME_WIDTH,
 		amp_human_time(&o->h, ts, t), *r->task_id ? amp_term(r->task_id) : "-", amp_term(what),
 		str(r->doc, "from"));
 	/* A control record has no addressee: its column stays blank. */
-	fprintf(o->mem, " %s%-11s", r->kind != AMP_ENTRY_CTL ? "-> " : "   ",
+	fprintf(o->spool.f, " %s%-11s", r->kind != AMP_ENTRY_CTL ? "-> " : "   ",
 		r->kind != AMP_ENTRY_CTL ? str(r->doc, "to") : "");
-	fprintf(o->mem, "  %s", amp_term(r->id));
+	fprintf(o->spool.f, "  %s", amp_term(r->id));
 	if (r->agent)
-		fprintf(o->mem, "  agent %s", amp_term(r->agent));
+		fprintf(o->spool.f, "  agent %s", amp_term(r->agent));
 	if (r->reason)
-		fprintf(o->mem, "  %sunreadable%s: %s: %s", amp_human_sgr(&o->h, AMP_SGR_RED),
+		fprintf(o->spool.f, "  %sunreadable%s: %s: %s", amp_human_sgr(&o->h, AMP_SGR_RED),
 			amp_human_sgr(&o->h, AMP_SGR_RESET), amp_term(r->path), amp_term(r->reason));
 	else if (r->kind == AMP_ENTRY_MSG && json_is_string(json_object_get(r->doc, "type")) &&
 		 !strcmp(json_string_value(json_object_get(r->doc, "type")), "escalation"))
-		fprintf(o->mem, "  %s %s", str(json_object_get(r->doc, "payload"), "severity"),
+		fprintf(o->spool.f, "  %s %s", str(json_object_get(r->doc, "payload"), "severity"),
 			str(json_object_get(r->doc, "payload"), "escalation_type"));
-	fputc('\n', o->mem);
+	fputc('\n', o->spool.f);
+	amp_spool_check(&o->spool);
 	return 0;
 }
 
@@ -107,17 +115,34 @@ static int newest_first(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static void print_lines(struct out *o, const char *buf, size_t len)
+/* 0, or -1 (errno says why) when the spool cannot be read back. */
+static int print_lines(struct out *o, size_t len)
 {
-	size_t i;
+	char *line = NULL, *grown;
+	size_t i, n, size = 0;
+	int status = 0;
 
 	/* Each line ends where the next one in walk order starts. */
 	for (i = 0; i < o->n; i++)
 		o->lines[i].end = i + 1 < o->n ? o->lines[i + 1].start : (long)len;
 	if (o->n) /* qsort takes no NULL, even for nothing to sort */
 		qsort(o->lines, o->n, sizeof(*o->lines), newest_first);
-	for (i = 0; i < o->n; i++)
-		fwrite(buf + o->lines[i].start, 1, (size_t)(o->lines[i].end - o->lines[i].start), stdout);
+	for (i = 0; i < o->n && !status; i++) {
+		n = (size_t)(o->lines[i].end - o->lines[i].start);
+		if (n > size) {
+			if (!(grown = realloc(line, n))) {
+				errno = ENOMEM;
+				status = -1;
+				break;
+			}
+			line = grown;
+			size = n;
+		}
+		if ((status = amp_spool_read(&o->spool, o->lines[i].start, n, line)) == 0)
+			fwrite(line, 1, n, stdout);
+	}
+	free(line);
+	return status;
 }
 
 /* --since / --until: an ISO 8601 time with offset, like AMP_NOW. */
@@ -148,7 +173,6 @@ int main(int argc, char **argv)
 	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX };
 	const char *repo = NULL, *since = NULL, *until = NULL, *limit = NULL;
 	struct out o = { 0 };
-	char *buf = NULL;
 	size_t len = 0;
 	amp_schema_set *set = NULL;
 	amp_store *st = NULL;
@@ -201,7 +225,7 @@ int main(int argc, char **argv)
 	    (code = amp_cli_open_store("log", repo, &st)))
 		goto cleanup;
 	amp_human_start(&o.h, amp_store_repo(st), o.json, 1);
-	if (!o.json && !(o.mem = open_memstream(&buf, &len))) {
+	if (!o.json && amp_spool_open(&o.spool, SPOOL_BOUND) < 0) {
 		amp_error_set(&err, AMP_EIO, "", "out of memory");
 		code = amp_cli_fail("log", &err);
 		goto cleanup;
@@ -210,24 +234,32 @@ int main(int argc, char **argv)
 		code = amp_cli_fail("log", &err);
 		goto cleanup;
 	}
-	if (o.mem) {
-		if (fclose(o.mem) != 0 || o.oom) {
-			o.mem = NULL;
-			amp_error_set(&err, AMP_EIO, "", "out of memory");
+	if (!o.json) {
+		if (amp_spool_finish(&o.spool, &len) < 0 || o.oom) {
+			if (o.oom || !o.spool.spilled)
+				amp_error_set(&err, AMP_EIO, "", "out of memory");
+			else
+				amp_error_set(&err, AMP_EIO, "", "cannot write to a temporary file: %s",
+					      strerror(errno));
 			code = amp_cli_fail("log", &err);
 			goto cleanup;
 		}
-		o.mem = NULL;
-		print_lines(&o, buf, len);
+		/* The walk is over: the pack index it read all over need
+		 * not stay resident while the lines are sorted. */
+		amp_store_trim_indexes();
+		if (print_lines(&o, len) < 0) {
+			amp_error_set(&err, AMP_EIO, "", "cannot read back a temporary file: %s",
+				      strerror(errno));
+			code = amp_cli_fail("log", &err);
+			goto cleanup;
+		}
 	}
 	/* A part of the history that cannot be read hides its records only:
 	 * everything else is listed, and the exit code says it. */
 	for (i = 0; i < problems.count; i++)
 		code = amp_cli_fail("log", &problems.items[i]);
 cleanup:
-	if (o.mem)
-		fclose(o.mem);
-	free(buf);
+	amp_spool_free(&o.spool);
 	free(o.lines);
 	amp_errlist_free(&problems);
 	amp_schema_set_free(set);

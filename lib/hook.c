@@ -629,6 +629,7 @@ static int check_new_commits(struct check *c, const git_oid *new, const git_oid 
 	}
 	git_error_clear();
 	while ((status = git_revwalk_next(&id, walk)) == 0) {
+		amp_store_walk_step();
 		if (git_commit_lookup(&commit, repo, &id) < 0) {
 			status = amp_error_git(&err, AMP_EIO, "cannot read a pushed commit");
 			amp_errlist_add(c->errors, status, "", "%s", err.message);

@@ -606,6 +606,8 @@ int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
 		if (walk ? (next = git_revwalk_next(&id, walk)) < 0 :
 			   (next = amp_first_parents_next(&chain, &c)) < 0)
 			break;
+		if (walk)
+			amp_store_walk_step();
 		if (c)
 			git_oid_cpy(&id, git_commit_id(c));
 		w.commit = &id;

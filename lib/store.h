@@ -156,8 +156,26 @@ typedef struct amp_first_parents {
 void amp_first_parents_start(amp_first_parents *w, git_repository *repo, const git_oid *tip);
 /* The next commit into *out (the caller frees it): 0; GIT_ITEROVER past
  * the root; a libgit2 error (< 0, git_error_last() says why) when the
- * commit cannot be read, which ends the walk. */
+ * commit cannot be read, which ends the walk.  Calls amp_store_walk_step. */
 int amp_first_parents_next(amp_first_parents *w, git_commit **out);
+
+/*
+ * Drops from this process's resident set the pages of the pack indexes
+ * libgit2 has mapped (every *.idx mapped read-only), which it keeps mapped
+ * whole while the repository is open.  Nothing is lost: the next lookup
+ * reads them back from the page cache.  Returns how many mappings it
+ * dropped (0 where /proc/self/maps cannot be read).
+ */
+int amp_store_trim_indexes(void);
+/* Called once per commit a walk reads and once per task read: every
+ * AMP_STORE_TRIM_EVERY calls, when the process's resident set is over
+ * AMP_STORE_RESIDENT_SOFT and has grown by AMP_STORE_RESIDENT_SLACK since
+ * the last trim, trims the indexes (above).  A walk of a large store's
+ * whole history would otherwise end with its whole index resident. */
+#define AMP_STORE_TRIM_EVERY     4
+#define AMP_STORE_RESIDENT_SOFT  ((size_t)58 << 20)
+#define AMP_STORE_RESIDENT_SLACK ((size_t)8 << 20)
+void amp_store_walk_step(void);
 
 /*
  * The commit and tree at the tip of `ref`.  Both are new references the

@@ -948,6 +948,7 @@ static int walker_next(struct walker *w, amp_error *err)
 		git_error_clear();
 		return 0;
 	}
+	amp_store_walk_step();
 	if (git_commit_lookup(&w->lc, w->repo, &w->oid) < 0 || git_commit_tree(&w->ct, w->lc) < 0 ||
 	    (git_commit_parentcount(w->lc) > 0 &&
 	     (git_commit_parent(&w->parent, w->lc, 0) < 0 ||

@@ -1116,6 +1116,7 @@ static void verify_range(struct watch *w, const git_oid *from, const git_oid *to
 		amp_error err;
 		int ok;
 
+		amp_store_walk_step();
 		if (git_commit_lookup(&c, repo, &id) < 0 || git_commit_tree(&ct, c) < 0 ||
 		    (git_commit_parentcount(c) &&
 		     (git_commit_parent(&parent, c, 0) < 0 || git_commit_tree(&pt, parent) < 0)) ||
@@ -1573,6 +1574,7 @@ int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_
 	    (from && git_revwalk_hide(walk, from) < 0))
 		goto cleanup;
 	while (git_revwalk_next(&id, walk) == 0) {
+		amp_store_walk_step();
 		if (git_commit_lookup(&c, repo, &id) == 0)
 			walk_one(repo, c, times, AMP_WATCH_WALK_LAST - index, by_time);
 		index++;

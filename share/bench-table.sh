@@ -13,7 +13,9 @@
 #   - amp status TASK, amp status (the tasks not finished) and amp status
 #     --all (every task) on warm caches, amp status with none, inbox,
 #     watch --once on an unchanged SSOT, watch --once --full;
-#   - peak RSS of those commands (GNU time %M);
+#   - peak RSS of those commands, and of the other readers of the whole
+#     store: amp log (the whole history), amp fsck, amp agents with no
+#     cache, a first amp dashboard (GNU time %M);
 #   - disk per message: the SSOT as imported, the pack a send writes,
 #     and after `amp gc` (which also runs once right after the
 #     import, as amp's own maintenance would, so that every figure is
@@ -204,6 +206,13 @@ for n in $sizes; do
 	amp watch --once > /dev/null 2>&1 || true
 	cell[watch_once,$n]=$(timed "$rounds" amp watch --once)
 	cell[rss_watch_full,$n]=$(rss amp watch --once --full)
+	cell[rss_log,$n]=$(rss amp log)
+	cell[rss_fsck,$n]=$(rss amp fsck)
+	rm -f "$state/agents.json"
+	cell[rss_agents,$n]=$(rss amp agents)
+	rm -rf "$work/dashboard"
+	cell[rss_dashboard,$n]=$(rss amp dashboard --out "$work/dashboard")
+	rm -rf "$work/dashboard"
 	cell[watch_full,$n]=$(timed "$slow" amp watch --once --full)
 	amp inbox executor > /dev/null
 	cell[inbox,$n]=$(timed "$rounds" amp inbox executor)
@@ -284,6 +293,10 @@ done
 	row "peak RSS: send" rss_send " MB"
 	row "peak RSS: status, no cache" rss_status_all " MB"
 	row "peak RSS: watch --once --full" rss_watch_full " MB"
+	row "peak RSS: log, the whole history" rss_log " MB"
+	row "peak RSS: fsck" rss_fsck " MB"
+	row "peak RSS: agents, no cache" rss_agents " MB"
+	row "peak RSS: dashboard, first pass" rss_dashboard " MB"
 	row "disk per message, as imported" disk_import " KiB"
 	row "disk per sent message, as written (a pack each)" disk_sent " KiB"
 	row "disk per message after amp gc" disk_gc " KiB"

@@ -18,6 +18,8 @@ load helpers
 	for row in "amp send, fresh task, fsync off" "plumbing script, one record" \
 		"libgit2 loop in one process (floor)" "amp send into a 1,000-record task" \
 		"amp status (tasks not finished), warm caches" "amp status --all, warm cache" "amp watch --once --full" "peak RSS: send" \
+		"peak RSS: log, the whole history" "peak RSS: fsck" "peak RSS: agents, no cache" \
+		"peak RSS: dashboard, first pass" \
 		"disk per message after amp gc" "amp import" "git fast-import, same records"; do
 		grep -F "| $row | " "$table" | grep -qE '\| [0-9.]+ [a-zA-Z/]+ \| [0-9.]+ [a-zA-Z/]+ \|$' ||
 			{ echo "row missing or not numeric: $row"; cat "$table"; false; }

@@ -83,6 +83,72 @@ cleanup:
 		tap_remove_dir(dir);
 }
 
+/* Resident KiB of this process's mappings of pack indexes, from
+ * /proc/self/smaps; -1 when none is mapped. */
+static long index_resident_kib(void)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[4200];
+	long total = -1, kib;
+	int in_idx = 0;
+	size_t len;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		len = strlen(line);
+		if (strchr(line, '-') && strchr(line, ' ') && (size_t)(strchr(line, ' ') - line) < 40 &&
+		    strchr(line, '-') < strchr(line, ' '))
+			in_idx = len > 5 && !strcmp(line + len - 5, ".idx\n");
+		else if (in_idx && sscanf(line, "Rss: %ld kB", &kib) == 1)
+			total = (total < 0 ? 0 : total) + kib;
+	}
+	if (f)
+		fclose(f);
+	return total;
+}
+
+/* amp_store_trim_indexes: a pack index libgit2 mapped leaves the resident
+ * set, and objects are read from it as before. */
+static void test_trim_indexes(void)
+{
+	char dir[] = "/tmp/amp-test-trim-XXXXXX", cmd[200];
+	git_repository *repo = NULL;
+	git_commit *tip = NULL;
+	amp_store *st = NULL;
+	amp_error err;
+	git_oid id, other;
+	int made = mkdtemp(dir) != NULL;
+
+	snprintf(cmd, sizeof(cmd), "git -C '%s' repack -adq", dir);
+	if (!made || git_repository_init(&repo, dir, 1) < 0 ||
+	    amp_store_open(&st, dir, &err) < 0 || amp_store_init(st, NULL, &err) < 0 ||
+	    git_reference_name_to_id(&id, repo, amp_store_messages_ref(st)) < 0 ||
+	    git_reference_name_to_id(&other, repo, amp_store_errors_ref(st)) < 0 ||
+	    system(cmd) != 0) {
+		ok(0, "a packed store for the trim test");
+		goto cleanup;
+	}
+	/* a new handle reads the pack */
+	git_repository_free(repo);
+	repo = NULL;
+	if (git_repository_open(&repo, dir) < 0 || git_commit_lookup(&tip, repo, &id) < 0) {
+		ok(0, "the packed tip");
+		goto cleanup;
+	}
+	git_commit_free(tip);
+	tip = NULL;
+	ok(index_resident_kib() > 0, "trim: reading an object maps the pack's index");
+	ok(amp_store_trim_indexes() >= 1 && index_resident_kib() == 0,
+	   "trim: the index is mapped still, none of it resident");
+	ok(git_commit_lookup(&tip, repo, &other) == 0 && index_resident_kib() > 0,
+	   "trim: the next read (another commit) maps it back from the page cache");
+cleanup:
+	git_commit_free(tip);
+	amp_store_free(st);
+	git_repository_free(repo);
+	if (made)
+		tap_remove_dir(dir);
+}
+
 /* amp_record_times: one time per (task, record), the least one kept, past
  * the table's first growth; keys that concatenate alike stay apart. */
 static void test_record_times(void)
@@ -251,6 +317,7 @@ int main(void)
 	git_libgit2_init();
 	test_outside_writer();
 	test_record_times();
+	test_trim_indexes();
 	test_no_network();
 	git_libgit2_shutdown();
 
