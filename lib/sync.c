@@ -722,6 +722,55 @@ cleanup:
 }
 
 /*
+ * AMP_ESCHEMA naming the first record of directory `dir` that commit tree
+ * `ct` adds or changes against `pt` (NULL: none) whose file name is not
+ * UTF-8.  The list of a commit's records (amp_store_diff_tasks, JSON) cannot
+ * hold such a name, so a join would leave the record out without a word;
+ * amp never writes one, and a hub's hook refuses one.
+ */
+static int refuse_bad_names(git_repository *repo, git_tree *pt, git_tree *ct, const char *dir,
+			    amp_error *err)
+{
+	git_tree_entry *de = NULL, *pe = NULL;
+	git_tree *t = NULL;
+	char path[AMP_PATH_MAX * 2];
+	size_t i, n;
+	int status = AMP_OK;
+
+	if (git_tree_entry_bypath(&de, ct, dir) < 0 || git_tree_entry_type(de) != GIT_OBJECT_TREE ||
+	    git_tree_lookup(&t, repo, git_tree_entry_id(de)) < 0) {
+		git_error_clear(); /* no directory: nothing added */
+		goto cleanup;
+	}
+	n = git_tree_entrycount(t);
+	for (i = 0; i < n; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(t, i);
+		const char *name = git_tree_entry_name(e);
+
+		if (amp_utf8_valid(name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		if (pt && git_tree_entry_bypath(&pe, pt, path) == 0 &&
+		    git_oid_equal(git_tree_entry_id(pe), git_tree_entry_id(e))) {
+			git_tree_entry_free(pe);
+			pe = NULL;
+			continue;
+		}
+		git_error_clear();
+		status = amp_error_set(err, AMP_ESCHEMA, amp_json_text(path),
+				       "a file name that is not UTF-8, in a local commit: amp never "
+				       "writes one and cannot carry it into the join; remove it from "
+				       "the local history");
+		break;
+	}
+cleanup:
+	git_tree_entry_free(pe);
+	git_tree_entry_free(de);
+	git_tree_free(t);
+	return status;
+}
+
+/*
  * Adds to r->u the records commit tree `ct` adds to its parent's `pt`
  * (NULL: a root commit), each under the next free seq of its task in
  * `base`, the tree being built; skips the records `base` already holds with
@@ -757,6 +806,8 @@ static int replay_records(struct replay_ctx *r, git_tree *pt, git_tree *ct, git_
 		}
 		if (amp_store_task_dir(task, dir, sizeof(dir)) < 0)
 			continue;
+		if ((status = refuse_bad_names(repo, pt, ct, dir, err)) < 0)
+			goto cleanup;
 		json_decref(ix.ids);
 		ix.ids = NULL;
 		if ((status = index_dir(repo, base, dir, &ix, err)) < 0)

@@ -257,3 +257,21 @@ JSON
 	run -0 git -C "$HUB" cat-file blob "refs/amp/errors:$f"
 	assert_output --partial '"command": "send"'
 }
+
+@test "a join refuses a local record whose file name is not UTF-8, naming it, instead of leaving it out" {
+	dispatched_on_both
+	at 5
+	on b amp ack "$D" --from executor > /dev/null
+	on b amp sync > /dev/null
+	# clone a holds a hand-made record no list of records could name
+	(cd a && echo '{"hello": "world"}' | plant "tasks/2026/0/$T/000002.msg.task_dispatch-$T-"$'\xff\xfe'".json" 2> /dev/null)
+	local local_tip hub_tip
+	local_tip=$(git -C a rev-parse refs/amp/messages)
+	hub_tip=$(git -C hub.git rev-parse refs/amp/messages)
+	run on a amp sync
+	assert_failure 1
+	assert_output --partial "tasks/2026/0/$T/000002.msg.task_dispatch-$T-"'\\xff\\xfe'".json: a file name that is not UTF-8, in a local commit"
+	# nothing moved: the local history keeps it, the hub has nothing new
+	[ "$(git -C a rev-parse refs/amp/messages)" = "$local_tip" ]
+	[ "$(git -C hub.git rev-parse refs/amp/messages)" = "$hub_tip" ]
+}
