@@ -167,7 +167,8 @@ int amp_first_parents_next(amp_first_parents *w, git_commit **out);
  * dropped (0 where /proc/self/maps cannot be read).
  */
 int amp_store_trim_indexes(void);
-/* Called once per commit a walk reads and once per task read: every
+/* Called once per commit a walk reads and once per task read or
+ * summarised (amp_store_read_task, amp_summary_get): every
  * AMP_STORE_TRIM_EVERY calls, when the process's resident set is over
  * AMP_STORE_RESIDENT_SOFT and has grown by AMP_STORE_RESIDENT_SLACK since
  * the last trim, trims the indexes (above).  A walk of a large store's
@@ -175,6 +176,8 @@ int amp_store_trim_indexes(void);
 #define AMP_STORE_TRIM_EVERY     4
 #define AMP_STORE_RESIDENT_SOFT  ((size_t)58 << 20)
 #define AMP_STORE_RESIDENT_SLACK ((size_t)8 << 20)
+/* A walk of at least this many commits trims the indexes when it ends. */
+#define AMP_STORE_TRIM_AFTER     4096
 void amp_store_walk_step(void);
 
 /*

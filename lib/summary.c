@@ -868,6 +868,7 @@ json_t *amp_summary_get(amp_summaries *c, amp_store *st, git_tree *root, const c
 	json_t *out, *w;
 	char *deps;
 
+	amp_store_walk_step();
 	if (!(s = entry(c, st, root, task, NULL, now_ms, &owned, err)))
 		return NULL;
 	out = at_time(task, s, now_ms);
