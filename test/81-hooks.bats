@@ -163,6 +163,43 @@ short() {
 	assert_output --partial "commit $(short refs/amp/messages): $DIR/000002.msg.task_dispatch-$T-"'\\xff\\xfe'".json: a file name that is not UTF-8"
 }
 
+@test "a merge commit is refused, and the commits on both its sides are checked" {
+	local base side merge
+	base=$(git rev-parse refs/amp/messages)
+	send_dispatch
+	# merged with the hub's tip itself: the merge is what is refused
+	merge=$(git commit-tree "$(git rev-parse 'refs/amp/messages^{tree}')" -p refs/amp/messages -p "$base" -m "merge by hand")
+	git update-ref refs/amp/messages "$merge"
+	push_refused
+	assert_output --partial "commit ${merge:0:7}: a merge commit: the SSOT keeps a linear history"
+	# merged with a side line from the hub's tip, whose commit adds a
+	# file that is no record: that commit is checked, and refused
+	side=$(git commit-tree "$(git mktree <<< "$(git ls-tree "$base")
+100644 blob $(echo note | git hash-object -w --stdin)	notes.txt")" -p "$base" -m side)
+	merge=$(git commit-tree "$(git rev-parse 'refs/amp/messages~1^{tree}')" -p refs/amp/messages~1 -p "$side" -m "merge by hand")
+	git update-ref refs/amp/messages "$merge"
+	push_refused
+	assert_output --partial "commit ${side:0:7}: notes.txt: not a record in its task's directory"
+}
+
+@test "a push of a line of commits checks each one past the hub's tip, oldest first, and only those" {
+	send_dispatch
+	# a commit the hub holds that its hook would refuse (put there by hand)
+	echo note | plant notes.txt
+	git -C "$HUB" fetch -q "$PWD" '+refs/amp/messages:refs/amp/messages'
+	# an ACK and a file that is no record on top: the second is refused
+	at 5
+	amp ack "$D" --from executor > /dev/null
+	at 6
+	echo '{}' | plant "$DIR/notes.txt"
+	push_refused
+	assert_output --partial "commit $(short refs/amp/messages): $DIR/notes.txt: not a record in its task's directory"
+	refute_output --partial "commit $(short refs/amp/messages~2)"
+	# the ACK alone goes through: what the hub held is not checked again
+	git update-ref refs/amp/messages refs/amp/messages~1
+	push_accepted
+}
+
 @test "a message breaking a write-time rule (a result before the dispatch's ACK) is refused" {
 	send_dispatch
 	at 5
