@@ -22,12 +22,12 @@ static const char usage[] =
 struct line {
 	int64_t ms;     /* the record's timestamp; INT64_MIN when it has none */
 	size_t seq;     /* its place in the walk: commit order, newest first */
-	long start, end; /* its bytes in the buffer */
+	long start, end; /* its bytes in the spool */
 };
 
 /* The human lines are held in memory up to this size, then in a temporary
  * file: at 100k messages they are 33 MB, which held in memory put `amp
- * log` at 106 MB resident. */
+ * log` at 104 MB resident. */
 #define SPOOL_BOUND ((size_t)4 << 20)
 
 struct out {
