@@ -601,55 +601,49 @@ static int parse_oid(git_oid *oid, const char *hex, struct check *c)
  * NULL); < 0 a libgit2 error.  What libgit2's revwalk would give, oldest
  * first, holding an id per commit instead of the revwalk's node and the
  * topological sort (at 100k messages a push of the whole history peaked
- * at 80 MB with them), and stepping the index trim per commit.
+ * at 80 MB with them); amp_first_parents steps the index trim per commit.
  */
 static int first_parent_line(git_repository *repo, const git_oid *new, const git_oid *stops,
 			     size_t nstops, git_oid **out, size_t *count)
 {
+	amp_first_parents chain;
 	git_commit *commit = NULL;
-	git_oid id, *v = NULL, *grown;
+	git_oid *v = NULL, *grown;
 	size_t n = 0, alloc = 0, i;
-	int rc = 1;
+	int rc;
 
 	*out = NULL;
 	*count = 0;
-	git_oid_cpy(&id, new);
-	for (;;) {
-		for (i = 0; i < nstops; i++)
-			if (git_oid_equal(&id, &stops[i]))
-				goto done;
-		amp_store_walk_step();
-		if ((rc = git_commit_lookup(&commit, repo, &id)) < 0)
-			goto done;
-		if (git_commit_parentcount(commit) > 1) {
-			rc = 0;
-			goto done;
-		}
+	amp_first_parents_start(&chain, repo, new);
+	while ((rc = amp_first_parents_next(&chain, &commit)) == 0) {
+		for (i = 0; i < nstops && !git_oid_equal(git_commit_id(commit), &stops[i]); i++)
+			;
+		if (i < nstops)
+			break;
+		if (git_commit_parentcount(commit) > 1)
+			goto cleanup; /* rc 0: not one line */
 		if (n == alloc) {
 			alloc = alloc ? alloc * 2 : 64;
 			if (!(grown = realloc(v, alloc * sizeof(*v)))) {
 				git_error_set_oom();
 				rc = -1;
-				goto done;
+				goto cleanup;
 			}
 			v = grown;
 		}
-		git_oid_cpy(&v[n++], &id);
-		rc = 1;
-		if (!git_commit_parentcount(commit))
-			goto done;
-		git_oid_cpy(&id, git_commit_parent_id(commit, 0));
+		git_oid_cpy(&v[n++], git_commit_id(commit));
 		git_commit_free(commit);
 		commit = NULL;
 	}
-done:
-	git_commit_free(commit);
-	if (rc == 1) {
+	if (rc == 0 || rc == GIT_ITEROVER) {
 		*out = v;
 		*count = n;
-	} else {
-		free(v);
+		v = NULL;
+		rc = 1;
 	}
+cleanup:
+	git_commit_free(commit);
+	free(v);
 	return rc;
 }
 

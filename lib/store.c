@@ -581,20 +581,25 @@ int amp_store_trim_indexes(void)
 	return dropped;
 }
 
-/* This process's resident set in bytes, from /proc/self/statm; 0 when it
+/* This process's resident set in bytes, from /proc/self/statm (opened
+ * once per process: a walk asks tens of thousands of times; /proc/self
+ * names the process that opened it, hence again after a fork); 0 when it
  * cannot be read. */
 static size_t resident_bytes(void)
 {
+	static int fd = -1;
+	static pid_t opener;
 	char buf[128];
 	unsigned long size, resident;
 	ssize_t n;
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
+	if (opener != getpid()) {
+		if (fd >= 0)
+			close(fd);
+		opener = getpid();
+		fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0 || (n = pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
 		return 0;
 	buf[n] = '\0';
 	if (sscanf(buf, "%lu %lu", &size, &resident) != 2)
