@@ -132,6 +132,11 @@ static z_stream *stream_for(amp_packwrite *pw, size_t len)
 	return deflateReset(&pw->zs_big) == Z_OK ? &pw->zs_big : NULL;
 }
 
+int amp_packwrite_has(const amp_packwrite *pw, const git_oid *id)
+{
+	return pw->slots[slot_of(pw, id)].used;
+}
+
 int amp_packwrite_can_base(const amp_packwrite *pw, const git_oid *id)
 {
 	const struct slot *s = &pw->slots[slot_of(pw, id)];
@@ -219,22 +224,72 @@ static size_t make_delta(amp_packwrite *pw, const unsigned char *base, size_t bl
 	return n;
 }
 
+/* The entry header of an object of pack type ptype, size bytes inflated
+ * (gitformat-pack: type and size in 3 and 4 bits, then 7 bits a byte),
+ * followed for an OFS_DELTA by the distance `rel` back to its base
+ * (big-endian, each byte but the last offset by one).  Returns its length
+ * (at most 32 bytes). */
+static size_t entry_head(unsigned char head[32], unsigned ptype, size_t size, uint64_t rel)
+{
+	size_t hdr = 0;
+
+	head[hdr] = (unsigned char)(ptype << 4 | (size & 15));
+	for (size >>= 4; size; size >>= 7) {
+		head[hdr++] |= 0x80;
+		head[hdr] = size & 0x7f;
+	}
+	hdr++;
+	if (ptype == OBJ_OFS_DELTA) {
+		unsigned char ofs[16];
+		size_t pos = sizeof(ofs) - 1;
+
+		ofs[pos] = rel & 127;
+		while (rel >>= 7)
+			ofs[--pos] = 128 | (--rel & 127);
+		memcpy(head + hdr, ofs + pos, sizeof(ofs) - pos);
+		hdr += sizeof(ofs) - pos;
+	}
+	return hdr;
+}
+
+/* Why the object `id` cannot go into the pack at slot `at`, or NULL. */
+static const char *refusal(const amp_packwrite *pw, size_t at)
+{
+	if (pw->finished || pw->count >= pw->capacity)
+		return "the pack is full";
+	return pw->slots[at].used ? "packed twice" : NULL;
+}
+
+/* Records the entry just appended at `off` for `id` (slot `at`), against
+ * base slot b or none. */
+static void took(amp_packwrite *pw, size_t at, const git_oid *id, uint64_t off,
+		 const struct slot *b)
+{
+	pw->slots[at].crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), pw->buf + off,
+					    (uInt)(pw->len - off));
+	pw->slots[at].used = 1;
+	git_oid_cpy(&pw->slots[at].id, id);
+	pw->slots[at].offset = off;
+	pw->slots[at].depth = b ? b->depth + 1 : 0;
+	pw->count++;
+}
+
 int amp_packwrite_add(amp_packwrite *pw, const git_oid *id, git_object_t type,
 		      const void *data, size_t len, const git_oid *base,
 		      const void *base_data, size_t base_len, amp_error *err)
 {
-	size_t at = slot_of(pw, id), hdr = 0, size, dlen = 0, bound;
+	size_t at = slot_of(pw, id), hdr, dlen = 0, bound;
 	struct slot *b = NULL;
 	unsigned char head[32];
 	unsigned ptype = (unsigned)type;
-	uint64_t off = pw->len, rel;
+	uint64_t off = pw->len;
+	const char *why;
 	z_stream *zs;
 	int rc;
 
-	if (pw->finished || pw->slots[at].used || pw->count >= pw->capacity)
+	if ((why = refusal(pw, at)))
 		return amp_error_set(err, AMP_EIO, "", "cannot pack %s: %s",
-				     git_oid_tostr_s(id),
-				     pw->slots[at].used ? "packed twice" : "the pack is full");
+				     git_oid_tostr_s(id), why);
 	if (base && amp_packwrite_can_base(pw, base) &&
 	    (dlen = make_delta(pw, base_data, base_len, data, len)) > 0) {
 		b = &pw->slots[slot_of(pw, base)];
@@ -242,27 +297,7 @@ int amp_packwrite_add(amp_packwrite *pw, const git_oid *id, git_object_t type,
 		len = dlen;
 		ptype = OBJ_OFS_DELTA;
 	}
-	/* type and size: 3 bits and 4 bits, then 7 bits a byte */
-	size = len;
-	head[hdr] = (unsigned char)(ptype << 4 | (size & 15));
-	for (size >>= 4; size; size >>= 7) {
-		head[hdr++] |= 0x80;
-		head[hdr] = size & 0x7f;
-	}
-	hdr++;
-	if (b) {
-		/* the distance back to the base, big-endian, each byte but
-		 * the last offset by one (gitformat-pack) */
-		unsigned char ofs[16];
-		size_t pos = sizeof(ofs) - 1;
-
-		rel = off - b->offset;
-		ofs[pos] = rel & 127;
-		while (rel >>= 7)
-			ofs[--pos] = 128 | (--rel & 127);
-		memcpy(head + hdr, ofs + pos, sizeof(ofs) - pos);
-		hdr += sizeof(ofs) - pos;
-	}
+	hdr = entry_head(head, ptype, len, b ? off - b->offset : 0);
 	if (!(zs = stream_for(pw, len)))
 		return amp_error_set(err, AMP_EIO, "", "zlib: cannot reset a stream");
 	bound = deflateBound(zs, len);
@@ -277,13 +312,36 @@ int amp_packwrite_add(amp_packwrite *pw, const git_oid *id, git_object_t type,
 		return amp_error_set(err, AMP_EIO, "", "zlib: cannot compress %s (%d)",
 				     git_oid_tostr_s(id), rc);
 	pw->len += hdr + zs->total_out;
-	pw->slots[at].crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), pw->buf + off,
-					    (uInt)(pw->len - off));
-	pw->slots[at].used = 1;
-	git_oid_cpy(&pw->slots[at].id, id);
-	pw->slots[at].offset = off;
-	pw->slots[at].depth = b ? b->depth + 1 : 0;
-	pw->count++;
+	took(pw, at, id, off, b);
+	return AMP_OK;
+}
+
+int amp_packwrite_add_raw(amp_packwrite *pw, const git_oid *id, unsigned ptype, size_t size,
+			  const git_oid *base, const void *data, size_t len, amp_error *err)
+{
+	size_t at = slot_of(pw, id), hdr;
+	struct slot *b = NULL;
+	unsigned char head[32];
+	uint64_t off = pw->len;
+	const char *why = refusal(pw, at);
+
+	if (!why && ptype == OBJ_OFS_DELTA) {
+		b = base ? &pw->slots[slot_of(pw, base)] : NULL;
+		if (!b || !b->used)
+			why = "its delta base is not in the pack";
+	} else if (!why && (ptype < GIT_OBJECT_COMMIT || ptype > GIT_OBJECT_TAG)) {
+		why = "not a whole object or an OFS_DELTA";
+	}
+	if (why)
+		return amp_error_set(err, AMP_EIO, "", "cannot pack %s: %s",
+				     git_oid_tostr_s(id), why);
+	hdr = entry_head(head, ptype, size, b ? off - b->offset : 0);
+	if (grow(&pw->buf, &pw->alloc, pw->len + hdr + len + 20) < 0)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	memcpy(pw->buf + pw->len, head, hdr);
+	memcpy(pw->buf + pw->len + hdr, data, len);
+	pw->len += hdr + len;
+	took(pw, at, id, off, b);
 	return AMP_OK;
 }
 
@@ -448,6 +506,11 @@ int amp_packwrite_store(amp_packwrite *pw, const char *pack_dir, int sync,
 cleanup:
 	free(idx);
 	return status;
+}
+
+const unsigned char *amp_packwrite_checksum(const amp_packwrite *pw)
+{
+	return pw->finished ? pw->buf + pw->len - 20 : NULL;
 }
 
 void amp_packwrite_free(amp_packwrite *pw)

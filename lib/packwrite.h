@@ -39,6 +39,9 @@ typedef struct amp_packwrite amp_packwrite;
  * amp_packwrite_free.  AMP_EIO when out of memory. */
 int amp_packwrite_new(amp_packwrite **out, size_t capacity, amp_error *err);
 
+/* 1 when `id` is in the pack, else 0. */
+int amp_packwrite_has(const amp_packwrite *pw, const git_oid *id);
+
 /* 1 when `id` is in the pack and a delta against it stays within
  * AMP_PACKWRITE_DEPTH, else 0. */
 int amp_packwrite_can_base(const amp_packwrite *pw, const git_oid *id);
@@ -55,6 +58,19 @@ int amp_packwrite_add(amp_packwrite *pw, const git_oid *id, git_object_t type,
 		      const void *base_data, size_t base_len, amp_error *err);
 
 /*
+ * Appends an entry copied as it is from another pack (amp's own roll-up of
+ * small packs, pack.c): the object `id`, of pack type `ptype` (1-4: a
+ * whole commit, tree, blob or tag; 6: an OFS_DELTA against `base`, which
+ * must be in this pack already), `size` bytes once inflated, whose zlib
+ * stream is data[0..len).  The entry's header is written anew (a delta's
+ * distance to its base differs here), the stream is copied, not checked:
+ * the caller checked the entry's CRC-32 against its index.  AMP_EIO as
+ * for amp_packwrite_add, or when the base is missing.
+ */
+int amp_packwrite_add_raw(amp_packwrite *pw, const git_oid *id, unsigned ptype, size_t size,
+			  const git_oid *base, const void *data, size_t len, amp_error *err);
+
+/*
  * Finishes the pack and writes it into pack_dir (the repository's
  * objects/pack) with its index, as git would name them (pack-<checksum>
  * .pack and .idx, read-only); each is written to a temporary file,
@@ -64,6 +80,10 @@ int amp_packwrite_add(amp_packwrite *pw, const git_oid *id, git_object_t type,
  */
 int amp_packwrite_store(amp_packwrite *pw, const char *pack_dir, int sync,
 			amp_error *err);
+
+/* The pack's SHA-1 checksum (its name: pack-<hex>.pack) once
+ * amp_packwrite_store finished it, else NULL.  Owned by pw. */
+const unsigned char *amp_packwrite_checksum(const amp_packwrite *pw);
 
 void amp_packwrite_free(amp_packwrite *pw);
 

@@ -33,6 +33,59 @@ while True:
 	[ -n "$(ls .git/objects/17)" ]
 }
 
+# ref_delta_pack TEXT: a pack of two similar blobs, one a REF_DELTA
+# against the other (git pack-objects without --delta-base-offset), and
+# no loose copy of them; prints the pack's name.
+ref_delta_pack() {
+	local big
+	big=$(printf '%s\n' "$1" | awk '{ for (i = 0; i < 120; i++) print $0 " line " i }')
+	{ printf '%s\n' "$big" | git hash-object -w --stdin
+	  printf '%s\nand one more line\n' "$big" | git hash-object -w --stdin
+	} | git pack-objects -q .git/objects/pack/pack
+	git prune-packed
+}
+
+# blobs_pack N TAG: a pack of N distinct blobs, each whole, no loose copy;
+# prints the pack's name.
+blobs_pack() {
+	local i
+	for ((i = 0; i < $1; i++)); do
+		echo "$2 blob $i" > "$BATS_TEST_TMPDIR/b$i"
+		echo "$BATS_TEST_TMPDIR/b$i"
+	done | git hash-object -w --stdin-paths | git pack-objects -q .git/objects/pack/pack
+	git prune-packed
+}
+
+# flip_byte FILE OFFSET: damages FILE (a read-only pack or index) there.
+flip_byte() {
+	chmod u+w "$1"
+	$PY -c 'import sys; f = open(sys.argv[1], "r+b"); o = int(sys.argv[2]); f.seek(o); b = f.read(1); f.seek(o); f.write(bytes([b[0] ^ 0x40]))' "$1" "$2"
+}
+
+# tiny_packs: the packs of at most 64 objects (8 of them start amp's own
+# roll-up)
+tiny_packs() {
+	local p n k=0
+	for p in .git/objects/pack/*.idx; do
+		n=$(git show-index < "$p" | wc -l)
+		[ "$n" -gt 64 ] || k=$((k + 1))
+	done
+	echo "$k"
+}
+
+# start_writers W N: W writers in the background, N messages each into
+# tasks of their own; a failed send is written to $BATS_TEST_TMPDIR/fail.
+start_writers() {
+	local w
+	for ((w = 1; w <= $1; w++)); do
+		( for ((i = 0; i < $2; i++)); do
+			amp send task_dispatch --task "$(printf 'T-2026-%d%02d' "$w" "$i")" --from coordinator \
+				--payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null ||
+				echo "send failed" >> "$BATS_TEST_TMPDIR/fail"
+		done ) &
+	done
+}
+
 send_n() {
 	local i
 	for ((i = 0; i < $1; i++)); do
@@ -189,8 +242,9 @@ PYEOF
 @test "more than 20 packs (what writes, imports and fetches leave) are rolled up by the next write, however few loose objects" {
 	git config amp.autoPackDetach false
 	n=$(packs)
+	# packs amp's own roll-up leaves to git: each holds a REF_DELTA
 	for ((i = 0; i < 21; i++)); do
-		echo "pack $i" | git hash-object -w --stdin | git pack-objects -q .git/objects/pack/pack > /dev/null
+		ref_delta_pack "pack $i" > /dev/null
 	done
 	[ "$(packs)" = $((n + 21)) ]
 	send_n 1
@@ -287,13 +341,7 @@ PYEOF
 	git config amp.autoPack 0
 	( for ((i = 0; i < 30; i++)); do amp gc > /dev/null || echo "gc failed" >> "$BATS_TEST_TMPDIR/fail"; done ) &
 	gc_pid=$!
-	for w in 1 2 3 4; do
-		( for ((i = 0; i < 10; i++)); do
-			amp send task_dispatch --task "$(printf 'T-2026-%d%02d' "$w" "$i")" --from coordinator \
-				--payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null ||
-				echo "send failed" >> "$BATS_TEST_TMPDIR/fail"
-		done ) &
-	done
+	start_writers 4 10
 	wait
 	[ ! -e "$BATS_TEST_TMPDIR/fail" ]
 	[ "$(git ls-tree -r --name-only refs/amp/messages | grep -c '\.msg\.')" = 40 ]
@@ -324,4 +372,189 @@ PYEOF
 	run -2 amp gc --bogus
 	run -0 amp gc --help
 	assert_output --partial "usage: amp gc"
+}
+
+@test "every 8 small packs, a write rolls them into one in its own process, no git run: git verify-pack, git fsck and amp fsck clean, every record the same" {
+	git config amp.autoPackDetach false
+	send_n 4
+	before=$(amp status --all --json)
+	records=$(git ls-tree -r refs/amp/messages | sort)
+	[ "$(packs)" -ge 4 ]
+	[ "$(packs)" -lt 8 ]
+	# the next writes reach 8 packs: one of them rolls them up
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+	rolled=
+	for ((i = 0; i < 8; i++)); do
+		n=$(packs)
+		strace -f -qq -e trace=execve -o "$BATS_TEST_TMPDIR/exec" \
+			amp send task_dispatch --task "$(printf 'T-2026-%03d' $((200 + i)))" \
+			--from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+		if [ "$(packs)" -le "$n" ]; then
+			rolled=1
+			sent=$((4 + i + 1))
+			# no process but the send itself
+			[ "$(grep -c 'execve(' "$BATS_TEST_TMPDIR/exec")" = 1 ]
+			break
+		fi
+	done
+	[ -n "$rolled" ]
+	[ "$(packs)" -le 2 ]
+	[ "$(loose)" = 0 ]
+	for p in .git/objects/pack/*.idx; do git verify-pack "$p"; done
+	git fsck --full --strict --no-dangling
+	run -0 amp fsck
+	# what was there before reads back the same
+	for t in $(echo "$before" | json_get '" ".join(t["task_id"] for t in d)'); do
+		[ "$(echo "$before" | json_get "[t for t in d if t['task_id'] == '$t'][0]['state']")" = \
+		  "$(amp status "$t" --json | json_get 'd["state"]')" ]
+	done
+	diff <(echo "$records") <(git ls-tree -r refs/amp/messages | sort | grep -F -f <(echo "$records"))
+	[ "$(git ls-tree -r --name-only refs/amp/messages | grep -c '\.msg\.')" = "$sent" ]
+}
+
+@test "a roll-up copies deltas as they are, their base distance written anew; packs it cannot copy stay for git: a REF_DELTA, a .keep, a damaged pack or index" {
+	git config amp.autoPack 0
+	# OFS_DELTA packs, as git makes them: similar blobs
+	$PY - "$BATS_TEST_TMPDIR" <<'PY'
+import random, sys
+random.seed(7)
+base = "".join(random.choice("abcdefgh ") for _ in range(3000))
+for i in range(4):
+    open(f"{sys.argv[1]}/blob{i}", "w").write(base + f" variant {i}\n")
+PY
+	for k in 1 2 3 4 5 6 7 8; do
+		for i in 0 1 2 3; do
+			echo "round $k" >> "$BATS_TEST_TMPDIR/blob$i"
+			git hash-object -w "$BATS_TEST_TMPDIR/blob$i"
+		done > "$BATS_TEST_TMPDIR/ids$k"
+		git pack-objects -q --delta-base-offset .git/objects/pack/pack < "$BATS_TEST_TMPDIR/ids$k" > /dev/null
+	done
+	git prune-packed
+	ofs_deltas() { for p in .git/objects/pack/*.idx; do git verify-pack -v "$p"; done | awk '$2 == "blob" && NF == 7' | wc -l; }
+	[ "$(ofs_deltas)" -ge 8 ]
+	ref=.git/objects/pack/pack-$(ref_delta_pack "a ref delta").pack
+	kept=.git/objects/pack/pack-$(blobs_pack 1 kept).pack
+	touch "${kept%.pack}.keep"
+	# damaged: one byte of an entry flipped
+	bad=.git/objects/pack/pack-$(blobs_pack 1 "damaged pack").pack
+	flip_byte "$bad" 14
+	cp "$bad" "$BATS_TEST_TMPDIR/bad.pack"
+	# and an index damaged where no lookup looks (a CRC of its table)
+	badidx=.git/objects/pack/pack-$(blobs_pack 1 "damaged index").idx
+	flip_byte "$badidx" $((8 + 1024 + 20))
+	cp "$badidx" "$BATS_TEST_TMPDIR/bad.idx"
+	git config --unset amp.autoPack
+	git config amp.autoPackDetach false
+	deltas_before=$(ofs_deltas)
+	send_n 1
+	# the OFS_DELTA packs and amp's are one pack now, deltas kept
+	[ "$(ofs_deltas)" = "$deltas_before" ]
+	[ "$(packs)" = 5 ]
+	for p in .git/objects/pack/*.idx; do
+		[ "$p" = "${bad%.pack}.idx" ] || [ "$p" = "$badidx" ] || git verify-pack "$p"
+	done
+	# every blob reads back byte for byte
+	for k in 1 2 3 4 5 6 7 8; do
+		while read -r id; do git cat-file -p "$id" | git hash-object --stdin | grep -qx "$id"; done < "$BATS_TEST_TMPDIR/ids$k"
+	done
+	[ -e "$ref" ] && [ -e "$kept" ] && [ -e "${kept%.pack}.keep" ]
+	cmp "$bad" "$BATS_TEST_TMPDIR/bad.pack"
+	cmp "$badidx" "$BATS_TEST_TMPDIR/bad.idx"
+	run -0 amp fsck
+}
+
+@test "a roll-up leaves the packs already in a geometric progression: 8 writes' packs are rolled, a pack of 500 objects beside them stays" {
+	git config amp.autoPack 0
+	big=$(blobs_pack 500 big)
+	[ -e ".git/objects/pack/pack-$big.pack" ]
+	send_n 8
+	git config --unset amp.autoPack
+	send_n 1
+	[ -e ".git/objects/pack/pack-$big.pack" ]
+	[ "$(packs)" = 2 ]
+	run -0 amp fsck
+}
+
+@test "a fetch's packs (100 objects or more) start no roll-up by themselves" {
+	git config amp.autoPack 0
+	for ((k = 0; k < 10; k++)); do blobs_pack 120 "fetch $k" > /dev/null; done
+	git config --unset amp.autoPack
+	n=$(packs)
+	send_n 2
+	[ "$(packs)" = $((n + 2)) ]
+}
+
+@test "a repository with a multi-pack-index is left to git: no roll-up, git reads every object" {
+	git config amp.autoPack 0
+	send_n 8
+	git multi-pack-index write
+	git config --unset amp.autoPack
+	n=$(packs)
+	send_n 1
+	[ "$(packs)" = $((n + 1)) ]
+	git multi-pack-index verify
+	git fsck --full --strict --no-dangling
+	run -0 amp fsck
+}
+
+@test "amp.autoPack 0 turns the roll-up off; while another holds gc.lock a write skips it, and the next one rolls up" {
+	git config amp.autoPack 0
+	git config amp.autoPackDetach false
+	send_n 10
+	[ "$(packs)" -ge 10 ]
+	git config --unset amp.autoPack
+	mkdir -p .git/amp
+	n=$(packs)
+	flock .git/amp/gc.lock amp send task_dispatch --task T-2026-300 --from coordinator \
+		--payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	[ "$(packs)" = $((n + 1)) ]
+	amp send task_dispatch --task T-2026-301 --from coordinator \
+		--payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	[ "$(packs)" -le 2 ]
+	run -0 amp fsck
+}
+
+@test "a write past 20 packs starts no amp gc while a repack holds gc.lock; once it is free, it does" {
+	git config amp.autoPack 0
+	for ((i = 0; i < 21; i++)); do
+		ref_delta_pack "pack $i" > /dev/null
+	done
+	git config --unset amp.autoPack
+	git config --unset amp.autoPackDetach
+	mkdir -p .git/amp
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+	flock .git/amp/gc.lock strace -f -qq -e trace=execve -o "$BATS_TEST_TMPDIR/exec" \
+		amp send task_dispatch --task T-2026-400 --from coordinator \
+		--payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	! grep -q 'amp-gc\|"gc"' "$BATS_TEST_TMPDIR/exec" || false
+	[ "$(packs)" -gt 20 ]
+	strace -f -qq -e trace=execve -o "$BATS_TEST_TMPDIR/exec" \
+		amp send task_dispatch --task T-2026-401 --from coordinator \
+		--payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	grep -q 'amp-gc\|"gc"' "$BATS_TEST_TMPDIR/exec"
+	# the detached repack finishes
+	for ((i = 0; i < 100; i++)); do
+		[ "$(packs)" -le 2 ] && break
+		sleep 0.1
+	done
+	[ "$(packs)" -le 2 ]
+}
+
+@test "writers and readers racing roll-ups lose nothing: 4 writers x 12 messages, amp status and git cat-file reading all along" {
+	( while [ ! -e "$BATS_TEST_TMPDIR/done" ]; do
+		amp status --all > /dev/null || echo "status failed" >> "$BATS_TEST_TMPDIR/fail"
+		git cat-file --batch-all-objects --batch-check > /dev/null ||
+			echo "cat-file failed" >> "$BATS_TEST_TMPDIR/fail"
+	done ) &
+	reader=$!
+	start_writers 4 12
+	wait $(jobs -p | grep -vx "$reader")
+	touch "$BATS_TEST_TMPDIR/done"
+	wait "$reader"
+	[ ! -e "$BATS_TEST_TMPDIR/fail" ]
+	[ "$(git ls-tree -r --name-only refs/amp/messages | grep -c '\.msg\.')" = 48 ]
+	# the writes rolled their packs up as they went
+	[ "$(tiny_packs)" -lt 8 ]
+	git fsck --full --strict --no-dangling
+	run -0 amp fsck
 }
