@@ -107,8 +107,10 @@ int amp_pack_run(amp_store *st, int auto_, int *ran, amp_pack_counts *before,
  * inflated (a delta's distance to its base is written anew), an object
  * two packs hold once.  The new pack and its index are in place (fsynced
  * with amp.fsync) before the old packs are deleted, each index before its
- * pack.  *rolled (optional) receives the number of packs rolled up.
- * AMP_EIO when the new pack cannot be written (nothing was deleted).
+ * pack (a reader that listed one finds its objects in the new pack:
+ * store.c's moved_reader).  *rolled (optional) receives the number of
+ * packs rolled up.  AMP_EIO when the new pack cannot be written (nothing
+ * was deleted).
  */
 int amp_pack_rollup(amp_store *st, size_t *rolled, amp_error *err);
 

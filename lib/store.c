@@ -347,6 +347,93 @@ static int bound_memory(amp_error *err)
 	return AMP_OK;
 }
 
+/*
+ * Objects that moved while this process looked for them.  A roll-up
+ * (pack.c) or git repack puts a new pack in place and only then deletes
+ * the packs it copied; a reader that read the pack directory before the
+ * new pack was there, and opens an old pack's index after it went, finds
+ * the object nowhere, and libgit2 reads the directory again once per
+ * lookup only: 2 of ~2,000 sends by 8 concurrent writers failed so
+ * ("cannot read refs/amp/messages: object not found", make bench).  A
+ * miss caused so means the new pack was in place already, so this
+ * backend, asked after every other one, reads the pack directory afresh
+ * and looks again, AMP_STORE_MOVED_TRIES times (each miss, another pack
+ * that replaced the one it found).  Its own view of objects/pack is made
+ * at its first use; the packs themselves are libgit2's, shared by path.
+ */
+#define AMP_STORE_MOVED_TRIES 3
+
+struct moved_reader {
+	git_odb_backend parent;
+	git_odb_backend *pack; /* NULL until the first miss */
+	char objects_dir[];
+};
+
+/* The pack backend of m, its directory read again: 0, or -1. */
+static int moved_refresh(struct moved_reader *m)
+{
+	if (!m->pack)
+		return git_odb_backend_pack(&m->pack, m->objects_dir) < 0 ? (m->pack = NULL, -1) : 0;
+	return m->pack->refresh(m->pack) < 0 ? -1 : 0;
+}
+
+static int moved_read(void **data, size_t *len, git_object_t *type, git_odb_backend *b,
+		      const git_oid *id)
+{
+	struct moved_reader *m = (struct moved_reader *)b;
+	int rc = GIT_ENOTFOUND, i;
+
+	for (i = 0; i < AMP_STORE_MOVED_TRIES && rc == GIT_ENOTFOUND; i++)
+		rc = moved_refresh(m) < 0 ? GIT_ENOTFOUND : m->pack->read(data, len, type, m->pack, id);
+	return rc;
+}
+
+static int moved_read_header(size_t *len, git_object_t *type, git_odb_backend *b,
+			     const git_oid *id)
+{
+	struct moved_reader *m = (struct moved_reader *)b;
+	int rc = GIT_ENOTFOUND, i;
+
+	for (i = 0; i < AMP_STORE_MOVED_TRIES && rc == GIT_ENOTFOUND; i++)
+		rc = moved_refresh(m) < 0 ? GIT_ENOTFOUND :
+		     m->pack->read_header(len, type, m->pack, id);
+	return rc;
+}
+
+static void moved_free(git_odb_backend *b)
+{
+	struct moved_reader *m = (struct moved_reader *)b;
+
+	if (m->pack)
+		m->pack->free(m->pack);
+	free(m);
+}
+
+/* Adds a moved_reader for st's objects to its repository's odb, after
+ * every other backend (an alternate of the lowest priority: an object an
+ * alternate holds is found before it is looked for again here). */
+static int add_moved_reader(amp_store *st, amp_error *err)
+{
+	size_t n = strlen(st->objects_dir) + 1;
+	struct moved_reader *m = calloc(1, sizeof(*m) + n);
+	git_odb *odb = NULL;
+
+	if (!m)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	memcpy(m->objects_dir, st->objects_dir, n);
+	m->parent.version = GIT_ODB_BACKEND_VERSION;
+	m->parent.read = moved_read;
+	m->parent.read_header = moved_read_header;
+	m->parent.free = moved_free;
+	if (git_repository_odb(&odb, st->repo) < 0 || git_odb_add_alternate(odb, &m->parent, 0) < 0) {
+		free(m);
+		git_odb_free(odb);
+		return amp_error_git(err, AMP_EIO, "cannot open the object database");
+	}
+	git_odb_free(odb);
+	return AMP_OK;
+}
+
 int amp_store_open(amp_store **out, const char *path, amp_error *err)
 {
 	amp_store *st = NULL;
@@ -388,6 +475,8 @@ int amp_store_open(amp_store **out, const char *path, amp_error *err)
 		 st->common_dir);
 	snprintf(st->objects_dir, sizeof(st->objects_dir), "%s/objects",
 		 st->common_dir);
+	if ((status = add_moved_reader(st, err)) < 0)
+		goto cleanup;
 	if ((status = config_ref(st, "amp.ref", AMP_STORE_DEFAULT_REF, st->ref,
 				 sizeof(st->ref), err)) < 0 ||
 	    (status = config_ref(st, "amp.errorsRef",

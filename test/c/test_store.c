@@ -1,6 +1,7 @@
 /* Unit tests for the pure parts of the store, clock and message modules,
  * and for the store's compare-and-swap against a writer outside amp. */
 #include <git2.h>
+#include <git2/sys/odb_backend.h>
 #include <git2/sys/transport.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +144,94 @@ static void test_trim_indexes(void)
 	   "trim: the next read (another commit) maps it back from the page cache");
 cleanup:
 	git_commit_free(tip);
+	amp_store_free(st);
+	git_repository_free(repo);
+	if (made)
+		tap_remove_dir(dir);
+}
+
+/* A backend that, the first time the odb reads the pack directory again
+ * (git_odb_refresh, after the pack backend read it), does what a roll-up
+ * does: puts a pack holding the object in place and deletes the pack that
+ * held it, which the pack backend has just listed. */
+struct roller {
+	git_odb_backend parent;
+	const char *dir;
+	char old[41];
+	int done;
+};
+
+static int roller_refresh(git_odb_backend *b)
+{
+	struct roller *r = (struct roller *)b;
+	char cmd[512];
+
+	if (r->done++)
+		return 0;
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && { printf 'moved\\n' | git hash-object -w --stdin;"
+		 " printf 'beside it\\n' | git hash-object -w --stdin; } |"
+		 " git pack-objects -q objects/pack/pack > /dev/null && git prune-packed &&"
+		 " rm objects/pack/pack-%s.idx objects/pack/pack-%s.pack", r->dir, r->old, r->old);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void roller_free(git_odb_backend *b)
+{
+	(void)b;
+}
+
+/* A read racing a roll-up: the object's pack, listed by libgit2 when it
+ * read the directory again after a miss, is deleted before it is opened,
+ * and the pack that replaced it was not there when the directory was read.
+ * libgit2 alone reads the directory once per lookup and fails. */
+static void test_moved_pack(void)
+{
+	char dir[] = "/tmp/amp-test-moved-XXXXXX", cmd[256];
+	struct roller roller = { 0 };
+	amp_store *st = NULL;
+	git_odb *odb = NULL;
+	git_odb_object *obj = NULL;
+	git_repository *repo = NULL;
+	amp_error err;
+	git_oid moved;
+	FILE *p = NULL;
+	int made = mkdtemp(dir) != NULL;
+
+	git_odb_hash(&moved, "moved\n", 6, GIT_OBJECT_BLOB);
+	if (!made || git_repository_init(&repo, dir, 1) < 0 ||
+	    amp_store_open(&st, dir, &err) < 0 || amp_store_init(st, NULL, &err) < 0 ||
+	    git_repository_odb(&odb, amp_store_repo(st)) < 0 || git_odb_refresh(odb) < 0) {
+		ok(0, "a store for the moved-pack test");
+		goto cleanup;
+	}
+	/* the object's pack, written after the odb read the directory */
+	snprintf(cmd, sizeof(cmd), "cd '%s' && printf 'moved\\n' | git hash-object -w --stdin |"
+		 " git pack-objects -q objects/pack/pack && git prune-packed", dir);
+	/* read to the end: the loose copy is gone once the command is */
+	if ((p = popen(cmd, "r"))) {
+		if (!fgets(roller.old, sizeof(roller.old), p))
+			roller.old[0] = '\0';
+		while (fgets(cmd, sizeof(cmd), p))
+			;
+	}
+	if (!p || pclose(p) != 0 || strlen(roller.old) != 40) {
+		ok(0, "the object's pack");
+		goto cleanup;
+	}
+	roller.dir = dir;
+	roller.parent.version = GIT_ODB_BACKEND_VERSION;
+	roller.parent.refresh = roller_refresh;
+	roller.parent.free = roller_free;
+	if (git_odb_add_backend(odb, &roller.parent, 1) < 0) {
+		ok(0, "the roller backend");
+		goto cleanup;
+	}
+	ok(git_odb_read(&obj, odb, &moved) == 0 && git_odb_object_size(obj) == 6,
+	   "moved pack: an object whose pack was rolled up while it was looked for is found");
+cleanup:
+	git_odb_object_free(obj);
+	git_odb_free(odb);
 	amp_store_free(st);
 	git_repository_free(repo);
 	if (made)
@@ -318,6 +407,7 @@ int main(void)
 	test_outside_writer();
 	test_record_times();
 	test_trim_indexes();
+	test_moved_pack();
 	test_no_network();
 	git_libgit2_shutdown();
 
