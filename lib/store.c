@@ -696,6 +696,16 @@ static size_t resident_bytes(void)
 	return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+int amp_store_should_trim(size_t resident, size_t after_trim)
+{
+	size_t limit = after_trim + AMP_STORE_RESIDENT_SLACK;
+
+	if (limit > AMP_STORE_RESIDENT_CEILING &&
+	    after_trim + AMP_STORE_TRIM_MIN_GAIN <= AMP_STORE_RESIDENT_CEILING)
+		limit = AMP_STORE_RESIDENT_CEILING;
+	return resident > AMP_STORE_RESIDENT_SOFT && resident > limit;
+}
+
 void amp_store_walk_step(void)
 {
 	static unsigned steps;
@@ -704,11 +714,8 @@ void amp_store_walk_step(void)
 
 	if (++steps % AMP_STORE_TRIM_EVERY)
 		return;
-	/* Over the bound, and grown since the last trim by more than the
-	 * store's own memory could explain: a command whose own data is
-	 * past the bound would otherwise trim at every step for nothing. */
 	resident = resident_bytes();
-	if (resident > AMP_STORE_RESIDENT_SOFT && resident > after_trim + AMP_STORE_RESIDENT_SLACK) {
+	if (amp_store_should_trim(resident, after_trim)) {
 		amp_store_trim_indexes();
 		after_trim = resident_bytes();
 	}

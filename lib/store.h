@@ -169,16 +169,29 @@ int amp_first_parents_next(amp_first_parents *w, git_commit **out);
 int amp_store_trim_indexes(void);
 /* Called once per commit a walk reads and once per task read or
  * summarised (amp_store_read_task, amp_summary_get): every
- * AMP_STORE_TRIM_EVERY calls, when the process's resident set is over
- * AMP_STORE_RESIDENT_SOFT and has grown by AMP_STORE_RESIDENT_SLACK since
- * the last trim, trims the indexes (above).  A walk of a large store's
- * whole history would otherwise end with its whole index resident. */
+ * AMP_STORE_TRIM_EVERY calls, trims the indexes (above) when
+ * amp_store_should_trim says so.  A walk of a large store's whole history
+ * would otherwise end with its whole index resident. */
 #define AMP_STORE_TRIM_EVERY     4
 #define AMP_STORE_RESIDENT_SOFT  ((size_t)58 << 20)
 #define AMP_STORE_RESIDENT_SLACK ((size_t)8 << 20)
+#define AMP_STORE_RESIDENT_CEILING ((size_t)62 << 20)
+#define AMP_STORE_TRIM_MIN_GAIN  ((size_t)2 << 20)
 /* A walk of at least this many commits trims the indexes when it ends. */
 #define AMP_STORE_TRIM_AFTER     4096
 void amp_store_walk_step(void);
+
+/*
+ * 1 when a process resident for `resident` bytes, `after_trim` just after
+ * its last trim (0 before any), should trim: past AMP_STORE_RESIDENT_SOFT,
+ * and grown by AMP_STORE_RESIDENT_SLACK since the last trim (a command
+ * whose own data is past the bound would otherwise trim at every step for
+ * nothing), or past AMP_STORE_RESIDENT_CEILING while a trim there still
+ * frees AMP_STORE_TRIM_MIN_GAIN (so that no command's peak passes 64 MB,
+ * issue 12: with the slack alone, watch --full peaked at 64.5 MB when its
+ * own memory had reached 56 MB).
+ */
+int amp_store_should_trim(size_t resident, size_t after_trim);
 
 /*
  * The commit and tree at the tip of `ref`.  Both are new references the

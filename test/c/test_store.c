@@ -142,6 +142,16 @@ static void test_trim_indexes(void)
 	   "trim: the index is mapped still, none of it resident");
 	ok(git_commit_lookup(&tip, repo, &other) == 0 && index_resident_kib() > 0,
 	   "trim: the next read (another commit) maps it back from the page cache");
+	ok(!amp_store_should_trim((size_t)57 << 20, 0) && amp_store_should_trim((size_t)59 << 20, 0),
+	   "trim: from 58 MB on");
+	ok(!amp_store_should_trim((size_t)60 << 20, (size_t)53 << 20) &&
+	   amp_store_should_trim((size_t)62 << 20, (size_t)53 << 20),
+	   "trim: after a trim, once grown by 8 MB");
+	ok(amp_store_should_trim((size_t)63 << 20, (size_t)56 << 20),
+	   "trim: past 62 MB when a trim frees 2 MB or more, however little it grew");
+	ok(!amp_store_should_trim((size_t)63 << 20, (size_t)61 << 20) &&
+	   amp_store_should_trim((size_t)70 << 20, (size_t)61 << 20),
+	   "trim: a command whose own memory is at the ceiling trims once grown by 8 MB only");
 cleanup:
 	git_commit_free(tip);
 	amp_store_free(st);
