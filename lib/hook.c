@@ -665,6 +665,17 @@ static int check_pushed(struct check *c, const git_oid *id)
 	return status;
 }
 
+/* Reports that the commits of `new_hex` cannot be walked (libgit2's
+ * reason): AMP_EIO. */
+static int walk_failed(struct check *c, const char *new_hex)
+{
+	amp_error err;
+	int status = amp_error_git(&err, AMP_EIO, "cannot walk %.12s", new_hex);
+
+	amp_errlist_add(c->errors, status, "", "%s", err.message);
+	return status;
+}
+
 /*
  * Checks, oldest first, every commit `new` brings that neither `hide1` nor
  * `hide2` (NULL, or an id that may be zero or absent) reaches: what a push
@@ -678,7 +689,6 @@ static int check_new_commits(struct check *c, const git_oid *new, const git_oid 
 	git_revwalk *walk = NULL;
 	git_commit *commit = NULL;
 	git_oid id, stops[2], *line = NULL;
-	amp_error err;
 	size_t i, nknown = 0, nstops = 0, nline = 0;
 	int status, linear;
 
@@ -697,8 +707,7 @@ static int check_new_commits(struct check *c, const git_oid *new, const git_oid 
 			nstops++;
 	git_error_clear();
 	if ((linear = first_parent_line(repo, new, stops, nstops, &line, &nline)) < 0) {
-		status = amp_error_git(&err, AMP_EIO, "cannot walk %.12s", new_hex);
-		amp_errlist_add(c->errors, status, "", "%s", err.message);
+		status = walk_failed(c, new_hex);
 		goto cleanup;
 	}
 	if (linear) {
@@ -711,8 +720,7 @@ static int check_new_commits(struct check *c, const git_oid *new, const git_oid 
 	if (git_revwalk_new(&walk, repo) < 0 ||
 	    git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE) < 0 ||
 	    git_revwalk_push(walk, new) < 0) {
-		status = amp_error_git(&err, AMP_EIO, "cannot walk %.12s", new_hex);
-		amp_errlist_add(c->errors, status, "", "%s", err.message);
+		status = walk_failed(c, new_hex);
 		goto cleanup;
 	}
 	for (i = 0; i < nknown; i++)
@@ -721,12 +729,7 @@ static int check_new_commits(struct check *c, const git_oid *new, const git_oid 
 	while ((status = git_revwalk_next(&id, walk)) == 0)
 		if ((status = check_pushed(c, &id)) < 0)
 			goto cleanup;
-	if (status == GIT_ITEROVER) {
-		status = AMP_OK;
-	} else {
-		status = amp_error_git(&err, AMP_EIO, "cannot walk %.12s", new_hex);
-		amp_errlist_add(c->errors, status, "", "%s", err.message);
-	}
+	status = status == GIT_ITEROVER ? AMP_OK : walk_failed(c, new_hex);
 cleanup:
 	free(line);
 	git_commit_free(commit);

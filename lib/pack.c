@@ -80,10 +80,9 @@ long long amp_pack_packs(amp_store *st)
 /* 1 when the repository needs a repack: the loose objects past `limit`,
  * or more packs than AMP_AUTOPACK_PACKS (what amp import's batches and
  * fetches leave: every lookup tries each pack). */
-static int due(amp_store *st, long long limit)
+static int due(amp_store *st, long long limit, long long packs)
 {
-	return limit > 0 && (amp_pack_estimate(st) > limit ||
-			     amp_pack_packs(st) > AMP_AUTOPACK_PACKS);
+	return limit > 0 && (amp_pack_estimate(st) > limit || packs > AMP_AUTOPACK_PACKS);
 }
 
 /* The value of "key: N" in `git count-objects -v` output, 0 if absent. */
@@ -203,17 +202,16 @@ int amp_pack_run(amp_store *st, int auto_, int *ran, amp_pack_counts *before,
 	const char *gitdir = git_repository_commondir(amp_store_repo(st));
 	char attrs[PATH_MAX + 32];
 	long long limit;
-	int fsync_on, fd, busy, code = 0, status;
+	int fd, busy, code = 0, status;
 
 	*ran = 0;
-	if ((status = amp_pack_limit(st, &limit, err)) < 0 ||
-	    (status = amp_store_config_bool(st, "amp.fsync", 1, &fsync_on, err)) < 0)
+	if ((status = amp_pack_limit(st, &limit, err)) < 0)
 		return status;
 	if ((fd = take_gc_lock(st, !auto_, &busy, err)) < 0)
 		return busy ? AMP_OK : AMP_EIO;
 	/* Checked under the lock: the repack that held it may have done the
 	 * work already. */
-	if (auto_ && !due(st, limit))
+	if (auto_ && !due(st, limit, amp_pack_packs(st)))
 		goto cleanup;
 	if (before && (status = amp_pack_count(st, before, err)) < 0)
 		goto cleanup;
@@ -228,7 +226,8 @@ int amp_pack_run(amp_store *st, int auto_, int *ran, amp_pack_counts *before,
 		argv[k++] = "--git-dir";
 		argv[k++] = gitdir;
 		argv[k++] = "-c";
-		argv[k++] = fsync_on ? "core.fsync=objects,pack-metadata,reference" : "core.fsync=none";
+		argv[k++] = amp_store_fsync(st) ? "core.fsync=objects,pack-metadata,reference" :
+						  "core.fsync=none";
 		argv[k++] = "-c";
 		argv[k++] = "repack.writeBitmaps=false";
 		if (attributes(st, attrs, sizeof(attrs)) == 0) {
@@ -257,13 +256,24 @@ cleanup:
 
 /* ---- amp's own roll-up of small packs ---------------------------------- */
 
+/* One entry of a small pack, parsed (gitformat-pack). */
+struct pack_entry {
+	uint32_t off;        /* in the pack */
+	uint32_t pos;        /* in the index: the name is names[pos] */
+	unsigned type;       /* 1-4 whole, 6 OFS_DELTA */
+	size_t size;         /* inflated */
+	long base;           /* OFS_DELTA: the base's index position */
+	const unsigned char *data; /* the zlib stream */
+	size_t len;
+};
+
 /* One small pack read whole, checked, and its entries in pack order. */
 struct small_pack {
 	char base[PATH_MAX + NAME_MAX + 2]; /* <pack dir>/pack-<hex>, no extension */
 	unsigned char *idx, *pack;
 	size_t idx_len, pack_len;
 	uint32_t n;
-	uint32_t *order;       /* index positions, by offset */
+	struct pack_entry *entries; /* by offset */
 };
 
 static uint32_t get32(const unsigned char *p)
@@ -461,12 +471,9 @@ static int sha1_matches(const unsigned char *data, size_t len, const unsigned ch
 	return !memcmp(got, want, 20);
 }
 
-static const struct small_pack *sort_pack;
-
 static int by_offset(const void *a, const void *b)
 {
-	uint32_t x = IDX_OFF(sort_pack, *(const uint32_t *)a);
-	uint32_t y = IDX_OFF(sort_pack, *(const uint32_t *)b);
+	uint32_t x = ((const struct pack_entry *)a)->off, y = ((const struct pack_entry *)b)->off;
 
 	return x < y ? -1 : x > y;
 }
@@ -478,34 +485,24 @@ static long entry_at(const struct small_pack *sp, uint64_t off)
 
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		if (IDX_OFF(sp, sp->order[mid]) < off)
+		if (sp->entries[mid].off < off)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < sp->n && IDX_OFF(sp, sp->order[lo]) == off ? (long)sp->order[lo] : -1;
+	return lo < sp->n && sp->entries[lo].off == off ? (long)sp->entries[lo].pos : -1;
 }
 
-/* One entry of a small pack, parsed (gitformat-pack). */
-struct pack_entry {
-	unsigned type;       /* 1-4 whole, 6 OFS_DELTA */
-	size_t size;         /* inflated */
-	long base;           /* OFS_DELTA: the base's index position */
-	const unsigned char *data; /* the zlib stream */
-	size_t len;
-};
-
-/* Parses the entry at offset off, which ends at end: 0, or -1 when it is
+/* Parses entry e (its off set), which ends at end: 0, or -1 when it is
  * not one amp copies (a REF_DELTA, whose base may be outside the pack; a
  * bad header).  Its bytes are the pack's checksum's (load_small), so no
  * CRC-32 is checked: git checks one when it reuses an entry because it
  * does not read the whole pack. */
-static int parse_entry(const struct small_pack *sp, uint64_t off, uint64_t end,
-		       struct pack_entry *e)
+static int parse_entry(const struct small_pack *sp, uint64_t end, struct pack_entry *e)
 {
-	const unsigned char *p = sp->pack + off, *stop = sp->pack + end;
+	const unsigned char *p = sp->pack + e->off, *stop = sp->pack + end;
+	uint64_t rel, off = e->off;
 	unsigned shift = 4;
-	uint64_t rel;
 
 	e->type = (*p >> 4) & 7;
 	e->size = *p & 15;
@@ -544,9 +541,8 @@ static int load_small(struct small_pack *sp)
 {
 	char path[sizeof(sp->base) + 8];
 	amp_error ignored;
-	struct pack_entry e;
 	uint32_t i, fan_prev = 0;
-	uint64_t off, end;
+	uint64_t end;
 
 	snprintf(path, sizeof(path), "%s.idx", sp->base);
 	if (amp_read_file_max(path, 8 + 1024 + 28 * AMP_ROLLUP_OBJECTS + 40, (char **)&sp->idx,
@@ -578,19 +574,18 @@ static int load_small(struct small_pack *sp)
 	    memcmp(sp->pack + sp->pack_len - 20, sp->idx + sp->idx_len - 40, 20) ||
 	    !sha1_matches(sp->pack, sp->pack_len - 20, sp->pack + sp->pack_len - 20))
 		return -1;
-	if (!(sp->order = malloc((sp->n ? sp->n : 1) * sizeof(*sp->order))))
+	if (!(sp->entries = calloc(sp->n ? sp->n : 1, sizeof(*sp->entries))))
 		return -1;
 	for (i = 0; i < sp->n; i++) {
 		if (IDX_OFF(sp, i) < 12 || IDX_OFF(sp, i) >= sp->pack_len - 20)
 			return -1;
-		sp->order[i] = i;
+		sp->entries[i].off = IDX_OFF(sp, i);
+		sp->entries[i].pos = i;
 	}
-	sort_pack = sp;
-	qsort(sp->order, sp->n, sizeof(*sp->order), by_offset);
+	qsort(sp->entries, sp->n, sizeof(*sp->entries), by_offset);
 	for (i = 0; i < sp->n; i++) {
-		off = IDX_OFF(sp, sp->order[i]);
-		end = i + 1 < sp->n ? IDX_OFF(sp, sp->order[i + 1]) : sp->pack_len - 20;
-		if (end <= off || parse_entry(sp, off, end, &e) < 0)
+		end = i + 1 < sp->n ? sp->entries[i + 1].off : sp->pack_len - 20;
+		if (end <= sp->entries[i].off || parse_entry(sp, end, &sp->entries[i]) < 0)
 			return -1;
 	}
 	return 0;
@@ -600,7 +595,7 @@ static void free_small(struct small_pack *sp)
 {
 	free(sp->idx);
 	free(sp->pack);
-	free(sp->order);
+	free(sp->entries);
 	memset(sp, 0, sizeof(*sp));
 }
 
@@ -609,24 +604,21 @@ static void free_small(struct small_pack *sp)
  * two writes). */
 static int copy_small(amp_packwrite *pw, const struct small_pack *sp, amp_error *err)
 {
-	struct pack_entry e;
+	const struct pack_entry *e;
 	git_oid id, base;
 	uint32_t i;
-	uint64_t off, end;
 	int status;
 
 	for (i = 0; i < sp->n; i++) {
-		off = IDX_OFF(sp, sp->order[i]);
-		end = i + 1 < sp->n ? IDX_OFF(sp, sp->order[i + 1]) : sp->pack_len - 20;
-		git_oid_fromraw(&id, IDX_NAMES(sp) + 20 * sp->order[i]);
+		e = &sp->entries[i];
+		git_oid_fromraw(&id, IDX_NAMES(sp) + 20 * (size_t)e->pos);
 		if (amp_packwrite_has(pw, &id))
 			continue;
-		/* checked by load_small */
-		(void)parse_entry(sp, off, end, &e);
-		if (e.base >= 0)
-			git_oid_fromraw(&base, IDX_NAMES(sp) + 20 * (size_t)e.base);
-		if ((status = amp_packwrite_add_raw(pw, &id, e.type, e.size, e.base >= 0 ? &base : NULL,
-						    e.data, e.len, err)) < 0)
+		if (e->base >= 0)
+			git_oid_fromraw(&base, IDX_NAMES(sp) + 20 * (size_t)e->base);
+		if ((status = amp_packwrite_add_raw(pw, &id, e->type, e->size,
+						    e->base >= 0 ? &base : NULL, e->data, e->len,
+						    err)) < 0)
 			return status;
 	}
 	return AMP_OK;
@@ -635,8 +627,8 @@ static int copy_small(amp_packwrite *pw, const struct small_pack *sp, amp_error 
 /* Deletes the pack `base` (no extension): its index first, so that no
  * reader finds an index without its pack (a reader that opened it keeps
  * reading it; one that looks it up later finds its objects in the new
- * pack: libgit2 and git read the directory again when an object is
- * missing). */
+ * pack: git, libgit2 and store.c's moved_reader read the directory again
+ * when an object is missing). */
 static void remove_pack(const char *base)
 {
 	static const char *const exts[] = { ".idx", ".pack", ".rev", NULL };
@@ -657,7 +649,7 @@ int amp_pack_rollup(amp_store *st, size_t *rolled, amp_error *err)
 	amp_packwrite *pw = NULL;
 	const unsigned char *sum;
 	size_t n, i, tiny = 0, used = 0, objects = 0, bytes = 0;
-	int fsync_on, fd = -1, busy, status = AMP_OK;
+	int fd = -1, busy, status = AMP_OK;
 
 	if (rolled)
 		*rolled = 0;
@@ -681,8 +673,6 @@ int amp_pack_rollup(amp_store *st, size_t *rolled, amp_error *err)
 		status = busy ? AMP_OK : AMP_EIO;
 		goto cleanup;
 	}
-	if ((status = amp_store_config_bool(st, "amp.fsync", 1, &fsync_on, err)) < 0)
-		goto cleanup;
 	/* Listed again under the lock: the holder before may have taken them. */
 	n = list_small(dir, 0, &names, AMP_ROLLUP_MAX_PACKS);
 	if ((n = geometric_split(names, n)) < 2)
@@ -711,7 +701,7 @@ int amp_pack_rollup(amp_store *st, size_t *rolled, amp_error *err)
 	for (i = 0; i < used; i++)
 		if ((status = copy_small(pw, &packs[i], err)) < 0)
 			goto cleanup;
-	if ((status = amp_packwrite_store(pw, dir, fsync_on, err)) < 0)
+	if ((status = amp_packwrite_store(pw, dir, amp_store_fsync(st), err)) < 0)
 		goto cleanup;
 	sum = amp_packwrite_checksum(pw);
 	snprintf(newbase, sizeof(newbase), "%s/pack-", dir);
@@ -755,15 +745,19 @@ void amp_pack_maybe(amp_store *st)
 	amp_error err;
 	long long limit;
 	int detach = 1, ran, null, fd, busy;
+	long long packs;
+	size_t rolled = 0;
 	pid_t pid;
 
 	if (amp_pack_limit(st, &limit, &err) < 0 || limit == 0)
 		return;
 	/* A roll-up that fails leaves the packs as they were, for the next
-	 * write or git repack. */
-	if (amp_pack_packs(st) >= AMP_ROLLUP_PACKS)
-		(void)amp_pack_rollup(st, NULL, &err);
-	if (!due(st, limit))
+	 * write or git repack.  One that ran left one pack for those it
+	 * rolled: the count needs no second read of the directory. */
+	if ((packs = amp_pack_packs(st)) >= AMP_ROLLUP_PACKS &&
+	    amp_pack_rollup(st, &rolled, &err) == AMP_OK && rolled)
+		packs -= (long long)rolled - 1;
+	if (!due(st, limit, packs))
 		return;
 	if (amp_store_config_bool(st, "amp.autoPackDetach", 1, &detach, &err) < 0)
 		return;

@@ -377,27 +377,30 @@ static int moved_refresh(struct moved_reader *m)
 	return m->pack->refresh(m->pack) < 0 ? -1 : 0;
 }
 
-static int moved_read(void **data, size_t *len, git_object_t *type, git_odb_backend *b,
-		      const git_oid *id)
+/* The object `id` (its header only when data is NULL), looked for again
+ * after the pack directory is read afresh, AMP_STORE_MOVED_TRIES times. */
+static int moved_lookup(struct moved_reader *m, void **data, size_t *len, git_object_t *type,
+			const git_oid *id)
 {
-	struct moved_reader *m = (struct moved_reader *)b;
 	int rc = GIT_ENOTFOUND, i;
 
 	for (i = 0; i < AMP_STORE_MOVED_TRIES && rc == GIT_ENOTFOUND; i++)
-		rc = moved_refresh(m) < 0 ? GIT_ENOTFOUND : m->pack->read(data, len, type, m->pack, id);
+		rc = moved_refresh(m) < 0 ? GIT_ENOTFOUND :
+		     data ? m->pack->read(data, len, type, m->pack, id) :
+		     m->pack->read_header(len, type, m->pack, id);
 	return rc;
+}
+
+static int moved_read(void **data, size_t *len, git_object_t *type, git_odb_backend *b,
+		      const git_oid *id)
+{
+	return moved_lookup((struct moved_reader *)b, data, len, type, id);
 }
 
 static int moved_read_header(size_t *len, git_object_t *type, git_odb_backend *b,
 			     const git_oid *id)
 {
-	struct moved_reader *m = (struct moved_reader *)b;
-	int rc = GIT_ENOTFOUND, i;
-
-	for (i = 0; i < AMP_STORE_MOVED_TRIES && rc == GIT_ENOTFOUND; i++)
-		rc = moved_refresh(m) < 0 ? GIT_ENOTFOUND :
-		     m->pack->read_header(len, type, m->pack, id);
-	return rc;
+	return moved_lookup((struct moved_reader *)b, NULL, len, type, id);
 }
 
 static void moved_free(git_odb_backend *b)
@@ -525,6 +528,7 @@ const char *amp_store_messages_ref(const amp_store *st) { return st->ref; }
 const char *amp_store_errors_ref(const amp_store *st) { return st->errors_ref; }
 const char *amp_store_state_dir(const amp_store *st) { return st->state_dir; }
 const char *amp_store_objects_dir(const amp_store *st) { return st->objects_dir; }
+int amp_store_fsync(const amp_store *st) { return st->fsync; }
 void amp_store_record_counts(const amp_store *st, unsigned long *parsed, unsigned long *cached)
 {
 	*parsed = st->records_parsed;

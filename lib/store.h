@@ -124,6 +124,8 @@ const struct amp_signing *amp_store_signing(const amp_store *st);
 const char *amp_store_state_dir(const amp_store *st);
 /* The repository's object directory: <git common dir>/objects. */
 const char *amp_store_objects_dir(const amp_store *st);
+/* git config amp.fsync, as read when the store was opened. */
+int amp_store_fsync(const amp_store *st);
 /* How many records this store's reads parsed from git, and how many came
  * from a record cache (reccache.h) instead: what AMP_TRACE reports. */
 void amp_store_record_counts(const amp_store *st, unsigned long *parsed, unsigned long *cached);

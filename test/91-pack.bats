@@ -558,3 +558,42 @@ PY
 	git fsck --full --strict --no-dangling
 	run -0 amp fsck
 }
+
+@test "a roll-up fsyncs the new pack and its index (amp.fsync), renames both in, and only then deletes the old packs, each index before its pack" {
+	git config amp.autoPack 0
+	send_n 8
+	git config --unset amp.autoPack
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+	strace -f -qq -y -e trace=fsync,rename,unlink -o "$BATS_TEST_TMPDIR/trace" \
+		amp send task_dispatch --task T-2026-500 --from coordinator \
+		--payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	[ "$(packs)" -le 2 ]
+	# the pass: the last fsync and rename of a tmp_amp_pack file come
+	# before the first unlink of a pack; every .idx before its .pack
+	awk '
+		/fsync\(.*tmp_amp_pack_/ { synced++ }
+		/rename\(.*tmp_amp_pack_.*\.idx"/ { placed = NR }
+		/unlink\(.*\/pack-[0-9a-f]*\.(idx|pack)"/ {
+			if (!placed || NR < placed) bad = "deleted before the new pack was in"
+			match($0, /pack-[0-9a-f]*\.(idx|pack)/); f = substr($0, RSTART, RLENGTH)
+			split(f, a, "."); if (a[2] == "idx") idx[a[1]] = 1; else if (!idx[a[1]]) bad = "pack before its index"
+			unlinked++
+		}
+		END { if (synced < 2 || !unlinked || bad) { print synced, unlinked, bad; exit 1 } }
+	' "$BATS_TEST_TMPDIR/trace"
+	run -0 amp fsck
+}
+
+@test "packs with a .promisor, .mtimes or .bitmap beside them stay for git; the others are rolled up" {
+	git config amp.autoPack 0
+	send_n 8
+	for ext in promisor mtimes bitmap; do
+		p=.git/objects/pack/pack-$(blobs_pack 1 "$ext")
+		touch "$p.$ext"
+		echo "$p" >> "$BATS_TEST_TMPDIR/marked"
+	done
+	git config --unset amp.autoPack
+	send_n 1
+	while read -r p; do [ -e "$p.pack" ] && [ -e "$p.idx" ]; done < "$BATS_TEST_TMPDIR/marked"
+	[ "$(packs)" = 4 ]
+}
