@@ -55,7 +55,9 @@ GIT2_LINK   = $(shell share/git2-link.sh $(LIBGIT2_DIR) $(LIBGIT2) $(CC))
 GIT2_MODE   = $(firstword $(GIT2_LINK))
 GIT2_CFLAGS = $(if $(filter lean,$(GIT2_MODE)),-I$(LIBGIT2_DIR)/install/include,$(shell pkg-config --cflags libgit2))
 GIT2_LIBS   = $(wordlist 2,1000,$(GIT2_LINK))
-PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson zlib)
+# libmicrohttpd: its header only; lib/dashboard_serve.c loads the library
+# with dlopen when a server starts (why: there).
+PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson zlib libmicrohttpd)
 # With Debian's libgit2.a, jansson is linked statically too (libjansson-dev
 # ships libjansson.a): amp then loads no shared library but libc.
 JANSSON_LIBS = $(if $(and $(filter archive,$(GIT2_MODE)),$(wildcard $(shell pkg-config --variable=libdir jansson)/libjansson.a)),-l:libjansson.a,$(shell pkg-config --libs jansson))
@@ -87,7 +89,7 @@ DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
 	python3 python3-jsonschema procps openssh-server openssh-client \
 	cmake dpkg-dev libhttp-parser-dev zlib1g-dev libkrb5-dev strace time gnuplot-nox zsh \
-	scdoc shellcheck man-db chromium curl
+	scdoc shellcheck man-db chromium curl libmicrohttpd-dev
 
 .PHONY: all deps test check demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
 

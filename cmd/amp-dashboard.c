@@ -12,7 +12,8 @@
 
 static const char usage[] =
 	"usage: amp dashboard --out <dir> [--json] [--repo <dir>]\n"
-	"   or: amp dashboard --serve [--out <dir>] [--port <0..65535>] [--bind <addr>] [--repo <dir>]\n";
+	"   or: amp dashboard --serve [--out <dir>] [--port <0..65535>] [--bind <addr>]\n"
+	"                           [--request-timeout <1..3600>] [--repo <dir>]\n";
 
 static volatile sig_atomic_t stop;
 
@@ -36,6 +37,7 @@ int main(int argc, char **argv)
 		{ "serve", no_argument, NULL, 's' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "bind", required_argument, NULL, 'b' },
+		{ "request-timeout", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
@@ -46,8 +48,8 @@ int main(int argc, char **argv)
 	amp_store *st = NULL;
 	json_t *report = NULL;
 	struct sigaction sa;
-	long long port = 8080;
-	int c, serve = 0, json_out = 0, port_given = 0, bind_given = 0, code = 0;
+	long long port = 8080, deadline = 5;
+	int c, serve = 0, json_out = 0, serve_opt = 0, code = 0;
 	int64_t now;
 	amp_error err;
 
@@ -59,9 +61,14 @@ int main(int argc, char **argv)
 		case 'p':
 			if ((code = amp_cli_int("dashboard", "--port", optarg, 0, 65535, &port)))
 				return code;
-			port_given = 1;
+			serve_opt = 1;
 			break;
-		case 'b': bind_addr = optarg; bind_given = 1; break;
+		case 'b': bind_addr = optarg; serve_opt = 1; break;
+		case 't':
+			if ((code = amp_cli_int("dashboard", "--request-timeout", optarg, 1, 3600, &deadline)))
+				return code;
+			serve_opt = 1;
+			break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
@@ -75,8 +82,8 @@ int main(int argc, char **argv)
 		return amp_cli_usage_error("dashboard", usage, "no arguments expected");
 	if (!serve && !out)
 		return amp_cli_usage_error("dashboard", usage, "--out <dir> or --serve is required");
-	if (!serve && (port_given || bind_given))
-		return amp_cli_usage_error("dashboard", usage, "--port and --bind go with --serve");
+	if (!serve && serve_opt)
+		return amp_cli_usage_error("dashboard", usage, "--port, --bind and --request-timeout go with --serve");
 	if (serve && json_out)
 		return amp_cli_usage_error("dashboard", usage, "--json goes with --out alone");
 	if (out && !*out)
@@ -106,7 +113,7 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN); /* a client that leaves is no reason to stop */
-	if (amp_dashboard_serve(st, dir, bind_addr, (int)port, &stop, ready, NULL, &err) < 0)
+	if (amp_dashboard_serve(st, dir, bind_addr, (int)port, (int)deadline, &stop, ready, NULL, &err) < 0)
 		code = amp_cli_fail("dashboard", &err);
 cleanup:
 	json_decref(report);

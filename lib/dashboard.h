@@ -92,17 +92,20 @@ int amp_dashboard_write(amp_store *st, const char *dir, int64_t now_ms, json_t *
 typedef void (*amp_dashboard_ready_fn)(const char *url, void *ctx);
 
 /*
- * Serves the site of `dir` over HTTP/1.0 on bind_addr:port (a numeric IPv4
- * or IPv6 address; port 0 picks a free one) until *stop is set: GET and
- * HEAD only (405 otherwise), one request of at most 8 KiB per connection
- * (400 beyond, or when malformed), paths of [A-Za-z0-9._/-] without "..",
- * a leading dot or "//" in them (400), 404 for what is not there.  Each
- * request for a page first brings the site up to date (amp_dashboard_write)
- * at the current clock.  Returns AMP_OK when stopped, AMP_EUSAGE when the
- * address is not one, AMP_EIO when it cannot listen.
+ * Serves the site of `dir` over HTTP on bind_addr:port (a numeric IPv4 or
+ * IPv6 address; port 0 picks a free one) until *stop is set, with
+ * libmicrohttpd (loaded when called): GET and HEAD only (405 otherwise),
+ * one request of at most 8 KiB per connection (400 beyond, or when
+ * malformed), paths of [A-Za-z0-9._/-] without "..", a leading dot or "//"
+ * in them (400), 404 for what is not there.  Connections are served side
+ * by side, up to 256 at once; each is closed deadline_sec seconds after
+ * its accept, whatever it has sent.  Each request for a page first brings
+ * the site up to date (amp_dashboard_write) at the current clock.  Returns
+ * AMP_OK when stopped, AMP_EUSAGE when the address is not one, AMP_EIO
+ * when it cannot listen or libmicrohttpd cannot be loaded.
  */
 int amp_dashboard_serve(amp_store *st, const char *dir, const char *bind_addr, int port,
-			volatile sig_atomic_t *stop, amp_dashboard_ready_fn ready, void *ctx,
-			amp_error *err);
+			int deadline_sec, volatile sig_atomic_t *stop, amp_dashboard_ready_fn ready,
+			void *ctx, amp_error *err);
 
 #endif
