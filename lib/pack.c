@@ -209,6 +209,10 @@ int amp_pack_run(amp_store *st, int auto_, int *ran, amp_pack_counts *before,
 		return status;
 	if ((fd = take_gc_lock(st, !auto_, &busy, err)) < 0)
 		return busy ? AMP_OK : AMP_EIO;
+	/* What killed or failed writers, roll-ups and git gc left (a pack
+	 * without its index, git's tmp_pack_*): git repack keeps them and
+	 * git count-objects warns of them at every run. */
+	amp_store_sweep(st);
 	/* Checked under the lock: the repack that held it may have done the
 	 * work already. */
 	if (auto_ && !due(st, limit, amp_pack_packs(st)))

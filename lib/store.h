@@ -124,6 +124,12 @@ const struct amp_signing *amp_store_signing(const amp_store *st);
 const char *amp_store_state_dir(const amp_store *st);
 /* The repository's object directory: <git common dir>/objects. */
 const char *amp_store_objects_dir(const amp_store *st);
+/* Removes what killed or failed writers left behind, once older than an
+ * hour: temporary files in objects/, objects/pack/ (amp's and git's tmp_*)
+ * and the state directory, and packs whose index is missing (store.c says
+ * which and why that is safe).  Successful writes call it at most once an
+ * hour; amp gc on every run. */
+void amp_store_sweep(amp_store *st);
 /* git config amp.fsync, as read when the store was opened. */
 int amp_store_fsync(const amp_store *st);
 /* How many records this store's reads parsed from git, and how many came

@@ -159,3 +159,86 @@ print("70000: %r in %.1f s" % (line, took))
 	run -0 amp dashboard --help
 	assert_output --partial '[--request-timeout <1..3600>]'
 }
+
+pack_dir=.git/objects/pack
+
+# garbage: git's own count of the pack directory's garbage.
+garbage() { git count-objects -v 2> /dev/null | awk '$1 == "garbage:" { print $2 }'; }
+
+@test "a roll-up killed (SIGKILL) between a pack's index and the pack leaves the pack; amp gc removes it once an hour old, and stops warning" {
+	git config amp.autoPack 0
+	for ((i = 0; i < 8; i++)); do
+		amp send task_dispatch --task "$(printf 'T-2026-%03d' $((100 + i)))" \
+			--from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	done
+	git config --unset amp.autoPack
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+	# the 9th write rolls the 8 packs up; it is killed as it is about to
+	# delete the first old pack, whose index it has just deleted
+	run -137 strace -f -qq -e trace=unlink -e inject=unlink:signal=KILL:when=2 \
+		-o "$BATS_TEST_TMPDIR/trace" amp send task_dispatch --task T-2026-500 \
+		--from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json"
+	run -0 grep -c 'killed by SIGKILL' "$BATS_TEST_TMPDIR/trace"
+	orphan=$(sed -n 's/.*unlink("\(.*\.pack\)") = ?$/\1/p' "$BATS_TEST_TMPDIR/trace")
+	assert_file_exists "$orphan"
+	assert_file_not_exists "${orphan%.pack}.idx"
+	[ "$(garbage)" = 1 ]
+	run -0 amp fsck
+	# young: it could be a live writer's, between its pack and its index
+	run -0 --separate-stderr amp gc
+	assert_file_exists "$orphan"
+	[[ $stderr == *"warning: no corresponding .idx: "*"${orphan##*/}"* ]]
+	# an hour old: nobody's; amp gc removes it, and git finds no garbage
+	touch -d '61 minutes ago' "$orphan"
+	run -0 --separate-stderr amp gc
+	assert_file_not_exists "$orphan"
+	[ -z "$stderr" ]
+	[ "$(garbage)" = 0 ]
+	run -0 amp fsck
+	git fsck --full --strict --no-dangling
+	run -0 amp status --all --json
+	[ "$(echo "$output" | json_get 'len(d)')" = 9 ]
+}
+
+@test "the hourly sweep after a write removes an hour-old pack without its index, and leaves one with a .keep, a whole pack and a young one" {
+	p=$(ls $pack_dir/*.pack | head -1)
+	cp "$p" $pack_dir/pack-1111111111111111111111111111111111111111.pack
+	cp "$p" $pack_dir/pack-2222222222222222222222222222222222222222.pack
+	: > $pack_dir/pack-2222222222222222222222222222222222222222.keep
+	cp "$p" $pack_dir/pack-3333333333333333333333333333333333333333.pack
+	: > $pack_dir/pack-1111111111111111111111111111111111111111.rev
+	touch -d '2 hours ago' $pack_dir/pack-[12]*.* "$p" "${p%.pack}.idx"
+	rm -f .git/amp/objects-swept
+	amp send task_dispatch --task T-2026-100 --from coordinator \
+		--payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	assert_file_not_exists $pack_dir/pack-1111111111111111111111111111111111111111.pack
+	assert_file_not_exists $pack_dir/pack-1111111111111111111111111111111111111111.rev
+	assert_file_exists $pack_dir/pack-2222222222222222222222222222222222222222.pack
+	assert_file_exists $pack_dir/pack-3333333333333333333333333333333333333333.pack
+	assert_file_exists "$p"
+	assert_file_exists "${p%.pack}.idx"
+}
+
+@test "git's tmp_pack_* and tmp_idx_* from a failed amp gc are kept for an hour, then removed by amp gc, which stops warning" {
+	for i in 1 2 3; do echo "$i" | git hash-object -w --stdin > /dev/null; done
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+	# git pack-objects killed as it renames its finished pack in
+	run -4 strace -f -qq -e trace=rename -e inject=rename:signal=KILL:when=1 \
+		-o "$BATS_TEST_TMPDIR/trace" amp gc
+	assert_output --partial 'amp gc: error: git repack failed'
+	tmp=$(ls $pack_dir | grep '^tmp_' | sort)
+	[[ $tmp == tmp_idx_*$'\n'tmp_pack_* ]]
+	[ "$(garbage)" = 2 ]
+	# 50 minutes old: kept (a live git's could be as old)
+	touch -d '50 minutes ago' $pack_dir/tmp_*
+	run -0 --separate-stderr amp gc
+	[ "$(ls $pack_dir | grep '^tmp_' | sort)" = "$tmp" ]
+	[[ $stderr == *"warning: garbage found: "*tmp_pack_* ]]
+	# an hour old: removed, no warning, every object still there
+	touch -d '61 minutes ago' $pack_dir/tmp_*
+	run -0 --separate-stderr amp gc
+	[ -z "$(ls $pack_dir | grep '^tmp_')" ]
+	[ -z "$stderr" ]
+	[ "$(garbage)" = 0 ]
+	git fsck --full --strict --no-dangling
+}
