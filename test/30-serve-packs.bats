@@ -139,10 +139,10 @@ print("query: " + line)
 line, took = get(b"GET / HTTP/1.0\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n")
 print("70000: %r in %.1f s" % (line, took))
 '
-	assert_line --index 0 'nul: HTTP/1.1 400 Bad Request in 0.0 s'
-	assert_line --index 1 'nul, no version: HTTP/1.1 400 Bad Request in 0.0 s'
-	assert_line --index 2 'nul in a name: HTTP/1.1 400 Bad Request in 0.0 s'
-	assert_line --index 3 'nul in the query: HTTP/1.1 400 Bad Request in 0.0 s'
+	assert_line --index 0 --regexp '^nul: HTTP/1.1 400 Bad Request in 0\.[0-9] s$'
+	assert_line --index 1 --regexp '^nul, no version: HTTP/1.1 400 Bad Request in 0\.[0-9] s$'
+	assert_line --index 2 --regexp '^nul in a name: HTTP/1.1 400 Bad Request in 0\.[0-9] s$'
+	assert_line --index 3 --regexp '^nul in the query: HTTP/1.1 400 Bad Request in 0\.[0-9] s$'
 	assert_line --index 4 'query: HTTP/1.1 200 OK'
 	# past its connection's memory, the server reads no more of it and
 	# closes it at the deadline, unanswered
