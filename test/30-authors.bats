@@ -301,9 +301,13 @@ resign() {
 	assert_output --partial '"suspended": true'
 }
 
-@test "defect 11c: strict hub: a ref under refs/amp/ amp does not define is refused, and so is an errors-ref file over 1 MiB or out of the log's place; a refusal amp logged passes; amp fsck finds them" {
+@test "defect 11c: strict hub: a ref under refs/amp/ amp does not define is refused (deleting one is not), and so is an errors-ref file over 1 MiB or out of the log's place; a refusal amp logged passes; amp fsck finds them" {
 	run -1 on a git push origin refs/amp/messages:refs/amp/other
 	assert_output --partial "amp hook: refused refs/amp/other: amp defines no such ref: under refs/amp/ a hub takes refs/amp/messages (amp.ref) and refs/amp/errors (amp.errorsRef) only"
+	[ -z "$(git -C "$HUB" for-each-ref refs/amp/other)" ]
+	# one made before the check (by hand on the hub) may still go
+	git -C "$HUB" update-ref refs/amp/other refs/amp/messages
+	run -0 on a git push -q origin :refs/amp/other
 	[ -z "$(git -C "$HUB" for-each-ref refs/amp/other)" ]
 	# a refusal amp logs goes through
 	run -1 on a amp send task_dispatch --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/dispatch.json"
