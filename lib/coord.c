@@ -201,6 +201,16 @@ int amp_coord_check_write(const amp_task_log *log, const char *from, const char 
 	return AMP_ERULE;
 }
 
+const char *amp_coord_record_instance(const json_t *doc)
+{
+	const char *type = amp_json_str(doc, "type"), *from = amp_json_str(doc, "from");
+
+	if (!type || !(!strcmp(type, "claim") || !strcmp(type, "heartbeat") ||
+		       (!strcmp(type, "release") && from && !strcmp(from, "executor"))))
+		return NULL;
+	return amp_json_str(doc, "agent");
+}
+
 int amp_coord_check_record(const amp_task_log *before, const json_t *doc,
 			   char *why, size_t whysz)
 {
@@ -211,6 +221,17 @@ int amp_coord_check_record(const amp_task_log *before, const json_t *doc,
 	const char *no;
 
 	amp_coord_leases(before, &ls);
+	/* The executor gives up its own lease only (amp release): the
+	 * coordinator and the admin take back anyone's. */
+	if (type && !strcmp(type, "release") && amp_coord_record_instance(doc)) {
+		const amp_lease *l = lease_named(&ls, amp_json_str(doc, "releases"));
+
+		if (l && strcmp(l->agent, amp_coord_record_instance(doc))) {
+			snprintf(why, whysz, "%s releases %s, the lease of %s: as the executor an instance releases its own lease only",
+				 amp_coord_record_instance(doc), l->claim, l->agent);
+			return AMP_ERULE;
+		}
+	}
 	/* The record's own name is not known here; a claim's lease is named
 	 * by it only for later releases, which the replay of the whole log
 	 * checks. */

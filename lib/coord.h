@@ -87,6 +87,12 @@ const amp_lease *amp_coord_holder(const amp_leases *ls, int64_t at_ms);
 int amp_coord_check_write(const amp_task_log *log, const char *from, const char *agent,
 			  int64_t at_ms, char *why, size_t whysz);
 
+/* The instance a record says wrote it: the "agent" of a claim, a
+ * heartbeat or the holder's own release (the admin's or the coordinator's
+ * names the holder it takes the lease from); NULL for any other record.
+ * Borrowed from doc. */
+const char *amp_coord_record_instance(const json_t *doc);
+
 /*
  * For a claim or release record that arrives without amp (a push, a
  * fetch, amp sync's join): AMP_OK when it is in force where it stands

@@ -451,6 +451,43 @@ cleanup:
 	return status;
 }
 
+/* A ref under refs/amp/ that is neither amp's messages ref nor its errors
+ * ref: every clone fetches it, nothing checks it (the hub's hook refuses
+ * to create one). */
+static int check_other_refs(struct fsck *f, amp_error *err)
+{
+	git_reference_iterator *it = NULL;
+	git_reference *r = NULL;
+	struct fsck_commit c = { 0 };
+	const char *name;
+	int rc;
+
+	if (git_reference_iterator_glob_new(&it, amp_store_repo(f->st), "refs/amp/*") < 0)
+		return amp_error_git(err, AMP_EIO, "cannot list refs/amp/");
+	while ((rc = git_reference_next(&r, it)) == 0) {
+		name = git_reference_name(r);
+		if (strcmp(name, amp_store_messages_ref(f->st)) &&
+		    strcmp(name, amp_store_errors_ref(f->st))) {
+			f->ref = name;
+			if (git_reference_target(r))
+				git_oid_tostr(c.hex, sizeof(c.hex), git_reference_target(r));
+			else
+				snprintf(c.hex, sizeof(c.hex), "%s", "");
+			finding(f, &c, name, "corrupt",
+				"amp defines no such ref: the SSOT is %s and %s only (git update-ref -d %s)",
+				amp_store_messages_ref(f->st), amp_store_errors_ref(f->st), name);
+			f->ref = amp_store_errors_ref(f->st);
+		}
+		git_reference_free(r);
+		r = NULL;
+	}
+	git_reference_iterator_free(it);
+	if (rc != GIT_ITEROVER)
+		return amp_error_git(err, AMP_EIO, "cannot list refs/amp/");
+	git_error_clear();
+	return AMP_OK;
+}
+
 int amp_fsck_run(amp_store *st, amp_schema_set *set, json_t *findings,
 		 amp_fsck_stats *stats, amp_error *err)
 {
@@ -467,5 +504,7 @@ int amp_fsck_run(amp_store *st, amp_schema_set *set, json_t *findings,
 		return status;
 	f.ref = amp_store_errors_ref(st);
 	f.messages = 0;
-	return check_ref(&f, err);
+	if ((status = check_ref(&f, err)) < 0)
+		return status;
+	return check_other_refs(&f, err);
 }

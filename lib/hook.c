@@ -52,11 +52,14 @@ struct check {
 	git_tree *tree;     /* its tree */
 	amp_errlist *errors;
 	size_t base;        /* errors->count when the check began */
-	json_t *froms;      /* the "from" of each record the commit adds */
+	json_t *froms;      /* each record the commit adds: {"from", "task",
+			     * "agent" (record_instance)} */
 	int bare;           /* amp_hook_check_commit: the path is the file */
 	int signatures;     /* verify each commit's signature (sign.h) */
 	int inbox;          /* a clone's inbox (amp.syncPush inbox): its form
 			     * only, the rules when the hub joins it */
+	char agent[AMP_AGENT_MAX + 1]; /* the commit's Amp-Agent, "" none */
+	int errlog;         /* the ref is the errors ref */
 };
 
 /* Records a problem of the commit being checked: AMP_ESCHEMA for its form,
@@ -118,17 +121,33 @@ static int check_form(amp_store *st, amp_schema_set *set, const amp_task_log *lo
 }
 
 int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
-			  const amp_task_log *log, size_t i, amp_errlist *errors)
+			  const amp_task_log *log, size_t i, const char *agent,
+			  amp_errlist *errors)
 {
 	const amp_entry *e = &log->entries[i];
 	amp_task_log before = *log;
-	const char *type = amp_json_str(e->doc, "type"), *denied;
+	const char *type = amp_json_str(e->doc, "type"), *denied, *named;
 	char why[600];
 	int status;
 
 	before.count = i;
+	if (agent && !*agent)
+		agent = NULL;
 	if ((status = check_form(st, set, log, e, errors)) < 0)
 		return status;
+	/* Who wrote it is the commit's word (its Amp-Agent trailer, bound to
+	 * the signing key in strict mode), never the record's alone. */
+	if (e->kind == AMP_ENTRY_CTL && (named = amp_coord_record_instance(e->doc)) && agent &&
+	    strcmp(named, agent))
+		return amp_errlist_add(errors, AMP_ERULE, "/agent",
+				       "names instance %s, but %s wrote it (the commit's Amp-Agent)",
+				       named, agent);
+	/* A held task takes the holder's executor writes only (coord.h). */
+	if ((e->kind == AMP_ENTRY_ACK ||
+	     (e->kind == AMP_ENTRY_CTL && type && !strcmp(type, "heartbeat"))) &&
+	    amp_coord_check_write(&before, amp_json_str(e->doc, "from"), agent,
+				  amp_record_time(e->doc), why, sizeof(why)) < 0)
+		return amp_errlist_add(errors, AMP_ERULE, "/from", "%s", why);
 	if (e->kind == AMP_ENTRY_ACK) {
 		if ((status = amp_rules_check_ack(log, i, errors)) < 0)
 			return status;
@@ -168,7 +187,15 @@ int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
 	if (denied)
 		return amp_errlist_add(errors, AMP_ERULE, "/context_ref",
 				       "%s awaits the admin's approval: no result before it", denied);
-	return amp_rules_check_replayed(st, tree, &before, e->doc, errors);
+	return amp_rules_check_replayed(st, tree, &before, e->doc, agent, errors);
+}
+
+/* Notes a record the commit adds, for check_signature. */
+static void note_record(struct check *c, const char *task, const json_t *doc)
+{
+	json_array_append_new(c->froms, json_pack("{s:s,s:s,s:s?}",
+		"from", amp_or_none(amp_json_str(doc, "from")), "task", task,
+		"agent", doc ? amp_coord_record_instance(doc) : NULL));
 }
 
 /* Moves the problems found from `found` to the check's list, each placed
@@ -218,7 +245,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 			continue;
 		}
 		snprintf(file, sizeof(file), "%s/%s", dir, name);
-		json_array_append_new(c->froms, json_string(amp_or_none(amp_json_str(e->doc, "from"))));
+		note_record(c, task, e->doc);
 		/* Records are numbered in the order they enter the task. */
 		if (e->seq <= last_old) {
 			char seq[16];
@@ -232,7 +259,8 @@ static int check_task(struct check *c, const char *task, json_t *added)
 			amp_errlist found = { 0 };
 			const char *record;
 
-			int rc = amp_hook_check_record(c->st, c->set, c->tree, &log, i, &found);
+			int rc = amp_hook_check_record(c->st, c->set, c->tree, &log, i, c->agent,
+						       &found);
 
 			if (rc == AMP_EIO)
 				status = AMP_EIO;
@@ -261,7 +289,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 		    !json_object_get(added, name))
 			continue;
 		snprintf(file, sizeof(file), "%s/%s", dir, name);
-		json_array_append_new(c->froms, json_string(amp_or_none(amp_json_str(e->doc, "from"))));
+		note_record(c, task, e->doc);
 		if (check_form(c->st, c->set, &log, e, &found) == AMP_EIO)
 			status = AMP_EIO;
 		place(c, &found, file);
@@ -309,7 +337,7 @@ static const char *delta_verb(git_delta_t status)
  * the role it was written as, and adds records of that role only. */
 static int check_signature(struct check *c, git_commit *commit)
 {
-	const char *froms[AMP_HOOK_MAX_RECORDS];
+	amp_signed_record recs[AMP_HOOK_MAX_RECORDS];
 	char why[600];
 	size_t i, n = json_array_size(c->froms);
 	amp_error err;
@@ -320,10 +348,15 @@ static int check_signature(struct check *c, git_commit *commit)
 		       "1000", NULL);
 		return AMP_OK;
 	}
-	for (i = 0; i < n; i++)
-		froms[i] = json_string_value(json_array_get(c->froms, i));
+	for (i = 0; i < n; i++) {
+		const json_t *r = json_array_get(c->froms, i);
+
+		recs[i].from = amp_json_str(r, "from");
+		recs[i].task = amp_json_str(r, "task");
+		recs[i].agent = amp_json_str(r, "agent");
+	}
 	ok = amp_signing_check_commit(amp_store_repo(c->st), amp_store_signing(c->st), commit,
-				      froms, c->messages ? n : 0, why, sizeof(why), &err);
+				      recs, c->messages ? n : 0, c->agent, why, sizeof(why), &err);
 	if (ok < 0)
 		return amp_errlist_add(c->errors, ok, "", "commit %s: %s", c->commit, err.message);
 	if (!ok)
@@ -427,6 +460,48 @@ static int tree_changes(git_repository *repo, git_tree *a, git_tree *b, const ch
 	return rc;
 }
 
+/* A file added on the errors ref: one of a refusal's two files in its
+ * place, errors/<YYYY>/<MM>/<DD>/<unix_ms>-<blob id>[-<n>][~<n>]/raw or
+ * reasons.json (amp_store_log_rejection, amp sync's union), of at most
+ * AMP_LIMIT_MESSAGE_BYTES: the log keeps no more of a refused input than
+ * the messages ref keeps of a record, and every clone fetches it. */
+static void check_error_file(struct check *c, const char *path)
+{
+	const char *p = path + 7, *slash = strrchr(path, '/');
+	git_odb *odb = NULL;
+	git_tree_entry *e = NULL;
+	git_object_t type;
+	size_t len = 0;
+	char size[32], limit[32];
+
+	if (strncmp(path, "errors/", 7) || strlen(path) < 7 + 11 || !slash ||
+	    strspn(p, "0123456789") != 4 || p[4] != '/' || strspn(p + 5, "0123456789") != 2 ||
+	    p[7] != '/' || strspn(p + 8, "0123456789") != 2 || p[10] != '/' ||
+	    slash <= p + 11 || slash - (p + 11) > 64 ||
+	    strspn(p + 11, "0123456789abcdef-~") != (size_t)(slash - (p + 11)) ||
+	    (strcmp(slash + 1, "raw") && strcmp(slash + 1, "reasons.json"))) {
+		refuse(c, AMP_ESCHEMA, amp_json_text(path), NULL,
+		       "not a file of the error log (errors/<YYYY>/<MM>/<DD>/<unix_ms>-<blob>/raw or reasons.json)%s%s",
+		       NULL, NULL);
+		return;
+	}
+	if (git_tree_entry_bypath(&e, c->tree, path) < 0 ||
+	    git_repository_odb(&odb, amp_store_repo(c->st)) < 0 ||
+	    git_odb_read_header(&len, &type, odb, git_tree_entry_id(e)) < 0) {
+		amp_error err;
+
+		amp_error_git(&err, AMP_EIO, "cannot read %s", path);
+		amp_errlist_add(c->errors, AMP_EIO, "", "commit %s: %s", c->commit, err.message);
+	} else if (len > AMP_LIMIT_MESSAGE_BYTES) {
+		snprintf(size, sizeof(size), "%zu", len);
+		snprintf(limit, sizeof(limit), "%d", AMP_LIMIT_MESSAGE_BYTES);
+		refuse(c, AMP_ESCHEMA, path, NULL,
+		       "%s bytes: an error log file is at most %s bytes, as a record is", size, limit);
+	}
+	git_odb_free(odb);
+	git_tree_entry_free(e);
+}
+
 /* A register record (registry.h) the commit adds at `path`: its form and
  * its role, written by the instance itself (the commit's Amp-Agent) unless
  * the admin writes it; in strict mode, signed by that instance's key
@@ -454,7 +529,8 @@ static int check_register(struct check *c, git_commit *commit, const char *path)
 		goto cleanup;
 	}
 	amp_commit_agent(commit, agent, sizeof(agent));
-	json_array_append_new(c->froms, json_string(amp_or_none(amp_json_str(doc, "from"))));
+	json_array_append_new(c->froms, json_pack("{s:s,s:s,s:n}", "from",
+		amp_or_none(amp_json_str(doc, "from")), "task", "", "agent"));
 	if (amp_registry_check(c->set, path, git_tree_entry_id(e), doc, agent, &found) == AMP_OK &&
 	    c->signatures && strcmp((from = amp_json_str(doc, "from")), "admin")) {
 		/* The key names the instance: "<agent>@<role>", nothing else. */
@@ -524,6 +600,10 @@ static int check_commit(struct check *c, git_commit *commit)
 			       NULL);
 			continue;
 		}
+		if (c->errlog && strcmp(path, "AMP")) {
+			check_error_file(c, path);
+			continue;
+		}
 		if (!c->messages || !strcmp(path, "AMP"))
 			continue;
 		/* amp's names are ASCII; one that is not UTF-8 no list of the
@@ -551,6 +631,7 @@ static int check_commit(struct check *c, git_commit *commit)
 	if (c->errors->count > c->base)
 		goto cleanup;
 	json_array_clear(c->froms);
+	amp_commit_agent(commit, c->agent, sizeof(c->agent));
 	json_object_foreach(tasks, task, added)
 		if ((status = check_task(c, task, added)) < 0)
 			break;
@@ -576,7 +657,8 @@ int amp_hook_check_commit(amp_store *st, amp_schema_set *set, const char *ref,
 {
 	struct check c = { st, set, ref, !strcmp(ref, amp_store_messages_ref(st)), "", NULL,
 			   errors, errors->count, json_array(), 1,
-			   amp_store_signing(st)->allowed[0] != '\0', 0 };
+			   amp_store_signing(st)->allowed[0] != '\0', 0, "",
+			   !strcmp(ref, amp_store_errors_ref(st)) };
 	int status;
 
 	if (!c.froms)
@@ -772,6 +854,7 @@ static int check_inbox_update(struct check *c, const char *old_hex, const char *
 				       "this hub is in strict mode (git config amp.requireSigned): its join would sign others' records, so push to %s (git config amp.syncPush ref)",
 				       target);
 	c->messages = !strcmp(target, amp_store_messages_ref(c->st));
+	c->errlog = !c->messages;
 	c->inbox = 1;
 	if (git_reference_name_to_id(&tip, amp_store_repo(c->st), target) < 0) {
 		git_error_clear();
@@ -787,7 +870,8 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 			  amp_errlist *errors)
 {
 	struct check c = { st, set, ref, !strcmp(ref, amp_store_messages_ref(st)), "", NULL,
-			   errors, errors->count, NULL, 0, amp_store_signing(st)->require, 0 };
+			   errors, errors->count, NULL, 0, amp_store_signing(st)->require, 0, "",
+			   !strcmp(ref, amp_store_errors_ref(st)) };
 	git_repository *repo = amp_store_repo(st);
 	git_commit *commit = NULL;
 	git_oid old, new;
@@ -806,6 +890,13 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 	if ((status = parse_oid(&old, old_hex, &c)) < 0 ||
 	    (status = parse_oid(&new, new_hex, &c)) < 0)
 		return status;
+	/* Every clone fetches refs/amp/: only what amp reads and checks goes
+	 * there (one made before this check may still be deleted). */
+	if (!c.messages && !c.errlog)
+		return git_oid_is_zero(&new) ? AMP_OK :
+		       amp_errlist_add(errors, AMP_ERULE, "",
+				       "amp defines no such ref: under refs/amp/ a hub takes %s (amp.ref) and %s (amp.errorsRef) only",
+				       amp_store_messages_ref(st), amp_store_errors_ref(st));
 	if (git_oid_is_zero(&new))
 		return amp_errlist_add(errors, AMP_ERULE, "",
 				       "deleting it is refused: the SSOT is append-only");

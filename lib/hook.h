@@ -89,10 +89,16 @@ int amp_hook_check_commit(amp_store *st, amp_schema_set *set, const char *ref,
  * protected branch, a reused msg_id); AMP_ERULE when a rule refuses it on
  * that history (amp_rules_check_send, amp_rules_check_ack, the approval
  * path, amp_control_allowed); AMP_EIO when the SSOT cannot be read.  amp
- * sync sets aside what a rule refuses after a join (sync.h).
+ * sync sets aside what a rule refuses after a join (sync.h).  `agent` is
+ * the named instance that wrote the record (the Amp-Agent trailer of the
+ * commit that added it; NULL or "": unnamed): a message, an ACK or a
+ * heartbeat from the executor on a task another instance holds is refused
+ * (coord.h), and a claim, a heartbeat or an executor's release naming
+ * another instance than its writer is refused.
  */
 int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
-			  const amp_task_log *log, size_t i, amp_errlist *errors);
+			  const amp_task_log *log, size_t i, const char *agent,
+			  amp_errlist *errors);
 
 /* The first line after "#!/bin/sh" of every hook amp installs, followed by
  * ": <command>" (the amp-hook command it runs): how amp_hook_install knows

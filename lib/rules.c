@@ -540,7 +540,7 @@ static void check_depends(amp_store *st, git_tree *tip, const amp_task_log *log,
 }
 
 int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
-			 const json_t *msg, amp_errlist *errors)
+			 const json_t *msg, const char *agent, amp_errlist *errors)
 {
 	const char *type = amp_json_str(msg, "type");
 	const char *from = amp_json_str(msg, "from");
@@ -564,7 +564,7 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 	/* A claimed task takes the holder's executor writes only (coord.h);
 	 * an escalation still reaches the admin (No Silent Failure). */
 	else if ((!type || strcmp(type, "escalation")) &&
-		 amp_coord_check_write(log, from, amp_store_agent(st), amp_record_time(msg),
+		 amp_coord_check_write(log, from, agent, amp_record_time(msg),
 				       why, sizeof(why)) < 0)
 		amp_errlist_add(errors, AMP_ERULE, "/from", "%s", why);
 	check_refs(st, tip, log, json_object_get(msg, "context_ref"), "/context_ref", errors);
@@ -664,11 +664,11 @@ int amp_rules_check_ack(const amp_task_log *log, size_t i, amp_errlist *errors)
 }
 
 int amp_rules_check_replayed(amp_store *st, git_tree *tree, const amp_task_log *before,
-			     const json_t *msg, amp_errlist *errors)
+			     const json_t *msg, const char *agent, amp_errlist *errors)
 {
 	static const char snapshot[] = "/payload/system_state_snapshot";
 	amp_errlist found = { 0 };
-	int status = amp_rules_check_send(st, tree, before, msg, &found);
+	int status = amp_rules_check_send(st, tree, before, msg, agent, &found);
 	size_t k;
 
 	if (status == AMP_ERULE) {

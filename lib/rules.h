@@ -44,12 +44,17 @@
  *     the admin (and escalations to the admin) may write to the task;
  *   - review_request: reject_count equals the SSOT's count, "Lock is
  *     approaching" in coordinator_notes when it is >= 2, and no failed CI
- *     (amp_rules_ci_failed).
+ *     (amp_rules_ci_failed);
+ *   - a task another instance holds takes no executor message but its
+ *     holder's (amp_coord_check_write): `agent` is the named instance that
+ *     writes msg (NULL: an unnamed one) -- the writer's own for amp send,
+ *     the Amp-Agent trailer of the commit that brought it for a record
+ *     written elsewhere, never the reader's.
  * It does not look at the file system: the watcher runs it on messages
  * fetched from other machines.  Repository existence is amp_rules_check_repo.
  */
 int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
-			 const json_t *msg, amp_errlist *errors);
+			 const json_t *msg, const char *agent, amp_errlist *errors);
 
 /*
  * amp_rules_check_send for a message written elsewhere (a push, a fetch, a
@@ -59,7 +64,7 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
  * here without making it false.
  */
 int amp_rules_check_replayed(amp_store *st, git_tree *tree, const amp_task_log *before,
-			     const json_t *msg, amp_errlist *errors);
+			     const json_t *msg, const char *agent, amp_errlist *errors);
 
 /*
  * The rules `amp ack` applies, for an ACK record that is entry i of `log`

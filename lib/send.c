@@ -416,7 +416,7 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 		first_error(c->errors, c->errors_base, status, err);
 		goto cleanup;
 	}
-	status = amp_rules_check_send(st, tip, &log, c->msg, c->errors);
+	status = amp_rules_check_send(st, tip, &log, c->msg, amp_store_agent(st), c->errors);
 	if (status != AMP_EIO && c->check_repo &&
 	    amp_rules_check_repo(c->msg, c->errors) < 0)
 		status = AMP_ERULE;

@@ -290,17 +290,37 @@ cleanup:
 	return status;
 }
 
+/* 1 when the commit adds a record from `role` in `task`. */
+static int has_record(const amp_signed_record *recs, size_t n, const char *role, const char *task)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(recs[i].from, role) && !strcmp(recs[i].task, task))
+			return 1;
+	return 0;
+}
+
+/* The instance a named principal ("alice@executor") speaks as, into buf
+ * ("" for a role's own principal). */
+static void principal_instance(const char *principal, char *buf, size_t bufsz)
+{
+	const char *at = strrchr(principal, '@');
+
+	snprintf(buf, bufsz, "%.*s", at ? (int)(at - principal) : 0, principal);
+}
+
 int amp_signing_check_commit(git_repository *repo, const amp_signing *s, const git_commit *commit,
-			     const char *const *froms, size_t n, char *why, size_t whysz,
-			     amp_error *err)
+			     const amp_signed_record *recs, size_t n, const char *agent,
+			     char *why, size_t whysz, amp_error *err)
 {
 	static const char *const roles[] = { "admin", "coordinator", "executor", "reviewer",
 					     "system" };
 	const git_signature *author = git_commit_author(commit);
 	const char *role = n ? author->name : NULL;
-	char principal[256], reason[400], by_email[32];
+	char principal[256], reason[400], by_email[32], instance[256];
 	size_t i, k;
-	int ok, own = 0;
+	int ok;
 
 	/* A named instance is the author's name; the email keeps the role
 	 * ("<role>@amp.invalid", store.h). */
@@ -319,13 +339,21 @@ int amp_signing_check_commit(git_repository *repo, const amp_signing *s, const g
 			snprintf(why, whysz, "its author '%.100s' is not a role", role);
 			return 0;
 		}
-		for (i = 0; i < n; i++)
-			own |= froms[i] && !strcmp(froms[i], role);
 		for (i = 0; i < n; i++) {
-			if (froms[i] && (!strcmp(froms[i], role) || (!strcmp(froms[i], "system") && own)))
+			if (!strcmp(recs[i].from, role))
 				continue;
-			snprintf(why, whysz, "it adds a record from %.40s, but it was written as %s",
-				 froms[i] ? froms[i] : "nobody", role);
+			/* AMP/1.0 §05: an escalation is about its task; the
+			 * one amp commits with an act is about the act's. */
+			if (!strcmp(recs[i].from, "system") && has_record(recs, n, role, recs[i].task))
+				continue;
+			for (k = 0; k < n && strcmp(recs[k].from, role); k++)
+				;
+			if (!strcmp(recs[i].from, "system") && k < n)
+				snprintf(why, whysz, "it adds a record from system to task %.40s, but its record from %s is of task %.40s: a system record is committed only beside a record of its own task",
+					 recs[i].task, role, recs[k].task);
+			else
+				snprintf(why, whysz, "it adds a record from %.40s, but it was written as %s",
+					 recs[i].from, role);
 			return 0;
 		}
 	}
@@ -333,7 +361,25 @@ int amp_signing_check_commit(git_repository *repo, const amp_signing *s, const g
 				       sizeof(principal), reason, sizeof(reason), err);
 	if (ok == 0)
 		snprintf(why, whysz, "written as %s, but %s", role ? role : "amp", reason);
-	return ok;
+	if (ok != 1)
+		return ok;
+	/* A key of one instance speaks for that instance only, as amp's own
+	 * write check (amp_signing_may_write) holds it locally. */
+	principal_instance(principal, instance, sizeof(instance));
+	if (!instance[0])
+		return 1;
+	if (agent && *agent && strcmp(agent, instance)) {
+		snprintf(why, whysz, "it was written as instance %.64s (Amp-Agent), but its key is %.200s's",
+			 agent, principal);
+		return 0;
+	}
+	for (i = 0; i < n; i++)
+		if (recs[i].agent && strcmp(recs[i].agent, instance)) {
+			snprintf(why, whysz, "it adds a record from %s of instance %.64s, but its key is %.200s's",
+				 recs[i].from, recs[i].agent, principal);
+			return 0;
+		}
+	return 1;
 }
 
 int amp_signing_add_key(const amp_signing *s, const char *role, const char *agent,

@@ -70,21 +70,32 @@ int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const 
 			      const char *role, char *principal, size_t psz, char *why,
 			      size_t whysz, amp_error *err);
 
+/* A record a commit adds, as amp_signing_check_commit sees it. */
+typedef struct amp_signed_record {
+	const char *from;   /* its role */
+	const char *task;   /* its task ("" for a register record) */
+	const char *agent;  /* the instance it says wrote it (a claim's, a
+			     * heartbeat's, the holder's release's agent), or
+			     * NULL */
+} amp_signed_record;
+
 /*
  * Strict mode's check of a commit that arrives (a push, a fetch), whose
- * records (messages ref) come from the roles `froms` (count n; 0 for a
- * commit that adds no record, or for the errors ref): it is signed by a
- * key of s->allowed (amp_signing_verify_commit) whose principal grants the
- * role it was written as, its author (a commit with no record: any
- * principal); and each record comes from that role, or from system beside
- * a record of that role (the escalation amp commits with an act: the lock
- * with a verdict, ack_timeout with a late ACK) -- or the commit is
- * system's own.  1 when it passes, 0 with why filled, AMP_EIO.
+ * records (messages ref) are recs (count n; 0 for a commit that adds no
+ * record, or for the errors ref), and whose Amp-Agent trailer is `agent`
+ * ("": none): it is signed by a key of s->allowed
+ * (amp_signing_verify_commit) whose principal grants the role it was
+ * written as, its author (a commit with no record: any principal); each
+ * record comes from that role, or from system beside a record of that role
+ * in the same task (the escalation amp commits with an act: the lock with
+ * a verdict, ack_timeout with a late ACK) -- or the commit is system's
+ * own; and when the principal names an instance ("alice@executor"), the
+ * trailer and every record's agent name that instance, or none.  1 when
+ * it passes, 0 with why filled, AMP_EIO.
  */
 int amp_signing_check_commit(git_repository *repo, const amp_signing *s, const git_commit *commit,
-			     const char *const *froms, size_t n, char *why, size_t whysz,
-			     amp_error *err);
-
+			     const amp_signed_record *recs, size_t n, const char *agent,
+			     char *why, size_t whysz, amp_error *err);
 /*
  * Appends "<principal> <type> <base64> [comment]" to s->allowed for the
  * public key `pubkey` ("type base64 [comment]", or a file holding it),

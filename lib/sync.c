@@ -17,6 +17,7 @@
 #include "hook.h"
 #include "message.h"
 #include "proc.h"
+#include "read.h"
 #include "registry.h"
 #include "send.h"
 #include "sign.h"
@@ -362,6 +363,8 @@ struct replay_ctx {
 	unsigned long superseded; /* records set aside, in all */
 	int all;               /* every task is contested (the hub's join of
 				* an inbox: nothing was checked there) */
+	char agent[AMP_AGENT_MAX + 1]; /* the Amp-Agent of the commit being
+					* replayed: who wrote its records */
 };
 
 static void replay_ctx_free(struct replay_ctx *r)
@@ -557,7 +560,8 @@ static int place_record(struct replay_ctx *r, amp_task_log *log, git_tree *base,
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
 	}
-	status = amp_hook_check_record(r->st, r->set, base, log, log->count - 1, &errs);
+	status = amp_hook_check_record(r->st, r->set, base, log, log->count - 1, r->agent,
+				       &errs);
 	if (status != AMP_ERULE)
 		goto cleanup;
 	/* Refused in its new place: take it back out and set it aside. */
@@ -1093,6 +1097,7 @@ static int replay(amp_store *st, amp_schema_set *set, const git_oid *local,
 		size_t len = strlen(msg), size;
 
 		r.trailers[0] = '\0';
+		amp_commit_agent(w.lc, r.agent, sizeof(r.agent));
 		status = replay_records(&r, w.pt, w.ct, w.tree, c, err);
 		if (status == AMP_ERULE)
 			git_oid_cpy(&c->commit, &w.oid);

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "coord.h"
 #include "message.h"
+#include "read.h"
 #include "rules.h"
 #include "seen.h"
 #include "send.h"
@@ -365,6 +366,30 @@ static int ack_problem(const amp_task_log *log, size_t i, char *what, size_t wha
 	return broken;
 }
 
+/* The named instance that wrote executor record e, into buf, when a lease
+ * was ever taken on the task before it (the only rule that asks, coord.h):
+ * the Amp-Agent of the commit that added it, never the watcher's own.
+ * NULL otherwise (unnamed, or not asked). */
+static const char *writer_of(struct watch *w, const amp_task_log *before, const amp_entry *e,
+			     char *buf, size_t bufsz)
+{
+	const char *from = amp_json_str(e->doc, "from");
+	amp_leases ls;
+	amp_error err;
+
+	buf[0] = '\0';
+	if (!from || strcmp(from, "executor"))
+		return NULL;
+	amp_coord_leases(before, &ls);
+	if (!ls.n)
+		return NULL;
+	if (amp_read_writer(w->st, before->task_id, e->kind, e->id, buf, bufsz, &err) < 0) {
+		amp_errlist_add(w->errors, AMP_EIO, "", "%s", err.message);
+		w->failed = 1;
+	}
+	return buf[0] ? buf : NULL;
+}
+
 /* The rules for message i of a task, new since the last pass.  Returns 1
  * when the record was escalated as unknown. */
 static int check_message(struct watch *w, const amp_task_log *log, size_t i)
@@ -376,7 +401,7 @@ static int check_message(struct watch *w, const amp_task_log *log, size_t i)
 	const char *denied;
 	amp_task_log before = *log;
 	amp_errlist errs = { 0 };
-	char name[300], what[1200];
+	char name[300], what[1200], agent[AMP_AGENT_MAX + 1];
 	int status, unknown = 0;
 
 	entry_name(e, name, sizeof(name));
@@ -422,7 +447,9 @@ static int check_message(struct watch *w, const amp_task_log *log, size_t i)
 		goto done;
 	}
 	if (status == AMP_OK)
-		status = amp_rules_check_replayed(w->st, w->tree, &before, e->doc, &errs);
+		status = amp_rules_check_replayed(w->st, w->tree, &before, e->doc,
+						  writer_of(w, &before, e, agent, sizeof(agent)),
+						  &errs);
 	if (status == AMP_EIO) {
 		amp_errlist_extend(w->errors, &errs);
 		w->failed = 1;
@@ -1110,7 +1137,9 @@ static void verify_range(struct watch *w, const git_oid *from, const git_oid *to
 		git_commit *c = NULL, *parent = NULL;
 		git_tree *ct = NULL, *pt = NULL;
 		json_t *touched = json_object(), *files, *v, *docs = json_array();
-		const char *task, *name, *froms[1000];
+		const char *task, *name;
+		amp_signed_record froms[1000];
+		char agent[AMP_AGENT_MAX + 1];
 		char why[600], dir[AMP_PATH_MAX], path[AMP_PATH_MAX * 2];
 		size_t n = 0, k;
 		amp_error err;
@@ -1151,15 +1180,22 @@ static void verify_range(struct watch *w, const git_oid *from, const git_oid *to
 			}
 		}
 		json_array_foreach(docs, k, v)
-			if (n < sizeof(froms) / sizeof(froms[0]))
-				froms[n++] = amp_or_none(amp_json_str(json_object_get(v, "doc"), "from"));
+			if (n < sizeof(froms) / sizeof(froms[0])) {
+				const json_t *doc = json_object_get(v, "doc");
+
+				froms[n].from = amp_or_none(amp_json_str(doc, "from"));
+				froms[n].task = amp_json_str(v, "task");
+				froms[n++].agent = doc ? amp_coord_record_instance(doc) : NULL;
+			}
+		amp_commit_agent(c, agent, sizeof(agent));
 		/* As the hook: more records than can be checked is a refusal,
 		 * never a partial check. */
 		if (json_array_size(docs) > n) {
 			ok = 0;
 			snprintf(why, sizeof(why), "it adds more than %zu records: too many to check", n);
 		} else {
-			ok = amp_signing_check_commit(repo, signing, c, froms, n, why, sizeof(why), &err);
+			ok = amp_signing_check_commit(repo, signing, c, froms, n, agent, why, sizeof(why),
+						      &err);
 		}
 		if (ok < 0) {
 			amp_errlist_add(w->errors, AMP_EIO, "", "%s", err.message);
