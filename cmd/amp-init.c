@@ -40,9 +40,11 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	printf("%s AMP/1.0 store in %s (%s, errors on %s)\n",
-	       created ? "Initialized" : "Already initialized",
+	       created & 1 ? "Initialized" : "Already initialized",
 	       amp_term(git_repository_commondir(amp_store_repo(st))),
 	       amp_store_messages_ref(st), amp_store_errors_ref(st));
+	if (created & 2)
+		printf("Strict mode on: trust starts at the admin's signed commit on each ref; what is below it the admin vouches for, everything above must be signed\n");
 cleanup:
 	amp_store_free(st);
 	return code;

@@ -20,6 +20,7 @@ struct fsck {
 	int messages;          /* the ref is the messages ref */
 	json_t *findings;
 	amp_fsck_stats *stats;
+	amp_trust *trust;      /* where trust starts on the ref (sign.h) */
 };
 
 /* One commit being checked. */
@@ -65,7 +66,7 @@ static void check_history(struct fsck *f, struct fsck_commit *c)
 	amp_errlist found = { 0 };
 	size_t i;
 
-	amp_hook_check_commit(f->st, f->set, f->ref, c->commit, &found);
+	amp_hook_check_commit(f->st, f->set, f->ref, c->commit, f->trust, &found);
 	for (i = 0; i < found.count; i++) {
 		const amp_error *e = &found.items[i];
 
@@ -362,6 +363,7 @@ static int check_ref(struct fsck *f, amp_error *err)
 	git_commit *c = NULL;
 	git_oid tip, *ids = NULL, *grown;
 	size_t n = 0, alloc = 0, i, k;
+	amp_trust trust;
 	int rc, status = AMP_OK;
 
 	if ((rc = git_reference_name_to_id(&tip, repo, f->ref)) < 0) {
@@ -371,6 +373,8 @@ static int check_ref(struct fsck *f, amp_error *err)
 					     f->ref);
 		return amp_error_git(err, AMP_EIO, "cannot read %s", f->ref);
 	}
+	amp_trust_init(&trust, &tip);
+	f->trust = &trust;
 	/* A commit of the chain that cannot be read: nothing is checked. */
 	amp_first_parents_start(&chain, repo, &tip);
 	while ((rc = amp_first_parents_next(&chain, &c)) == 0) {
@@ -400,6 +404,8 @@ static int check_ref(struct fsck *f, amp_error *err)
 		commit_close(&fc);
 	}
 cleanup:
+	f->trust = NULL;
+	amp_trust_free(&trust);
 	git_commit_free(c);
 	free(ids);
 	return status;
@@ -491,7 +497,7 @@ static int check_other_refs(struct fsck *f, amp_error *err)
 int amp_fsck_run(amp_store *st, amp_schema_set *set, json_t *findings,
 		 amp_fsck_stats *stats, amp_error *err)
 {
-	struct fsck f = { st, set, amp_store_messages_ref(st), 1, findings, stats };
+	struct fsck f = { st, set, amp_store_messages_ref(st), 1, findings, stats, NULL };
 	int status;
 
 	memset(stats, 0, sizeof(*stats));

@@ -60,6 +60,7 @@ struct check {
 			     * only, the rules when the hub joins it */
 	char agent[AMP_AGENT_MAX + 1]; /* the commit's Amp-Agent, "" none */
 	int errlog;         /* the ref is the errors ref */
+	amp_trust *trust;   /* where trust starts (sign.h); NULL: nowhere */
 };
 
 /* Records a problem of the commit being checked: AMP_ESCHEMA for its form,
@@ -357,6 +358,11 @@ static int check_signature(struct check *c, git_commit *commit)
 	}
 	ok = amp_signing_check_commit(amp_store_repo(c->st), amp_store_signing(c->st), commit,
 				      recs, c->messages ? n : 0, c->agent, why, sizeof(why), &err);
+	/* History the admin's marker vouches for (sign.h): asked only of a
+	 * commit that fails, so a signed history never walks for it. */
+	if (ok == 0 && c->trust)
+		ok = amp_trust_vouches(c->trust, amp_store_repo(c->st), amp_store_signing(c->st),
+				       git_commit_id(commit), &err);
 	if (ok < 0)
 		return amp_errlist_add(c->errors, ok, "", "commit %s: %s", c->commit, err.message);
 	if (!ok)
@@ -653,12 +659,12 @@ cleanup:
 }
 
 int amp_hook_check_commit(amp_store *st, amp_schema_set *set, const char *ref,
-			  git_commit *commit, amp_errlist *errors)
+			  git_commit *commit, amp_trust *trust, amp_errlist *errors)
 {
 	struct check c = { st, set, ref, !strcmp(ref, amp_store_messages_ref(st)), "", NULL,
 			   errors, errors->count, json_array(), 1,
 			   amp_store_signing(st)->allowed[0] != '\0', 0, "",
-			   !strcmp(ref, amp_store_errors_ref(st)) };
+			   !strcmp(ref, amp_store_errors_ref(st)), trust };
 	int status;
 
 	if (!c.froms)
@@ -871,10 +877,11 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 {
 	struct check c = { st, set, ref, !strcmp(ref, amp_store_messages_ref(st)), "", NULL,
 			   errors, errors->count, NULL, 0, amp_store_signing(st)->require, 0, "",
-			   !strcmp(ref, amp_store_errors_ref(st)) };
+			   !strcmp(ref, amp_store_errors_ref(st)), NULL };
 	git_repository *repo = amp_store_repo(st);
 	git_commit *commit = NULL;
 	git_oid old, new;
+	amp_trust trust;
 	amp_error err;
 	int status;
 
@@ -924,7 +931,10 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 	}
 	if (!(c.froms = json_array()))
 		return amp_errlist_add(errors, AMP_EIO, "", "out of memory");
+	amp_trust_init(&trust, &new);
+	c.trust = &trust;
 	status = check_new_commits(&c, &new, &old, NULL, new_hex);
+	amp_trust_free(&trust);
 	json_decref(c.froms);
 	return status;
 }

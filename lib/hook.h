@@ -37,6 +37,7 @@
 
 #include "error.h"
 #include "schema.h"
+#include "sign.h"
 #include "store.h"
 
 /*
@@ -55,6 +56,8 @@ int amp_hook_use_quarantine(amp_store *st, amp_error *err);
  * <JSON pointer>" (or less, for a problem of the ref or the commit), its
  * message the reason.  Returns AMP_OK, AMP_ERULE (refused), AMP_EUSAGE
  * (an id that is no object id) or AMP_EIO (the repository cannot be read).
+ * In strict mode a commit below where trust starts on `new_hex` (sign.h,
+ * amp_trust) is not refused for its signature.
  */
 int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 			  const char *old_hex, const char *new_hex,
@@ -76,9 +79,11 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
  * that strict mode would refuse (sign.h: not signed, or not by a key of
  * the role it was written as) -- AMP_EIO for what cannot be read.  Returns
  * AMP_OK (no problem), AMP_ERULE (problems appended) or AMP_EIO.
+ * `trust` (sign.h; NULL: none) is where trust starts on the ref: a
+ * commit below it is not refused for its signature.
  */
 int amp_hook_check_commit(amp_store *st, amp_schema_set *set, const char *ref,
-			  git_commit *commit, amp_errlist *errors);
+			  git_commit *commit, amp_trust *trust, amp_errlist *errors);
 
 /*
  * Checks record i of `log` (read from `tree`, the tip it is in) on the

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -39,8 +40,9 @@ static int drain(int fd, char **buf, size_t *len, size_t *cap)
 	return 0;
 }
 
-int amp_run(const char *const *argv, const char *in, size_t inlen, char **out,
-	    size_t *outlen, int *code, amp_error *err)
+/* amp_run with the program's stderr on errfd (-1: amp's own). */
+static int run(const char *const *argv, const char *in, size_t inlen, char **out,
+	       size_t *outlen, int errfd, int *code, amp_error *err)
 {
 	posix_spawn_file_actions_t fa;
 	int inpipe[2] = { -1, -1 }, outpipe[2] = { -1, -1 };
@@ -75,6 +77,8 @@ int amp_run(const char *const *argv, const char *in, size_t inlen, char **out,
 	} else {
 		posix_spawn_file_actions_adddup2(&fa, 2, 1);
 	}
+	if (errfd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, errfd, 2);
 	if ((errno = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ)) != 0) {
 		status = amp_error_set(err, AMP_EIO, "", "cannot run %s: %s", argv[0],
 				       strerror(errno));
@@ -162,5 +166,47 @@ cleanup:
 	if (outpipe[1] >= 0)
 		close(outpipe[1]);
 	free(buf);
+	return status;
+}
+
+int amp_run(const char *const *argv, const char *in, size_t inlen, char **out,
+	    size_t *outlen, int *code, amp_error *err)
+{
+	return run(argv, in, inlen, out, outlen, -1, code, err);
+}
+
+int amp_run_quiet(const char *const *argv, const char *in, size_t inlen, char **out,
+		  size_t *outlen, int *code, char *errbuf, size_t errsz, amp_error *err)
+{
+	FILE *f = tmpfile();
+	size_t got = 0, i;
+	int status;
+
+	if (errsz)
+		errbuf[0] = '\0';
+	if (!f)
+		return amp_error_set(err, AMP_EIO, "", "cannot make a temporary file: %s",
+				     strerror(errno));
+	status = run(argv, in, inlen, out, outlen, fileno(f), code, err);
+	if (status == AMP_OK && errsz && fseek(f, 0, SEEK_SET) == 0)
+		got = fread(errbuf, 1, errsz - 1, f);
+	fclose(f);
+	if (!errsz)
+		return status;
+	/* One line of printable text: the program's words are data. */
+	while (got && (errbuf[got - 1] == '\n' || errbuf[got - 1] == '\r' || errbuf[got - 1] == ' '))
+		got--;
+	errbuf[got] = '\0';
+	/* Lines joined by "; " (the last of them cut when that overflows). */
+	for (i = 0; i < got; i++) {
+		if (errbuf[i] == '\n' && got + 1 < errsz) {
+			memmove(errbuf + i + 2, errbuf + i + 1, got - i);
+			errbuf[i++] = ';';
+			errbuf[i] = ' ';
+			got++;
+		} else if ((unsigned char)errbuf[i] < 0x20 || errbuf[i] == 0x7f) {
+			errbuf[i] = ' ';
+		}
+	}
 	return status;
 }

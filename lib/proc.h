@@ -21,4 +21,12 @@
 int amp_run(const char *const *argv, const char *in, size_t inlen, char **out,
 	    size_t *outlen, int *code, amp_error *err);
 
+/*
+ * amp_run with the program's stderr captured, not shown: its first errsz-1
+ * bytes into errbuf as one line (newlines as "; ", other control characters
+ * as spaces, trailing blanks cut), for amp to report in its own error.
+ */
+int amp_run_quiet(const char *const *argv, const char *in, size_t inlen, char **out,
+		  size_t *outlen, int *code, char *errbuf, size_t errsz, amp_error *err);
+
 #endif

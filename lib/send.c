@@ -511,11 +511,12 @@ static void log_rejection(amp_store *st, const amp_send_opts *opts,
 		amp_errlist_add(&reasons, errors->items[i].status, errors->items[i].path,
 				"%s", errors->items[i].message);
 	/* A message we could not log is still refused; say so rather than
-	 * lose the reason. */
+	 * lose the reason.  Strict mode not logging a refusal it cannot sign
+	 * (AMP_ERULE) leaves the exit code the refusal's. */
 	if (amp_store_log_rejection(st, opts->command ? opts->command : "send",
 				    opts->source, raw, len, total, status, &reasons, &err) < 0)
-		amp_errlist_add(errors, AMP_EIO, "", "could not write the error log: %s",
-				err.message);
+		amp_errlist_add(errors, err.status == AMP_ERULE ? AMP_ERULE : AMP_EIO, "",
+				"could not write the error log: %s", err.message);
 	amp_errlist_free(&reasons);
 	free(dump);
 }

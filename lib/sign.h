@@ -55,6 +55,9 @@ int amp_sign_commit_create(git_repository *repo, const amp_signing *s, git_oid *
  * "": none), a principal naming another instance ("alice@executor" for
  * agent "bob") does not grant: AMP_ERULE at "/agent" saying they disagree.
  * The granting principal goes to principal[0..psz) (psz 0: not wanted).
+ * role NULL: any principal grants (a write on the errors ref).  A line
+ * whose valid-after or valid-before excludes now does not grant: AMP_ERULE
+ * naming the option.
  */
 int amp_signing_may_write(const amp_signing *s, const char *role, const char *agent,
 			  char *principal, size_t psz, amp_error *err);
@@ -96,6 +99,42 @@ typedef struct amp_signed_record {
 int amp_signing_check_commit(git_repository *repo, const amp_signing *s, const git_commit *commit,
 			     const amp_signed_record *recs, size_t n, const char *agent,
 			     char *why, size_t whysz, amp_error *err);
+/*
+ * Where trust starts in strict mode, on one ref.  A commit carrying the
+ * trailer "Amp-Strict: on" and signed by a key whose principal grants
+ * admin (amp_signing_verify_commit, at its commit time) is where strict
+ * mode was turned on (`amp init` writes it with the admin's key): the
+ * history below it, which its signature covers through the parent ids,
+ * is vouched for by the admin and not checked for signatures; everything
+ * from it up is.  The oldest such commit on the first-parent line of the
+ * ref counts.  Why a signed record and not "unsigned history before the
+ * first signed commit": with that rule an attacker who rewrites a ref to
+ * a history with no signed commit, or pushes unsigned commits on top of
+ * an unsigned init before anyone signs, has them trusted; a marker needs
+ * the admin's key, its parent ids pin what it vouches for, and a history
+ * without one is checked whole (a rewrite that drops it fails closed).
+ */
+#define AMP_STRICT_TRAILER "Amp-Strict: on"
+
+typedef struct amp_trust {
+	git_oid tip;     /* the ref's tip: the start is looked for below it */
+	int looked;      /* 0 until the first amp_trust_vouches */
+	int found;       /* a start was found */
+	git_oid start;
+	git_oid *below;  /* the first-parent line below start, sorted */
+	size_t nbelow;
+} amp_trust;
+
+/* Starts t for a ref whose tip is `tip` (nothing is read yet). */
+void amp_trust_init(amp_trust *t, const git_oid *tip);
+/* 1 when t has a start, found as above (looked for on the first call). */
+int amp_trust_found(amp_trust *t, git_repository *repo, const amp_signing *s, amp_error *err);
+/* 1 when commit `id` is history the start vouches for (below it); 0 when
+ * it is not (or there is no start); AMP_EIO. */
+int amp_trust_vouches(amp_trust *t, git_repository *repo, const amp_signing *s,
+		      const git_oid *id, amp_error *err);
+void amp_trust_free(amp_trust *t);
+
 /*
  * Appends "<principal> <type> <base64> [comment]" to s->allowed for the
  * public key `pubkey` ("type base64 [comment]", or a file holding it),

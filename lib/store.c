@@ -2859,6 +2859,7 @@ cleanup:
 struct init_ctx {
 	const char *marker;
 	const char *subject;
+	int strict; /* write where trust starts (sign.h, AMP_STRICT_TRAILER) */
 };
 
 static int build_init(amp_store *st, git_tree *tip, void *ctx,
@@ -2867,32 +2868,66 @@ static int build_init(amp_store *st, git_tree *tip, void *ctx,
 	struct init_ctx *ic = ctx;
 
 	(void)st;
-	if (tip)
+	if (tip && !ic->strict)
 		return AMP_NOOP;
-	snprintf(w->subject, sizeof(w->subject), "%s", ic->subject);
-	snprintf(w->author, sizeof(w->author), "system");
-	return amp_store_write_add(w, "AMP", ic->marker, strlen(ic->marker), err);
+	/* Strict mode: the admin's signed marker, on the root when the ref
+	 * is new, else on an empty commit above the history it vouches for. */
+	if (ic->strict) {
+		snprintf(w->author, sizeof(w->author), "admin");
+		snprintf(w->trailers, sizeof(w->trailers), "%s\n", AMP_STRICT_TRAILER);
+	} else {
+		snprintf(w->author, sizeof(w->author), "system");
+	}
+	snprintf(w->subject, sizeof(w->subject), "%s",
+		 tip ? "amp: strict mode on, the history below is the admin's (AMP/1.0)" : ic->subject);
+	return tip ? AMP_OK : amp_store_write_add(w, "AMP", ic->marker, strlen(ic->marker), err);
+}
+
+/* Strict mode: whether `ref` needs the admin's marker: 2 when it is
+ * missing, 1 when it holds none (amp_trust), 0 when not; < 0 an error. */
+static int needs_marker(amp_store *st, const char *ref, amp_error *err)
+{
+	amp_trust trust;
+	git_oid tip;
+	int rc;
+
+	if (!st->signing.require)
+		return 0;
+	if ((rc = git_reference_name_to_id(&tip, st->repo, ref)) < 0) {
+		if (rc != GIT_ENOTFOUND)
+			return amp_error_git(err, AMP_EIO, "cannot read %s", ref);
+		git_error_clear();
+		return 2;
+	}
+	amp_trust_init(&trust, &tip);
+	rc = amp_trust_found(&trust, st->repo, &st->signing, err);
+	amp_trust_free(&trust);
+	return rc < 0 ? rc : !rc;
 }
 
 int amp_store_init(amp_store *st, int *created, amp_error *err)
 {
-	struct init_ctx messages = { "AMP/1.0 store 1\nmessages\n",
-				     "amp: SSOT created (AMP/1.0)" };
-	struct init_ctx errors = { "AMP/1.0 store 1\nerrors\n",
-				   "amp: error log created (AMP/1.0)" };
-	int made = 0, rc;
+	struct init_ctx ctx[2] = { { "AMP/1.0 store 1\nmessages\n", "amp: SSOT created (AMP/1.0)", 0 },
+				   { "AMP/1.0 store 1\nerrors\n", "amp: error log created (AMP/1.0)", 0 } };
+	const char *refs[2] = { st->ref, st->errors_ref };
+	int made = 0, rc, i;
 
 	if (ensure_dir(st->state_dir) < 0)
 		return amp_error_set(err, AMP_EIO, "", "cannot create %s: %s",
 				     st->state_dir, strerror(errno));
-	rc = amp_store_update(st, st->ref, build_init, &messages, NULL, err);
-	if (rc < 0)
+	for (i = 0; i < 2; i++)
+		if ((ctx[i].strict = needs_marker(st, refs[i], err)) < 0)
+			return ctx[i].strict;
+	/* Only the admin's key may say where trust starts. */
+	if ((ctx[0].strict || ctx[1].strict) &&
+	    (rc = amp_signing_may_write(&st->signing, "admin", NULL, NULL, 0, err)) < 0)
 		return rc;
-	made |= rc == AMP_OK;
-	rc = amp_store_update(st, st->errors_ref, build_init, &errors, NULL, err);
-	if (rc < 0)
-		return rc;
-	made |= rc == AMP_OK;
+	for (i = 0; i < 2; i++) {
+		if ((rc = amp_store_update(st, refs[i], build_init, &ctx[i], NULL, err)) < 0)
+			return rc;
+		if (rc == AMP_OK)
+			made |= ctx[i].strict == 2 ? 3 : ctx[i].strict ? 2 : 1;
+	}
 	if (created)
 		*created = made;
 	return AMP_OK;
@@ -2947,11 +2982,23 @@ int amp_store_log_rejection(amp_store *st, const char *command,
 	struct rejection_ctx rc = { raw, cut ? AMP_LIMIT_LOG_RAW_BYTES : len, "", NULL, "" };
 	json_t *doc = NULL, *list = NULL, *msg = NULL;
 	char when[AMP_TIME_BUFSZ], oid_hex[GIT_OID_HEXSZ + 1];
+	amp_error why_not;
 	git_oid raw_oid;
 	int64_t now_ms;
 	size_t i;
 	int result;
 
+	/* Strict mode: what amp writes on the errors ref is signed by a key
+	 * of amp.allowedSigners valid now (the hook and amp fsck take a
+	 * commit there from any principal).  A refusal of a writer without
+	 * one (no key, a stranger's, a retired one) is not logged: its
+	 * commit would itself fail strict mode, on every clone and at the
+	 * hub.  The caller tells the sender, as for a log it cannot write. */
+	if (st->signing.require &&
+	    amp_signing_may_write(&st->signing, NULL, NULL, NULL, 0, &why_not) < 0)
+		return amp_error_set(err, AMP_ERULE, "",
+				     "strict mode logs a refusal on %s only signed by a key of %s valid now (%s)",
+				     st->errors_ref, st->signing.allowed, why_not.message);
 	if ((result = amp_clock_now_ms(&now_ms, err)) < 0)
 		return result;
 	if (git_odb_hash(&raw_oid, raw, rc.len, GIT_OBJECT_BLOB) < 0)

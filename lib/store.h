@@ -144,8 +144,11 @@ int amp_store_config(amp_store *st, const char *key, char *buf, size_t bufsz);
 int amp_store_config_bool(amp_store *st, const char *key, int fallback,
 			  int *out, amp_error *err);
 
-/* Creates both refs with a root commit when missing.  *created (optional)
- * is set to 1 when anything was created.  Idempotent. */
+/* Creates both refs with a root commit when missing.  In strict mode
+ * (sign.h) each ref without one gets the admin's marker of where trust
+ * starts (amp_trust), on its root when new: AMP_ERULE when the signing
+ * key does not grant admin.  *created (optional) is set to 1 when a ref
+ * was created, to 2 (or 3) when a marker was written.  Idempotent. */
 int amp_store_init(amp_store *st, int *created, amp_error *err);
 
 /*
@@ -457,7 +460,9 @@ unsigned long amp_store_retries(const amp_store *st);
  * AMP_LIMIT_LOG_RAW_BYTES, so the log cannot bloat the repository;
  * reasons.json then has its size: `total` when the caller read only a
  * prefix of `total` bytes, else len (marked "size_at_least" when `total`
- * is 0 and the input was cut).
+ * is 0 and the input was cut).  In strict mode (sign.h) nothing is
+ * logged (AMP_ERULE, saying why) when the signing key may not sign there
+ * now.
  */
 int amp_store_log_rejection(amp_store *st, const char *command,
 			    const char *source, const char *raw, size_t len,

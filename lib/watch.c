@@ -1114,16 +1114,19 @@ static void walk_arrivals(struct watch *w, const git_oid *from, const git_oid *t
  * permission_denied ("operation exceeds risk_level authorization scope":
  * here, beyond the key's), once per record, so the task is suspended until
  * the admin resumes.  The cause is the record's path (AMP_RECORD_CAUSE).
+ * A commit below where trust starts on `to` (sign.h, amp_trust) passes.
  */
 static void verify_range(struct watch *w, const git_oid *from, const git_oid *to)
 {
 	git_repository *repo = amp_store_repo(w->st);
 	const amp_signing *signing = amp_store_signing(w->st);
 	git_revwalk *walk = NULL;
+	amp_trust trust;
 	git_oid id;
 
 	if (!signing->require)
 		return;
+	amp_trust_init(&trust, to);
 	if (git_revwalk_new(&walk, repo) < 0 || git_revwalk_push(walk, to) < 0 ||
 	    (from && git_revwalk_hide(walk, from) < 0)) {
 		amp_error err;
@@ -1197,6 +1200,9 @@ static void verify_range(struct watch *w, const git_oid *from, const git_oid *to
 			ok = amp_signing_check_commit(repo, signing, c, froms, n, agent, why, sizeof(why),
 						      &err);
 		}
+		/* Below where trust starts (sign.h): the admin vouched for it. */
+		if (ok == 0)
+			ok = amp_trust_vouches(&trust, repo, signing, &id, &err);
 		if (ok < 0) {
 			amp_errlist_add(w->errors, AMP_EIO, "", "%s", err.message);
 			w->failed = 1;
@@ -1240,6 +1246,7 @@ next:
 		git_commit_free(c);
 	}
 cleanup:
+	amp_trust_free(&trust);
 	git_revwalk_free(walk);
 }
 

@@ -13,32 +13,18 @@ bats_require_minimum_version 1.5.0
 load helpers
 load conversation
 load enforcer
+load signing
 
 setup() {
-	make_repo # the work repository the dispatches name
-	write_payloads
-	unset AMP_NOW
-	git config --global user.name tester
-	git config --global user.email tester@example.invalid
-	K=$BATS_TEST_TMPDIR/keys
-	mkdir -p "$K"
+	signing_setup
 	: > "$K/signers"
 	local r
 	for r in admin coordinator executor reviewer system; do
-		ssh-keygen -q -t ed25519 -N '' -C "$r-key" -f "$K/$r"
 		printf '%s %s\n' "$r" "$(cut -d' ' -f1,2 "$K/$r.pub")" >> "$K/signers"
 	done
-	SSOT=$BATS_TEST_TMPDIR/ssot
-	git init -q "$SSOT"
-	cd "$SSOT" || return 1
 	git config amp.allowedSigners "$K/signers"
 	as admin
 	amp init > /dev/null
-}
-
-# as ROLE: the next commands sign with ROLE's key.
-as() {
-	git -C "$SSOT" config amp.signingKey "$K/$1"
 }
 
 # tip: the messages ref.
