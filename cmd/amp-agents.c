@@ -84,6 +84,7 @@ int main(int argc, char **argv)
 cleanup:
 	json_decref(out);
 	amp_schema_set_free(set);
+	code = amp_cli_report_skipped("agents", st, code);
 	amp_store_free(st);
 	return code;
 }

@@ -117,6 +117,7 @@ int main(int argc, char **argv)
 		code = amp_cli_fail("dashboard", &err);
 cleanup:
 	json_decref(report);
+	code = amp_cli_report_skipped("dashboard", st, code);
 	amp_store_free(st);
 	return code;
 }

@@ -54,6 +54,7 @@ int main(int argc, char **argv)
 	code = amp_cli_inbox_print("inbox", st, &in, role, json_out, &h, 1);
 cleanup:
 	amp_inbox_free(&in);
+	code = amp_cli_report_skipped("inbox", st, code);
 	amp_store_free(st);
 	return code;
 }

@@ -24,7 +24,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *repo = NULL, *capability = NULL, *agent = NULL;
+	const char *repo = NULL, *capability = NULL, *agent = NULL, *why;
 	amp_schema_set *set = NULL;
 	amp_store *st = NULL;
 	git_tree *tip = NULL;
@@ -50,9 +50,9 @@ int main(int argc, char **argv)
 		return code;
 	if (optind != argc)
 		return amp_cli_usage_error("ready", usage, "no operand expected");
-	if (agent && !amp_agent_valid(agent, strlen(agent)))
-		return amp_cli_usage_error("ready", usage, "--agent '%s' is not an agent name ([A-Za-z0-9._-], 1 to 64)",
-					   agent);
+	if (agent && (why = amp_agent_problem(agent, strlen(agent))))
+		return amp_cli_usage_error("ready", usage, "--agent '%s' is not an agent name%s%s", agent,
+					   why[0] == '(' ? " " : ": ", why);
 	if ((code = amp_cli_load_schemas("ready", &set)) ||
 	    (code = amp_cli_open_store("ready", repo, &st)))
 		goto cleanup;
@@ -86,6 +86,7 @@ cleanup:
 	amp_schema_set_free(set);
 	json_decref(out);
 	git_tree_free(tip);
+	code = amp_cli_report_skipped("ready", st, code);
 	amp_store_free(st);
 	return code;
 }

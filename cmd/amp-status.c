@@ -409,6 +409,7 @@ cleanup:
 	amp_strv_free(ids, nids);
 	free(trees);
 	git_tree_free(tip);
+	code = amp_cli_report_skipped("status", st, code);
 	amp_store_free(st);
 	return code;
 }

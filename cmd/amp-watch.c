@@ -122,10 +122,21 @@ static int pass(amp_store *st, amp_schema_set **set, int full, int sync,
 	if ((status = amp_watch_opts_load(st, &o, &err)) < 0)
 		return amp_cli_fail("watch", &err);
 	o.full = full;
+	/* Where notifying starts when it has no state yet: before what this
+	 * pass writes, or its escalations would never be notified. */
+	if (n) {
+		git_commit *before = NULL;
+
+		n->has_first_tip = amp_store_tip(st, amp_store_messages_ref(st), &before, NULL, &err) == 0;
+		if (n->has_first_tip)
+			git_oid_cpy(&n->first_tip, git_commit_id(before));
+		git_commit_free(before);
+	}
 	status = amp_watch_pass(st, set, &o, print_action, out, &stats, &errors);
 	if (status < 0)
 		code = amp_cli_print_errors("watch", &errors, status);
 	amp_errlist_free(&errors);
+	code = amp_cli_report_skipped("watch", st, code);
 	/* ... and what this pass wrote goes out at once. */
 	if (sync && stats.escalated && (again = amp_cli_sync_after_write("watch", st, *set, 1)) &&
 	    !sync_code)

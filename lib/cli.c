@@ -132,6 +132,17 @@ int amp_cli_print_errors(const char *cmd, const amp_errlist *errors, int status)
 	return worst;
 }
 
+int amp_cli_report_skipped(const char *cmd, amp_store *st, int code)
+{
+	const amp_errlist *skipped = st ? amp_store_skipped(st) : NULL;
+
+	if (!skipped || !skipped->count)
+		return code;
+	amp_cli_print_errors(cmd, skipped, AMP_EIO);
+	amp_store_skipped_clear(st);
+	return code ? code : AMP_EXIT_IO;
+}
+
 int amp_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 {
 	char reason[AMP_MSG_MAX];

@@ -50,6 +50,13 @@ int amp_cli_load_schemas(const char *cmd, amp_schema_set **set);
 /* Prints every error of the list; returns the exit code of the worst. */
 int amp_cli_print_errors(const char *cmd, const amp_errlist *errors, int status);
 
+/* Prints each entry below tasks/ the command's listings skipped, not a
+ * task in its place (amp_store_skipped), and returns AMP_EXIT_IO when
+ * there was one and `code` is 0, else `code`: the damage is local to those
+ * entries, the rest was listed.  The list is emptied: a loop (amp watch)
+ * reports an entry again only when a later pass skips it again. */
+int amp_cli_report_skipped(const char *cmd, amp_store *st, int code);
+
 /* Prints one error and returns its exit code. */
 int amp_cli_fail(const char *cmd, const amp_error *err);
 

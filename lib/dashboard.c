@@ -1299,7 +1299,7 @@ static int do_shard(struct gen *g, git_tree *root, git_tree *shard, const char *
 	const json_t *old_tasks = NULL;
 	struct page p = { NULL, NULL, 0 };
 	char *dump = NULL;
-	size_t i, n = git_tree_entrycount(shard);
+	size_t i, n = git_tree_entrycount(shard), skipped = amp_store_skipped(g->st)->count;
 	int status = AMP_OK;
 
 	shard_path(g, key, path, sizeof(path));
@@ -1313,7 +1313,7 @@ static int do_shard(struct gen *g, git_tree *root, git_tree *shard, const char *
 		struct stat sb;
 		char pagepath[PATH_MAX];
 
-		if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
+		if (!amp_store_task_in_place(g->st, key, e))
 			continue;
 		git_oid_tostr(hex, sizeof(hex), git_tree_entry_id(e));
 		amp_dashboard_page_name(task, page);
@@ -1383,7 +1383,9 @@ static int do_shard(struct gen *g, git_tree *root, git_tree *shard, const char *
 	shard_path(g, key, path, sizeof(path));
 	if ((status = write_state(path, dump, strlen(dump), err)) < 0)
 		goto cleanup;
-	if (!(*summary = shard_summary(rows, hex)))
+	/* A shard with something skipped is read again on the next pass,
+	 * which reports it again (no tree in its summary). */
+	if (!(*summary = shard_summary(rows, amp_store_skipped(g->st)->count > skipped ? "" : hex)))
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 cleanup:
 	free(dump);

@@ -12,6 +12,7 @@
 #include "bounds.h"
 #include "control.h"
 #include "coord.h"
+#include "gitpath.h"
 #include "hook.h"
 #include "message.h"
 #include "read.h"
@@ -374,6 +375,7 @@ static int check_signature(struct check *c, git_commit *commit)
 struct change {
 	git_delta_t status;
 	git_filemode_t mode; /* the new file's (an added one) */
+	const char *bad_name; /* a name git refuses (gitpath.h): why, else NULL */
 	char path[AMP_PATH_MAX];
 };
 
@@ -396,6 +398,7 @@ static int change_add(struct changes *ch, git_delta_t status, git_filemode_t mod
 	}
 	ch->items[ch->count].status = status;
 	ch->items[ch->count].mode = mode;
+	ch->items[ch->count].bad_name = NULL;
 	snprintf(ch->items[ch->count].path, AMP_PATH_MAX, "%s%s%s", prefix, *prefix ? "/" : "", name);
 	ch->count++;
 	return 0;
@@ -414,6 +417,7 @@ static int tree_changes(git_repository *repo, git_tree *a, git_tree *b, const ch
 {
 	size_t i, na = a ? git_tree_entrycount(a) : 0, nb = b ? git_tree_entrycount(b) : 0;
 	char path[AMP_PATH_MAX];
+	const char *why;
 	int rc = 0;
 
 	for (i = 0; i < nb && rc == 0; i++) {
@@ -427,6 +431,13 @@ static int tree_changes(git_repository *repo, git_tree *a, git_tree *b, const ch
 		    git_tree_entry_filemode(ae) == git_tree_entry_filemode(be))
 			continue;
 		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
+		/* git fsck checks every entry of a tree, an empty tree's too:
+		 * so does the hook, for each entry the commit adds or changes. */
+		if ((why = amp_gitpath_component_problem(name, strlen(name)))) {
+			if ((rc = change_add(ch, GIT_DELTA_ADDED, git_tree_entry_filemode(be), prefix, name)) == 0)
+				ch->items[ch->count - 1].bad_name = why;
+			continue;
+		}
 		if (btree || atree) {
 			git_tree *sa = NULL, *sb = NULL;
 
@@ -594,6 +605,12 @@ static int check_commit(struct check *c, git_commit *commit)
 		const struct change *d = &ch.items[i];
 		const char *path = d->path, *name;
 
+		if (d->bad_name) {
+			refuse(c, AMP_ESCHEMA, amp_json_text(path), NULL,
+			       "a name git refuses (git fsck; a hub or clone with fsckObjects refuses the push or fetch): %s%s",
+			       d->bad_name, NULL);
+			continue;
+		}
 		if (d->status != GIT_DELTA_ADDED) {
 			refuse(c, AMP_ESCHEMA, path, NULL, "%s a file: the SSOT only appends%s",
 			       delta_verb(d->status), NULL);

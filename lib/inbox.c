@@ -284,6 +284,32 @@ static int refresh_task(amp_store *st, git_tree *tree, json_t *c, const char *ta
 	return status;
 }
 
+/* The cache keeps what the diffs skipped (amp_store_task_in_place) under
+ * "skipped", path -> why, so that every run reports it, not only the one
+ * whose diff came across it; one the tree at `tip` no longer has goes. */
+static void keep_skipped(amp_store *st, json_t *c, git_tree *tip)
+{
+	const amp_errlist *noted = amp_store_skipped(st);
+	json_t *kept = json_object_get(c, "skipped"), *v;
+	git_tree_entry *e;
+	const char *path;
+	void *tmp;
+	size_t i;
+
+	if (!json_is_object(kept))
+		json_object_set_new(c, "skipped", kept = json_object());
+	for (i = 0; i < noted->count; i++)
+		json_object_set_new(kept, noted->items[i].path, json_string(noted->items[i].message));
+	json_object_foreach_safe(kept, tmp, path, v) {
+		if (git_tree_entry_bypath(&e, tip, path) < 0) {
+			git_error_clear();
+			json_object_del(kept, path);
+			continue;
+		}
+		git_tree_entry_free(e);
+	}
+}
+
 /*
  * Brings cache c up to commit `tip`: from the cached tip's tree by a diff
  * both ways (a task only in the old tree is gone: the ref moved back or to
@@ -323,12 +349,13 @@ static int update_cache(amp_store *st, json_t **c, const git_oid *tip, int *rebu
 	/* Only which tasks differ matters (each is read again whole), so a
 	 * task one tree lacks is one member, not one per record: a rebuild at
 	 * 100k messages listed all 200,000 records (25 MB). */
-	if (amp_store_diff_tasks_whole(repo, old_t, new_t, touched) < 0 ||
-	    (old_t && amp_store_diff_tasks_whole(repo, new_t, old_t, touched) < 0)) {
+	if (amp_store_diff_tasks_whole(repo, st, old_t, new_t, touched) < 0 ||
+	    (old_t && amp_store_diff_tasks_whole(repo, NULL, new_t, old_t, touched) < 0)) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the tree at %s",
 				       amp_store_messages_ref(st));
 		goto cleanup;
 	}
+	keep_skipped(st, *c, new_t);
 	/* Tasks that could not be read are tried again. */
 	json_object_foreach(json_object_get(*c, "broken"), task, v)
 		json_object_set(touched, task, json_null());
@@ -467,8 +494,8 @@ static int from_cache(const json_t *c, const char *role, const char *task, json_
 int amp_inbox_read(amp_store *st, const char *role, const char *task, int all,
 		   amp_inbox *out, amp_error *err)
 {
-	const char *ref = amp_store_messages_ref(st);
-	json_t *c = NULL;
+	const char *ref = amp_store_messages_ref(st), *skipped_path;
+	json_t *c = NULL, *v;
 	git_oid tip;
 	int rc, rebuilt, status;
 
@@ -508,6 +535,9 @@ int amp_inbox_read(amp_store *st, const char *role, const char *task, int all,
 		out->source = rebuilt ? AMP_INBOX_REBUILT : AMP_INBOX_UPDATED;
 		save_cache(st, c);
 	}
+	json_object_foreach(json_object_get(c, "skipped"), skipped_path, v)
+		if (json_is_string(v))
+			amp_store_note_skipped(st, skipped_path, json_string_value(v));
 	status = from_cache(c, role, task, out->messages, err);
 sort:
 	if (status == AMP_OK)

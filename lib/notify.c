@@ -610,11 +610,12 @@ int amp_notify_pass(amp_store *st, const amp_notify_opts *o,
 		status = amp_errlist_add(errors, AMP_EIO, "", "%s", err.message);
 		goto cleanup;
 	}
+	/* A pass with no state to go on starts before what its enforcement
+	 * wrote (o->first_tip), then collects from there like any other. */
 	if (!(n.state = load_state(&n, why, sizeof(why)))) {
 		if (!why[0])
 			snprintf(why, sizeof(why), "first run on this store");
-		if ((status = start(&n, &tip, why, NULL)) < 0)
-			goto cleanup;
+		status = start(&n, o->has_first_tip ? &o->first_tip : &tip, why, NULL);
 	} else {
 		git_commit *c = NULL;
 
@@ -624,16 +625,20 @@ int amp_notify_pass(amp_store *st, const amp_notify_opts *o,
 			snprintf(why, sizeof(why),
 				 "the last notified commit %.40s is no longer in the repository (history rewritten)",
 				 amp_json_str(n.state, "tip"));
-			status = start(&n, &tip, why, json_object_get(n.state, "pending"));
-		} else if (!git_oid_equal(&last, &tip)) {
-			if ((status = collect(&n, &last, &tip)) == AMP_OK) {
-				trim(&n);
-				json_object_set_new(n.state, "tip",
-						    json_string(git_oid_tostr(hex, sizeof(hex), &tip)));
-				status = save_state(&n);
-			}
+			status = start(&n, o->has_first_tip ? &o->first_tip : &tip, why,
+				       json_object_get(n.state, "pending"));
 		}
 		git_commit_free(c);
+	}
+	if (status < 0)
+		goto cleanup;
+	if (git_oid_fromstr(&last, amp_json_str(n.state, "tip")) == 0 && !git_oid_equal(&last, &tip)) {
+		if ((status = collect(&n, &last, &tip)) == AMP_OK) {
+			trim(&n);
+			json_object_set_new(n.state, "tip",
+					    json_string(git_oid_tostr(hex, sizeof(hex), &tip)));
+			status = save_state(&n);
+		}
 		if (status < 0)
 			goto cleanup;
 	}

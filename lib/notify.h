@@ -66,6 +66,12 @@ typedef struct amp_notify_opts {
 	int timeout_sec;        /* 1..3600 */
 	size_t max_pending;     /* 1..100000 */
 	int64_t now_ms;         /* for the backoff (AMP_NOW) */
+	/* Where a pass with no state to go on (no notify.json, or one that
+	 * cannot be used) starts: the tip before this pass's enforcement
+	 * wrote, so that the escalations it wrote are notified.  Unset
+	 * (has_first_tip 0): the tip when notifying starts. */
+	git_oid first_tip;
+	int has_first_tip;
 	/* When it becomes non-zero (a signal), a running CMD is killed, the
 	 * try does not count and the pass ends.  May be NULL. */
 	const volatile sig_atomic_t *cancel;

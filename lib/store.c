@@ -25,6 +25,7 @@
 #include "sha1.h"
 #include "sign.h"
 #include "bounds.h"
+#include "gitpath.h"
 #include "util.h"
 
 struct amp_store {
@@ -49,6 +50,7 @@ struct amp_store {
 	int log_all_refs;           /* core.logAllRefUpdates=always */
 	git_config *cfg;            /* a snapshot, taken at cfg_ms */
 	int64_t cfg_ms;
+	amp_errlist skipped;        /* amp_store_task_in_place: not tasks */
 };
 
 const amp_policy amp_policy_default = {
@@ -517,6 +519,7 @@ void amp_store_free(amp_store *st)
 	if (!st)
 		return;
 	share_records(st, 0);
+	amp_errlist_free(&st->skipped);
 	git_config_free(st->cfg);
 	git_repository_free(st->repo);
 	free(st);
@@ -534,25 +537,40 @@ void amp_store_record_counts(const amp_store *st, unsigned long *parsed, unsigne
 	*parsed = st->records_parsed;
 	*cached = st->records_cached;
 }
-int amp_agent_valid(const char *name, size_t len)
+const char *amp_agent_problem(const char *name, size_t len)
 {
-	size_t i;
+	const char *git;
+	size_t i, dots = 0;
 
 	if (len < 1 || len > AMP_AGENT_MAX)
-		return 0;
-	for (i = 0; i < len; i++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", name[i]) ||
-		    !name[i])
-			return 0;
-	return 1;
+		return "(1 to 64 of A-Z a-z 0-9 . _ -)";
+	for (i = 0; i < len; i++) {
+		if (!name[i] ||
+		    !strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", name[i]))
+			return "(1 to 64 of A-Z a-z 0-9 . _ -)";
+		dots += name[i] == '.';
+	}
+	/* The name is a directory of the SSOT (registry.h) and the author
+	 * name of the commits it writes. */
+	if ((git = amp_gitpath_component_problem(name, len)))
+		return git;
+	if (dots == len)
+		return "only dots, which git drops from an author name";
+	return NULL;
+}
+
+int amp_agent_valid(const char *name, size_t len)
+{
+	return !amp_agent_problem(name, len);
 }
 
 int amp_store_set_agent(amp_store *st, const char *name, amp_error *err)
 {
-	if (name && *name && !amp_agent_valid(name, strlen(name)))
-		return amp_error_set(err, AMP_EUSAGE, "",
-				     "'%s' is not an agent name (1 to %d of A-Z a-z 0-9 . _ -)",
-				     name, AMP_AGENT_MAX);
+	const char *why;
+
+	if (name && *name && (why = amp_agent_problem(name, strlen(name))))
+		return amp_error_set(err, AMP_EUSAGE, "", "'%s' is not an agent name%s%s", name,
+				     why[0] == '(' ? " " : ": ", why);
 	snprintf(st->agent, sizeof(st->agent), "%s", name ? name : "");
 	return AMP_OK;
 }
@@ -1341,18 +1359,62 @@ static int cmp_listed_ref(const void *a, const void *b)
 		      (*(const struct listed *const *)b)->id);
 }
 
-/* Walks `depth` levels of subtrees below `tree`, collecting the
- * directories found at the last level. */
-static int collect_level(git_repository *repo, git_tree *tree, int depth,
+int amp_store_task_in_place(amp_store *st, const char *shard, const git_tree_entry *e)
+{
+	const char *name = git_tree_entry_name(e);
+	char dir[128], path[AMP_PATH_MAX], why[256];
+
+	if (git_tree_entry_type(e) == GIT_OBJECT_TREE && amp_store_task_dir(name, dir, sizeof(dir)) == 0 &&
+	    !strncmp(dir, "tasks/", 6) && !strncmp(dir + 6, shard, strlen(shard)) &&
+	    dir[6 + strlen(shard)] == '/' && !strcmp(dir + 7 + strlen(shard), name))
+		return 1;
+	snprintf(path, sizeof(path), "tasks/%s/%s", shard, name);
+	if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
+		amp_store_note_skipped(st, path, "not a task's directory but a file: skipped");
+	else if (!amp_task_id_valid(name, strlen(name)))
+		amp_store_note_skipped(st, path, "not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped");
+	else if (amp_store_task_dir(name, dir, sizeof(dir)) == 0 &&
+		 snprintf(why, sizeof(why), "task %s out of its place (%s): skipped", name, dir) > 0)
+		amp_store_note_skipped(st, path, why);
+	return 0;
+}
+
+void amp_store_note_skipped(amp_store *st, const char *path, const char *why)
+{
+	size_t i;
+
+	for (i = 0; i < st->skipped.count; i++)
+		if (!strcmp(st->skipped.items[i].path, path))
+			return;
+	amp_errlist_add(&st->skipped, AMP_EIO, path, "%s", why);
+}
+
+void amp_store_skipped_clear(amp_store *st)
+{
+	amp_errlist_free(&st->skipped);
+	memset(&st->skipped, 0, sizeof(st->skipped));
+}
+
+const amp_errlist *amp_store_skipped(const amp_store *st)
+{
+	return &st->skipped;
+}
+
+/* Walks `depth` levels of subtrees below `tree` (at tasks/`prefix`),
+ * collecting the tasks found at the last level. */
+static int collect_level(amp_store *st, git_tree *tree, const char *prefix, int depth,
 			 struct listed **v, size_t *count, size_t *alloc)
 {
 	size_t i, n = git_tree_entrycount(tree);
+	char path[AMP_PATH_MAX];
 	int rc = 0;
 
 	for (i = 0; i < n && rc == 0; i++) {
 		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
 		git_tree *sub = NULL;
 
+		if (depth == 0 && !amp_store_task_in_place(st, prefix, e))
+			continue;
 		if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
 			continue;
 		if (depth == 0) {
@@ -1369,9 +1431,10 @@ static int collect_level(git_repository *repo, git_tree *tree, int depth,
 			git_oid_cpy(&(*v)[(*count)++].tree, git_tree_entry_id(e));
 			continue;
 		}
-		if (git_tree_lookup(&sub, repo, git_tree_entry_id(e)) < 0)
+		if (git_tree_lookup(&sub, st->repo, git_tree_entry_id(e)) < 0)
 			return -1;
-		rc = collect_level(repo, sub, depth - 1, v, count, alloc);
+		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", git_tree_entry_name(e));
+		rc = collect_level(st, sub, path, depth - 1, v, count, alloc);
 		git_tree_free(sub);
 	}
 	return rc;
@@ -1400,7 +1463,7 @@ int amp_store_list_task_trees(amp_store *st, git_tree *root, char ***ids,
 		goto cleanup;
 	}
 	/* tasks/<year>/<shard>/<task_id> */
-	if (collect_level(st->repo, tree, 2, &v, &n, &alloc) < 0) {
+	if (collect_level(st, tree, "", 2, &v, &n, &alloc) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot list tasks");
 		goto cleanup;
 	}
@@ -3173,6 +3236,8 @@ struct touched {
 	json_t *json;
 	amp_record_times *times;
 	int whole; /* amp_store_diff_tasks_whole */
+	amp_store *skip; /* not NULL: what is not a task in its place is
+			  * skipped and noted there (amp_store_task_in_place) */
 };
 
 /* Marks record `name` of `task`: true, or (ms >= 0) the least ms seen for
@@ -3217,6 +3282,8 @@ static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
 			touch(touched, strrchr(prefix, '/') + 1, name, ms);
 			continue;
 		}
+		if (depth == 3 && touched->skip && !amp_store_task_in_place(touched->skip, prefix + 6, be))
+			continue;
 		if (git_tree_entry_type(be) != GIT_OBJECT_TREE ||
 		    (depth == 0 && strcmp(name, "tasks")))
 			continue;
@@ -3262,15 +3329,15 @@ static int diff_trees(git_repository *repo, git_tree *a, git_tree *b,
 int amp_store_diff_tasks(git_repository *repo, git_tree *a, git_tree *b,
 			 json_t *touched, int64_t ms)
 {
-	struct touched to = { touched, NULL, 0 };
+	struct touched to = { touched, NULL, 0, NULL };
 
 	return diff_trees(repo, a, b, "", 0, &to, ms);
 }
 
-int amp_store_diff_tasks_whole(git_repository *repo, git_tree *a, git_tree *b,
+int amp_store_diff_tasks_whole(git_repository *repo, amp_store *skip, git_tree *a, git_tree *b,
 			       json_t *touched)
 {
-	struct touched to = { touched, NULL, 1 };
+	struct touched to = { touched, NULL, 1, skip };
 
 	return diff_trees(repo, a, b, "", 0, &to, -1);
 }
@@ -3278,7 +3345,7 @@ int amp_store_diff_tasks_whole(git_repository *repo, git_tree *a, git_tree *b,
 int amp_store_diff_times(git_repository *repo, git_tree *a, git_tree *b,
 			 amp_record_times *times, int64_t ms)
 {
-	struct touched to = { NULL, times, 0 };
+	struct touched to = { NULL, times, 0, NULL };
 
 	/* Only ms < 0 writes JSON of its own (null, {}). */
 	if (ms < 0 || !times)

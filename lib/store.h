@@ -103,12 +103,18 @@ void amp_store_unlock(int fd);
  * commit this handle writes as the author name and an "Amp-Agent: <name>"
  * trailer (the author email keeps the role).  A name is 1..AMP_AGENT_MAX of
  * [A-Za-z0-9._-] (as a signing principal's instance part, sign.h), so it
- * is safe in a trailer and on a terminal.  In strict mode with no name
+ * is safe in a trailer and on a terminal, and not one git refuses as a
+ * directory name.  In strict mode with no name
  * set, the signing key's principal "<name>@<role>" names it; a name that
  * disagrees with the principal is refused (amp_signing_may_write).
  */
 #define AMP_AGENT_MAX 64
-/* 1 when name[0..len) is an agent name. */
+/* NULL when name[0..len) is an agent name, else why not (static): "(1
+ * to 64 of A-Z a-z 0-9 . _ -)", a name git refuses as a directory
+ * (gitpath.h: ".", "..", ".git", ".gitmodules", ".GITATTRIBUTES.", ...)
+ * or only dots ("...": git drops them from the commits' author name). */
+const char *amp_agent_problem(const char *name, size_t len);
+/* 1 when name[0..len) is an agent name (amp_agent_problem is NULL). */
 int amp_agent_valid(const char *name, size_t len);
 /* Sets (NULL or "": clears) the instance; AMP_EUSAGE for a bad name. */
 int amp_store_set_agent(amp_store *st, const char *name, amp_error *err);
@@ -317,13 +323,34 @@ int amp_store_entry_parse(const char *name, int *seq, amp_entry_kind *kind,
 int amp_store_entry_name(int seq, amp_entry_kind kind, const char *id,
 			 char *buf, size_t bufsz);
 
+/*
+ * 1 when tree entry e, found in tasks/<shard>/ (shard "<YYYY>/<S>"), is a
+ * task's directory in its place: a tree named by a task id whose
+ * amp_store_task_dir is that path.  Else 0, and the entry is added (once)
+ * to amp_store_skipped: a sync from a hub without amp's hook can bring
+ * such a thing, and every listing of the tasks (amp_store_list_tasks, the
+ * summaries) skips it, so that the command lists the rest and reports it
+ * (amp_cli_report_skipped).
+ */
+int amp_store_task_in_place(amp_store *st, const char *shard, const git_tree_entry *e);
+
+/* What the listings skipped since the store was opened (or the list was
+ * cleared), one AMP_EIO error each, its path the entry's
+ * ("tasks/2026/0/junk").  Borrowed. */
+const amp_errlist *amp_store_skipped(const amp_store *st);
+/* Adds path (once) to amp_store_skipped, with why. */
+void amp_store_note_skipped(amp_store *st, const char *path, const char *why);
+/* Empties amp_store_skipped (reported). */
+void amp_store_skipped_clear(amp_store *st);
+
 /* amp_store_list_tasks, with the id of each task directory's tree in
  * *trees (same order; the caller frees the array). */
 int amp_store_list_task_trees(amp_store *st, git_tree *root, char ***ids,
 			      git_oid **trees, size_t *count, amp_error *err);
 
 /* Every task id in the store, sorted; the caller frees the array and each
- * string (amp_strv_free). */
+ * string (amp_strv_free).  What is not a task in its place is skipped
+ * (amp_store_task_in_place). */
 int amp_store_list_tasks(amp_store *st, git_tree *root, char ***ids,
 			 size_t *count, amp_error *err);
 void amp_strv_free(char **v, size_t count);
@@ -345,8 +372,10 @@ int amp_store_diff_tasks(git_repository *repo, git_tree *a, git_tree *b,
 /* amp_store_diff_tasks (ms < 0), except that a task directory that a does
  * not have maps to true ("every record is new") instead of to a list of
  * all its records: what amp watch needs, whose first pass over an SSOT of
- * 200,000 records listed every one of them. */
-int amp_store_diff_tasks_whole(git_repository *repo, git_tree *a, git_tree *b,
+ * 200,000 records listed every one of them.  With `skip` not NULL, an
+ * entry of b's shards that is not a task in its place is left out and
+ * noted there (amp_store_task_in_place). */
+int amp_store_diff_tasks_whole(git_repository *repo, amp_store *skip, git_tree *a, git_tree *b,
 			       json_t *touched);
 
 /*

@@ -1092,8 +1092,10 @@ static int read_shard(amp_summaries *c, amp_store *st, git_tree *root, const cha
 		amp_error err;
 		int bad;
 
-		if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
+		if (!amp_store_task_in_place(st, path, e)) {
+			*cacheable = 0; /* reported by every command that lists it */
 			continue;
+		}
 		out->ntasks++;
 		bad = amp_summary_brief_get(c, st, root, git_tree_entry_name(e), git_tree_entry_id(e),
 					    now_ms, &b, &err) < 0;

@@ -1274,7 +1274,7 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 	}
 	if (git_commit_lookup(&new_c, repo, to) < 0 ||
 	    git_commit_tree(&w->tree, new_c) < 0 ||
-	    amp_store_diff_tasks_whole(repo, from ? old_t : NULL, w->tree, touched) < 0) {
+	    amp_store_diff_tasks_whole(repo, w->st, from ? old_t : NULL, w->tree, touched) < 0) {
 		amp_error err;
 
 		amp_error_git(&err, AMP_EIO, "cannot read %s", amp_store_messages_ref(w->st));

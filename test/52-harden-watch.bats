@@ -160,14 +160,15 @@ watch_reports_broken_once() {
 	run --separate-stderr amp watch --once
 	assert_failure 4
 	assert_output --regexp "^escalated ack_timeout $T $D "
-	assert_equal "$stderr" "amp watch: error: not a task id (T-YYYY-NNN): T-2026-04x; task T-2026-04x is skipped until it can be read"
+	assert_equal "$stderr" "amp watch: error: tasks/2026/0/T-2026-04x: not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped"
 	run --separate-stderr amp watch --once
 	assert_success
 	assert_equal "$stderr" ""
+	# issue 30: every command that lists tasks reports it and skips it
 	run --separate-stderr amp status --json
 	assert_failure 4
-	assert_equal "$(echo "$output" | json_get '[(t["task_id"], t["state"]) for t in d]')" \
-		"[[\"$T\", \"dispatched\"], [\"T-2026-04x\", \"unreadable\"]]"
+	assert_equal "$(echo "$output" | json_get '[(t["task_id"], t["state"]) for t in d]')" "[[\"$T\", \"dispatched\"]]"
+	assert_equal "$stderr" "amp status: error: tasks/2026/0/T-2026-04x: not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped"
 }
 
 @test "a record whose file name is not UTF-8 is escalated once as unknown: by the pass that finds it, by later passes over its task, by --full" {

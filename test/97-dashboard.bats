@@ -16,8 +16,7 @@ HOSTILE='<script>document.title="pwned"</script>"><img src=x onerror="document.b
 
 # The scripted SSOT, built once: the demo's task (approved), a locked task,
 # an aborted one (with a hostile reason and an unreadable record), a
-# suspended one full of hostile text, a refused message in the error log
-# and a task directory whose name is no task id.
+# suspended one full of hostile text and a refused message in the error log.
 setup_file() {
 	local BATS_TEST_TMPDIR=$BATS_FILE_TMPDIR
 	make_ssot
@@ -57,8 +56,6 @@ import json, sys
 d = json.load(open(sys.argv[2])); d[sys.argv[1]] = 1; print(json.dumps(d))
 PY
 	at 1200; run amp send task_dispatch --task T-2026-048 --from coordinator --payload "$BATS_TEST_TMPDIR/p/refused.json"
-	# a task directory named like markup, as a hand-made commit could
-	echo '{"a": 1}' | plant 'tasks/2026/0/"><img src=x onerror=alert(1)>/000001.msg.x.json'
 	at 1300
 }
 
@@ -95,9 +92,8 @@ PY
 	# the group page of tasks/2026/0/ lists its tasks, in the tree's order
 	group=$out/groups/2026-0.html
 	run -0 rows "$group"
-	assert_line --index 0 '&quot;&gt;&lt;img'
-	assert_line --index 1 T-2026-044
-	assert_line --index 4 T-2026-047
+	assert_line --index 0 T-2026-044
+	assert_line --index 3 T-2026-047
 	# each row: its state, its subtasks' states, its rejects
 	run -0 grep -F '<tr class="task"><td><a href="../tasks/T-2026-045.html">T-2026-045</a></td><td><span class="st st-locked">locked</span></td><td>T-2026-044-S1 <span class="st st-rejected">rejected</span><br></td><td>3</td>' "$group"
 	run -0 grep -F '<a href="../tasks/T-2026-044.html">T-2026-044</a></td><td><span class="st st-approved">approved</span>' "$group"
@@ -106,10 +102,10 @@ PY
 	# the overview: the same rows, the latest activity first, and a link
 	# to the group
 	run -0 rows "$out/index.html" recent
-	assert_output "$(printf '%s\n' T-2026-047 T-2026-046 T-2026-045 T-2026-044 '&quot;&gt;&lt;img')"
+	assert_output "$(printf '%s\n' T-2026-047 T-2026-046 T-2026-045 T-2026-044)"
 	run -0 grep -F '<tr class="task"><td><a href="tasks/T-2026-045.html">T-2026-045</a></td><td><span class="st st-locked">locked</span>' "$out/index.html"
-	run -0 grep -F '<tr class="group"><td><a href="groups/2026-0.html">tasks/2026/0/</a></td><td>5</td>' "$out/index.html"
-	run -0 grep -F '5 task(s) in 1 group(s)' "$out/index.html"
+	run -0 grep -F '<tr class="group"><td><a href="groups/2026-0.html">tasks/2026/0/</a></td><td>4</td>' "$out/index.html"
+	run -0 grep -F '4 task(s) in 1 group(s)' "$out/index.html"
 	# phone-readable and script-free
 	run -0 grep -F '<meta name="viewport" content="width=device-width, initial-scale=1">' "$out/index.html" "$group" "$out/tasks/T-2026-044.html" "$out/errors.html"
 	run -1 grep -il '<script' "$out/index.html" "$out/needs.html" "$group" "$out/errors.html" "$out"/tasks/*.html
@@ -172,11 +168,15 @@ PY
 	run -1 grep -lP '[\x00-\x08\x0b-\x1f\x7f]|\xe2\x80\xae' "$out"/*.html "$out"/groups/*.html "$out"/tasks/*.html
 }
 
-@test "a task directory that is no task id gets a page name that stays in the directory" {
-	run -0 amp dashboard --out "$out" --json
-	# listed (unreadable, with the reason), no page under any other name
-	run -0 grep -F '&quot;&gt;&lt;img src=x onerror=alert(1)&gt; <span class="overdue">not a task id' "$out/index.html"
-	run -0 grep -F '&quot;&gt;&lt;img src=x onerror=alert(1)&gt; <span class="overdue">not a task id' "$out/groups/2026-0.html"
+@test "a task directory that is no task id is reported, skipped (exit 4) and gets no page; the rest are listed" {
+	# named like markup, as a hand-made commit could
+	echo '{"a": 1}' | plant 'tasks/2026/0/"><img src=x onerror=alert(1)>/000001.msg.x.json'
+	run --separate-stderr amp dashboard --out "$out" --json
+	assert_equal "$status" 4
+	assert_equal "$stderr" "amp dashboard: error: tasks/2026/0/\"><img src=x onerror=alert(1)>: not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped"
+	run -1 grep -F 'onerror=alert' "$out/index.html" "$out/groups/2026-0.html"
+	run -0 rows "$out/groups/2026-0.html"
+	assert_output "$(printf '%s\n' T-2026-044 T-2026-045 T-2026-046 T-2026-047)"
 	# the overview, needs.html, errors.html, a group page, 4 task pages, the state
 	[ "$(find "$out" -path "$out/.amp-dashboard" -prune -o -type f -print | wc -l)" -eq 9 ]
 	run -0 find "$out" -type f -name '*img*'
@@ -277,15 +277,13 @@ assert_rendered_clean() {
 }
 
 # renders_rows PAGE TITLE LINK: headless Chromium renders PAGE (under
-# $out) with the title, the five task rows, the link and the hostile task
-# directory's name as text, running nothing.
+# $out) with the title, the four task rows and the link, running nothing.
 renders_rows() {
 	chromium_dom "$out/$1"
 	run -0 grep -c '<tr class="task">' "$BATS_TEST_TMPDIR/dom.html"
-	assert_output 5
+	assert_output 4
 	run -0 grep -F "<title>$2</title>" "$BATS_TEST_TMPDIR/dom.html"
 	run -0 grep -F "$3" "$BATS_TEST_TMPDIR/dom.html"
-	run -0 grep -F '"&gt;&lt;img src=x onerror=alert(1)&gt;' "$BATS_TEST_TMPDIR/dom.html"
 	assert_rendered_clean
 }
 
@@ -330,7 +328,7 @@ teardown() {
 	run -0 curl -sS -o page.html -w '%{http_code} %{content_type}' "$URL"
 	assert_output '200 text/html; charset=utf-8'
 	run -0 grep -c '<tr class="task">' page.html
-	assert_output 5
+	assert_output 4
 	run -0 curl -sS -o /dev/null -w '%{http_code}' "${URL}tasks/T-2026-045.html"
 	assert_output 200
 	run -0 curl -sS -I -o /dev/null -w '%{http_code}' "${URL}errors.html"
