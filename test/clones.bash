@@ -60,7 +60,7 @@ in_review() {
 two_verdicts() {
 	in_review || return 1
 	at 100
-	V1=$(on a amp verdict $T --decision approved --confidence 0.9 --from reviewer) || return 1
+	V1=$(on a amp verdict "$T" --decision approved --confidence 0.9 --from reviewer) || return 1
 	at 101
-	V2=$(on b amp verdict $T --decision approved --confidence 0.95 --from reviewer)
+	V2=$(on b amp verdict "$T" --decision approved --confidence 0.95 --from reviewer)
 }
