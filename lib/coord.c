@@ -340,34 +340,173 @@ int amp_coord_waits(amp_store *st, git_tree *tip, const amp_task_log *log, json_
 	return AMP_OK;
 }
 
-/* Depth-first from `task` along dependencies: 1 when `target` is reached
- * (the path, "A -> B -> ...", in path), 0 when not, or an error. */
-static int reaches(amp_store *st, git_tree *tip, const char *task, const char *target,
-		   json_t *seen, char *path, size_t pathsz, amp_error *err)
+/* One task on the walk's path: the tasks it depends on (copies) and the
+ * next one to follow. */
+struct walk_frame {
+	const char *task;  /* the key of `seen` */
+	char **on;
+	size_t n, next;
+	int cyclic;        /* a cycle is reachable from the task */
+};
+
+/* The states of a task in a walk's `seen`. */
+enum { ON_PATH = 1, CLEAN, CYCLIC };
+
+/*
+ * Tasks whose dependencies reach no cycle, in the tree `memo_tree`: what the
+ * hook and amp fsck learn from one record's check and reuse for the next
+ * record of the same commit.  One tree at a time; a tree never changes.
+ */
+static struct {
+	git_oid tree;
+	json_t *clean;
+} memo;
+
+/* Pushes `task` on the walk: reads its dependencies into a new frame. */
+static int walk_enter(amp_store *st, git_tree *tip, struct walk_frame **stack, size_t *depth,
+		      size_t *cap, json_t *seen, const char *task, amp_error *err)
 {
 	amp_task_log log;
 	amp_dep deps[AMP_DEPS_MAX];
-	size_t i, n, len = strlen(path);
-	int status, found = 0;
+	struct walk_frame *f;
+	size_t i;
+	int status;
 
-	if (json_object_get(seen, task))
-		return 0;
-	if (json_object_size(seen) >= AMP_DEPS_WALK_MAX)
-		return amp_error_set(err, AMP_ERULE, "", "more than %d tasks depend on each other: cannot check for a cycle",
-				     AMP_DEPS_WALK_MAX);
-	json_object_set_new(seen, task, json_true());
+	if (*depth == *cap) {
+		size_t more = *cap ? *cap * 2 : 64;
+		struct walk_frame *grown = realloc(*stack, more * sizeof(**stack));
+
+		if (!grown)
+			return amp_error_set(err, AMP_EIO, "", "out of memory");
+		*stack = grown;
+		*cap = more;
+	}
+	if (json_object_set_new(seen, task, json_integer(ON_PATH)) < 0)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	f = &(*stack)[*depth];
+	memset(f, 0, sizeof(*f));
+	f->task = json_object_iter_key(json_object_iter_at(seen, task));
 	if ((status = amp_store_read_task_controls(st, tip, task, &log, err)) < 0)
 		return status;
-	n = amp_coord_deps(&log, deps);
-	for (i = 0; i < n && !found; i++) {
-		snprintf(path + len, pathsz - len, " -> %s", deps[i].on);
-		if (!strcmp(deps[i].on, target))
-			found = 1;
-		else if ((found = reaches(st, tip, deps[i].on, target, seen, path, pathsz, err)) < 0)
-			break;
-		if (!found)
-			path[len] = '\0';
+	f->n = amp_coord_deps(&log, deps);
+	if (f->n && !(f->on = calloc(f->n, sizeof(*f->on))))
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+	for (i = 0; status == AMP_OK && i < f->n; i++)
+		if (!(f->on[i] = strdup(deps[i].on)))
+			status = amp_error_set(err, AMP_EIO, "", "out of memory");
+	amp_task_log_free(&log);
+	(*depth)++;
+	return status;
+}
+
+static void walk_frame_free(struct walk_frame *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++)
+		free(f->on[i]);
+	free(f->on);
+}
+
+/* The path of the walk's stack to `target`, "A -> B -> ...", into buf: the
+ * first and last steps of a long one, with the count between. */
+static void walk_path(const struct walk_frame *stack, size_t depth, const char *target,
+		      char *buf, size_t bufsz)
+{
+	size_t i, len = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < depth && len < bufsz; i++) {
+		if (depth > 8 && i == 4) {
+			len += (size_t)snprintf(buf + len, bufsz - len, " -> ... %zu more",
+						depth - 7);
+			i = depth - 4;
+			continue;
+		}
+		len += (size_t)snprintf(buf + len, bufsz - len, "%s%s", i ? " -> " : "",
+					stack[i].task);
 	}
+	if (len < bufsz)
+		snprintf(buf + len, bufsz - len, " -> %s", target);
+}
+
+/*
+ * Depth-first from `task` along dependencies: 1 when `target` is reached
+ * (the path in path, walk_path), 0 when not, or an error.  The walk keeps its path on the heap, a frame of a few
+ * words per task: a chain of any length costs memory, not the C stack
+ * (issue 30: the recursion this replaces died at about 6,400 links).  It
+ * reads at most AMP_DEPS_WALK_MAX tasks.  `clean` (NULL: none) holds tasks
+ * known to reach no cycle, skipped, and gets those this walk proves so;
+ * only a check of a dependency already in the tree may use it (see
+ * amp_coord_check_depend).
+ */
+static int reaches(amp_store *st, git_tree *tip, const char *task, const char *target,
+		   json_t *clean, char *path, size_t pathsz, amp_error *err)
+{
+	struct walk_frame *stack = NULL, *f;
+	size_t depth = 0, cap = 0;
+	json_t *seen = json_object(), *state;
+	int status;
+
+	if (!seen)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	status = walk_enter(st, tip, &stack, &depth, &cap, seen, task, err);
+	while (status == AMP_OK && depth) {
+		const char *on;
+
+		f = &stack[depth - 1];
+		if (f->next == f->n) {
+			/* every dependency of f->task followed */
+			json_object_set_new(seen, f->task, json_integer(f->cyclic ? CYCLIC : CLEAN));
+			if (clean && !f->cyclic)
+				json_object_set_new(clean, f->task, json_true());
+			if (depth > 1 && f->cyclic)
+				stack[depth - 2].cyclic = 1;
+			walk_frame_free(f);
+			depth--;
+			continue;
+		}
+		on = f->on[f->next++];
+		if (!strcmp(on, target)) {
+			walk_path(stack, depth, target, path, pathsz);
+			status = 1;
+			break;
+		}
+		if (clean && json_object_get(clean, on))
+			continue;
+		if ((state = json_object_get(seen, on))) {
+			if (json_integer_value(state) != CLEAN)
+				f->cyclic = 1; /* a cycle that does not pass target */
+			continue;
+		}
+		if (json_object_size(seen) >= AMP_DEPS_WALK_MAX)
+			status = amp_error_set(err, AMP_ERULE, "",
+					       "more than %d tasks depend on each other: cannot check for a cycle",
+					       AMP_DEPS_WALK_MAX);
+		else
+			status = walk_enter(st, tip, &stack, &depth, &cap, seen, on, err);
+	}
+	while (depth)
+		walk_frame_free(&stack[--depth]);
+	free(stack);
+	json_decref(seen);
+	return status;
+}
+
+/* 1 when task_id depends on `on` in tip (its depend record is there). */
+static int depends_in(amp_store *st, git_tree *tip, const char *task_id, const char *on)
+{
+	amp_task_log log;
+	amp_dep deps[AMP_DEPS_MAX];
+	amp_error err;
+	size_t i, n;
+	int found = 0;
+
+	if (amp_store_read_task_controls(st, tip, task_id, &log, &err) < 0)
+		return 0;
+	n = amp_coord_deps(&log, deps);
+	for (i = 0; i < n && !found; i++)
+		found = !strcmp(deps[i].on, on);
 	amp_task_log_free(&log);
 	return found;
 }
@@ -375,19 +514,29 @@ static int reaches(amp_store *st, git_tree *tip, const char *task, const char *t
 int amp_coord_check_depend(amp_store *st, git_tree *tip, const char *task_id,
 			   const char *on, char *why, size_t whysz, amp_error *err)
 {
-	json_t *seen;
-	char path[2048];
+	char path[512];
+	json_t *clean = NULL;
 	int found;
 
 	if (!strcmp(task_id, on)) {
 		snprintf(why, whysz, "task %s cannot depend on itself", task_id);
 		return AMP_ERULE;
 	}
-	if (!(seen = json_object()))
-		return amp_error_set(err, AMP_EIO, "", "out of memory");
-	snprintf(path, sizeof(path), "%s", on);
-	found = reaches(st, tip, on, task_id, seen, path, sizeof(path), err);
-	json_decref(seen);
+	/* A dependency already in the tree (the hook, amp fsck: each record
+	 * of a commit is checked in the commit's tree) is in a cycle when
+	 * `on` reaches task_id, and a task that reaches no cycle cannot lie
+	 * on that path: so what one check proves clean holds for the next
+	 * check in the same tree, and a commit of N links costs N reads, not
+	 * N squared. */
+	if (tip && depends_in(st, tip, task_id, on)) {
+		if (!memo.clean || !git_oid_equal(&memo.tree, git_tree_id(tip))) {
+			json_decref(memo.clean);
+			memo.clean = json_object();
+			git_oid_cpy(&memo.tree, git_tree_id(tip));
+		}
+		clean = memo.clean;
+	}
+	found = reaches(st, tip, on, task_id, clean, path, sizeof(path), err);
 	if (found < 0) {
 		snprintf(why, whysz, "%s", err->message);
 		return found;

@@ -166,7 +166,8 @@ json_t *amp_coord_claims_json(const amp_task_log *log, int64_t now_ms);
  * hub's hook, amp fsck).
  */
 #define AMP_DEPS_MAX 64
-#define AMP_DEPS_WALK_MAX 10000 /* tasks a cycle check reads at most */
+#define AMP_DEPS_WALK_MAX 200000 /* tasks a cycle check reads at most: a chain
+				     * of 100,000 links is checked whole */
 
 typedef struct amp_dep {
 	const char *on; /* borrowed from the log */

@@ -6,6 +6,7 @@
  * they do for the user's other repositories.  Everything else (the join,
  * the compare-and-swap of the local ref) is libgit2, in process.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,8 +349,12 @@ static int updates_add(struct updates *u, const char *path, const git_oid *blob)
  * wrote since the two histories parted ("contested") are checked again in
  * their new place, after the remote's; a record a rule refuses there is
  * set aside: committed after a "superseded" marker (control.h), kept but
- * in force nowhere.  A task only one side wrote keeps its order, so its
- * records keep the checks they passed when written.
+ * in force nowhere.  A task only one side wrote keeps its order, but rules
+ * reach across tasks (a dependency cycle, a context_ref to a record of
+ * another task that was set aside), so a clone's join checks every record
+ * too (`all`): a record the hub's hook would refuse is set aside here,
+ * and the rest is delivered, instead of a push the hub refuses at every
+ * sync (issue 30).
  */
 struct replay_ctx {
 	amp_store *st;
@@ -361,10 +366,13 @@ struct replay_ctx {
 	struct updates u;      /* of the commit being replayed */
 	char trailers[4096];   /* Amp-Superseded: lines of that commit */
 	unsigned long superseded; /* records set aside, in all */
-	int all;               /* every task is contested (the hub's join of
-				* an inbox: nothing was checked there) */
 	char agent[AMP_AGENT_MAX + 1]; /* the Amp-Agent of the commit being
 					* replayed: who wrote its records */
+	json_t *renamed;       /* local id -> the id the join gave it */
+	json_t *refused;       /* records a rule set aside: {task, kind, id,
+				* reason, blob}, for amp_sync to log and
+				* escalate (NULL: nobody asks) */
+	git_tree *local_tree;  /* the local tip's */
 };
 
 static void replay_ctx_free(struct replay_ctx *r)
@@ -375,6 +383,7 @@ static void replay_ctx_free(struct replay_ctx *r)
 		amp_task_log_free(&r->logs[i]);
 	free(r->logs);
 	json_decref(r->contested);
+	json_decref(r->renamed);
 	updates_clear(&r->u);
 	free(r->u.items);
 }
@@ -388,7 +397,7 @@ static amp_task_log *contested_log(struct replay_ctx *r, const char *task, git_t
 	amp_task_log *more;
 
 	*status = AMP_OK;
-	if (!slot && r->all) {
+	if (!slot) {
 		json_object_set_new(r->contested, task, json_integer(0));
 		slot = json_object_get(r->contested, task);
 	}
@@ -573,6 +582,15 @@ static int place_record(struct replay_ctx *r, amp_task_log *log, git_tree *base,
 	*aside = 1;
 	status = set_aside(r, log, dir, kind, id, doc, blob, by,
 			   errs.count ? errs.items[0].message : "refused in its place", err);
+	if (status == AMP_OK && r->refused &&
+	    json_array_append_new(r->refused,
+				  json_pack("{s:s,s:s,s:s,s:s,s:s}", "task", log->task_id, "kind",
+					    kind == AMP_ENTRY_MSG ? "message" :
+					    kind == AMP_ENTRY_ACK ? "ack" : "control",
+					    "id", id, "reason",
+					    errs.count ? errs.items[0].message : "refused in its place",
+					    "blob", git_oid_tostr_s(blob))) < 0)
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 cleanup:
 	amp_errlist_free(&errs);
 	json_decref(doc);
@@ -595,6 +613,152 @@ static int read_doc(git_repository *repo, const git_oid *id, json_t **doc, amp_e
 		*doc = NULL;
 	}
 	git_blob_free(b);
+	return AMP_OK;
+}
+
+/* Replaces, in JSON value v, every string that `renamed` maps; returns
+ * how many.  Records are bounded in depth (bounds.h). */
+static int rename_refs(json_t *v, json_t *renamed)
+{
+	void *it = json_is_object(v) ? json_object_iter(v) : NULL;
+	size_t i = 0, n = json_is_array(v) ? json_array_size(v) : 0;
+	int hits = 0;
+
+	/* An object's members by iterator, an array's by index. */
+	while (it || i < n) {
+		json_t *x = it ? json_object_iter_value(it) : json_array_get(v, i);
+		json_t *to = json_is_string(x) ? json_object_get(renamed, json_string_value(x)) : NULL;
+
+		if (!to)
+			hits += rename_refs(x, renamed);
+		else if ((it ? json_object_iter_set(v, it, to) : json_array_set(v, i, to)) == 0)
+			hits++;
+		if (it)
+			it = json_object_iter_next(v, it);
+		else
+			i++;
+	}
+	return hits;
+}
+
+/* Writes doc as a record blob into *blob. */
+static int write_doc(git_repository *repo, const json_t *doc, git_oid *blob, amp_error *err)
+{
+	char *text = amp_message_dump(doc);
+	int rc;
+
+	if (!text)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	rc = git_blob_create_from_buffer(blob, repo, text, strlen(text));
+	free(text);
+	return rc < 0 ? amp_error_git(err, AMP_EIO, "cannot write a renamed record") : AMP_OK;
+}
+
+/*
+ * A local record that names a record this join renamed (its msg_id in
+ * ack_for, context_ref, a payload) names the new id instead: *blob becomes
+ * the rewritten record, and idbuf (an ACK's id is the msg_id it
+ * acknowledges) the new id.
+ */
+static int follow_renames(struct replay_ctx *r, amp_entry_kind kind, char *idbuf,
+			  size_t idsz, git_oid *blob, amp_error *err)
+{
+	json_t *doc = NULL, *to;
+	int status;
+
+	if (!r->renamed || !json_object_size(r->renamed))
+		return AMP_OK;
+	if ((status = read_doc(amp_store_repo(r->st), blob, &doc, err)) < 0 || !doc)
+		return status;
+	if (rename_refs(doc, r->renamed) > 0)
+		status = write_doc(amp_store_repo(r->st), doc, blob, err);
+	if (kind == AMP_ENTRY_ACK && (to = json_object_get(r->renamed, idbuf)))
+		snprintf(idbuf, idsz, "%s", json_string_value(to));
+	json_decref(doc);
+	return status;
+}
+
+/* 1 when id `id` of `kind` is a record of task dir `dir` in the local tip
+ * or an id this join gave already. */
+static int local_id_taken(struct replay_ctx *r, const char *dir, amp_entry_kind kind,
+			  const char *id)
+{
+	struct dir_index lix = { NULL, 1 };
+	amp_error ignored;
+	char key[AMP_PATH_MAX];
+	const char *old;
+	json_t *v;
+	int taken = 0;
+
+	json_object_foreach(r->renamed, old, v)
+		if (!strcmp(json_string_value(v), id))
+			return 1;
+	snprintf(key, sizeof(key), "%c:%.400s", (char)kind, id);
+	if (index_dir(amp_store_repo(r->st), r->local_tree, dir, &lix, &ignored) == 0)
+		taken = json_object_get(lix.ids, key) != NULL;
+	json_decref(lix.ids);
+	return taken;
+}
+
+/*
+ * AMP/1.0's msg_id is "{type}-{task_id}-{unix_ms}": two clones writing the
+ * same type into one task in one millisecond make one id for two records
+ * (a control record's name, "<type>-<unix_ms>", likewise).  The record the
+ * remote holds keeps it: it is in force on the hub and on every clone that
+ * synced since, and the history there is append-only.  The local one takes
+ * the next millisecond free on both sides, as amp send does when its own
+ * millisecond is used; the join rewrites the records built on it to name
+ * the new id (follow_renames) and the commit says so in an Amp-Renamed:
+ * trailer.  Only the clone that joins second renames, and what it pushes
+ * is what every other clone fetches: one outcome everywhere.
+ */
+static int rename_record(struct replay_ctx *r, const struct dir_index *ix, const char *dir,
+			 amp_entry_kind kind, char *idbuf, size_t idsz, git_oid *blob,
+			 amp_error *err)
+{
+	char next[AMP_PATH_MAX], key[AMP_PATH_MAX], hex[GIT_OID_HEXSZ + 1];
+	const char *dash = strrchr(idbuf, '-'), *have;
+	long long ms, k;
+	json_t *doc = NULL;
+	git_oid renamed;
+	size_t len;
+	int status = AMP_ESCHEMA;
+
+	if (!dash || sscanf(dash + 1, "%lld", &ms) != 1 || ms < 0)
+		return AMP_ESCHEMA;
+	if (kind == AMP_ENTRY_MSG &&
+	    ((status = read_doc(amp_store_repo(r->st), blob, &doc, err)) < 0 || !doc))
+		return status < 0 ? status : AMP_ESCHEMA;
+	/* The first millisecond free on both sides, or one where the remote
+	 * holds this very record renamed so (a hub's join of an inbox, or
+	 * another join of this history that was pushed). */
+	for (k = 1, status = AMP_ESCHEMA; k <= 1000 && status == AMP_ESCHEMA; k++) {
+		snprintf(next, sizeof(next), "%.*s-%lld", (int)(dash - idbuf), idbuf, ms + k);
+		if (local_id_taken(r, dir, kind, next))
+			continue;
+		git_oid_cpy(&renamed, blob);
+		if (doc && (json_object_set_new(doc, "msg_id", json_string(next)) < 0 ||
+			    (status = write_doc(amp_store_repo(r->st), doc, &renamed, err)) < 0))
+			break;
+		status = AMP_ESCHEMA;
+		snprintf(key, sizeof(key), "%c:%.400s", (char)kind, next);
+		git_oid_tostr(hex, sizeof(hex), &renamed);
+		have = json_string_value(json_object_get(ix->ids, key));
+		if (!have || !strcmp(have, hex))
+			status = AMP_OK;
+	}
+	json_decref(doc);
+	if (status != AMP_OK)
+		return status == AMP_EIO ? status : AMP_ESCHEMA;
+	if ((!r->renamed && !(r->renamed = json_object())) ||
+	    json_object_set_new(r->renamed, idbuf, json_string(next)) < 0)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	len = strlen(r->trailers);
+	snprintf(r->trailers + len, sizeof(r->trailers) - len,
+		 "Amp-Renamed: %s %s as %s (the remote holds another record of that id)\n",
+		 kind == AMP_ENTRY_MSG ? "message" : "control", idbuf, next);
+	snprintf(idbuf, idsz, "%s", next);
+	git_oid_cpy(blob, &renamed);
 	return AMP_OK;
 }
 
@@ -852,12 +1016,17 @@ static int replay_records(struct replay_ctx *r, git_tree *pt, git_tree *ct, git_
 			git_oid_cpy(&blob, git_tree_entry_id(e));
 			git_tree_entry_free(e);
 			record_key(names[i], key, sizeof(key), NULL, &kind, &id, &id_len);
+			if (id) {
+				snprintf(idbuf, sizeof(idbuf), "%.*s", (int)id_len, id);
+				if ((status = follow_renames(r, kind, idbuf, sizeof(idbuf), &blob,
+							     err)) < 0)
+					goto cleanup;
+				snprintf(key, sizeof(key), "%c:%.400s", (char)kind, idbuf);
+			}
 			git_oid_tostr(hex, sizeof(hex), &blob);
 			have = json_string_value(json_object_get(ix.ids, key));
 			if (have && !strcmp(have, hex))
 				continue; /* already there, byte for byte */
-			if (id)
-				snprintf(idbuf, sizeof(idbuf), "%.*s", (int)id_len, id);
 			/* The remote set this very record aside already (a
 			 * hub's join of an inbox, or another clone's): kept
 			 * there, nothing to add. */
@@ -867,6 +1036,20 @@ static int replay_records(struct replay_ctx *r, git_tree *pt, git_tree *ct, git_
 				snprintf(mkey, sizeof(mkey), "c:" MARKER_PREFIX "%s", hex);
 				if (json_object_get(ix.ids, mkey))
 					continue;
+			}
+			/* One id, two records: the local one is renamed. */
+			if (have && id && (kind == AMP_ENTRY_MSG || kind == AMP_ENTRY_CTL)) {
+				status = rename_record(r, &ix, dir, kind, idbuf, sizeof(idbuf), &blob, err);
+				if (status == AMP_EIO)
+					goto cleanup;
+				if (status == AMP_OK) {
+					snprintf(key, sizeof(key), "%c:%.400s", (char)kind, idbuf);
+					git_oid_tostr(hex, sizeof(hex), &blob);
+					have = json_string_value(json_object_get(ix.ids, key));
+					if (have)
+						continue; /* there already, renamed so */
+				}
+				status = AMP_OK;
 			}
 			/* A record of a contested task takes its place after
 			 * the remote's, if a rule lets it; else it is set
@@ -1052,21 +1235,69 @@ static int walker_commit(struct walker *w, const char *message, const struct upd
 }
 
 /*
+ * `msg` (a local commit's message) with each id r->renamed maps, as a whole
+ * word, replaced by its new id: the Amp-Msg-Id: and Amp-Ack-For: trailers
+ * name the records the commit adds (amp fsck checks it).  A new string, or
+ * NULL when out of memory.
+ */
+static char *rename_message(const char *msg, json_t *renamed)
+{
+	size_t len = strlen(msg), cap = len + 1, n = 0;
+	char *out = malloc(cap), *more;
+	const char *p = msg, *old;
+	json_t *to;
+
+	if (!out)
+		return NULL;
+	while (*p) {
+		const char *hit = NULL, *with = NULL;
+
+		json_object_foreach(renamed, old, to) {
+			size_t k = strlen(old);
+
+			if (!strncmp(p, old, k) && !isalnum((unsigned char)p[k]) &&
+			    (p == msg || !isalnum((unsigned char)p[-1]))) {
+				hit = old;
+				with = json_string_value(to);
+				break;
+			}
+		}
+		if (n + (with ? strlen(with) : 1) + 1 > cap) {
+			cap = cap * 2 + (with ? strlen(with) : 0);
+			if (!(more = realloc(out, cap))) {
+				free(out);
+				return NULL;
+			}
+			out = more;
+		}
+		if (hit) {
+			memcpy(out + n, with, strlen(with));
+			n += strlen(with);
+			p += strlen(hit);
+		} else {
+			out[n++] = *p++;
+		}
+	}
+	out[n] = '\0';
+	return out;
+}
+
+/*
  * Replays the local commits (struct walker) onto `onto`; *out is the new
  * tip (`onto` when nothing was new), *replayed counts the records and
  * *superseded those set aside.
  */
 static int replay(amp_store *st, amp_schema_set *set, const git_oid *local,
-		  const git_oid *base, const git_oid *onto, int all, git_oid *out,
+		  const git_oid *base, const git_oid *onto, json_t *refused, git_oid *out,
 		  unsigned long *replayed, unsigned long *superseded, struct conflict *c,
 		  amp_error *err)
 {
 	struct walker w;
 	struct replay_ctx r;
-	git_commit *bc = NULL;
+	git_commit *bc = NULL, *lc = NULL;
 	git_tree *bt = NULL;
 	int64_t now_ms;
-	char *message = NULL;
+	char *message = NULL, *renamed_msg = NULL;
 	const char *task;
 	json_t *v;
 	int status;
@@ -1074,7 +1305,7 @@ static int replay(amp_store *st, amp_schema_set *set, const git_oid *local,
 	memset(&r, 0, sizeof(r));
 	r.st = st;
 	r.set = set;
-	r.all = all;
+	r.refused = refused;
 	*replayed = *superseded = 0;
 	if ((status = walker_start(&w, st, local, base, onto, err)) < 0 ||
 	    (status = amp_clock_now_ms(&now_ms, err)) < 0)
@@ -1092,9 +1323,13 @@ static int replay(amp_store *st, amp_schema_set *set, const git_oid *local,
 	}
 	json_object_foreach(r.contested, task, v)
 		json_object_set_new(r.contested, task, json_integer(0));
+	if (git_commit_lookup(&lc, w.repo, local) < 0 || git_commit_tree(&r.local_tree, lc) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read the local tip");
+		goto cleanup;
+	}
 	while ((status = walker_next(&w, err)) == 1) {
 		const char *msg = git_commit_message(w.lc);
-		size_t len = strlen(msg), size;
+		size_t len, size;
 
 		r.trailers[0] = '\0';
 		amp_commit_agent(w.lc, r.agent, sizeof(r.agent));
@@ -1105,7 +1340,17 @@ static int replay(amp_store *st, amp_schema_set *set, const git_oid *local,
 			goto cleanup;
 		if (!r.u.count)
 			continue;
-		/* A trailer per record set aside. */
+		free(renamed_msg);
+		renamed_msg = NULL;
+		if (r.renamed && json_object_size(r.renamed)) {
+			if (!(renamed_msg = rename_message(msg, r.renamed))) {
+				status = amp_error_set(err, AMP_EIO, "", "out of memory");
+				goto cleanup;
+			}
+			msg = renamed_msg;
+		}
+		len = strlen(msg);
+		/* A trailer per record set aside or renamed. */
 		free(message);
 		size = len + strlen(r.trailers) + 2;
 		if (!(message = malloc(size))) {
@@ -1126,6 +1371,9 @@ static int replay(amp_store *st, amp_schema_set *set, const git_oid *local,
 	status = AMP_OK;
 cleanup:
 	free(message);
+	free(renamed_msg);
+	git_tree_free(r.local_tree);
+	git_commit_free(lc);
 	replay_ctx_free(&r);
 	git_tree_free(bt);
 	git_commit_free(bc);
@@ -1261,7 +1509,7 @@ struct joined {
  * A local writer moving the ref meanwhile makes the join start over.
  */
 static int join(amp_store *st, amp_schema_set *set, const char *ref, const char *mirror,
-		int records, struct joined *j, struct conflict *c, amp_error *err)
+		int records, json_t *refused, struct joined *j, struct conflict *c, amp_error *err)
 {
 	git_repository *repo = amp_store_repo(st);
 	git_oid local, base, next;
@@ -1271,6 +1519,8 @@ static int join(amp_store *st, amp_schema_set *set, const char *ref, const char 
 	snprintf(why, sizeof(why), "amp sync: joined with %s", mirror);
 	for (tries = 0; tries < AMP_SYNC_JOIN_TRIES; tries++) {
 		memset(j, 0, sizeof(*j));
+		if (refused)
+			json_array_clear(refused);
 		if ((have_local = read_ref(repo, ref, &local, err)) < 0 ||
 		    (j->have_remote = read_ref(repo, mirror, &j->remote, err)) < 0)
 			return AMP_EIO;
@@ -1303,7 +1553,7 @@ static int join(amp_store *st, amp_schema_set *set, const char *ref, const char 
 				return status;
 			j->push = !git_oid_equal(&next, &j->remote);
 		} else {
-			int status = replay(st, set, &local, rc == 0 ? &base : NULL, &j->remote, 0,
+			int status = replay(st, set, &local, rc == 0 ? &base : NULL, &j->remote, refused,
 					    &next, &j->replayed, &j->superseded, c, err);
 			if (status < 0)
 				return status;
@@ -1376,7 +1626,7 @@ static int absorb_locked(amp_store *st, amp_schema_set *set, const char *ref,
 		git_error_clear();
 		/* Every record is checked again in its place: nothing of the
 		 * inbox was checked against the rules here. */
-		status = records ? replay(st, set, from, rc == 0 ? &base : NULL, &tip, 1, &next,
+		status = records ? replay(st, set, from, rc == 0 ? &base : NULL, &tip, NULL, &next,
 					  &out->replayed, &out->superseded, cp, err)
 				 : replay_union(st, from, rc == 0 ? &base : NULL, &tip, &next, err);
 		if (status < 0)
@@ -1506,48 +1756,91 @@ static int tree_of(git_repository *repo, const git_oid *id, git_tree **tree, amp
  * two versions of one message cannot both stand (AMP/1.0 conflict:
  * "cannot be reconciled").
  */
-static void log_conflict(amp_store *st, amp_schema_set *set, const char *remote,
-			 const struct conflict *c, const amp_error *why)
+/*
+ * Tells the admin about a local record (blob) a sync could not join as it
+ * was: `reason` logged on the errors ref with the record's bytes, and a
+ * `conflict` escalation (warning, from system) with `description` written
+ * into task `task`, once per `affected` msg_id (NULL: none).  Best effort:
+ * what the join did is what the user sees first.
+ */
+static void tell_admin(amp_store *st, amp_schema_set *set, const char *remote,
+		       const git_oid *blob_id, const char *task, const char *affected,
+		       const char *reason, const char *description)
 {
 	git_blob *blob = NULL;
 	amp_errlist reasons = { NULL, 0, 0 }, errs = { NULL, 0, 0 };
 	amp_error ignored;
 	amp_escalation e = { 0 };
 	amp_send_result res;
-	json_t *affected = NULL;
-	char task[64], description[2048];
+	json_t *list = NULL;
 	int64_t now_ms;
 
-	if (git_blob_lookup(&blob, amp_store_repo(st), &c->blob) < 0) {
+	if (git_blob_lookup(&blob, amp_store_repo(st), blob_id) < 0) {
 		git_error_clear();
 		return;
 	}
-	amp_errlist_add(&reasons, AMP_ERULE, "", "%s (local commit %s)", why->message,
-			git_oid_tostr_s(&c->commit));
-	/* Best effort: the refusal itself is what the user must see. */
+	amp_errlist_add(&reasons, AMP_ERULE, "", "%s", reason);
 	amp_store_log_rejection(st, "sync", remote, git_blob_rawcontent(blob),
 				(size_t)git_blob_rawsize(blob), 0, AMP_ERULE, &reasons, &ignored);
-	if (c->id[0] && amp_msg_id_task(c->id, task, sizeof(task)) == 0 &&
-	    amp_clock_now_ms(&now_ms, &ignored) == 0 && (affected = json_pack("[s]", c->id))) {
-		snprintf(description, sizeof(description),
-			 "amp sync with %.200s: %.100s is in this SSOT (%.300s) and on %.200s (%.300s) with different content; the sync is refused until one version is withdrawn",
-			 remote, c->id, c->local, remote, c->remote);
+	if (task && amp_clock_now_ms(&now_ms, &ignored) == 0 &&
+	    (list = affected ? json_pack("[s]", affected) : json_array())) {
 		e.task_id = task;
 		e.from = "system";
 		e.escalation_type = "conflict";
 		e.severity = "warning";
 		e.triggered_by = "system";
 		e.description = description;
-		e.affected_msgs = affected;
+		e.affected_msgs = list;
 		e.auto_suspended = -1;
 		e.now_ms = now_ms;
 		e.once = 1;
 		amp_send_escalation(st, set, &e, NULL, &res, &errs);
 	}
-	json_decref(affected);
+	json_decref(list);
 	amp_errlist_free(&errs);
 	amp_errlist_free(&reasons);
 	git_blob_free(blob);
+}
+
+static void log_conflict(amp_store *st, amp_schema_set *set, const char *remote,
+			 const struct conflict *c, const amp_error *why)
+{
+	char task[64], reason[AMP_MSG_MAX + 64], description[2048];
+	int named = c->id[0] && amp_msg_id_task(c->id, task, sizeof(task)) == 0;
+
+	snprintf(reason, sizeof(reason), "%s (local commit %s)", why->message,
+		 git_oid_tostr_s(&c->commit));
+	snprintf(description, sizeof(description),
+		 "amp sync with %.200s: %.100s is in this SSOT (%.300s) and on %.200s (%.300s) with different content; the sync is refused until one version is withdrawn",
+		 remote, c->id, c->local, remote, c->remote);
+	tell_admin(st, set, remote, &c->blob, named ? task : NULL, c->id, reason, description);
+}
+
+/*
+ * The records the join set aside because a rule refused them in their new
+ * place (issue 30): each logged and escalated once, so that a person
+ * learns that what was written is kept but in force nowhere.
+ */
+static void tell_refused(amp_store *st, amp_schema_set *set, const char *remote,
+			 const json_t *refused)
+{
+	char description[2048];
+	const json_t *v;
+	git_oid blob;
+	size_t i;
+
+	json_array_foreach(refused, i, v) {
+		const char *kind = amp_json_str(v, "kind"), *id = amp_json_str(v, "id");
+
+		if (git_oid_fromstr(&blob, amp_json_str(v, "blob")) < 0)
+			continue;
+		snprintf(description, sizeof(description),
+			 "amp sync with %.200s set aside %s %.200s: %.1200s. It is kept, in force nowhere (amp status); write it again if it is still wanted",
+			 remote, kind, id, amp_json_str(v, "reason"));
+		tell_admin(st, set, remote, &blob, amp_json_str(v, "task"),
+			   strcmp(kind, "control") ? id : NULL, amp_json_str(v, "reason"),
+			   description);
+	}
 }
 
 static int sync_retries(amp_store *st, long long *out, amp_error *err)
@@ -1644,6 +1937,8 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	char id[80], dst[600], edst[600];
 	git_oid start_remote;
 	int status, have_start, rc, inbox, delivered = 0, have_start_remote = 0;
+	unsigned long replayed = 0, superseded = 0;
+	json_t *refused = NULL;
 
 	memset(res, 0, sizeof(*res));
 	memset(&c, 0, sizeof(c));
@@ -1663,10 +1958,14 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 		return amp_error_git(err, AMP_EIO, "cannot name the mirror of %s", remote);
 	mirror_ref(key, ref, mirror, sizeof(mirror));
 	mirror_ref(key, eref, emirror, sizeof(emirror));
+	if (!(refused = json_array()))
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
 	clock_gettime(CLOCK_REALTIME, &now);
 	rng = (unsigned)getpid() ^ (unsigned)now.tv_nsec;
-	if ((have_start = read_ref(repo, ref, &start, err)) < 0)
-		return AMP_EIO;
+	if ((have_start = read_ref(repo, ref, &start, err)) < 0) {
+		status = AMP_EIO;
+		goto cleanup;
+	}
 	if (have_start && (status = tree_of(repo, &start, &before, err)) < 0)
 		goto cleanup;
 	/* Inbox: the hub joins what it is given, so what the remote lacks
@@ -1693,11 +1992,20 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	for (;;) {
 		if ((status = fetch(st, remote, key, err)) < 0)
 			goto cleanup;
-		status = join(st, set, ref, mirror, 1, &j, &c, err);
+		status = join(st, set, ref, mirror, 1, refused, &j, &c, err);
 		if (status == AMP_ERULE)
 			log_conflict(st, set, remote, &c, err);
 		if (status < 0)
 			goto cleanup;
+		/* Set aside: told once, and the escalations go with this
+		 * push (the next join finds the remote behind). */
+		if (json_array_size(refused)) {
+			tell_refused(st, set, remote, refused);
+			json_array_clear(refused);
+			replayed += j.replayed;
+			superseded += j.superseded;
+			continue;
+		}
 		if (git_oid_is_zero(&j.tip)) {
 			status = amp_error_set(err, AMP_EIO, "",
 					       "no AMP store here nor on %s: run 'amp init'", remote);
@@ -1705,10 +2013,10 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 		}
 		/* The errors ref is a log: joined by a union of its files,
 		 * never a reason to refuse a sync. */
-		if ((status = join(st, set, eref, emirror, 0, &ej, NULL, err)) < 0)
+		if ((status = join(st, set, eref, emirror, 0, NULL, &ej, NULL, err)) < 0)
 			goto cleanup;
-		res->replayed = j.replayed;
-		res->superseded = j.superseded;
+		res->replayed = j.replayed + replayed;
+		res->superseded = j.superseded + superseded;
 		if (!j.push && !ej.push)
 			break;
 		/* Inbox: the push that delivered was joined by the hub; what
@@ -1771,6 +2079,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	}
 	status = AMP_OK;
 cleanup:
+	json_decref(refused);
 	git_tree_free(remote_tree);
 	git_tree_free(after);
 	git_tree_free(before);

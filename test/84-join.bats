@@ -22,18 +22,6 @@ teardown() {
 	clones_teardown
 }
 
-# in_review: on clone a, a round up to a review_request the reviewer
-# ACKed (sets D, R, Q), synced to the hub and to clone b.
-in_review() {
-	cd "$BATS_TEST_TMPDIR/a" || return 1
-	dispatch_acked || return 1
-	at 10
-	review_round 0 || return 1
-	amp sync > /dev/null || return 1
-	cd "$BATS_TEST_TMPDIR" || return 1
-	on b amp sync > /dev/null
-}
-
 # marker_pairs GITDIR TASK: "<marker's record field> <name of the next
 # file>" for every superseded marker of TASK, read by git.
 marker_pairs() {
@@ -50,11 +38,7 @@ marker_pairs() {
 }
 
 @test "two reviewers answering one review_request on two clones: the first verdict in the hub's order stands, the other is set aside, with what was built on it" {
-	in_review
-	at 100
-	V1=$(on a amp verdict $T --decision approved --confidence 0.9 --from reviewer)
-	at 101
-	V2=$(on b amp verdict $T --decision approved --confidence 0.95 --from reviewer)
+	two_verdicts
 	# the coordinator on b ACKs the verdict it sees there
 	at 102
 	run -0 on b amp ack "$V2" --from coordinator
@@ -152,11 +136,7 @@ marker_pairs() {
 }
 
 @test "a record set aside by a join whose push failed moves with its marker when the join is done again" {
-	in_review
-	at 100
-	V1=$(on a amp verdict $T --decision approved --confidence 0.9 --from reviewer)
-	at 101
-	V2=$(on b amp verdict $T --decision approved --confidence 0.95 --from reviewer)
+	two_verdicts
 	run -0 on a amp sync
 	# the hub refuses b's push once: b's join (with V2 set aside) stays local
 	mv "$HUB/hooks/pre-receive" "$HUB/hooks/pre-receive.off"

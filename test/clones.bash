@@ -42,3 +42,25 @@ dispatched_on_both() {
 	D=$(on a amp send task_dispatch --task "$T" --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json") &&
 		on a amp sync > /dev/null && on b amp sync > /dev/null
 }
+
+# in_review: on clone a, a round up to a review_request the reviewer
+# ACKed (sets D, R, Q), synced to the hub and to clone b.
+in_review() {
+	cd "$BATS_TEST_TMPDIR/a" || return 1
+	dispatch_acked || return 1
+	at 10
+	review_round 0 || return 1
+	amp sync > /dev/null || return 1
+	cd "$BATS_TEST_TMPDIR" || return 1
+	on b amp sync > /dev/null
+}
+
+# two_verdicts: in_review, then a verdict on the review_request on each
+# clone, offline, a's first (sets V1, V2).
+two_verdicts() {
+	in_review || return 1
+	at 100
+	V1=$(on a amp verdict "$T" --decision approved --confidence 0.9 --from reviewer) || return 1
+	at 101
+	V2=$(on b amp verdict "$T" --decision approved --confidence 0.95 --from reviewer)
+}

@@ -1,0 +1,234 @@
+#!/usr/bin/env bats
+# Issue 30: what no sequence of writes may do to a clone or a hub.  A long
+# chain of dependencies is checked without exhausting the C stack; a join
+# sets aside a record a rule refuses in its new place, in any task, so that
+# a clone's next sync always delivers the rest; two clones writing one
+# msg_id in one millisecond are reconciled by the join, the same way on
+# every clone, without a person.
+
+bats_require_minimum_version 1.5.0
+
+load helpers
+load conversation
+load enforcer
+load hub
+load clones
+
+setup() {
+	clones_setup
+}
+
+teardown() {
+	clones_teardown
+}
+
+# chain GITDIR FIRST N: one commit on the messages ref, made by git
+# fast-import (as a hub without amp's hook would take it), adding N
+# depend records: T-2026-<FIRST+i> waits for T-2026-<FIRST+i+1>.
+chain() {
+	$PY - "$2" "$3" "$(git -C "$1" rev-parse refs/amp/messages)" <<'PY' |
+import sys
+first, n, parent = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+w = sys.stdout.write
+w("commit refs/amp/messages\ncommitter coordinator <coordinator@amp.invalid> 1772116327 +0000\n"
+  f"data 6\nchain\nfrom {parent}\n")
+for i in range(n):
+    t, on = f"T-2026-{first + i}", f"T-2026-{first + i + 1}"
+    body = ('{"protocol_version":"AMP/1.0","type":"depend","task_id":"%s","from":"coordinator",'
+            '"timestamp":"2026-02-26T14:32:07+00:00","on":"%s","soft":false}\n') % (t, on)
+    w(f"M 100644 inline tasks/2026/{t[7:-2]}/{t}/000001.ctl.depend-1772116327000.json\n"
+      f"data {len(body)}\n{body}")
+PY
+		git -C "$1" fast-import --quiet
+}
+
+# ---- defect 4: the dependency walk ----------------------------------------
+
+@test "a chain of 100,000 dependencies: amp depend finds the cycle that closes it and takes the link that extends it, without a crash" {
+	cd a
+	chain . 200000 100000
+	# closing the chain into a cycle: refused, the path named
+	run -3 amp depend T-2026-300000 --on T-2026-200000 --from coordinator
+	assert_output "amp depend: error: /on: a cycle: T-2026-200000 already waits for T-2026-300000 (T-2026-200000 -> T-2026-200001 -> T-2026-200002 -> T-2026-200003 -> ... 99993 more -> T-2026-299997 -> T-2026-299998 -> T-2026-299999 -> T-2026-300000), so T-2026-300000 cannot wait for T-2026-200000"
+	# one more link at its head: the whole chain is walked, no cycle
+	run -0 amp depend T-2026-199999 --on T-2026-200000 --from coordinator
+	assert_output --regexp "^T-2026-199999 waits for T-2026-200000 \(depend-[0-9]+\)$"
+	run -0 git ls-tree -r --name-only refs/amp/messages
+	assert_line --regexp "^tasks/2026/1999/T-2026-199999/000001\.ctl\.depend-[0-9]+\.json$"
+	refute_output --partial T-2026-300000/
+}
+
+@test "amp fsck checks a commit of 20,000 dependency links in one pass, and names the cycle a later commit closes" {
+	cd a
+	chain . 400000 20000
+	run -0 amp fsck
+	assert_output --regexp "commits checked: clean$"
+	# a hub without amp's hook took the link that closes the cycle
+	plant "tasks/2026/4200/T-2026-420000/000001.ctl.depend-1772116327000.json" <<'JSON'
+{"protocol_version":"AMP/1.0","type":"depend","task_id":"T-2026-420000","from":"coordinator","timestamp":"2026-02-26T14:32:07+00:00","on":"T-2026-400000","soft":false}
+JSON
+	run -3 amp fsck
+	assert_output --partial "T-2026-420000/000001.ctl.depend-1772116327000.json: rule: /on: a cycle: T-2026-400000 already waits for T-2026-420000 (T-2026-400000 -> T-2026-400001 -> T-2026-400002 -> T-2026-400003 -> ... 19993 more -> T-2026-419997 -> T-2026-419998 -> T-2026-419999 -> T-2026-420000)"
+	assert_line "amp fsck: 4 commits checked: 0 corrupt, 1 rule, 0 unreadable"
+}
+
+# ---- defect 13: one msg_id, two records --------------------------------------
+
+# blob_of GITDIR NAME_REGEX: the content of the one record whose file name
+# matches, on the messages ref.
+blob_of() {
+	local path
+	path=$(git -C "$1" ls-tree -r --name-only refs/amp/messages | grep -E "$2") || return 1
+	[ "$(wc -l <<< "$path")" -eq 1 ] || return 1
+	git -C "$1" cat-file blob "refs/amp/messages:$path"
+}
+
+@test "two clones writing one type into one task in one millisecond: the join keeps the hub's record and gives the other the next free millisecond, with what names it" {
+	dispatched_on_both
+	at 20
+	E=$(on a amp escalate $T --type unknown --severity info --description "seen on a" --from executor --no-suspend)
+	EB=$(on b amp escalate $T --type unknown --severity info --description "seen on b" --from executor --no-suspend)
+	[ "$E" = "$EB" ]
+	ms=${E##*-}
+	E2=escalation-$T-$((ms + 1))
+	# on b, records built on b's escalation: the admin's ACK of it, and a
+	# later escalation naming it
+	at 21
+	run -0 on b amp ack "$E" --from admin
+	at 22
+	F=$(on b amp escalate $T --type unknown --severity info --description "about $E" --from executor --affected "$E" --no-suspend)
+	run -0 on a amp sync
+	run -0 on b amp sync --json
+	run -0 json_get '[d["replayed"], d["superseded"], d["push"]]' <<< "$output"
+	assert_output '[3, 0, true]'
+	run -0 on a amp sync
+	# one history everywhere
+	[ "$(git -C a rev-parse refs/amp/messages)" = "$(git -C "$HUB" rev-parse refs/amp/messages)" ]
+	[ "$(git -C b rev-parse refs/amp/messages)" = "$(git -C "$HUB" rev-parse refs/amp/messages)" ]
+	# a's record keeps its id; b's has the next millisecond, byte for byte
+	# what b wrote but for its msg_id
+	run -0 blob_of "$HUB" "\.msg\.$E\.json$"
+	run -0 json_get '[d["msg_id"], d["payload"]["description"]]' <<< "$output"
+	assert_output "[\"$E\", \"seen on a\"]"
+	run -0 blob_of "$HUB" "\.msg\.$E2\.json$"
+	run -0 json_get '[d["msg_id"], d["payload"]["description"], d["timestamp"]]' <<< "$output"
+	assert_output "[\"$E2\", \"seen on b\", \"$(date -u -d @$((1772116327 + 20)) +%Y-%m-%dT%H:%M:%S+00:00)\"]"
+	# what named b's record names the new id
+	run -0 blob_of "$HUB" "\.ack\.$E2\.json$"
+	run -0 json_get '[d["ack_for"], d["from"]]' <<< "$output"
+	assert_output "[\"$E2\", \"admin\"]"
+	run -1 blob_of "$HUB" "\.ack\.$E\.json$"
+	run -0 blob_of "$HUB" "\.msg\.$F\.json$"
+	run -0 json_get 'd["payload"]["affected_msgs"]' <<< "$output"
+	assert_output "[\"$E2\"]"
+	# the audit trail says so, on the commit that brought it
+	run -0 git -C "$HUB" log --format=%B refs/amp/messages
+	assert_output --partial "Amp-Renamed: message $E as $E2 (the remote holds another record of that id)"
+	# both records in force on both clones, the ACK on b's; fsck clean
+	for c in a b; do
+		run -0 on $c amp status $T --json
+			run -0 json_get '[[e["msg_id"], e["description"]] for e in d["escalations"]][:2]' <<< "$output"
+		assert_output "[[\"$E\", \"seen on a\"], [\"$E2\", \"seen on b\"]]"
+		run -0 on $c amp show "$E2"
+		assert_output --regexp "ack +.*admin"
+		run -0 on $c amp fsck
+		assert_output --regexp "commits checked: clean$"
+	done
+}
+
+# ---- defect 5: a record the hub refuses after a join ------------------------
+
+# cycle_halves: clone a records T-2026-101 waits for T-2026-102, clone b,
+# offline, T-2026-102 waits for T-2026-101; a syncs first.
+cycle_halves() {
+	at 30
+	on a amp depend T-2026-101 --on T-2026-102 --from coordinator > /dev/null &&
+		on b amp depend T-2026-102 --on T-2026-101 --from coordinator > /dev/null &&
+		on a amp sync > /dev/null
+}
+
+# then_more_from_b: b writes on after the join; a's next sync gets it.
+then_more_from_b() {
+	at 40
+	on b amp depend T-2026-103 --on T-2026-101 --from coordinator > /dev/null || return 1
+	run -0 on b amp sync --json
+	run -0 json_get '[d["pushed"], d["superseded"]]' <<< "$output"
+	assert_output '[1, 0]'
+	run -0 on a amp sync
+	run -0 on a amp status T-2026-103 --json
+	run -0 json_get 'd["waits_for"]' <<< "$output"
+}
+
+# depends_in_force CLONE TASK: the tasks TASK waits for there.
+depends_in_force() {
+	on "$1" amp status "$2" --json | json_get '[w["task_id"] for w in d["waits_for"]]'
+}
+
+@test "two offline clones each adding half of a dependency cycle: the second join sets its half aside, the hub's hook takes the rest, and later writes still reach the hub" {
+	cycle_halves
+	run -0 on b amp sync --json
+	run -0 json_get '[d["replayed"], d["superseded"], d["push"]]' <<< "$output"
+	assert_output '[2, 1, true]'
+	run -0 on b amp status T-2026-102 --json
+	run -0 json_get '[(s["type"], s["from"], s["reason"]) for s in d["superseded"]]' <<< "$output"
+	assert_output --partial '[["depend", "coordinator", "a cycle: T-2026-101 already waits for T-2026-102 (T-2026-101 -> T-2026-102)'
+	run -0 git -C "$HUB" log --format=%B refs/amp/messages
+	assert_output --regexp "Amp-Superseded: control depend-[0-9]+"
+	# logged on b's errors ref and escalated to the admin, once
+	run -0 on b amp errors --json
+	assert_output --partial '"command": "sync"'
+	assert_output --partial "a cycle: T-2026-101 already waits for T-2026-102"
+	run -0 on a amp sync
+	run -0 on a amp status T-2026-102 --json
+	run -0 json_get '[(e["escalation_type"], e["from"], e["severity"], e["description"]) for e in d["escalations"]]' <<< "$output"
+	assert_output --regexp '^\[\["conflict", "system", "warning", "amp sync with origin set aside control depend-1772116357000: a cycle: T-2026-101 already waits for T-2026-102 \(T-2026-101 -> T-2026-102\), so T-2026-102 cannot wait for T-2026-101\. It is kept, in force nowhere \(amp status\); write it again if it is still wanted"\]\]$'
+	then_more_from_b
+	run -0 on b amp status T-2026-102 --json
+	run -0 json_get 'len(d["escalations"])' <<< "$output"
+	assert_output 1
+	for c in a b; do
+		run -0 depends_in_force $c T-2026-102
+		assert_output '[]'
+		run -0 depends_in_force $c T-2026-101
+		assert_output '["T-2026-102"]'
+		run -0 on $c amp fsck
+	done
+	[ "$(git -C a rev-parse refs/amp/messages)" = "$(git -C "$HUB" rev-parse refs/amp/messages)" ]
+	[ "$(git -C b rev-parse refs/amp/messages)" = "$(git -C "$HUB" rev-parse refs/amp/messages)" ]
+}
+
+@test "through a hub without amp's hook, the second half of a dependency cycle is set aside by the join, not delivered in force to everyone" {
+	# the same hub, its hook taken away
+	rm -f "$HUB/hooks/pre-receive" "$HUB/hooks/post-receive"
+	cycle_halves
+	run -0 on b amp sync --json
+	run -0 json_get 'd["superseded"]' <<< "$output"
+	assert_output 1
+	then_more_from_b
+	for c in a b; do
+		run -0 depends_in_force $c T-2026-102
+		assert_output '[]'
+		run -0 on $c amp fsck
+		assert_output --regexp "commits checked: clean$"
+	done
+}
+
+@test "a record of another task naming a record the join set aside is set aside in turn, not pushed for the hub to refuse at every sync" {
+	two_verdicts
+	# on b, an escalation of another task names b's verdict
+	at 102
+	X=$(on b amp escalate T-2026-045 --type unknown --severity info --description "follow-up of $V2" --from executor --affected "$V2" --no-suspend)
+	run -0 on a amp sync
+	run -0 on b amp sync --json
+	run -0 json_get '[d["replayed"], d["superseded"]]' <<< "$output"
+	assert_output '[4, 2]'
+	run -0 on b amp status T-2026-045 --json
+	run -0 json_get '[(s["kind"], s["id"]) for s in d["superseded"]]' <<< "$output"
+	assert_output "[[\"message\", \"$X\"]]"
+	run -0 json_get '[s["reason"] for s in d["superseded"]][0]' <<< "$(on b amp status T-2026-045 --json)"
+	assert_output --partial "$V2 is not in the SSOT"
+	then_more_from_b
+	run -0 on a amp status T-2026-045 --json
+	run -0 json_get '[[(e["escalation_type"], e["from"], e["affected_msgs"]) for e in d["escalations"]], len(d["superseded"])]' <<< "$output"
+	assert_output "[[[\"conflict\", \"system\", [\"$X\"]]], 1]"
+}
