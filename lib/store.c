@@ -1699,7 +1699,8 @@ static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
 	size_t i;
 	int status;
 
-	if ((status = amp_clock_now_ms(&now_ms, err)) < 0)
+	if ((status = amp_clock_now_ms(&now_ms, err)) < 0 ||
+	    (status = amp_clock_check_commit(w->time_ms ? w->time_ms : now_ms, err)) < 0)
 		return status;
 	if (base && git_tree_lookup(&tree, st->repo, git_tree_id(base)) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the tip tree");

@@ -272,3 +272,24 @@ AMP_SEVERITY=info"
 	run -0 amp inbox executor --json
 	assert_output "$inbox"
 }
+
+@test "a write dated past 2106-02-07T06:28:15Z is refused, not stored as 1970: amp watch does not escalate its own escalations" {
+	AMP_NOW=2106-02-07T06:28:15Z amp send task_dispatch --task T-2106-001 --from coordinator --to executor \
+		--payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	run -0 git log -1 --format='%at %ct' refs/amp/messages
+	assert_output "4294967295 4294967295"
+	before=$(commit_count)
+	AMP_NOW=2106-02-07T06:28:16Z run -2 amp send task_dispatch --task T-2106-002 --from coordinator --to executor \
+		--payload "$BATS_TEST_TMPDIR/p/dispatch.json"
+	assert_output "amp send: error: 2106-02-07T06:28:16+00:00 is past 2106-02-07T06:28:15+00:00, the last time a commit can be dated (git, as libgit2 writes it, holds 32 bits): nothing was written"
+	assert_equal "$(commit_count)" "$before"
+	# the dispatch's ACK is overdue a century later: watch cannot write its
+	# escalation, says why, and writes nothing, pass after pass
+	for t in 2106-02-07T06:40:00Z 2106-02-07T07:40:00Z 2200-01-01T00:00:00Z; do
+		AMP_NOW=$t run -4 amp watch --once
+		assert_output --partial "is past 2106-02-07T06:28:15+00:00, the last time a commit can be dated"
+		assert_equal "$(commit_count)" "$before"
+	done
+	AMP_NOW=4294967296 run -2 amp escalate $T --from executor --type conflict --severity info --description x
+	assert_equal "$(commit_count)" "$before"
+}
