@@ -293,3 +293,31 @@ AMP_SEVERITY=info"
 	AMP_NOW=4294967296 run -2 amp escalate $T --from executor --type conflict --severity info --description x
 	assert_equal "$(commit_count)" "$before"
 }
+
+@test "a dispatch branch git would resolve to a remote's main or master is refused with exit 3 and a branch_violation; amp validate refuses it too" {
+	# what an executor's git makes of origin/main in a repository with a
+	# remote: the remote's main
+	git init -q --bare "$BATS_TEST_TMPDIR/upstream.git"
+	git -C "$BATS_TEST_TMPDIR/repo" commit -q --allow-empty -m base
+	git push -q "$BATS_TEST_TMPDIR/upstream.git" HEAD:refs/heads/main
+	git remote add origin "$BATS_TEST_TMPDIR/upstream.git"
+	git fetch -q origin
+	run -0 git rev-parse --symbolic-full-name origin/main
+	assert_output refs/remotes/origin/main
+	local n b
+	n=0
+	for b in origin/main Origin/MAIN refs/remotes/origin/master remotes/up/stream/main up/stream/Master feature/main origin/HEAD; do
+		$PY -c 'import json,sys; p=json.load(open(sys.argv[1])); p["branch"]=sys.argv[2]; print(json.dumps(p))' \
+			"$BATS_TEST_TMPDIR/p/dispatch.json" "$b" > d.json
+		run -3 amp send task_dispatch --task T-2026-045 --from coordinator --payload d.json
+		assert_output --partial "\"$b\" names one"
+		n=$((n + 1))
+		assert_equal "$(escalation_count branch_violation T-2026-045)" $((n))
+		$PY -c 'import json,sys; print(json.dumps({"msg_id": "task_dispatch-T-2026-045-1772116327000", "protocol_version": "AMP/1.0", "type": "task_dispatch", "from": "coordinator", "to": "executor", "task_id": "T-2026-045", "timestamp": sys.argv[1], "requires_ack": True, "payload": json.load(open("d.json"))}))' \
+			"$AMP_NOW" > env.json
+		run -1 amp validate env.json
+		assert_output --partial "/payload/branch: must not be \"$b\": a protected branch"
+	done
+	run git ls-tree -r --name-only refs/amp/messages
+	refute_output --partial "T-2026-045/000001.msg.task_dispatch"
+}
