@@ -648,7 +648,7 @@ char *amp_inbox_render(const amp_inbox *in, const char *role, const char *ref,
 
 	if (out && !json)
 		text = format(out, h);
-	else if (out && (text = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER)) &&
+	else if (out && (text = amp_json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER)) &&
 		 (with_nl = malloc(strlen(text) + 2))) {
 		sprintf(with_nl, "%s\n", text);
 		free(text);

@@ -321,3 +321,21 @@ AMP_SEVERITY=info"
 	run git ls-tree -r --name-only refs/amp/messages
 	refute_output --partial "T-2026-045/000001.msg.task_dispatch"
 }
+
+@test "a real is stored and printed in the shortest form that reads back the same: --confidence 0.95 is 0.95" {
+	dispatch_acked
+	at 60
+	review_round 0
+	at 100
+	V=$(amp verdict $T --decision approved --confidence 0.95 --payload "$BATS_TEST_TMPDIR/p/verdict.json")
+	run -0 amp show "$V" --json
+	assert_output --partial '"confidence": 0.95'
+	refute_output --partial '0.9499'
+	run -0 git cat-file -p "refs/amp/messages:$(git ls-tree -r --name-only refs/amp/messages | grep "msg.$V.json")"
+	assert_output --partial '"confidence": 0.95'
+	run -0 amp show "$V"
+	assert_output --partial '"confidence": 0.95'
+	run -0 amp status $T --json
+	refute_output --partial '0.9499'
+}
+
