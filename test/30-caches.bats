@@ -339,3 +339,61 @@ AMP_SEVERITY=info"
 	refute_output --partial '0.9499'
 }
 
+
+@test "the hallucination lock says what happened: rejects with an approval between them are not 'in a row'" {
+	dispatch_acked
+	reject_rounds 1 10
+	# a round that is approved, then a new round of the subtask
+	at 200; review_round 1
+	at 250
+	A=$(amp verdict $T --decision approved --confidence 0.9 --payload "$BATS_TEST_TMPDIR/p/verdict.json")
+	amp ack "$A" --from coordinator > /dev/null
+	# then subtask S2, rejected twice: the third reject of the task
+	p=$BATS_TEST_TMPDIR/p
+	sed 's/T-2026-044-S1/T-2026-044-S2/' "$p/dispatch.json" > "$p/s2.json" && cp "$p/s2.json" "$p/dispatch.json"
+	cp "$p/result2.json" "$p/result.json"
+	local i
+	for ((i = 0; i < 2; i++)); do
+		at $((300 + i * 100)); send_dispatch
+		amp ack "$D" --from executor > /dev/null
+		review_round $((1 + i))
+		at $((350 + i * 100))
+		V=$(amp verdict $T --decision rejected --confidence 0.9 --payload "$BATS_TEST_TMPDIR/p/reject.json")
+		amp ack "$V" --from coordinator > /dev/null 2>&1 || true
+	done
+	run -0 amp status $T --json
+	assert_output --partial '"state": "locked"'
+	E=$(the_escalation hallucination_lock)
+	run escalation_file "$E"
+	assert_output --partial "3 rejected verdicts on this task, not in a row (the last 2 in a row, other verdicts between them) (amp.lockThreshold 3), the last $V"
+	refute_output --partial "in a row (amp.lockThreshold"
+}
+
+@test "auto_suspended is true only when amp suspends: amp's own warnings say false, a critical escalation true" {
+	at 400
+	run -0 amp watch --once
+	assert_output --partial "escalated ack_timeout $T"
+	E=$(the_escalation ack_timeout)
+	run -0 json_get '[d["payload"]["severity"], d["payload"]["triggered_by"], d["payload"]["auto_suspended"]]' < <(escalation_file "$E")
+	assert_output '["warning", "system", false]'
+	# nothing is suspended
+	run -0 amp status $T --json
+	assert_output --partial '"suspended": false'
+	# a branch_violation of amp send: a warning, nothing suspended
+	$PY -c 'import json,sys; p=json.load(open(sys.argv[1])); p["branch"]="main"; print(json.dumps(p))' \
+		"$BATS_TEST_TMPDIR/p/dispatch.json" > d.json
+	run -3 amp send task_dispatch --task T-2026-045 --from coordinator --payload d.json
+	E=$(the_escalation branch_violation T-2026-045)
+	run -0 json_get '[d["payload"]["severity"], d["payload"]["auto_suspended"]]' < <(escalation_file "$E")
+	assert_output '["warning", false]'
+	# an agent's warning still says it suspended its operation (AMP/1.0
+	# §05: false is for info level only), and a critical one suspends
+	E=$(amp escalate $T --from executor --type conflict --severity warning --description "stuck")
+	run -0 json_get 'd["payload"]["auto_suspended"]' < <(escalation_file "$E")
+	assert_output true
+	E=$(amp escalate $T --from executor --type conflict --severity critical --description "stop")
+	run -0 json_get 'd["payload"]["auto_suspended"]' < <(escalation_file "$E")
+	assert_output true
+	run -0 amp status $T --json
+	assert_output --partial '"suspended": true'
+}

@@ -89,7 +89,7 @@ dispatch_on() {
 	done
 	assert_equal "$(escalation_count branch_violation)" $n
 	E=$(the_escalation branch_violation)
-	assert_escalation "$E" branch_violation warning "[]" new 0 true
+	assert_escalation "$E" branch_violation warning "[]" new 0 false
 	run escalation_file "$E"
 	assert_output --partial "coordinator dispatched T-2026-044 to protected branch 'Main' in task_dispatch-T-2026-044-1772116327000"
 	run git ls-tree -r --name-only refs/amp/messages
