@@ -368,7 +368,7 @@ static void put_gist(FILE *f, const json_t *doc)
 
 static void put_json(FILE *f, const json_t *doc)
 {
-	char *s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	char *s = amp_json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 
 	fputs("<details><summary>JSON</summary><pre>", f);
 	amp_html_put(f, s ? s : "(cannot print)", 1);

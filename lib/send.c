@@ -981,7 +981,7 @@ static int same_ack(const json_t *rec, const json_t *built, amp_errlist *errors)
 		if (json_equal(v, json_object_get(rec, key)) ||
 		    (!strcmp(key, "timestamp") && amp_record_time(rec) == amp_record_time(built)))
 			continue;
-		want = json_dumps(v, JSON_ENCODE_ANY);
+		want = amp_json_dumps(v, JSON_ENCODE_ANY);
 		snprintf(path, sizeof(path), "/%s", key);
 		status = amp_errlist_add(errors, AMP_ERULE, path,
 					 "must be %s, as amp ack writes the ACK of %s",

@@ -2930,7 +2930,7 @@ int amp_store_log_rejection(amp_store *st, const char *command,
 				json_object_set(doc, keys[i], v);
 		}
 	}
-	if (!doc || !(rc.reasons = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER))) {
+	if (!doc || !(rc.reasons = amp_json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER))) {
 		result = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
 	}
