@@ -192,7 +192,7 @@ AMP_SEVERITY=info"
 	[ "$(id)" != "$third" ]
 }
 
-@test "a FIFO or a symbolic link in place of a derived file is not waited on nor followed: inbox, status, agents, watch and wait answer" {
+@test "a FIFO or a symbolic link in place of a derived file is not waited on nor followed: inbox, status, agents, watch, gc and wait answer" {
 	amp send task_dispatch --task T-2026-045 --from coordinator --to executor --agent bob \
 		--payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
 	inbox=$(amp inbox executor --json)
@@ -203,7 +203,7 @@ AMP_SEVERITY=info"
 	sed -i "s/^\($T\t[0-9a-f]*\t\)[a-z_]*\t/\1linked_state\t/" "$BATS_TEST_TMPDIR/lie"
 	rm -rf .git/amp
 	mkdir -p .git/amp/records
-	for f in inbox.json status.shards notify.json watch.json agents.json records/$T; do
+	for f in inbox.json status.shards notify.json watch.json agents.json records/$T pack-attributes; do
 		mkfifo ".git/amp/$f"
 	done
 	ln -s "$BATS_TEST_TMPDIR/lie" .git/amp/status.cache
@@ -215,6 +215,7 @@ AMP_SEVERITY=info"
 	run -0 timeout 20 amp agents --json
 	assert_output "$agents"
 	run -0 timeout 20 amp watch --once --exec true
+	run -0 timeout 20 amp gc
 	# wait honours its timeout (nothing for the reviewer)
 	SECONDS=0
 	run -5 timeout 20 amp wait reviewer --timeout 2
