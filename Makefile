@@ -131,6 +131,22 @@ $(BUILD)/cmd/amp.o: cmd/amp.c $(BUILD)/cmd/builtins.h $(wildcard lib/*.h) | $(LI
 	@mkdir -p $(dir $@)
 	$(CC) $(AMP_CPPFLAGS) -I$(BUILD)/cmd $(CFLAGS) -c -o $@ $<
 
+# The build id (lib/cache.h): a hash of every source that reads the SSOT or
+# derives what amp keeps from it (lib/, cmd/, the schemas), so that a build
+# of other sources has another id and rebuilds every derived file.
+# Rewritten only when it changes: an unchanged tree recompiles nothing.
+BUILD_ID_SRC = $(sort $(wildcard lib/*.c lib/*.h cmd/*.c schemas/*.json))
+$(BUILD)/build-id.h: FORCE
+	@mkdir -p $(dir $@)
+	@id=$$(for f in $(BUILD_ID_SRC); do printf '%s\n' "$$f"; wc -c < "$$f"; cat "$$f"; done | \
+		sha256sum | cut -c1-32) && \
+		printf '#define AMP_BUILD_ID "%s"\n' "$$id" > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+$(BUILD)/lib/cache.o: lib/cache.c $(BUILD)/build-id.h $(wildcard lib/*.h) | $(LIBGIT2_BUILT)
+	@mkdir -p $(dir $@)
+	$(CC) $(AMP_CPPFLAGS) -I$(BUILD) $(CFLAGS) -c -o $@ $<
+
 $(BUILD)/tls_ca.o: lib/tls_ca.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<

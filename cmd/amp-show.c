@@ -110,8 +110,8 @@ static void print_message(amp_store *st, git_tree *tip, const amp_stored_msg *m,
 		printf("%s%s\n", i ? "            " : "context     ",
 		       json_is_string(ref) ? amp_term(json_string_value(ref)) : "(not a string)");
 	printf("payload\n");
-	payload = json_dumps(json_object_get(doc, "payload") ? json_object_get(doc, "payload") : json_null(),
-			     JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+	payload = amp_json_dumps(json_object_get(doc, "payload") ? json_object_get(doc, "payload") : json_null(),
+				 JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
 	/* JSON escapes the C0 controls, not the C1 ones nor the bidi
 	 * overrides: each line goes through amp_term as a whole. */
 	for (char *line = payload, *nl; line && *line; line = nl ? nl + 1 : line + strlen(line)) {

@@ -281,7 +281,7 @@ int main(int argc, char **argv)
 	if (as_json) {
 		doc = json_pack("{s:b, s:O}", "valid", worst == AMP_OK,
 				"results", results);
-		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0) {
+		if (!doc || amp_json_dumpf(doc, stdout, JSON_INDENT(2)) < 0) {
 			fprintf(stderr, "amp validate: error: out of memory\n");
 			worst = AMP_EIO;
 		} else {

@@ -366,8 +366,8 @@ cleanup:
 
 void amp_cli_print_json(const json_t *value, int pretty)
 {
-	json_dumpf(value, stdout, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |
-		   JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+	amp_json_dumpf(value, stdout, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |
+		       JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
 	putchar('\n');
 }
 

@@ -144,6 +144,17 @@ char *amp_time_format(int64_t ms, char buf[AMP_TIME_BUFSZ])
 	return buf;
 }
 
+int amp_clock_check_commit(int64_t ms, amp_error *err)
+{
+	char when[AMP_TIME_BUFSZ], max[AMP_TIME_BUFSZ];
+
+	if (ms >= 0 && ms / 1000 <= AMP_CLOCK_COMMIT_MAX_SEC)
+		return AMP_OK;
+	return amp_error_set(err, AMP_EUSAGE, "",
+			     "%s is past %s, the last time a commit can be dated (git, as libgit2 writes it, holds 32 bits): nothing was written",
+			     amp_time_format(ms, when), amp_time_format(AMP_CLOCK_COMMIT_MAX_SEC * 1000, max));
+}
+
 int amp_clock_now_ms(int64_t *out, amp_error *err)
 {
 	const char *env = getenv("AMP_NOW");

@@ -15,6 +15,17 @@
 /* The last second AMP_NOW may name: 9999-12-31T23:59:59Z. */
 #define AMP_CLOCK_MAX_SEC 253402300799LL
 
+/* The last second a commit amp writes can be dated: 2106-02-07T06:28:15Z.
+ * libgit2 writes a signature's time as an unsigned 32-bit number, so a
+ * later date would be stored as one in 1970 (and amp watch, reading the
+ * arrival of its own escalations from their commits, would find them a
+ * century late and escalate them again, without end). */
+#define AMP_CLOCK_COMMIT_MAX_SEC 4294967295LL
+
+/* AMP_OK when a commit can be dated `ms`; else AMP_EUSAGE, naming the
+ * time and the bound, so that nothing is written with a wrong date. */
+int amp_clock_check_commit(int64_t ms, amp_error *err);
+
 /* Milliseconds since the Unix epoch: AMP_NOW when set (an ISO 8601 time with
  * offset, or an integer of Unix seconds, in the years 1970..9999), else the
  * system clock.  A malformed or out-of-range AMP_NOW is an AMP_EUSAGE error

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "clock.h"
 #include "control.h"
 #include "message.h"
@@ -841,8 +842,9 @@ static void merge_agents(json_t *all, json_t *fresh)
 /*
  * What the history of the messages ref says of each instance (agent_entry
  * objects by name), kept in <state dir>/agents.json with the tip it was
- * read at: on a newer tip that descends from it, only the commits since
- * are walked; on another history, all of them.  A cache that cannot be
+ * read at and the build that read it (cache.h): on a newer tip that
+ * descends from it, only the commits since are walked; on another history
+ * or of another build, all of them.  A cache that cannot be
  * read or written costs speed only.
  */
 static int agents_seen(amp_store *st, const git_oid *tip, json_t **out, amp_error *err)
@@ -857,8 +859,9 @@ static int agents_seen(amp_store *st, const git_oid *tip, json_t **out, amp_erro
 
 	snprintf(path, sizeof(path), "%s/agents.json", amp_store_state_dir(st));
 	git_oid_tostr(hex, sizeof(hex), tip);
-	file = json_load_file(path, 0, NULL);
+	file = amp_cache_json(st, path);
 	if (file && json_integer_value(json_object_get(file, "version")) == AGENTS_CACHE_VERSION &&
+	    amp_json_str(file, "build") && !strcmp(amp_json_str(file, "build"), amp_build_id()) &&
 	    json_is_object(json_object_get(file, "agents")) &&
 	    git_oid_fromstr(&since, amp_json_str(file, "tip") ? amp_json_str(file, "tip") : "") == 0) {
 		if (git_oid_equal(&since, tip)) {
@@ -884,7 +887,8 @@ static int agents_seen(amp_store *st, const git_oid *tip, json_t **out, amp_erro
 	merge_agents(all, fresh);
 	/* Best effort, written whole then renamed, as the other caches. */
 	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-	file = json_pack("{s:i,s:s,s:O}", "version", AGENTS_CACHE_VERSION, "tip", hex, "agents", all);
+	file = json_pack("{s:i,s:s,s:s,s:O}", "version", AGENTS_CACHE_VERSION, "build", amp_build_id(),
+			 "tip", hex, "agents", all);
 	if (!file || (mkdir(amp_store_state_dir(st), 0777) < 0 && errno != EEXIST) ||
 	    json_dump_file(file, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0)
 		unlink(tmp);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "clock.h"
 #include "dashboard.h"
 #include "task.h"
@@ -62,9 +63,8 @@ static int write_file(struct gen *g, const char *rel, const char *data, size_t l
 	if (if_changed) {
 		char *old = NULL;
 		size_t oldlen = 0;
-		amp_error ignored;
 
-		if (amp_read_file(path, &old, &oldlen, &ignored) == 0 && oldlen == len &&
+		if (amp_cache_read(path, len, &old, &oldlen) == 0 && oldlen == len &&
 		    !memcmp(old, data, len)) {
 			free(old);
 			return AMP_OK;
@@ -368,7 +368,7 @@ static void put_gist(FILE *f, const json_t *doc)
 
 static void put_json(FILE *f, const json_t *doc)
 {
-	char *s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	char *s = amp_json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 
 	fputs("<details><summary>JSON</summary><pre>", f);
 	amp_html_put(f, s ? s : "(cannot print)", 1);
@@ -1120,8 +1120,9 @@ static void policy_key(amp_store *st, char *buf, size_t bufsz)
 {
 	const amp_policy *p = amp_store_policy(st);
 
-	snprintf(buf, bufsz, "%d %d %u %lld", PAGE_FORMAT, p->lock_threshold, p->approval_levels,
-		 (long long)p->max_clock_skew_ms);
+	/* The build (cache.h): another may derive rows or pages otherwise. */
+	snprintf(buf, bufsz, "%d %s %d %u %lld", PAGE_FORMAT, amp_build_id(), p->lock_threshold,
+		 p->approval_levels, (long long)p->max_clock_skew_ms);
 }
 
 /* The hex id of a ref's tip commit into buf ("" when it has none). */
@@ -1303,7 +1304,7 @@ static int do_shard(struct gen *g, git_tree *root, git_tree *shard, const char *
 	int status = AMP_OK;
 
 	shard_path(g, key, path, sizeof(path));
-	if (trust && (old = json_load_file(path, 0, NULL)))
+	if (trust && (old = amp_cache_json(g->st, path)))
 		old_tasks = json_object_get(old, "tasks");
 	for (i = 0; i < n; i++) {
 		const git_tree_entry *e = git_tree_entry_byindex(shard, i);
@@ -1496,7 +1497,7 @@ static int agg_rebuild(const struct gen *g, const struct shard *shards, size_t n
 	*agg = agg_new();
 	for (i = 0; i < nshards; i++) {
 		shard_path(g, shards[i].key, path, sizeof(path));
-		if (!(state = json_load_file(path, 0, NULL)))
+		if (!(state = amp_cache_json(g->st, path)))
 			return AMP_NOOP;
 		rows = state_rows(state);
 		agg_rows(*agg, shards[i].key, rows, 1);
@@ -1554,7 +1555,7 @@ static int write_pass(amp_store *st, const char *dir, int64_t now_ms, int trust_
 	policy_key(st, key, sizeof(key));
 	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
 	/* A state of another format or policy, or none: every page anew. */
-	old = trust_state ? json_load_file(path, 0, NULL) : NULL;
+	old = trust_state ? amp_cache_json(st, path) : NULL;
 	trust = old && str(old, "key") && !strcmp(str(old, "key"), key) &&
 		json_is_object(json_object_get(old, "shards")) &&
 		agg_valid(json_object_get(old, "agg"));
@@ -1618,7 +1619,7 @@ static int write_pass(amp_store *st, const char *dir, int64_t now_ms, int trust_
 			continue;
 		dirty = 1;
 		shard_path(&g, k, path, sizeof(path));
-		gone = json_load_file(path, 0, NULL);
+		gone = amp_cache_json(st, path);
 		drop_pages(&g, json_object_get(gone, "tasks"), NULL);
 		if (agg_take_out(agg, k, gone, sum_tree(v)) < 0)
 			stale = 1;

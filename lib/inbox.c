@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cache.h"
 #include "message.h"
 #include "read.h"
 #include "task.h"
@@ -173,12 +174,14 @@ static void cache_path(amp_store *st, char *buf, size_t bufsz)
 	snprintf(buf, bufsz, "%s/inbox.json", amp_store_state_dir(st));
 }
 
-/* The settings deadlines depend on: a cache built under others is foreign. */
+/* The build (cache.h) and the settings deadlines depend on: a cache built
+ * by another build or under other settings is foreign. */
 static json_t *policy_key(amp_store *st)
 {
 	const amp_policy *p = amp_store_policy(st);
 
-	return json_pack("{s:i,s:I,s:i}", "lock_threshold", p->lock_threshold,
+	return json_pack("{s:s,s:i,s:I,s:i}", "build", amp_build_id(),
+			 "lock_threshold", p->lock_threshold,
 			 "max_clock_skew_ms", (json_int_t)p->max_clock_skew_ms,
 			 "approval_levels", (int)p->approval_levels);
 }
@@ -208,8 +211,9 @@ static int tasks_valid(const json_t *tasks)
 	return 1;
 }
 
-/* The cache file, or a fresh cache (tip null) when it is missing, not
- * JSON, or not ours (version, ref, policy, shape). */
+/* The cache file, or a fresh cache (tip null) when it is missing, not a
+ * regular file, too big (amp_cache_json), not JSON, or not ours (version,
+ * ref, build and policy, shape). */
 static json_t *load_cache(amp_store *st)
 {
 	char path[PATH_MAX + 16];
@@ -218,7 +222,7 @@ static json_t *load_cache(amp_store *st)
 	git_oid oid;
 
 	cache_path(st, path, sizeof(path));
-	c = json_load_file(path, 0, NULL);
+	c = amp_cache_json(st, path);
 	ref = amp_json_str(c, "ref");
 	tip = amp_json_str(c, "tip");
 	if (!json_is_object(c) ||
@@ -674,7 +678,7 @@ char *amp_inbox_render(const amp_inbox *in, const char *role, const char *ref,
 
 	if (out && !json)
 		text = format(out, h);
-	else if (out && (text = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER)) &&
+	else if (out && (text = amp_json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER)) &&
 		 (with_nl = malloc(strlen(text) + 2))) {
 		sprintf(with_nl, "%s\n", text);
 		free(text);

@@ -6,6 +6,7 @@
 
 #include "bounds.h"
 #include "clock.h"
+#include "util.h"
 
 /* AMP/1.0 §01-§05: ACK timeouts, and the addressee: a dispatch goes to the
  * executor unless told otherwise, every other type has one receiver. */
@@ -107,7 +108,7 @@ int amp_message_build(json_t **out, const amp_message_fields *f,
 
 char *amp_message_dump(const json_t *msg)
 {
-	char *text = json_dumps(msg, AMP_RECORD_DUMP_FLAGS), *nl;
+	char *text = amp_json_dumps(msg, AMP_RECORD_DUMP_FLAGS), *nl;
 	size_t len;
 
 	if (!text)
@@ -122,20 +123,13 @@ char *amp_message_dump(const json_t *msg)
 	return nl;
 }
 
-static int count_bytes(const char *buffer, size_t size, void *data)
-{
-	(void)buffer;
-	*(size_t *)data += size;
-	return 0;
-}
-
 size_t amp_message_dump_size(const json_t *msg)
 {
-	size_t size = 0;
+	char *text = amp_json_dumps(msg, AMP_RECORD_DUMP_FLAGS);
+	size_t size = text ? strlen(text) + 1 : (size_t)-1; /* the trailing newline */
 
-	if (json_dump_callback(msg, count_bytes, &size, AMP_RECORD_DUMP_FLAGS) < 0)
-		return (size_t)-1;
-	return size + 1; /* the trailing newline */
+	free(text);
+	return size;
 }
 
 int amp_message_validate(amp_schema_set *set, json_t *msg, int ack,

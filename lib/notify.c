@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cache.h"
 #include "message.h"
 #include "util.h"
 #include "watch.h"
@@ -60,13 +61,21 @@ static json_t *load_state(struct notify *n, char *why, size_t whysz)
 	json_error_t jerr;
 	json_t *s, *p, *v;
 	const char *ref;
-	size_t i;
+	char *buf;
+	size_t i, len;
 
 	why[0] = '\0';
 	state_file(n->st, "notify.json", path, sizeof(path));
 	if (access(path, F_OK) < 0 && errno == ENOENT)
 		return NULL;
-	if (!(s = json_load_file(path, 0, &jerr))) {
+	if (amp_cache_read(path, amp_cache_bound(n->st), &buf, &len) < 0) {
+		snprintf(why, whysz, "%s is not a regular file of at most %zu bytes", path,
+			 amp_cache_bound(n->st));
+		return NULL;
+	}
+	s = json_loadb(buf, len, 0, &jerr);
+	free(buf);
+	if (!s) {
 		snprintf(why, whysz, "%s is unreadable (%s)", path, jerr.text);
 		return NULL;
 	}
@@ -143,30 +152,21 @@ static int found_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name); /* "<seq>.": the task's order */
 }
 
-/* Queues record `name` of `task` (in tree `tip`) when it is an escalation,
- * or a message to the role. */
-static void consider(struct notify *n, git_tree *tip, const char *task, const char *name)
+/* The pending entry of record `path` (its blob `blob`) when it is an
+ * escalation or a message to the role, not tried yet; NULL when it is
+ * neither, or not a readable message (watch escalates it).  What it says
+ * of the record (kind, msg_id, task_id, type, escalation_type, severity)
+ * is derived, and derived again by another build (rederive). */
+static json_t *entry_of(struct notify *n, git_blob *blob, const char *path)
 {
-	git_repository *repo = amp_store_repo(n->st);
-	git_tree_entry *te = NULL;
-	git_blob *blob = NULL;
-	json_t *doc = NULL, *payload, *it;
+	json_t *doc = NULL, *payload, *it = NULL;
 	amp_error err;
 	const char *type, *to, *kind;
-	char dir[128], path[512], hex[GIT_OID_HEXSZ + 1];
-	const char *dot = strchr(name, '.');
+	char hex[GIT_OID_HEXSZ + 1];
 
-	/* Messages only: "<seq>.msg.<msg_id>.json" (ACKs and control records
-	 * are addressed to nobody). */
-	if (!dot || strncmp(dot, ".msg.", 5) || amp_store_task_dir(task, dir, sizeof(dir)) < 0)
-		return;
-	snprintf(path, sizeof(path), "%s/%.300s", dir, name);
-	if (git_tree_entry_bypath(&te, tip, path) < 0 ||
-	    git_tree_entry_type(te) != GIT_OBJECT_BLOB ||
-	    git_blob_lookup(&blob, repo, git_tree_entry_id(te)) < 0 ||
-	    amp_json_parse(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob), &doc,
+	if (amp_json_parse(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob), &doc,
 			   &err) < 0 || !json_is_object(doc))
-		goto cleanup; /* not a readable message: watch escalates it */
+		goto cleanup;
 	type = amp_json_str(doc, "type");
 	to = amp_json_str(doc, "to");
 	if (type && !strcmp(type, "escalation"))
@@ -184,15 +184,70 @@ static void consider(struct notify *n, git_tree *tip, const char *task, const ch
 		       "severity", strcmp(kind, "escalation") ? "" : str_or_empty(payload, "severity"),
 		       "path", path, "blob", git_oid_tostr(hex, sizeof(hex), git_blob_id(blob)),
 		       "attempts", 0, "next_ms", (json_int_t)0, "last_error");
-	if (it) {
+cleanup:
+	json_decref(doc);
+	return it;
+}
+
+/* Queues record `name` of `task` (in tree `tip`) when it is an escalation,
+ * or a message to the role. */
+static void consider(struct notify *n, git_tree *tip, const char *task, const char *name)
+{
+	git_repository *repo = amp_store_repo(n->st);
+	git_tree_entry *te = NULL;
+	git_blob *blob = NULL;
+	json_t *it;
+	char dir[128], path[512];
+	const char *dot = strchr(name, '.');
+
+	/* Messages only: "<seq>.msg.<msg_id>.json" (ACKs and control records
+	 * are addressed to nobody). */
+	if (!dot || strncmp(dot, ".msg.", 5) || amp_store_task_dir(task, dir, sizeof(dir)) < 0)
+		return;
+	snprintf(path, sizeof(path), "%s/%.300s", dir, name);
+	if (git_tree_entry_bypath(&te, tip, path) < 0 ||
+	    git_tree_entry_type(te) != GIT_OBJECT_BLOB ||
+	    git_blob_lookup(&blob, repo, git_tree_entry_id(te)) < 0)
+		goto cleanup;
+	if ((it = entry_of(n, blob, path))) {
 		json_array_append_new(json_object_get(n->state, "pending"), it);
 		n->stats->queued++;
 	}
 cleanup:
 	git_error_clear();
-	json_decref(doc);
 	git_blob_free(blob);
 	git_tree_entry_free(te);
+}
+
+/*
+ * A state saved by another build (cache.h): "tip" and what each pending
+ * entry has been through (attempts, next_ms, last_error) are history, not
+ * derived, and stay, so that nothing is notified twice or skipped; what
+ * an entry says of its record is derived from the record again.  An entry
+ * whose record cannot be read, or that this build would not have queued,
+ * stays as it is: it was new, and is notified at least once.
+ */
+static void rederive(struct notify *n)
+{
+	json_t *pending = json_object_get(n->state, "pending"), *old, *it;
+	git_blob *blob;
+	git_oid id;
+	size_t i;
+
+	json_array_foreach(pending, i, old) {
+		blob = NULL;
+		if (git_oid_fromstr(&id, amp_json_str(old, "blob")) == 0 &&
+		    git_blob_lookup(&blob, amp_store_repo(n->st), &id) == 0 &&
+		    (it = entry_of(n, blob, amp_json_str(old, "path") ? amp_json_str(old, "path") : ""))) {
+			json_object_set(it, "attempts", json_object_get(old, "attempts"));
+			json_object_set(it, "next_ms", json_object_get(old, "next_ms"));
+			json_object_set(it, "last_error", json_object_get(old, "last_error"));
+			json_array_set_new(pending, i, it);
+		}
+		git_error_clear();
+		git_blob_free(blob);
+	}
+	json_object_set_new(n->state, "build", json_string(amp_build_id()));
 }
 
 /*
@@ -563,9 +618,9 @@ static int start(struct notify *n, const git_oid *tip, const char *why, json_t *
 
 	git_oid_tostr(hex, sizeof(hex), tip);
 	json_decref(n->state);
-	n->state = json_pack("{s:i,s:s,s:s,s:o}", "version", STATE_VERSION,
-			     "ref", amp_store_messages_ref(n->st), "tip", hex,
-			     "pending", pending);
+	n->state = json_pack("{s:i,s:s,s:s,s:s,s:o}", "version", STATE_VERSION,
+			     "build", amp_build_id(), "ref", amp_store_messages_ref(n->st),
+			     "tip", hex, "pending", pending);
 	if (!n->state)
 		return amp_errlist_add(n->errors, AMP_EIO, "", "out of memory");
 	memset(&e, 0, sizeof(e));
@@ -618,7 +673,13 @@ int amp_notify_pass(amp_store *st, const amp_notify_opts *o,
 		status = start(&n, o->has_first_tip ? &o->first_tip : &tip, why, NULL);
 	} else {
 		git_commit *c = NULL;
+		const char *build = amp_json_str(n.state, "build");
 
+		if (!build || strcmp(build, amp_build_id())) {
+			rederive(&n);
+			if ((status = save_state(&n)) < 0)
+				goto cleanup;
+		}
 		if (git_oid_fromstr(&last, amp_json_str(n.state, "tip")) < 0 ||
 		    git_commit_lookup(&c, amp_store_repo(st), &last) < 0) {
 			git_error_clear();

@@ -179,8 +179,9 @@ static int attributes(amp_store *st, char *opt, size_t size)
 		     amp_store_state_dir(st)) >= (int)size)
 		return -1;
 	path = opt + strlen("core.attributesFile=");
-	/* O_NOFOLLOW: a link planted there is never written through. */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) >= 0) {
+	/* O_NOFOLLOW: a link planted there is never written through;
+	 * O_NONBLOCK: a FIFO there is never waited on (cache.h). */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) >= 0) {
 		n = read(fd, buf, sizeof(buf));
 		close(fd);
 		if (n == (ssize_t)sizeof(attrs) - 1 && !memcmp(buf, attrs, sizeof(attrs) - 1))
@@ -188,7 +189,8 @@ static int attributes(amp_store *st, char *opt, size_t size)
 	}
 	/* In place: only a repack reads it, under the same lock, and a
 	 * write cut short is found different and written again. */
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666)) < 0)
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+		       0666)) < 0)
 		return -1;
 	n = write(fd, attrs, sizeof(attrs) - 1);
 	if (close(fd) < 0 || n != (ssize_t)sizeof(attrs) - 1)

@@ -29,11 +29,16 @@
 #include <zlib.h>
 
 #include "bounds.h"
+#include "cache.h"
 #include "util.h"
 
 #define MAGIC "AMPRECS1"
 #define MAGIC_LEN 8
-#define HEADER_LEN (MAGIC_LEN + 4)
+/* After the magic, the build that wrote the file (amp_build_id, cache.h:
+ * 32 hex digits); a file of another build is not read. */
+#define BUILD_LEN 32
+#define COUNT_AT (MAGIC_LEN + BUILD_LEN)
+#define HEADER_LEN (COUNT_AT + 4)
 #define ENTRY_HEADER_LEN (GIT_OID_RAWSZ + 4)
 /* A record is at most AMP_LIMIT_MESSAGE_BYTES as JSON, and its binary
  * form is no larger; a task's file is bounded by its records. */
@@ -102,34 +107,20 @@ static int cache_path(char *buf, size_t bufsz, const char *state_dir, const char
 	return n > 0 && (size_t)n < bufsz ? 0 : -1;
 }
 
-/* Reads the whole file; 0, or -1 when it is absent or unreadable. */
+/* Reads the whole file; 0, or -1 when it is absent, not a regular file,
+ * too short or too big, or unreadable (amp_cache_read). */
 static int read_file(const char *path, unsigned char **out, size_t *size)
 {
-	unsigned char *buf = NULL;
-	struct stat sb;
-	size_t got = 0;
-	ssize_t n;
-	int fd, status = -1;
+	char *buf;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	if (amp_cache_read(path, FILE_MAX, &buf, size) < 0)
 		return -1;
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size < HEADER_LEN + 4 ||
-	    (size_t)sb.st_size > FILE_MAX || !(buf = malloc((size_t)sb.st_size)))
-		goto cleanup;
-	while (got < (size_t)sb.st_size &&
-	       ((n = read(fd, buf + got, (size_t)sb.st_size - got)) > 0 || (n < 0 && errno == EINTR)))
-		if (n > 0)
-			got += (size_t)n;
-	if (got != (size_t)sb.st_size)
-		goto cleanup;
-	*out = buf;
-	*size = got;
-	buf = NULL;
-	status = 0;
-cleanup:
-	free(buf);
-	close(fd);
-	return status;
+	if (*size < HEADER_LEN + 4) {
+		free(buf);
+		return -1;
+	}
+	*out = (unsigned char *)buf;
+	return 0;
 }
 
 amp_reccache *amp_reccache_load(const char *state_dir, const char *task_id)
@@ -143,10 +134,11 @@ amp_reccache *amp_reccache_load(const char *state_dir, const char *task_id)
 	if (cache_path(path, sizeof(path), state_dir, task_id) < 0 ||
 	    read_file(path, &buf, &size) < 0)
 		return NULL;
-	if (memcmp(buf, MAGIC, MAGIC_LEN) ||
+	if (memcmp(buf, MAGIC, MAGIC_LEN) || strlen(amp_build_id()) != BUILD_LEN ||
+	    memcmp(buf + MAGIC_LEN, amp_build_id(), BUILD_LEN) ||
 	    crc32(0L, buf, (uInt)(size - 4)) != get32(buf + size - 4))
 		goto invalid;
-	n = get32(buf + MAGIC_LEN);
+	n = get32(buf + COUNT_AT);
 	/* Each entry takes its header and a tag at least. */
 	if (n > (size - HEADER_LEN - 4) / (ENTRY_HEADER_LEN + 1) ||
 	    !(c = calloc(1, sizeof(*c))))
@@ -534,6 +526,7 @@ int amp_reccache_save(const char *state_dir, const char *task_id, const amp_recc
 	    (old && !(kept = calloc(old->nslots, 1))))
 		goto cleanup;
 	put(&w, MAGIC, MAGIC_LEN);
+	put(&w, amp_build_id(), BUILD_LEN);
 	put(&w, "\0\0\0\0", 4);
 	for (i = 0; i < n; i++) {
 		s = old ? find_slot(old, &ids[i]) : NULL;
@@ -554,7 +547,7 @@ int amp_reccache_save(const char *state_dir, const char *task_id, const amp_recc
 		}
 	if (!reserve(&w, 4) || count > UINT32_MAX)
 		goto cleanup;
-	set32(w.buf + MAGIC_LEN, (uint32_t)count);
+	set32(w.buf + COUNT_AT, (uint32_t)count);
 	set32(w.buf + w.len, (uint32_t)crc32(0L, w.buf, (uInt)w.len));
 	w.len += 4;
 	if ((mkdir(state_dir, 0777) < 0 && errno != EEXIST) ||

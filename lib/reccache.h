@@ -8,7 +8,9 @@
  * at least AMP_RECCACHE_MIN_RECORDS records, the reader (store.c read_task)
  * keeps each record it parsed in <state dir>/records/<task id>, keyed by
  * the record's blob id, in a binary form that loads without lexing: a blob
- * id names its content, so an entry cannot go stale.  The file is written
+ * id names its content, and the file names the build that parsed it
+ * (amp_build_id, cache.h; a file of another build is not read), so an
+ * entry cannot go stale.  The file is written
  * again (temporary name, then rename) once AMP_RECCACHE_SLACK records had
  * to be parsed from git, so no read parses more than that many.  A file
  * that is not amp's, cut short or damaged (its CRC-32 does not match) is

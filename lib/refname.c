@@ -82,3 +82,15 @@ int amp_refname_is_protected(const char *name, const char *list)
 	return in_list(name, strlen(name), AMP_PROTECTED_BRANCHES) ||
 	       (list && in_list(name, strlen(name), list));
 }
+
+int amp_refname_may_be_protected(const char *name, const char *list)
+{
+	const char *last = strrchr(name, '/');
+
+	if (amp_refname_is_protected(name, list))
+		return 1;
+	if (!last || !*++last)
+		return 0;
+	return !strcasecmp(last, "HEAD") || in_list(last, strlen(last), AMP_PROTECTED_BRANCHES) ||
+	       (list && in_list(last, strlen(last), list));
+}

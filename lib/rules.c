@@ -23,7 +23,7 @@ int amp_rules_is_protected_branch(amp_store *st, const json_t *msg)
 		return 0;
 	if (st)
 		amp_store_config(st, "amp.protectedBranches", extra, sizeof(extra));
-	return amp_refname_is_protected(branch, extra);
+	return amp_refname_may_be_protected(branch, extra);
 }
 
 int amp_rules_branch_refusal(amp_store *st, const json_t *msg,

@@ -1542,7 +1542,7 @@ static size_t utf8_length(const char *s, size_t n)
 /* Appends a compact dump of v to b, at most `room` bytes. */
 static void dump_into(struct buf *b, json_t *v, size_t room)
 {
-	char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	char *text = amp_json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
 
 	if (!text)
 		return;

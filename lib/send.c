@@ -135,7 +135,10 @@ int amp_send_add_escalation(amp_schema_set *set, amp_store_write *w,
 			    "triggered_by", "system", "description", description,
 			    "affected_msgs", affected, "system_state_snapshot",
 			    "task_status", "new", "reject_count", 0, "last_successful_msg_id",
-			    "auto_suspended", strcmp(severity, "info") != 0);
+			    /* amp suspends the task at critical only (Critical
+			     * = Suspend All): a warning of the system's suspends
+			     * nothing, and says so (escalation.schema.json) */
+			    "auto_suspended", strcmp(severity, "critical") == 0);
 	if (!payload)
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
 	if (suggested)
@@ -741,7 +744,7 @@ int amp_send_escalation(amp_store *st, amp_schema_set *set,
 	amp_send_opts opts = { "escalate", "built", NULL, 0, 1, NULL };
 	amp_error err;
 	json_t *payload = NULL, *msg = NULL;
-	int status;
+	int status, by_system;
 
 	memset(res, 0, sizeof(*res));
 	if (!e->task_id || !e->from)
@@ -766,8 +769,11 @@ int amp_send_escalation(amp_store *st, amp_schema_set *set,
 	}
 	if (e->suggested_actions && json_array_size(e->suggested_actions))
 		json_object_set(payload, "suggested_actions", e->suggested_actions);
+	by_system = !strcmp(amp_json_str(payload, "triggered_by") ? amp_json_str(payload, "triggered_by") : "",
+			    "system");
 	json_object_set_new(payload, "auto_suspended",
 			    json_boolean(e->auto_suspended >= 0 ? e->auto_suspended :
+					 by_system ? e->severity && !strcmp(e->severity, "critical") :
 					 !e->severity || strcmp(e->severity, "info") != 0));
 	f.type = "escalation";
 	f.task_id = e->task_id;
@@ -976,7 +982,7 @@ static int same_ack(const json_t *rec, const json_t *built, amp_errlist *errors)
 		if (json_equal(v, json_object_get(rec, key)) ||
 		    (!strcmp(key, "timestamp") && amp_record_time(rec) == amp_record_time(built)))
 			continue;
-		want = json_dumps(v, JSON_ENCODE_ANY);
+		want = amp_json_dumps(v, JSON_ENCODE_ANY);
 		snprintf(path, sizeof(path), "/%s", key);
 		status = amp_errlist_add(errors, AMP_ERULE, path,
 					 "must be %s, as amp ack writes the ACK of %s",

@@ -164,7 +164,9 @@ typedef struct amp_escalation {
 	const char *description;
 	json_t *affected_msgs;      /* borrowed array of msg_ids */
 	json_t *suggested_actions;  /* borrowed array, or NULL */
-	int auto_suspended;         /* -1: true unless severity is info */
+	int auto_suspended;         /* -1: for the system, true when critical
+				     * (amp suspends the task then only); for
+				     * an agent, true unless severity is info */
 	int64_t now_ms;
 	/* Fire once per cause: do nothing when the task already holds an
 	 * escalation of this type from the same role with the same cause

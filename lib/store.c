@@ -1762,7 +1762,8 @@ static int write_commit(amp_store *st, git_commit *parent, git_tree *base,
 	size_t i;
 	int status;
 
-	if ((status = amp_clock_now_ms(&now_ms, err)) < 0)
+	if ((status = amp_clock_now_ms(&now_ms, err)) < 0 ||
+	    (status = amp_clock_check_commit(w->time_ms ? w->time_ms : now_ms, err)) < 0)
 		return status;
 	if (base && git_tree_lookup(&tree, st->repo, git_tree_id(base)) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the tip tree");
@@ -3100,7 +3101,7 @@ int amp_store_log_rejection(amp_store *st, const char *command,
 				json_object_set(doc, keys[i], v);
 		}
 	}
-	if (!doc || !(rc.reasons = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER))) {
+	if (!doc || !(rc.reasons = amp_json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER))) {
 		result = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
 	}

@@ -8,7 +8,7 @@
  * MB of memory).  The first line says what the file is and the policy it
  * was made under:
  *
- *   amp-status-cache 3 <TAB> <policy>
+ *   amp-status-cache 3 <TAB> <build> <TAB> <policy>
  *
  * then, per task:
  *
@@ -25,7 +25,9 @@
  * byte below 0x20 and 0x7f as "\xHH", so that no field holds a tab or a
  * newline.  A line that does not read back is ignored (the task is read
  * from its records and the line written again); a file whose first line is
- * not this one, or is of another policy, is ignored whole.
+ * not this one, or is of another build (amp_build_id, cache.h: a build may
+ * derive states otherwise) or policy, is ignored whole, and so is one that
+ * is not a regular file or is larger than amp_cache_bound.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +38,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "clock.h"
 #include "coord.h"
 #include "message.h"
@@ -43,8 +46,6 @@
 #include "task.h"
 
 #define CACHE_MAGIC "amp-status-cache 3"
-/* A cache bigger than this is not amp's (25,000 tasks: 2.4 MB). */
-#define CACHE_MAX_BYTES ((size_t)1 << 30)
 
 /* The time-free summary of one task. */
 struct sentry {
@@ -104,13 +105,13 @@ static void cache_path(amp_store *st, char *buf, size_t bufsz)
 	snprintf(buf, bufsz, "%s/status.cache", amp_store_state_dir(st));
 }
 
-/* The settings the states depend on, as one string. */
+/* The build and the settings the states depend on, as one string. */
 static void policy_key(amp_store *st, char *buf, size_t bufsz)
 {
 	const amp_policy *p = amp_store_policy(st);
 
-	snprintf(buf, bufsz, "%d %u %lld", p->lock_threshold, p->approval_levels,
-		 (long long)p->max_clock_skew_ms);
+	snprintf(buf, bufsz, "%s\t%d %u %lld", amp_build_id(), p->lock_threshold,
+		 p->approval_levels, (long long)p->max_clock_skew_ms);
 }
 
 static void sentry_free(struct sentry *e)
@@ -415,28 +416,16 @@ static struct sentry *store(amp_summaries *c, struct sentry *e)
 static char *read_state(amp_summaries *c, const char *path, const char *magic, size_t *len,
 			size_t *hlen)
 {
-	struct stat sb;
 	char *buf = NULL, head[64 + sizeof(c->policy)];
-	size_t got = 0;
-	ssize_t r;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size <= 0 ||
-	    (size_t)sb.st_size > CACHE_MAX_BYTES || !(buf = malloc((size_t)sb.st_size)))
-		goto fail;
-	*len = (size_t)sb.st_size;
-	while (got < *len && (r = read(fd, buf + got, *len - got)) > 0)
-		got += (size_t)r;
+	if (amp_cache_read(path, amp_cache_bound(c->st), &buf, len) < 0)
+		return NULL;
 	*hlen = (size_t)snprintf(head, sizeof(head), "%s\t%s\n", magic, c->policy);
-	if (got != *len || *len < *hlen || memcmp(buf, head, *hlen))
-		goto fail;
-	close(fd);
+	if (*len < *hlen || memcmp(buf, head, *hlen)) {
+		free(buf);
+		return NULL;
+	}
 	return buf;
-fail:
-	free(buf);
-	if (fd >= 0)
-		close(fd);
-	return NULL;
 }
 
 /* A temporary file beside state file `path`, its first line written, the

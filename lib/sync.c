@@ -1164,7 +1164,8 @@ static int walker_start(struct walker *w, amp_store *st, const git_oid *local,
 	memset(w, 0, sizeof(*w));
 	w->repo = amp_store_repo(st);
 	w->signing = amp_store_signing(st);
-	if ((status = amp_clock_now_ms(&now_ms, err)) < 0)
+	if ((status = amp_clock_now_ms(&now_ms, err)) < 0 ||
+	    (status = amp_clock_check_commit(now_ms, err)) < 0)
 		return status;
 	if (git_signature_new(&w->committer, "amp", "amp@amp.invalid",
 			      (git_time_t)(now_ms / 1000), 0) < 0 ||

@@ -386,6 +386,9 @@ static void apply_verdict(const amp_task_log *log, amp_task_state *s, const json
 	if (rejected) {
 		s->reject_count++;
 		s->rejects_since_resume++;
+		s->rejects_in_a_row++;
+	} else {
+		s->rejects_in_a_row = 0;
 	}
 	amp_task_verdict_request(log, s, doc, &csub);
 	if (!(sub = (amp_subtask *)csub) || !d || !allowed("review_verdict", sub->state))
@@ -466,6 +469,7 @@ void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
 				s->suspended = s->locked = 0;
 				s->suspended_by = NULL;
 				s->rejects_since_resume = 0;
+				s->rejects_in_a_row = 0;
 				s->resume_ms = t;
 			} else if (type && !strcmp(type, "approve") && from && !strcmp(from, "admin")) {
 				const char *d = amp_json_str(e->doc, "approves");
@@ -657,11 +661,22 @@ size_t amp_task_holders(const amp_task_log *log, const amp_task_state *s,
 void amp_lock_description(char *buf, size_t bufsz, const char *task_id,
 			  const amp_task_state *s, int threshold, const char *verdict_id)
 {
+	/* What happened: the lock counts every reject of the task since the
+	 * last resume (AMP/1.0 reject_count, "the cumulative number of rejects
+	 * for the current task_id"), whether or not a verdict that did not
+	 * reject came between them: "in a row" only when none did. */
+	char how[128];
+	int since = s->reject_count > s->rejects_since_resume;
+
+	if (s->rejects_in_a_row >= s->rejects_since_resume)
+		snprintf(how, sizeof(how), "%s", since ? "since the last resume" : "in a row");
+	else
+		snprintf(how, sizeof(how),
+			 "on this task%s, not in a row (the last %d in a row, other verdicts between them)",
+			 since ? " since the last resume" : "", s->rejects_in_a_row);
 	snprintf(buf, bufsz,
 		 "%s Hallucination Lock has been triggered: %d rejected verdicts %s (amp.lockThreshold %d), the last %s. The task is locked: only the admin may act until 'amp resume'.",
-		 task_id, s->rejects_since_resume,
-		 s->reject_count > s->rejects_since_resume ? "since the last resume" : "in a row",
-		 threshold, verdict_id);
+		 task_id, s->rejects_since_resume, how, threshold, verdict_id);
 }
 
 int amp_confidence_low(const json_t *verdict, char *buf, size_t bufsz)

@@ -67,6 +67,9 @@ typedef struct amp_task_state {
 	const char *flow_state; /* the same, ignoring abort, suspension, lock */
 	int reject_count;       /* rejected verdicts, ever */
 	int rejects_since_resume; /* rejected verdicts since the last resume */
+	int rejects_in_a_row;   /* ... of them, since the last verdict that did
+				 * not reject (the lock's description says
+				 * "in a row" only when all were) */
 	int suspended;          /* a critical escalation is in force */
 	int locked;             /* ... and it is a hallucination lock */
 	int lock_due;           /* rejects_since_resume reached lock_threshold

@@ -74,6 +74,85 @@ cleanup:
 	return status;
 }
 
+/* The shortest text of d that strtod reads back as d, into buf (>= 32). */
+static size_t shortest_real(double d, char *buf, size_t bufsz)
+{
+	int p, n = 0;
+
+	for (p = 1; p <= 17; p++) {
+		n = snprintf(buf, bufsz, "%.*g", p, d);
+		if (strtod(buf, NULL) == d)
+			break;
+	}
+	if (n > 0 && (size_t)n + 2 < bufsz && !strpbrk(buf, ".eE")) {
+		memcpy(buf + n, ".0", 3);
+		n += 2;
+	}
+	return n > 0 ? (size_t)n : 0;
+}
+
+char *amp_json_dumps(const json_t *v, size_t flags)
+{
+	char *text = json_dumps(v, flags), *out, num[64];
+	size_t len, i, j = 0, k, n;
+
+	if (!text)
+		return NULL;
+	len = strlen(text);
+	/* A shortest form is never longer than jansson's %.17g (plus ".0"). */
+	if (!(out = malloc(len + len / 2 + 8))) {
+		free(text);
+		return NULL;
+	}
+	for (i = 0; i < len;) {
+		if (text[i] == '"') {
+			/* a string (or a key), its escapes included, as it is */
+			out[j++] = text[i++];
+			while (i < len && text[i] != '"') {
+				if (text[i] == '\\' && i + 1 < len)
+					out[j++] = text[i++];
+				out[j++] = text[i++];
+			}
+			if (i < len)
+				out[j++] = text[i++];
+		} else if (text[i] == '-' || (text[i] >= '0' && text[i] <= '9')) {
+			k = i + strspn(text + i, "-+0123456789.eE");
+			n = k - i;
+			if (memchr(text + i, '.', n) || memchr(text + i, 'e', n) ||
+			    memchr(text + i, 'E', n)) {
+				char tok[64];
+
+				if (n < sizeof(tok)) {
+					memcpy(tok, text + i, n);
+					tok[n] = '\0';
+					n = shortest_real(strtod(tok, NULL), num, sizeof(num));
+					memcpy(out + j, num, n);
+					j += n;
+					i = k;
+					continue;
+				}
+			}
+			memcpy(out + j, text + i, k - i);
+			j += k - i;
+			i = k;
+		} else {
+			out[j++] = text[i++];
+		}
+	}
+	out[j] = '\0';
+	free(text);
+	return out;
+}
+
+int amp_json_dumpf(const json_t *v, FILE *f, size_t flags)
+{
+	char *text = amp_json_dumps(v, flags);
+	int rc = text && fputs(text, f) != EOF ? 0 : -1;
+
+	free(text);
+	return rc;
+}
+
 int amp_json_parse(const char *buf, size_t len, json_t **out, amp_error *err)
 {
 	json_error_t jerr;

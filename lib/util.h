@@ -36,6 +36,16 @@ int amp_read_file_max(const char *path, size_t max, char **buf, size_t *len,
  * owns *out (json_decref). */
 int amp_json_parse(const char *buf, size_t len, json_t **out, amp_error *err);
 
+/* json_dumps(v, flags) with every real written in the shortest form that
+ * reads back as the same double (%.<p>g for the least p in 1..17; ".0"
+ * added when that looks like an integer): jansson writes %.17g, so a
+ * confidence of 0.95 was stored as 0.94999999999999996.  The caller frees
+ * the result; NULL when out of memory or v cannot be dumped. */
+char *amp_json_dumps(const json_t *v, size_t flags);
+
+/* The same, written to f; 0, or -1 on failure. */
+int amp_json_dumpf(const json_t *v, FILE *f, size_t flags);
+
 /* Prints "amp <cmd>: error: <path>: <reason>" to stderr, leaving out the
  * path when it is empty. */
 void amp_print_error(const char *cmd, const amp_error *err);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bounds.h"
+#include "cache.h"
 #include "clock.h"
 #include "coord.h"
 #include "message.h"
@@ -957,13 +958,14 @@ static void state_path(amp_store *st, char *buf, size_t bufsz)
 	snprintf(buf, bufsz, "%s/watch.json", amp_store_state_dir(st));
 }
 
-/* The settings the timers were derived with: a state kept under others is
- * foreign. */
+/* The build (cache.h) and the settings the timers were derived with: a
+ * state kept by another build or under other settings is foreign. */
 static json_t *policy_key(struct watch *w)
 {
 	const amp_policy *p = amp_store_policy(w->st);
 
-	return json_pack("{s:i,s:I,s:i}", "lock_threshold", w->o->lock_threshold,
+	return json_pack("{s:s,s:i,s:I,s:i}", "build", amp_build_id(),
+			 "lock_threshold", w->o->lock_threshold,
 			 "max_clock_skew_ms", (json_int_t)p->max_clock_skew_ms,
 			 "approval_levels", (int)p->approval_levels);
 }
@@ -977,8 +979,8 @@ static json_t *fresh_state(struct watch *w)
 
 /*
  * The saved state:
- *   {"version":2, "ref":..., "policy":{"lock_threshold","max_clock_skew_ms",
- *    "approval_levels"}, "tip":"<commit>"|null,
+ *   {"version":2, "ref":..., "policy":{"build","lock_threshold",
+ *    "max_clock_skew_ms","approval_levels"}, "tip":"<commit>"|null,
  *    "last_write":{"<role>":{"ms":..,"msg":..|"path":..}},
  *    "tasks":{"<task_id>":{"acks":[{"msg","deadline","from","to","arrival"}],
  *                          "holders":[{"role","by","since","arrival"}],
@@ -987,8 +989,10 @@ static json_t *fresh_state(struct watch *w)
  *                          "deadline":<ms>}},
  *    "broken":{"<task_id>":"<why its directory cannot be read>"}}
  * ("arrival": when the SSOT first held the message, when known.)
- * Anything else (missing, unreadable, other version, ref or settings)
- * means a fresh state, hence a full rescan.
+ * Anything else (missing, not a regular file, too big, unreadable, other
+ * version, ref, build or settings) means a fresh state, hence a full
+ * rescan: what was escalated is in the SSOT (has_cause), so a rescan
+ * escalates nothing twice.
  */
 static void load_state(struct watch *w)
 {
@@ -997,7 +1001,7 @@ static void load_state(struct watch *w)
 	const char *ref;
 
 	state_path(w->st, path, sizeof(path));
-	s = w->o->full ? NULL : json_load_file(path, 0, NULL);
+	s = w->o->full ? NULL : amp_cache_json(w->st, path);
 	ref = amp_json_str(s, "ref");
 	if (!json_is_object(s) ||
 	    json_integer_value(json_object_get(s, "version")) != STATE_VERSION ||

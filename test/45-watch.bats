@@ -23,7 +23,7 @@ setup() {
 	assert_success
 	assert_output --regexp "^escalated ack_timeout $T $D \(escalation-$T-[0-9]+\)$"
 	E=$(the_escalation ack_timeout)
-	assert_escalation "$E" ack_timeout warning "[\"$D\"]" dispatched 0 true
+	assert_escalation "$E" ack_timeout warning "[\"$D\"]" dispatched 0 false
 	run escalation_file "$E"
 	assert_output --partial '"from": "system"'
 	assert_output --partial '"triggered_by": "system"'
@@ -66,7 +66,7 @@ setup() {
 	assert_success
 	assert_output --regexp "^escalated heartbeat_timeout $T $D "
 	E=$(the_escalation heartbeat_timeout)
-	assert_escalation "$E" heartbeat_timeout warning "[\"$D\"]" in_progress 0 true
+	assert_escalation "$E" heartbeat_timeout warning "[\"$D\"]" in_progress 0 false
 	run escalation_file "$E"
 	assert_output --partial "The executor holds $T"
 	at 9000
@@ -87,7 +87,7 @@ setup() {
 	run amp watch --once
 	assert_output --regexp "^escalated heartbeat_timeout $T $X "
 	E=$(the_escalation heartbeat_timeout)
-	assert_escalation "$E" heartbeat_timeout warning "[\"$X\", \"$D\"]" in_progress 0 true
+	assert_escalation "$E" heartbeat_timeout warning "[\"$X\", \"$D\"]" in_progress 0 false
 }
 
 @test "rule 2: after its result the executor holds nothing; the coordinator holds the ball and is escalated once" {
@@ -103,7 +103,7 @@ setup() {
 	assert_success
 	assert_output --regexp "^escalated heartbeat_timeout $T $R \(escalation-$T-[0-9]+\)$"
 	E=$(the_escalation heartbeat_timeout)
-	assert_escalation "$E" heartbeat_timeout warning "[\"$R\"]" submitted 0 true
+	assert_escalation "$E" heartbeat_timeout warning "[\"$R\"]" submitted 0 false
 	run escalation_file "$E"
 	assert_output --partial "The coordinator holds $T (handed over by $R"
 	refute_output --partial "The executor"
@@ -222,7 +222,7 @@ JSON
 	run amp watch --once
 	assert_success
 	assert_output --regexp "^escalated ci_failure $T $Q "
-	assert_escalation "$(the_escalation ci_failure)" ci_failure warning "[\"$Q\"]" in_review 0 true
+	assert_escalation "$(the_escalation ci_failure)" ci_failure warning "[\"$Q\"]" in_review 0 false
 	run amp watch --once
 	assert_output ""
 }
@@ -293,7 +293,7 @@ JSON
 	assert_success
 	assert_output --regexp "^escalated branch_violation $T $B \(escalation-$T-[0-9]+\)$"
 	E=$(the_escalation branch_violation)
-	assert_escalation "$E" branch_violation warning "[\"$B\"]" dispatched 0 true
+	assert_escalation "$E" branch_violation warning "[\"$B\"]" dispatched 0 false
 	run escalation_file "$E"
 	assert_output --partial "protected branch 'main'"
 	run amp watch --once
@@ -347,7 +347,7 @@ JSON
 	assert_output --regexp "^escalated unknown $T $B "
 	E=$(the_escalation unknown)
 	# the transition table refuses it (the dispatch has no ACK): it moves nothing
-	assert_escalation "$E" unknown warning "[\"$B\"]" dispatched 0 true
+	assert_escalation "$E" unknown warning "[\"$B\"]" dispatched 0 false
 	run escalation_file "$E"
 	assert_output --partial "not schema-valid"
 	assert_output --partial "/payload"

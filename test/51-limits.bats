@@ -208,7 +208,11 @@ assert_nothing_stored() {
 }
 
 @test "ids: amp validate, amp send, amp status and amp ack agree on every task_id and msg_id" {
-	local max_ts=9999-12-31T23:59:59.999Z max_ms=253402300799999
+	# the largest msg_id time (9999-12-31T23:59:59.999Z)
+	local max_ms=253402300799999
+	# the last time a commit can be dated (libgit2 writes 32 bits; a later
+	# write is refused: 30-caches.bats)
+	local commit_ts=2106-02-07T06:28:15.999Z commit_ms=4294967295999
 	# task_id  msg_id-suffix(unix_ms)  timestamp  verdict
 	while read -r task ms ts want; do
 		fresh_ssot
@@ -242,9 +246,9 @@ T-2026-123456789 1772116327000 2026-02-26T14:32:07+00:00 ok
 T-2026-1234567890 1772116327000 2026-02-26T14:32:07+00:00 bad
 T-2026-44 1772116327000 2026-02-26T14:32:07+00:00 bad
 T-2026-$(printf '4%.0s' $(seq 400)) 1772116327000 2026-02-26T14:32:07+00:00 bad
-T-2026-044 $max_ms $max_ts ok
-T-2026-044 0$max_ms $max_ts bad
-T-2026-044 1${max_ms} $max_ts bad
+T-2026-044 $commit_ms $commit_ts ok
+T-2026-044 0$max_ms $commit_ts bad
+T-2026-044 1${max_ms} $commit_ts bad
 T-2026-044 0 1970-01-01T00:00:00Z ok
 EOF
 }

@@ -698,7 +698,7 @@ JSON
 	[[ $stderr == *"the ACK is late: ack_timeout escalation $E recorded with it"* ]]
 	run git log -1 --format=%s refs/amp/messages
 	assert_output "ack $D executor -> coordinator (late)"
-	assert_escalation "$E" ack_timeout warning "[\"$D\"]" in_progress 0 true
+	assert_escalation "$E" ack_timeout warning "[\"$D\"]" in_progress 0 false
 	escalation_file "$E" | grep -q 'the ACK came 100 s late'
 	[ "$(amp status $T --json | json_get "d['messages'][0]['ack_late_seconds']")" = 100 ]
 	[ "$(amp status $T --json | json_get "d['messages'][0]['acked']")" = true ]

@@ -128,7 +128,7 @@ high_risk() {
 	assert_success
 	assert_output --regexp "^escalated ack_timeout $T $D \(escalation-$T-[0-9]+\)$"
 	E=$(the_escalation ack_timeout)
-	assert_escalation "$E" ack_timeout warning "[\"$D\"]" in_progress 0 true
+	assert_escalation "$E" ack_timeout warning "[\"$D\"]" in_progress 0 false
 	run escalation_file "$E"
 	assert_output --partial "the ACK came 100 s late, at $(iso 400)"
 	run amp watch --once
@@ -187,7 +187,7 @@ high_risk() {
 	run cat "$BATS_TEST_TMPDIR/passes"
 	assert_output --regexp "^escalated heartbeat_timeout $T $D \(escalation-$T-[0-9]+\)$"
 	assert_equal "$(escalation_count heartbeat_timeout)" 1
-	assert_escalation "$(the_escalation heartbeat_timeout)" heartbeat_timeout warning "[\"$D\"]" in_progress 0 true
+	assert_escalation "$(the_escalation heartbeat_timeout)" heartbeat_timeout warning "[\"$D\"]" in_progress 0 false
 }
 
 @test "a holder whose last write was a heartbeat is escalated once, the heartbeat record being the cause" {
@@ -202,7 +202,7 @@ high_risk() {
 	assert_success
 	assert_output --regexp "^escalated heartbeat_timeout $T $D \(escalation-$T-[0-9]+\)$"
 	E=$(the_escalation heartbeat_timeout)
-	assert_escalation "$E" heartbeat_timeout warning "[\"$D\"]" in_progress 0 true
+	assert_escalation "$E" heartbeat_timeout warning "[\"$D\"]" in_progress 0 false
 	run escalation_file "$E"
 	assert_output --partial "\"description\": \"no write since tasks/2026/0/$T/$HB: The executor holds $T (handed over by $D"
 	run git log -1 --format=%B refs/amp/messages
@@ -340,7 +340,7 @@ high_risk() {
 	assert_success
 	assert_output --regexp "^escalated permission_denied $T $D \(escalation-$T-[0-9]+\)$"
 	E=$(the_escalation permission_denied)
-	assert_escalation "$E" permission_denied warning "[\"$D\"]" awaiting_approval 0 true
+	assert_escalation "$E" permission_denied warning "[\"$D\"]" awaiting_approval 0 false
 	run escalation_file "$E"
 	assert_output --partial "The executor ACKed $D, whose risk_level needs the admin's approval"
 	# a result for its subtask, by hand too: the same cause

@@ -47,7 +47,7 @@ assert_control_conforms() {
 	MSG_COMMITS=1 refused "cannot be ACKed before 'amp approve $T'" awaiting_approval amp ack "$D" --from executor
 	E=$(the_escalation permission_denied)
 	[[ $stderr == *"amp ack: permission_denied escalation $E recorded"* ]]
-	assert_escalation "$E" permission_denied warning "[\"$D\"]" awaiting_approval 0 true
+	assert_escalation "$E" permission_denied warning "[\"$D\"]" awaiting_approval 0 false
 	escalation_file "$E" | grep -q "The executor tried to ACK $D"
 	run git log -1 --format=%an%n%s refs/amp/messages
 	assert_output "system

@@ -247,7 +247,7 @@ PY
 	assert_output --regexp "^escalated ack_timeout $T $D "
 	E=$(the_escalation ack_timeout)
 	assert_equal "$stderr" "amp watch: notify: $REC exited 7 for escalation $E (attempt 1, next in 1s)"
-	assert_escalation "$E" ack_timeout warning "[\"$D\"]" dispatched 0 true
+	assert_escalation "$E" ack_timeout warning "[\"$D\"]" dispatched 0 false
 }
 
 @test "git config amp.notify: used without --exec; --exec wins; --no-exec leaves it and its state alone" {

@@ -166,11 +166,12 @@ lies = [obj((b'a', s(b'\xff'))), obj((b'a', s(b'x\x00y'))), obj((b'a', b'n'), (b
         obj((b'\xc3', b'n')), obj((b'a', s(b'\xed\xa0\x80'))), obj((b'a', s(b'\xc0\xaf'))),
         obj((b'a', s(b'\xf4\x90\x80\x80'))), obj((b'a', s(b'\xe2\x82')))]
 blobs = [l.strip() for l in open(sys.argv[2])]
+build = open(sys.argv[1], 'rb').read()[8:40]  # the build that wrote it (lib/cache.h)
 body = b''
 for i, blob in enumerate(blobs):
     v = lies[i % len(lies)]
     body += bytes.fromhex(blob) + struct.pack('<I', len(v)) + v
-data = b'AMPRECS1' + struct.pack('<I', len(blobs)) + body
+data = b'AMPRECS1' + build + struct.pack('<I', len(blobs)) + body
 open(sys.argv[1], 'wb').write(data + struct.pack('<I', zlib.crc32(data)))
 PY
 	run -0 trace_send

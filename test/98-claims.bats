@@ -173,7 +173,7 @@ dispatch_task() {
 	assert_output ""
 	assert_equal "$(escalation_count heartbeat_timeout)" 1
 	E=$(the_escalation heartbeat_timeout)
-	assert_escalation "$E" heartbeat_timeout warning "[\"$D\"]" in_progress 0 true
+	assert_escalation "$E" heartbeat_timeout warning "[\"$D\"]" in_progress 0 false
 	run -0 escalation_file "$E"
 	assert_output --partial "\"description\": \"no write since tasks/2026/0/$T/000003.ctl.claim-1772116328000.json: alice claimed $T on a lease of 60 s"
 	# The release is system's, in the same commit as the escalation.

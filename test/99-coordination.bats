@@ -213,7 +213,7 @@ T-2026-001  P3  dispatched        since 2026-02-26T14:32:08+00:00"
 	refute_output --partial "escalated unknown"
 	assert_equal "$(escalation_count unknown)" 1
 	E=$(the_escalation unknown)
-	assert_escalation "$E" unknown warning "[\"$D\"]" in_progress 0 true
+	assert_escalation "$E" unknown warning "[\"$D\"]" in_progress 0 false
 	run -0 escalation_file "$E"
 	assert_output --partial "\"description\": \"deadline missed: tasks/2026/0/$T/000003.ctl.plan-1772116327000.json: task $T was due at 2026-02-26T15:00:00+00:00 (amp plan --deadline) and is in_progress.\""
 	amp plan $T --deadline 2026-02-26T16:00:00+00:00 --from coordinator > /dev/null
