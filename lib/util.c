@@ -79,10 +79,27 @@ static size_t shortest_real(double d, char *buf, size_t bufsz)
 {
 	int p, n = 0;
 
+	const char *e;
+
 	for (p = 1; p <= 17; p++) {
 		n = snprintf(buf, bufsz, "%.*g", p, d);
 		if (strtod(buf, NULL) == d)
 			break;
+	}
+	/* %g writes 100.0 at precision 1 as "1e+02": an integral value below
+	 * 1e17 whose extra digits are only zeros is written out, "100.0", as
+	 * jansson wrote it, with no more significant digits. */
+	if (n > 0 && (e = strchr(buf, 'e')) && e[1] == '+' && atoi(e + 2) < 17) {
+		char whole[32];
+		int m = snprintf(whole, sizeof(whole), "%.*g", atoi(e + 2) + 1, d), z = 0;
+
+		while (m - z > 1 && whole[m - 1 - z] == '0')
+			z++;
+		if (m > 0 && (size_t)m < bufsz && !strchr(whole, 'e') &&
+		    m - z - (whole[0] == '-') <= p && strtod(whole, NULL) == d) {
+			memcpy(buf, whole, (size_t)m + 1);
+			n = m;
+		}
 	}
 	if (n > 0 && (size_t)n + 2 < bufsz && !strpbrk(buf, ".eE")) {
 		memcpy(buf + n, ".0", 3);

@@ -40,6 +40,11 @@ static int no_shorter(const char *tok, double d)
 	for (c = tok; c < tok + len; c++)
 		if (*c >= '0' && *c <= '9')
 			digits++;
+	/* nor are the trailing zeros of an integral value written out
+	 * (100.0 rather than 1e+02): they place the point */
+	if (!memchr(tok, '.', len) && !memchr(tok, 'e', len))
+		for (c = tok + len; c > tok + 1 && c[-1] == '0'; c--)
+			digits--;
 	/* leading zeros of 0.0x are no significant digits */
 	for (c = tok; *c == '-' || *c == '0' || *c == '.'; c++)
 		if (*c == '0')
@@ -56,7 +61,8 @@ int main(void)
 {
 	static const struct { double d; const char *want; } known[] = {
 		{ 0.95, "0.95" }, { 0.1, "0.1" }, { 1.0 / 3, "0.3333333333333333" },
-		{ 2.0, "2.0" }, { -0.5, "-0.5" }, { 1e-7, "1e-07" }, { 1e300, "1e+300" },
+		{ 2.0, "2.0" }, { 100.0, "100.0" }, { -2500.0, "-2500.0" }, { 1e16, "10000000000000000.0" },
+		{ 1e17, "1e+17" }, { -0.5, "-0.5" }, { 1e-7, "1e-07" }, { 1e300, "1e+300" },
 		{ 123456.789, "123456.789" }, { 0.94999999999999996, "0.95" },
 		{ 5e-324, "5e-324" }, { 1.7976931348623157e308, "1.7976931348623157e+308" },
 	};
