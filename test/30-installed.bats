@@ -53,15 +53,14 @@ installed_path() {
 	git init -q --bare "$HUB"
 	run -0 amp hook install --server --repo "$HUB"
 	assert_line "installed $HUB/hooks/pre-receive"
-	# the hook runs the driver by its absolute path, which is there
-	run -0 grep -F "'$INST/bin/amp' hook pre-receive" "$HUB/hooks/pre-receive"
-	assert_file_executable "$INST/bin/amp"
 	send_dispatch
 	git remote add hub "$HUB"
 	run git push hub 'refs/amp/*:refs/amp/*'
 	assert_success
 	refute_output --partial "not found"
 	assert_equal "$(git -C "$HUB" rev-parse refs/amp/messages)" "$(git rev-parse refs/amp/messages)"
+	# the hook runs the driver by its absolute path, which is there
+	run -0 grep -F "'$INST/bin/amp' hook pre-receive" "$HUB/hooks/pre-receive"
 	# a file that is no AMP record, committed by hand, is refused by amp
 	local tip blob tree c
 	tip=$(git rev-parse refs/amp/messages)
@@ -89,7 +88,6 @@ installed_path() {
 	sed -i "s#\"repo\": \"[^\"]*\"#\"repo\": \"$work\"#" "$BATS_TEST_TMPDIR/p/dispatch.json"
 	send_dispatch
 	run -0 amp hook install --work --repo "$work"
-	run -0 grep -F "'$INST/bin/amp' hook pre-commit" "$work/.git/hooks/pre-commit"
 	git -C "$work" checkout -q -b feature/watch-breath-v2
 	AMP_ROLE=executor run git -C "$work" commit --allow-empty -m "on the feature branch"
 	assert_success
@@ -100,6 +98,7 @@ installed_path() {
 	assert_failure
 	assert_output --partial "amp hook: error: main: the executor may not commit on protected branch 'main'"
 	assert_equal "$(git -C "$work" log -1 --format=%s main)" initial
+	run -0 grep -F "'$INST/bin/amp' hook pre-commit" "$work/.git/hooks/pre-commit"
 }
 
 @test "installed: amp help, the schemas and the bash completion come from the prefix" {
