@@ -3,6 +3,7 @@
 #   make            build bin/amp and every bin/amp-*
 #   make deps       install what is missing (Debian: apt-get)
 #   make test       deps + build + every test, ending "N passed, N failed"
+#   make installcheck  the end-to-end suites against `make install`'s tree
 #   make demo       deps + build + a whole task on a throw-away repository
 #   make asan       the whole test suite under AddressSanitizer + UBSan
 #   make bench      speed figures (never part of the tests)
@@ -89,11 +90,11 @@ DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
 	python3 python3-jsonschema procps openssh-server openssh-client \
 	cmake dpkg-dev libhttp-parser-dev zlib1g-dev libkrb5-dev strace time gnuplot-nox zsh \
-	scdoc shellcheck man-db chromium curl libmicrohttpd-dev
+	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq
 
-.PHONY: all deps test check demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
+.PHONY: all deps deps-list test check installcheck prune-bin demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
 
-all: $(BIN)/amp $(CMDS) $(TESTS) $(if $(SCDOC),$(MANS))
+all: $(BIN)/amp $(CMDS) $(TESTS) $(if $(SCDOC),$(MANS)) prune-bin
 
 man: $(MANS)
 
@@ -170,9 +171,25 @@ FORCE:
 libgit2:
 	@LIBGIT2_REVISION=$(LIBGIT2_REVISION) share/build-libgit2.sh $(LIBGIT2_DIR)
 
+# Linking bin/amp also links every bin/amp-<name> to it again and removes
+# the bin/amp-* of no current command: each is a hard link to the amp
+# linked when it was made, which keeps running that build's commands once
+# bin/amp is relinked (`make bin/amp`) or its command is removed or renamed.
 $(BIN)/amp: $(BUILD)/cmd/amp.o $(CMD_OBJ) $(LIBAMP) $(BUILD)/tls_ca.o $(BUILD)/tls_ca_archive.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $(BUILD)/cmd/amp.o $(CMD_OBJ) $(LIBAMP) $(TLS_CA) $(PKG_LIBS)
+	@for c in $(CMD_NAMES); do ln -f $@ $(BIN)/amp-$$c; done
+	@$(MAKE) --no-print-directory prune-bin
+
+# Removes the bin/amp-* that are not a current command (also run by `all`:
+# a checkout that removes a command need not relink bin/amp).
+prune-bin:
+	@for f in $(BIN)/amp-*; do \
+		case " $(CMD_NAMES:%=$(BIN)/amp-%) " in \
+		*" $$f "*) ;; \
+		*) if [ -e "$$f" ] || [ -L "$$f" ]; then echo "rm -f $$f (no such command)"; rm -f "$$f"; fi ;; \
+		esac; \
+	done
 
 $(BIN)/amp-%: $(BIN)/amp
 	ln -f $< $@
@@ -194,12 +211,30 @@ deps:
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 
+# The packages `make deps` installs, for test/deps-check.
+deps-list:
+	@echo $(DEBIAN_PACKAGES)
+
 test: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory check
 
 check: all
 	@AMP_BIN=$(CURDIR)/$(BIN) AMP_TEST_BUILD=$(CURDIR)/$(BUILD) test/run
+
+# The GNU target: installs into a temporary DESTDIR (PREFIX as built, so
+# the programs find their schemas relative to themselves) and runs the
+# end-to-end suites against that tree, with its bin/ alone on PATH
+# (test/helpers.bash: AMP_INSTALLED_PREFIX), then removes it.
+INSTALLCHECK_SUITES = test/30-installed.bats test/57-readme-tour.bats test/80-sync.bats \
+	test/81-hooks.bats test/82-work-hooks.bats test/83-hub.bats test/84-join.bats \
+	test/85-sync-options.bats test/90-demo.bats test/93-man-install.bats test/94-completion.bats
+installcheck: all
+	@dest=$$(mktemp -d "$${TMPDIR:-/tmp}/amp-installcheck.XXXXXX") && \
+	$(MAKE) --no-print-directory -s install DESTDIR=$$dest > $$dest.log 2>&1 || { cat $$dest.log; rm -rf $$dest $$dest.log; exit 1; }; \
+	rm -f $$dest.log; \
+	AMP_INSTALLED_PREFIX=$$dest$(PREFIX) AMP_TEST_BUILD=$(CURDIR)/$(BUILD) test/run $(INSTALLCHECK_SUITES); \
+	rc=$$?; rm -rf $$dest; exit $$rc
 
 demo: deps
 	@$(MAKE) --no-print-directory all

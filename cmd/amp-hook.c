@@ -6,11 +6,13 @@
  * repository a dispatch names: no agent commits on, merges into or pushes
  * to a protected branch (lib/guard.h).  `install` writes the hook scripts.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "guard.h"
@@ -198,13 +200,22 @@ static int install(int argc, char **argv)
 		return code;
 	if (optind < argc)
 		return amp_cli_usage_error("hook", usage, "unexpected argument: '%s'", argv[optind]);
-	/* The hook runs this very program, by its absolute path, so it works
-	 * from the build tree and installed alike, whatever PATH git has. */
+	/* The hook runs this very program's driver, `amp hook <command>`, by
+	 * its absolute path, whatever PATH git has.  The running program is
+	 * bin/amp or one of its links: bin/amp-hook in the build tree, or
+	 * <prefix>/libexec/amp/amp-hook, a symbolic link /proc/self/exe
+	 * resolves to <prefix>/bin/amp.  So amp is next to it in both trees,
+	 * whereas amp-hook is next to amp only in the build tree. */
 	if (amp_exe_dir(dir, sizeof(dir)) < 0) {
 		fprintf(stderr, "amp hook: error: cannot find the running program\n");
 		return AMP_EXIT_IO;
 	}
-	snprintf(program, sizeof(program), "%s/amp-hook", dir);
+	snprintf(program, sizeof(program), "%s/amp", dir);
+	if (access(program, X_OK) < 0) {
+		fprintf(stderr, "amp hook: error: %s: the hooks run it, and it is not there: %s\n",
+			amp_term(program), strerror(errno));
+		return AMP_EXIT_IO;
+	}
 	/* The work repository is here, never $AMP_REPO: that names the SSOT. */
 	if (!repo && commands == work)
 		repo = ".";

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -94,6 +95,9 @@ static const struct {
 	{ "ready", "list the tasks ready to work on: dependencies approved, nobody holding them" },
 };
 
+/* The text of `amp --help`, which every build of the driver holds. */
+static const char help_heading[] = "\nThe AMP/1.0 commands:\n";
+
 static const char usage_text[] =
 	"usage: amp [--version] [--help] [--exec-path] [--no-pager] <command> [<args>]\n";
 
@@ -135,7 +139,7 @@ static void print_help(FILE *out)
 	size_t i;
 
 	fputs(usage_text, out);
-	fputs("\nThe AMP/1.0 commands:\n", out);
+	fputs(help_heading, out);
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "   %-10s %s\n", commands[i].name,
 			commands[i].summary);
@@ -225,42 +229,102 @@ static int is_self(const char *path)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* 1 when the n bytes at buf hold the string s. */
+static int contains(const char *buf, size_t n, const char *s)
+{
+	size_t len = strlen(s);
+	const char *p = buf, *end = buf + n;
+
+	while ((size_t)(end - p) >= len && (p = memchr(p, s[0], (size_t)(end - p) - len + 1))) {
+		if (!memcmp(p, s, len))
+			return 1;
+		p++;
+	}
+	return 0;
+}
+
+/*
+ * 1 when path is a build of this driver other than this one: a link left
+ * in bin/ by an older build (a command since removed or renamed, or
+ * bin/amp relinked without its links), or another amp's.  Its commands
+ * are that build's, not this one's, so amp never runs it.  Told by the
+ * driver's help text in the file (read only for a program amp would
+ * otherwise run, never for a built-in command found as itself).
+ */
+static int is_other_amp(const char *path)
+{
+	struct stat st;
+	void *map;
+	int fd, found = 0;
+
+	if ((fd = open(path, O_RDONLY)) < 0)
+		return 0;
+	if (fstat(fd, &st) == 0 && st.st_size > 4 && (size_t)st.st_size < ((size_t)1 << 30)) {
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map != MAP_FAILED) {
+			found = !memcmp(map, "\177ELF", 4) &&
+				contains(map, (size_t)st.st_size, help_heading);
+			munmap(map, (size_t)st.st_size);
+		}
+	}
+	close(fd);
+	return found;
+}
+
+static void exec_or_die(const char *path, char **argv)
+{
+	execv(path, argv);
+	fprintf(stderr, "amp: error: cannot run %s: %s\n", amp_term(path), strerror(errno));
+	exit(4);
+}
+
 /* Runs `amp-<name>` with argv (argv[0] is the name): returns only when
  * there is none; a built-in command's exit status goes to *code. */
 static int run_command(const char *name, int argc, char **argv, int *code)
 {
 	const struct builtin *self = builtin_named(name);
+	const char *env = getenv("AMP_EXEC_PATH"), *p, *end;
 	char dirs[3][PATH_MAX], path[PATH_MAX + 300], prog[256];
-	int i, n = exec_dirs(dirs);
+	int i, n = exec_dirs(dirs), own = env && *env ? 1 : 0;
 
 	snprintf(prog, sizeof(prog), "amp-%s", name);
 	for (i = 0; i < n; i++) {
 		if (snprintf(path, sizeof(path), "%s/%s", dirs[i], prog) >=
-		    (int)sizeof(path))
+		    (int)sizeof(path) || !is_executable(path))
 			continue;
 		/* The first directory of the search that has amp-<name> decides;
-		 * a link to this program is the built-in command. */
-		if (self && is_executable(path) && is_self(path))
-			break;
-		if (is_executable(path)) {
-			argv[0] = path;
-			execv(path, argv);
-			fprintf(stderr, "amp: error: cannot run %s: %s\n",
-				amp_term(path), strerror(errno));
-			exit(4);
+		 * a link to this program is the built-in command.  In amp's own
+		 * directories (not $AMP_EXEC_PATH), another build of amp is a
+		 * stale link: passed over. */
+		if (is_self(path)) {
+			if (self)
+				break;
+			continue;
 		}
+		if (i >= own && is_other_amp(path))
+			continue;
+		argv[0] = path;
+		exec_or_die(path, argv);
 	}
 	if (self) {
 		argv[0] = prog;
 		*code = self->run(argc, argv);
 		return 1;
 	}
-	argv[0] = prog;
-	execvp(prog, argv);
-	if (errno != ENOENT) {
-		fprintf(stderr, "amp: error: cannot run %s: %s\n",
-			amp_term(prog), strerror(errno));
-		exit(4);
+	/* PATH, as execvp searches it, passing over builds of amp (the build
+	 * tree's bin/ is on PATH in the tests, and may be on a user's). */
+	for (p = getenv("PATH"); p && *p; p = *end ? end + 1 : end) {
+		end = strchr(p, ':');
+		if (!end)
+			end = p + strlen(p);
+		/* an empty element is the current directory, as for execvp */
+		if (snprintf(path, sizeof(path), "%.*s/%s", end > p ? (int)(end - p) : 1,
+			     end > p ? p : ".", prog) >= (int)sizeof(path))
+			continue;
+		if (!is_executable(path) || is_self(path) || is_other_amp(path))
+			continue;
+		argv[0] = path;
+		exec_or_die(path, argv);
 	}
 	return 0;
 }

@@ -1083,13 +1083,13 @@ int amp_hook_install(amp_store *st, const char *command, const char *program,
 		   "if [ ! -x \"$0.amp-chained\" ]; then\n\texec ",
 		AMP_HOOK_MARKER, command, k->purpose, k->name);
 	sh_quote(f, program);
-	fprintf(f, " %s \"$@\"\nfi\n"
+	fprintf(f, " hook %s \"$@\"\nfi\n"
 		   "input=$(mktemp \"${TMPDIR:-/tmp}/amp-hook.XXXXXX\") || exit 1\n"
 		   "trap 'rm -f \"$input\"' EXIT\n"
 		   "cat > \"$input\" || exit 1\n"
 		   "\"$0.amp-chained\" \"$@\" < \"$input\" || exit $?\n", command);
 	sh_quote(f, program);
-	fprintf(f, " %s \"$@\" < \"$input\"\n", command);
+	fprintf(f, " hook %s \"$@\" < \"$input\"\n", command);
 	if (ferror(f) | fclose(f)) {
 		f = NULL;
 		status = amp_error_set(err, AMP_EIO, "", "cannot write %s", tmp);

@@ -116,8 +116,10 @@ int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
  * "work-pre-push" (the work repository's guard, installed as pre-commit,
  * pre-merge-commit and pre-push), in the
  * hooks directory of st's repository (git config core.hooksPath, else
- * <git dir>/hooks): a sh script that runs `program` (an absolute path to
- * amp-hook) with `command` and the hook's arguments and stdin.  A hook
+ * <git dir>/hooks): a sh script that runs `program hook command` with the
+ * hook's arguments and stdin, `program` being the absolute path of the amp
+ * driver (bin/amp, built or installed: the amp-<name> links live in
+ * <prefix>/libexec/amp once installed, never next to it).  A hook
  * already there that is not amp's, or is amp's running another command, is
  * kept as <name>.amp-chained and runs first, on the same stdin; when it
  * fails, the hook fails.  Installing again rewrites amp's script only (it

@@ -116,7 +116,7 @@ AMP_NOW=2026-02-26T15:30:30+00:00 show amp status T-2026-044 | tee status.txt
 # The demo fails loudly when the main job did not get through.
 grep -q '^T-2026-044  *approved' status.txt || { echo "make demo: the task did not reach approved" >&2; exit 1; }
 
-if [ -x "$src/share/demo-lock.sh" ] && command -v amp-watch > /dev/null 2>&1; then
+if [ -x "$src/share/demo-lock.sh" ] && amp watch --help > /dev/null 2>&1; then
 	step "3. The enforcer: three rejects lock the task"
 	"$src/share/demo-lock.sh" || exit 1
 fi

@@ -366,6 +366,7 @@ JSON
 	tree=$(git rev-parse "refs/amp/messages:tasks/2026/0/$T")
 	loosen_objects
 	rm ".git/objects/${tree:0:2}/${tree:2}"
+	fsck_exempt . "a tree removed on purpose"
 	run amp watch --once
 	assert_failure 4
 	assert_output --partial "cannot read"

@@ -68,6 +68,7 @@ watch_reports_broken_once() {
 	f=$(object_file "$(record_path $T2 ".ack.$D2")")
 	chmod u+w "$f"; echo garbage > "$f"
 	rm -f "$(object_file "$(record_path $T3 "$D3")")"
+	fsck_exempt . "a blob overwritten and one removed on purpose"
 	at 400
 	run amp status
 	assert_success
@@ -149,6 +150,7 @@ watch_reports_broken_once() {
 	assert_success
 	tree_id=$(git rev-parse "refs/amp/messages:tasks/2026/0/$T2")
 	rm "$(object_file "tasks/2026/0/$T2")"
+	fsck_exempt . "a tree removed on purpose"
 	at 400
 	watch_reports_broken_once
 }

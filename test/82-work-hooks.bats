@@ -56,16 +56,16 @@ dispatch_other() {
 		--payload "$BATS_TEST_TMPDIR/p/$1.json")
 }
 
-@test "install --work writes pre-commit and pre-push hooks that run amp-hook by absolute path" {
+@test "install --work writes pre-commit and pre-push hooks that run amp hook by the driver's absolute path" {
 	install_work
 	assert_line "installed $WORK/.git/hooks/pre-commit"
 	assert_line "installed $WORK/.git/hooks/pre-merge-commit"
 	assert_line "installed $WORK/.git/hooks/pre-push"
 	run cat "$WORK/.git/hooks/pre-commit"
 	assert_line "# Installed by amp hook install: pre-commit"
-	assert_line "'$AMP_BIN/amp-hook' pre-commit \"\$@\" < \"\$input\""
+	assert_line "'$AMP_BIN/amp' hook pre-commit \"\$@\" < \"\$input\""
 	run cat "$WORK/.git/hooks/pre-push"
-	assert_line "'$AMP_BIN/amp-hook' work-pre-push \"\$@\" < \"\$input\""
+	assert_line "'$AMP_BIN/amp' hook work-pre-push \"\$@\" < \"\$input\""
 	# again: amp's own scripts are rewritten, never chained to themselves
 	install_work
 	refute_output --partial chained
@@ -219,7 +219,7 @@ dispatch_other() {
 	install_work
 	assert_line "installed $WORK/.git/hooks/pre-push (chained to the hook that was there)"
 	run cat "$WORK/.git/hooks/pre-push.amp-chained"
-	assert_line "'$AMP_BIN/amp-hook' pre-push \"\$@\" < \"\$input\""
+	assert_line "'$AMP_BIN/amp' hook pre-push \"\$@\" < \"\$input\""
 }
 
 @test "core.hooksPath is honoured" {

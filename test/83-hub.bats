@@ -30,14 +30,7 @@ teardown() {
 	local p
 	for p in ${AGENTS:-}; do kill "$p" 2> /dev/null || true; done
 	stop_servers
-	local r
-	for r in coordinator executor reviewer hub.git; do
-		[ -d "$BATS_TEST_TMPDIR/$r" ] || continue
-		git -C "$BATS_TEST_TMPDIR/$r" fsck --no-dangling > "$BATS_TEST_TMPDIR/fsck.out" 2>&1 || {
-			cat "$BATS_TEST_TMPDIR/fsck.out"
-			return 1
-		}
-	done
+	fsck_all_repos
 }
 
 # clones URL: one clone of the hub per role, each with git config

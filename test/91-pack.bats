@@ -123,6 +123,7 @@ send_n() {
 }
 
 @test "a send into a task directory made out of git's order by hand writes it back in order" {
+	fsck_exempt "$BATS_TEST_TMPDIR/repo" "a tree out of git's order, planted on purpose, stays in the history"
 	send_dispatch
 	amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
 	amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
@@ -413,6 +414,7 @@ PYEOF
 }
 
 @test "a roll-up copies deltas as they are, their base distance written anew; packs it cannot copy stay for git: a REF_DELTA, a .keep, a damaged pack or index" {
+	fsck_exempt "$BATS_TEST_TMPDIR/repo" "a pack and an index damaged on purpose"
 	git config amp.autoPack 0
 	# OFS_DELTA packs, as git makes them: similar blobs
 	$PY - "$BATS_TEST_TMPDIR" <<'PY'

@@ -34,7 +34,7 @@ complete_bash() {
 		COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
 		_amp
 		printf "%s\n" "${COMPREPLY[@]}" | sort | paste -sd " "
-	' complete "$AMP_SRC/completions/amp.bash" "$1"
+	' complete "$AMP_BASH_COMPLETION" "$1"
 }
 
 @test "bash: subcommands are amp's own and a user's amp-foo on PATH" {
@@ -127,7 +127,7 @@ complete_zsh() {
 			zpty -w -n z $'\''\x15'\''
 		done
 		zpty -d z
-	' complete "$AMP_SRC/completions" "$@"
+	' complete "$AMP_ZSH_COMPLETION" "$@"
 }
 
 @test "zsh: _amp completes subcommands, options, types, roles, task ids and msg_ids" {

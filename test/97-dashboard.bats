@@ -320,6 +320,7 @@ teardown() {
 		kill "$SERVER" 2> /dev/null
 		wait "$SERVER" 2> /dev/null || true
 	fi
+	fsck_all_repos
 }
 
 @test "--serve: GET and HEAD of the pages on loopback, kept current; traversal, other methods, big requests refused" {

@@ -27,14 +27,7 @@ clones_setup() {
 
 # clones_teardown: every repository passes git fsck.
 clones_teardown() {
-	local r
-	for r in a b hub.git; do
-		[ -d "$BATS_TEST_TMPDIR/$r" ] || continue
-		git -C "$BATS_TEST_TMPDIR/$r" fsck --no-dangling > "$BATS_TEST_TMPDIR/fsck.out" 2>&1 || {
-			cat "$BATS_TEST_TMPDIR/fsck.out"
-			return 1
-		}
-	done
+	fsck_all_repos
 }
 
 # dispatched_on_both: a dispatch sent on clone a (sets D), synced to b.

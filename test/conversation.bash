@@ -117,10 +117,5 @@ assert_fsck_clean() {
 # teardown for suites that use make_ssot: whatever the test did, the
 # repository it leaves must pass git fsck.
 fsck_teardown() {
-	local repo=$BATS_TEST_TMPDIR/repo
-	[ -d "$repo/.git" ] || return 0
-	git -C "$repo" fsck --no-dangling > "$BATS_TEST_TMPDIR/fsck.out" 2>&1 || {
-		cat "$BATS_TEST_TMPDIR/fsck.out"
-		return 1
-	}
+	fsck_all_repos
 }

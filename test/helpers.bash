@@ -8,9 +8,31 @@ bats_load_library bats-support
 bats_load_library bats-assert
 bats_load_library bats-file
 
-AMP_BIN=${AMP_BIN:-$BATS_TEST_DIRNAME/../bin}
 AMP_SRC=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+# AMP_INSTALLED_PREFIX (make installcheck): the suites run the amp installed
+# there, with only its bin/ on PATH, and read its schemas and completions,
+# never the build tree's bin/ or schemas/ (AMP_SRC is still the source, for
+# the README and share/*.sh).  Otherwise the build tree's (AMP_BIN).
+if [ -n "${AMP_INSTALLED_PREFIX:-}" ]; then
+	AMP_BIN=$AMP_INSTALLED_PREFIX/bin
+	AMP_SCHEMAS=$AMP_INSTALLED_PREFIX/share/amp/schemas
+	AMP_BASH_COMPLETION=$AMP_INSTALLED_PREFIX/share/bash-completion/completions/amp
+	AMP_ZSH_COMPLETION=$AMP_INSTALLED_PREFIX/share/zsh/site-functions
+	PATH=$(tr ':' '\n' <<< "$PATH" | grep -vxF -e "$AMP_SRC/bin" -e "$AMP_SRC/bin/" | paste -sd:)
+else
+	AMP_BIN=${AMP_BIN:-$BATS_TEST_DIRNAME/../bin}
+	AMP_SCHEMAS=$AMP_SRC/schemas
+	AMP_BASH_COMPLETION=$AMP_SRC/completions/amp.bash
+	AMP_ZSH_COMPLETION=$AMP_SRC/completions
+fi
+export AMP_BIN
 PATH=$AMP_BIN:$PATH
+
+# build_tree_only REASON: skips the test under make installcheck, saying
+# why it can only run from the build tree.
+build_tree_only() {
+	[ -z "${AMP_INSTALLED_PREFIX:-}" ] || skip "build tree only: $1"
+}
 FIXTURES=$BATS_TEST_DIRNAME/fixtures
 export HOME=$BATS_TEST_TMPDIR/home GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1 TZ=UTC
 unset AMP_REPO AMP_ROLE AMP_NOW
@@ -36,4 +58,48 @@ loosen_objects() {
 		git unpack-objects -q < "$aside/$(basename "$p")" || return 1
 	done
 	rm -rf "$aside"
+}
+
+# Every git repository the test made (the SSOT, hubs, clones, work
+# repositories: each git directory under $BATS_TEST_TMPDIR) must pass
+# `git fsck --strict`: what amp writes must be what git itself accepts.
+# A test that damages a repository on purpose names it with fsck_exempt.
+# Fails (printing fsck's report) on the first that does not pass.
+fsck_all_repos() {
+	local d out=$BATS_TEST_TMPDIR/fsck-strict.out
+	while IFS= read -r d; do
+		d=${d%/HEAD}
+		if [ ! -d "$d/objects" ] || [ ! -d "$d/refs" ]; then
+			continue
+		fi
+		fsck_exempted "$d" && continue
+		git --git-dir="$d" fsck --strict --no-dangling > "$out" 2>&1 || {
+			echo "# git fsck --strict fails on $d:"
+			cat "$out"
+			return 1
+		}
+	done < <(find "$BATS_TEST_TMPDIR" -name HEAD -type f -not -path '*/logs/*' -not -path '*/refs/*' 2> /dev/null)
+	return 0
+}
+
+# fsck_exempt DIR REASON: fsck_all_repos skips the repository at DIR (a
+# work tree or a git directory), which the test damaged on purpose.
+fsck_exempt() {
+	local d=$1
+	[ ! -d "$d/.git" ] || d=$d/.git
+	FSCK_EXEMPT="${FSCK_EXEMPT:-}$d"$'\n'
+}
+
+fsck_exempted() {
+	local e
+	while IFS= read -r e; do
+		[ -n "$e" ] && [ "$(cd "$1" && pwd -P)" = "$(cd "$e" 2> /dev/null && pwd -P)" ] && return 0
+	done <<< "${FSCK_EXEMPT:-}"
+	return 1
+}
+
+# The suites' teardown unless a file has its own, which calls
+# fsck_all_repos (through fsck_teardown or clones_teardown).
+teardown() {
+	fsck_all_repos
 }
