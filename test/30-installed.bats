@@ -186,7 +186,7 @@ amp_variant() {
 @test "no test skips after make deps: each skip's condition holds, and there is no other skip" {
 	# the skips of test/ (a new one belongs here, with what makes it hold)
 	run -0 bash -c "grep -nw skip '$AMP_SRC'/test/*.bats '$AMP_SRC'/test/*.bash |
-		grep -v -e '30-installed.bats:' -e '^[^:]*:[0-9]*:[[:space:]]*#' -e 'skip \"build tree only' -e '--skip='"
+		grep -v -e '30-installed.bats:' -e '^[^:]*:[0-9]*:@test ' -e '^[^:]*:[0-9]*:[[:space:]]*#' -e 'skip \"build tree only' -e '--skip='"
 	assert_equal "${#lines[@]}" 3
 	assert_line --regexp "/15-crosscheck.bats:[0-9]+:.*import jsonschema.* \|\| skip"
 	assert_line --regexp "/93-man-install.bats:[0-9]+:.*rev-parse --git-dir .* \|\| skip"
@@ -218,4 +218,19 @@ amp_variant() {
 	assert_output --partial "git fsck --strict fails on $BATS_TEST_TMPDIR/deep/er/hub.git"
 	fsck_exempt "$BATS_TEST_TMPDIR/deep/er/hub.git" "the same tree, cloned"
 	run -0 fsck_all_repos
+}
+
+@test "test/run counts a bats run that exits non-zero without a failing test as a failure" {
+	mkdir -p "$BATS_TEST_TMPDIR/suite"
+	printf '@test "fine" { true; }\n' > "$BATS_TEST_TMPDIR/suite/a.bats"
+	# a test process killed outright: bats says "Executed 1 instead of
+	# expected 2 tests" and exits 1, with no "not ok" line
+	printf '@test "killed" { kill -9 $$; }\n@test "after" { true; }\n' > "$BATS_TEST_TMPDIR/suite/b.bats"
+	run -1 env AMP_TEST_BUILD="$BATS_TEST_TMPDIR/none" "$AMP_SRC/test/run" \
+		"$BATS_TEST_TMPDIR/suite/a.bats" "$BATS_TEST_TMPDIR/suite/b.bats"
+	assert_line "not ok - bats exited with status 1"
+	refute_line --partial "not ok 2"
+	assert_line "2 passed, 1 failed, 0 skipped"
+	run -0 env AMP_TEST_BUILD="$BATS_TEST_TMPDIR/none" "$AMP_SRC/test/run" "$BATS_TEST_TMPDIR/suite/a.bats"
+	assert_line "1 passed, 0 failed, 0 skipped"
 }
