@@ -107,6 +107,7 @@ Amp-Agent: $2")"
 	git clone -q "$hub" "$BATS_TEST_TMPDIR/bad" 2> /dev/null
 	git -C "$BATS_TEST_TMPDIR/bad" fetch -q origin 'refs/amp/*:refs/amp/*'
 	plant_register "$BATS_TEST_TMPDIR/bad" .gitmodules
+	fsck_exempt "$BATS_TEST_TMPDIR/bad" "holds the hand-made .gitmodules entry the hook must refuse"
 	before=$(git -C "$hub" rev-parse refs/amp/messages)
 	new=$(git -C "$BATS_TEST_TMPDIR/bad" rev-parse refs/amp/messages)
 	git -C "$BATS_TEST_TMPDIR/bad" cat-file -e "refs/amp/messages:$BAD"
@@ -126,6 +127,7 @@ Amp-Agent: $2")"
 	local names=(. .. .gitattributes .GITMODULES. 'GIT~1' '.git. .' 'gitmod~1' 'GI7EBA~1' 'gi7d29~1' '.git::$INDEX_ALLOCATION'
 		$'.g\u200cit' $'.git\uFEFF' $'\u200e.mailmap' '.gitignore ' 'x\.git') n bad=$BATS_TEST_TMPDIR/bad blob tree
 	git clone -q . "$bad" 2> /dev/null
+	fsck_exempt "$bad" "holds every name git's fsck refuses, for amp fsck to name"
 	git -C "$bad" fetch -q origin 'refs/amp/*:refs/amp/*'
 	blob=$(echo '{}' | git -C "$bad" hash-object -w --stdin)
 	for n in "${names[@]}"; do
