@@ -2157,9 +2157,12 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 
 		epush = ahead_of_mirror(repo, eref, emirror, &ignored, &ignored_have);
 		if (mpush || epush) {
-			if ((rc = push(st, remote, dst, edst, 1, epush, paths, err)) < 0 ||
-			    (rc == PUSH_REFUSED &&
-			     (rc = hub_refused(repo, ref, remote, paths, aside, seen, &rounds)) < 0)) {
+			rc = push(st, remote, dst, edst, 1, epush, paths, err);
+			/* Refused records: set aside by the join below. */
+			if (rc == PUSH_REFUSED &&
+			    hub_refused(repo, ref, remote, paths, aside, seen, &rounds) < 0)
+				rc = AMP_EIO;
+			if (rc < 0) {
 				status = rc;
 				goto cleanup;
 			}

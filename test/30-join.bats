@@ -355,6 +355,19 @@ refused_beside() {
 	then_two_syncs a b "$E"
 }
 
+@test "inbox mode: a dispatch to a branch only the hub protects, refused by the hub's hook on the inbox, is set aside by the clone's sync, and the rest reaches the hub and the other clone" {
+	git -C "$HUB" config amp.protectedBranches feature/watch-breath-v2
+	on a git config amp.syncPush inbox
+	at 10
+	D=$(on a amp send task_dispatch --task "$T" --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	refused_beside a '/payload/branch: must not be "feature/watch-breath-v2": a protected branch'
+	run -0 on b amp sync
+	run -0 on b amp status "$T" --json
+	run -0 json_get '[(s["kind"], s["id"]) for s in d["superseded"]]' <<< "$output"
+	assert_output "[[\"message\", \"$D\"]]"
+	then_two_syncs a b "$E"
+}
+
 @test "a refusal amp sync cannot pin on a record (a hub's own hook saying no) stays exit 4 with git's reason, and a record refused again after it was set aside stops the sync instead of looping" {
 	at 10
 	D=$(on a amp send task_dispatch --task "$T" --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
