@@ -141,7 +141,7 @@ static int absorb_inboxes(int push)
 		    git_oid_fromstr(&new, b) < 0 || git_oid_is_zero(&new))
 			continue;
 		snprintf(target, sizeof(target), "refs/amp/%.200s", slash + 1);
-		if (amp_sync_absorb(st, set, target, &new, &out, &err) < 0) {
+		if (amp_sync_absorb(st, set, target, &new, c, &out, &err) < 0) {
 			fprintf(stderr, "amp hook: error: %s: %s (the inbox stays as it is)\n",
 				amp_term(c), amp_term(err.message));
 			code = amp_exit_code(err.status);

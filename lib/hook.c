@@ -86,9 +86,10 @@ static int refuse(struct check *c, int status, const char *file, const char *ptr
 }
 
 /* The form of a record: what no history can make right or wrong (its
- * schema, its place).  AMP_OK, AMP_ESCHEMA (errors appended) or AMP_EIO. */
+ * schema, its place; for a record `in_force`, a dispatch to a protected
+ * branch too).  AMP_OK, AMP_ESCHEMA (errors appended) or AMP_EIO. */
 static int check_form(amp_store *st, amp_schema_set *set, const amp_task_log *log,
-		      const amp_entry *e, amp_errlist *errors)
+		      const amp_entry *e, int in_force, amp_errlist *errors)
 {
 	const char *task = amp_json_str(e->doc, "task_id");
 	int status;
@@ -109,8 +110,11 @@ static int check_form(amp_store *st, amp_schema_set *set, const amp_task_log *lo
 			return amp_errlist_add(errors, AMP_ESCHEMA, "/msg_id",
 					       "its msg_id and task_id (%s, %s) do not match its place",
 					       id ? id : "none", task ? task : "none");
-		/* AMP/1.0 §01 Branch Validation: branch != "main" && branch != "master". */
-		if (amp_rules_is_protected_branch(st, e->doc))
+		/* AMP/1.0 §01 Branch Validation: branch != "main" && branch != "master".
+		 * A dispatch set aside is no dispatch: nobody works on it, and a
+		 * branch only this hub protects (amp.protectedBranches) must
+		 * not keep a clone's every sync out (issue 30). */
+		if (in_force && amp_rules_is_protected_branch(st, e->doc))
 			return amp_errlist_add(errors, AMP_ESCHEMA, "/payload/branch",
 					       "must not be \"%s\": a protected branch (AMP/1.0 Branch Validation)",
 					       amp_json_str(json_object_get(e->doc, "payload"), "branch"));
@@ -135,7 +139,7 @@ int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
 	before.count = i;
 	if (agent && !*agent)
 		agent = NULL;
-	if ((status = check_form(st, set, log, e, errors)) < 0)
+	if ((status = check_form(st, set, log, e, 1, errors)) < 0)
 		return status;
 	/* Who wrote it is the commit's word (its Amp-Agent trailer, bound to
 	 * the signing key in strict mode), never the record's alone. */
@@ -292,7 +296,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 			continue;
 		snprintf(file, sizeof(file), "%s/%s", dir, name);
 		note_record(c, task, e->doc);
-		if (check_form(c->st, c->set, &log, e, &found) == AMP_EIO)
+		if (check_form(c->st, c->set, &log, e, 0, &found) == AMP_EIO)
 			status = AMP_EIO;
 		place(c, &found, file);
 	}

@@ -26,7 +26,9 @@
  *     or that the transition table refuses;
  *   - a superseded marker (amp sync) that does not name the record
  *     committed right after it, in the same commit; the record it sets
- *     aside is checked for its form only (schema and place).
+ *     aside is checked for its form only (schema and place; a dispatch
+ *     set aside is no dispatch, so a protected branch does not refuse it:
+ *     amp sync sets aside what only the hub protects).
  * The commits are checked oldest first, each on the history it lands on;
  * the check stops at the first commit refused.
  */

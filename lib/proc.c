@@ -175,6 +175,12 @@ int amp_run(const char *const *argv, const char *in, size_t inlen, char **out,
 	return run(argv, in, inlen, out, outlen, -1, code, err);
 }
 
+int amp_run_errfd(const char *const *argv, const char *in, size_t inlen, char **out,
+		  size_t *outlen, int errfd, int *code, amp_error *err)
+{
+	return run(argv, in, inlen, out, outlen, errfd, code, err);
+}
+
 int amp_run_quiet(const char *const *argv, const char *in, size_t inlen, char **out,
 		  size_t *outlen, int *code, char *errbuf, size_t errsz, amp_error *err)
 {

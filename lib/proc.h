@@ -21,6 +21,11 @@
 int amp_run(const char *const *argv, const char *in, size_t inlen, char **out,
 	    size_t *outlen, int *code, amp_error *err);
 
+/* amp_run with the program's stderr written to file descriptor errfd (the
+ * caller reads it back, and shows it, when the program is done). */
+int amp_run_errfd(const char *const *argv, const char *in, size_t inlen, char **out,
+		  size_t *outlen, int errfd, int *code, amp_error *err);
+
 /*
  * amp_run with the program's stderr captured, not shown: its first errsz-1
  * bytes into errbuf as one line (newlines as "; ", other control characters

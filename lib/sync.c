@@ -30,9 +30,10 @@
 
 /*
  * Runs `git --git-dir=<repo> <args...>` (args NULL-terminated) as amp_run
- * does (proc.h): stdout into *out when out is not NULL, else to stderr.
+ * does (proc.h): stdout into *out when out is not NULL, else to stderr;
+ * stderr to errfd (-1: amp's own).
  */
-static int run_git(amp_store *st, const char *const *args, char **out,
+static int run_git(amp_store *st, const char *const *args, char **out, int errfd,
 		   int *code, amp_error *err)
 {
 	const char *argv[32];
@@ -46,7 +47,7 @@ static int run_git(amp_store *st, const char *const *args, char **out,
 	while (*args && n < sizeof(argv) / sizeof(argv[0]) - 1)
 		argv[n++] = *args++;
 	argv[n] = NULL;
-	return amp_run(argv, NULL, 0, out, NULL, code, err);
+	return amp_run_errfd(argv, NULL, 0, out, NULL, errfd, code, err);
 }
 
 /* ---- names ------------------------------------------------------------------ */
@@ -372,6 +373,9 @@ struct replay_ctx {
 	json_t *refused;       /* records a rule set aside: {task, kind, id,
 				* reason, blob}, for amp_sync to log and
 				* escalate (NULL: nobody asks) */
+	json_t *aside;         /* blob id -> reason: records the hub's hook
+				* refused, set aside wherever they land
+				* (NULL: none) */
 	git_tree *local_tree;  /* the local tip's */
 };
 
@@ -521,6 +525,27 @@ cleanup:
 }
 
 /*
+ * set_aside, and the record noted in r->refused (when someone asks) for
+ * amp_sync to log and escalate.
+ */
+static int set_aside_told(struct replay_ctx *r, amp_task_log *log, const char *dir,
+			  amp_entry_kind kind, const char *id, json_t *doc, const git_oid *blob,
+			  const char *by, const char *reason, amp_error *err)
+{
+	int status = set_aside(r, log, dir, kind, id, doc, blob, by, reason, err);
+
+	if (status == AMP_OK && r->refused &&
+	    json_array_append_new(r->refused,
+				  json_pack("{s:s,s:s,s:s,s:s,s:s}", "task", log->task_id, "kind",
+					    kind == AMP_ENTRY_MSG ? "message" :
+					    kind == AMP_ENTRY_ACK ? "ack" : "control",
+					    "id", id, "reason", reason,
+					    "blob", git_oid_tostr_s(blob))) < 0)
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+	return status;
+}
+
+/*
  * Decides the place of one local record of a contested task on the joined
  * history `log`: appended as it is (AMP_OK, *aside 0), or set aside when a
  * rule refuses it there, or it escalates a cause already escalated (*aside
@@ -538,7 +563,7 @@ static int place_record(struct replay_ctx *r, amp_task_log *log, git_tree *base,
 	amp_error perr;
 	const amp_entry *first;
 	char cause[1024];
-	const char *type, *by = NULL;
+	const char *type, *by = NULL, *hub;
 	int status = AMP_OK, seq = log->next_seq;
 
 	*aside = 0;
@@ -549,6 +574,13 @@ static int place_record(struct replay_ctx *r, amp_task_log *log, git_tree *base,
 	if (amp_bounds_parse_record(git_blob_rawcontent(b), (size_t)git_blob_rawsize(b), &doc,
 				    &perr) < 0 || !json_is_object(doc)) {
 		status = AMP_ESCHEMA; /* unreadable: the hub's hook judges it */
+		goto cleanup;
+	}
+	/* The hub's hook refused it (its own settings, amp.approvalRequired
+	 * or amp.protectedBranches there): set aside wherever it lands. */
+	if (r->aside && (hub = amp_json_str(r->aside, git_oid_tostr_s(blob)))) {
+		*aside = 1;
+		status = set_aside_told(r, log, dir, kind, id, doc, blob, NULL, hub, err);
 		goto cleanup;
 	}
 	type = amp_json_str(json_object_get(doc, "payload"), "escalation_type");
@@ -580,17 +612,8 @@ static int place_record(struct replay_ctx *r, amp_task_log *log, git_tree *base,
 	log->next_seq = seq;
 	by = winner(log, &(amp_entry){ seq, kind, (char *)id, doc });
 	*aside = 1;
-	status = set_aside(r, log, dir, kind, id, doc, blob, by,
-			   errs.count ? errs.items[0].message : "refused in its place", err);
-	if (status == AMP_OK && r->refused &&
-	    json_array_append_new(r->refused,
-				  json_pack("{s:s,s:s,s:s,s:s,s:s}", "task", log->task_id, "kind",
-					    kind == AMP_ENTRY_MSG ? "message" :
-					    kind == AMP_ENTRY_ACK ? "ack" : "control",
-					    "id", id, "reason",
-					    errs.count ? errs.items[0].message : "refused in its place",
-					    "blob", git_oid_tostr_s(blob))) < 0)
-		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+	status = set_aside_told(r, log, dir, kind, id, doc, blob, by,
+				errs.count ? errs.items[0].message : "refused in its place", err);
 cleanup:
 	amp_errlist_free(&errs);
 	json_decref(doc);
@@ -1286,10 +1309,13 @@ static char *rename_message(const char *msg, json_t *renamed)
 /*
  * Replays the local commits (struct walker) onto `onto`; *out is the new
  * tip (`onto` when nothing was new), *replayed counts the records and
- * *superseded those set aside.
+ * *superseded those set aside.  Records a rule refuses in their new place,
+ * and those `aside` names (blob id -> the hub's reason; NULL: none), are
+ * set aside and noted in `refused` (NULL: not noted).
  */
 static int replay(amp_store *st, amp_schema_set *set, const git_oid *local,
-		  const git_oid *base, const git_oid *onto, json_t *refused, git_oid *out,
+		  const git_oid *base, const git_oid *onto, json_t *refused, json_t *aside,
+		  git_oid *out,
 		  unsigned long *replayed, unsigned long *superseded, struct conflict *c,
 		  amp_error *err)
 {
@@ -1307,6 +1333,7 @@ static int replay(amp_store *st, amp_schema_set *set, const git_oid *local,
 	r.st = st;
 	r.set = set;
 	r.refused = refused;
+	r.aside = aside;
 	*replayed = *superseded = 0;
 	if ((status = walker_start(&w, st, local, base, onto, err)) < 0 ||
 	    (status = amp_clock_now_ms(&now_ms, err)) < 0)
@@ -1506,11 +1533,14 @@ struct joined {
 /*
  * Joins local `ref` with its mirror.  Diverged histories are joined by
  * replaying the local records onto the mirror's tip (`records`: the
- * messages ref, replay) or the local files (the errors ref, replay_union).
- * A local writer moving the ref meanwhile makes the join start over.
+ * messages ref, replay) or the local files (the errors ref, replay_union);
+ * so is a history the mirror is behind when `aside` names records the
+ * hub's hook refused, to set them aside.  A local writer moving the ref
+ * meanwhile makes the join start over.
  */
 static int join(amp_store *st, amp_schema_set *set, const char *ref, const char *mirror,
-		int records, json_t *refused, struct joined *j, struct conflict *c, amp_error *err)
+		int records, json_t *refused, json_t *aside, struct joined *j,
+		struct conflict *c, amp_error *err)
 {
 	git_repository *repo = amp_store_repo(st);
 	git_oid local, base, next;
@@ -1540,7 +1570,8 @@ static int join(amp_store *st, amp_schema_set *set, const char *ref, const char 
 		if (rc < 0 && rc != GIT_ENOTFOUND)
 			return amp_error_git(err, AMP_EIO, "cannot compare %s with %s", ref, mirror);
 		git_error_clear();
-		if (rc == 0 && git_oid_equal(&base, &j->remote)) {
+		if (rc == 0 && git_oid_equal(&base, &j->remote) &&
+		    !(records && aside && json_object_size(aside))) {
 			git_oid_cpy(&j->tip, &local); /* the remote is behind */
 			j->push = 1;
 			return AMP_OK;
@@ -1555,7 +1586,7 @@ static int join(amp_store *st, amp_schema_set *set, const char *ref, const char 
 			j->push = !git_oid_equal(&next, &j->remote);
 		} else {
 			int status = replay(st, set, &local, rc == 0 ? &base : NULL, &j->remote, refused,
-					    &next, &j->replayed, &j->superseded, c, err);
+					    aside, &next, &j->replayed, &j->superseded, c, err);
 			if (status < 0)
 				return status;
 			j->push = !git_oid_equal(&next, &j->remote);
@@ -1572,37 +1603,52 @@ static int join(amp_store *st, amp_schema_set *set, const char *ref, const char 
 }
 
 static int absorb_locked(amp_store *st, amp_schema_set *set, const char *ref,
-			 const git_oid *from, int records, struct conflict *cp, const char *why,
-			 amp_sync_absorbed *out, amp_error *err);
+			 const git_oid *from, int records, json_t *refused, struct conflict *cp,
+			 const char *why, amp_sync_absorbed *out, amp_error *err);
+static void tell_refused(amp_store *st, amp_schema_set *set, const char *source,
+			 const char *who, const json_t *refused);
 
 int amp_sync_absorb(amp_store *st, amp_schema_set *set, const char *ref, const git_oid *from,
-		    amp_sync_absorbed *out, amp_error *err)
+		    const char *inbox, amp_sync_absorbed *out, amp_error *err)
 {
 	int records = !strcmp(ref, amp_store_messages_ref(st)), lock, status;
 	struct conflict c;
-	char why[300];
+	char why[300], who[400];
+	json_t *refused = json_array();
 
 	memset(out, 0, sizeof(*out));
 	memset(&c, 0, sizeof(c));
+	if (!refused)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
 	snprintf(why, sizeof(why), "amp hook: joined %.40s", git_oid_tostr_s(from));
 	/* Joins on a hub take turns, as amp's writers do: one replay each,
 	 * instead of every push's join racing every other's. */
-	if ((lock = amp_store_lock(st, ref, err)) < 0)
+	if ((lock = amp_store_lock(st, ref, err)) < 0) {
+		json_decref(refused);
 		return AMP_EIO;
-	status = absorb_locked(st, set, ref, from, records, &c, why, out, err);
+	}
+	status = absorb_locked(st, set, ref, from, records, refused, &c, why, out, err);
 	amp_store_unlock(lock);
+	/* What the join set aside is told once, as a clone's join tells it
+	 * (the escalation is the hub's own write, after the join's). */
+	if (status == AMP_OK && json_array_size(refused)) {
+		snprintf(who, sizeof(who), "the hub's join of %.300s", inbox);
+		tell_refused(st, set, inbox, who, refused);
+	}
+	json_decref(refused);
 	return status;
 }
 
 static int absorb_locked(amp_store *st, amp_schema_set *set, const char *ref,
-			 const git_oid *from, int records, struct conflict *cp, const char *why,
-			 amp_sync_absorbed *out, amp_error *err)
+			 const git_oid *from, int records, json_t *refused, struct conflict *cp,
+			 const char *why, amp_sync_absorbed *out, amp_error *err)
 {
 	git_repository *repo = amp_store_repo(st);
 	git_oid tip, base, next;
 	int tries, rc, status;
 
 	for (tries = 0; tries < AMP_SYNC_JOIN_TRIES; tries++) {
+		json_array_clear(refused);
 		if ((rc = read_ref(repo, ref, &tip, err)) < 0)
 			return AMP_EIO;
 		if (!rc) {
@@ -1627,8 +1673,8 @@ static int absorb_locked(amp_store *st, amp_schema_set *set, const char *ref,
 		git_error_clear();
 		/* Every record is checked again in its place: nothing of the
 		 * inbox was checked against the rules here. */
-		status = records ? replay(st, set, from, rc == 0 ? &base : NULL, &tip, NULL, &next,
-					  &out->replayed, &out->superseded, cp, err)
+		status = records ? replay(st, set, from, rc == 0 ? &base : NULL, &tip, refused, NULL,
+					  &next, &out->replayed, &out->superseded, cp, err)
 				 : replay_union(st, from, rc == 0 ? &base : NULL, &tip, &next, err);
 		if (status < 0)
 			return status;
@@ -1655,7 +1701,7 @@ static int fetch(amp_store *st, const char *remote, const char *key, amp_error *
 			       "--no-auto-maintenance", "--prune", remote, refspec, NULL };
 
 	snprintf(refspec, sizeof(refspec), "+refs/amp/*:%s%s/*", AMP_SYNC_NAMESPACE, key);
-	if ((status = run_git(st, args, NULL, &code, err)) < 0)
+	if ((status = run_git(st, args, NULL, -1, &code, err)) < 0)
 		return status;
 	if (code != 0)
 		return amp_error_set(err, AMP_EIO, "",
@@ -1664,22 +1710,65 @@ static int fetch(amp_store *st, const char *remote, const char *key, amp_error *
 	return AMP_OK;
 }
 
-enum { PUSHED, PUSH_RACED, PUSH_FAILED };
+enum { PUSHED, PUSH_RACED, PUSH_REFUSED };
+
+/* The most of git push's stderr read for the hook's refusals. */
+#define AMP_SYNC_PUSH_ERR_MAX (1024 * 1024)
+
+/*
+ * The records the hub's amp hook refused in an update of `dst`, read from
+ * git push's stderr: each line "remote: amp hook: refused <dst>: commit
+ * <hex>: <record path>: <reason>" (amp hook pre-receive's refusal) into
+ * `paths` as {path: reason}.  A line that names no record file (a refusal
+ * of the commit, a signature) is not one.
+ */
+static void hook_refusals(char *text, const char *dst, json_t *paths)
+{
+	char prefix[700], *line, *save = NULL;
+
+	snprintf(prefix, sizeof(prefix), "amp hook: refused %s: commit ", dst);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *p = strstr(line, prefix), *file, *end, *why;
+		size_t len = strlen(line);
+
+		/* git pads the remote's lines (sideband.c): cut the blanks. */
+		while (len && (line[len - 1] == ' ' || line[len - 1] == '\r'))
+			line[--len] = '\0';
+		if (!p)
+			continue;
+		file = p + strlen(prefix);
+		while (isxdigit((unsigned char)*file))
+			file++;
+		if (file == p + strlen(prefix) || strncmp(file, ": tasks/", 8))
+			continue;
+		file += 2;
+		if (!(end = strstr(file, ": ")) || end - file < 6 || strncmp(end - 5, ".json", 5))
+			continue;
+		*end = '\0';
+		why = end + 2;
+		if (!json_object_get(paths, file))
+			json_object_set_new(paths, file, json_string(why));
+	}
+}
 
 /*
  * Pushes the messages ref (and the errors ref when `errors`) to `dst` and
  * `edst` on the remote: non-forced to the same names (amp.syncPush ref),
  * or forced to the clone's own inbox (amp.syncPush inbox: nobody else
  * writes there).  Returns PUSHED, PUSH_RACED (someone pushed first: fetch
- * and join again), or a negative status (err filled; git's reason went to
- * stderr).
+ * and join again), PUSH_REFUSED (the hub's amp hook refused records,
+ * named in `refused` as {path: reason}; err filled), or a negative status
+ * (err filled; git's reason went to stderr).
  */
 static int push(amp_store *st, const char *remote, const char *dst, const char *edst,
-		int force, int errors, amp_error *err)
+		int force, int errors, json_t *refused, amp_error *err)
 {
 	const char *ref = amp_store_messages_ref(st), *eref = amp_store_errors_ref(st);
 	char spec[1300], espec[1300], shown[1300], *out = NULL, *line, *save = NULL;
+	char *said = NULL;
 	int code, status, found = 0;
+	size_t got = 0;
+	FILE *f = tmpfile();
 	const char *args[] = { "-c", "advice.pushUpdateRejected=false", "push", "--porcelain",
 			       remote, spec, errors ? espec : NULL, NULL };
 
@@ -1687,8 +1776,18 @@ static int push(amp_store *st, const char *remote, const char *dst, const char *
 	snprintf(espec, sizeof(espec), "%s%s:%s", force ? "+" : "", eref, edst);
 	/* --porcelain names the refs without the "+" */
 	snprintf(shown, sizeof(shown), "%s:%s", ref, dst);
-	if ((status = run_git(st, args, &out, &code, err)) < 0)
-		return status;
+	json_object_clear(refused);
+	/* git's stderr is kept to read the hook's refusals, then shown. */
+	status = run_git(st, args, &out, f ? fileno(f) : -1, &code, err);
+	if (f && fseek(f, 0, SEEK_SET) == 0 && (said = malloc(AMP_SYNC_PUSH_ERR_MAX + 1))) {
+		got = fread(said, 1, AMP_SYNC_PUSH_ERR_MAX, f);
+		said[got] = '\0';
+		fwrite(said, 1, got, stderr);
+	}
+	if (f)
+		fclose(f);
+	if (status < 0)
+		goto cleanup;
 	status = PUSHED;
 	/* --porcelain: "<flag>\t<from>:<to>\t<summary>" per ref; "!" is a
 	 * refusal, "[rejected]" the remote's ref moved first, "[remote
@@ -1714,12 +1813,20 @@ static int push(amp_store *st, const char *remote, const char *dst, const char *
 		else
 			status = amp_error_set(err, AMP_EIO, "", "%s refused the push of %s: %s",
 					       remote, ref, amp_term(summary));
+		/* The hub's amp hook names the records it refused. */
+		if (status == AMP_EIO && !strncmp(summary, "[remote rejected]", 17) && said) {
+			hook_refusals(said, dst, refused);
+			if (json_object_size(refused))
+				status = PUSH_REFUSED;
+		}
 		break;
 	}
 	if (!found)
 		status = amp_error_set(err, AMP_EIO, "",
 				       "git push to %s failed (exit %d, git's reason above); nothing lost: the local history stays on %s",
 				       remote, code, ref);
+cleanup:
+	free(said);
 	free(out);
 	return status;
 }
@@ -1822,8 +1929,8 @@ static void log_conflict(amp_store *st, amp_schema_set *set, const char *remote,
  * place (issue 30): each logged and escalated once, so that a person
  * learns that what was written is kept but in force nowhere.
  */
-static void tell_refused(amp_store *st, amp_schema_set *set, const char *remote,
-			 const json_t *refused)
+static void tell_refused(amp_store *st, amp_schema_set *set, const char *source,
+			 const char *who, const json_t *refused)
 {
 	char description[2048];
 	const json_t *v;
@@ -1832,16 +1939,83 @@ static void tell_refused(amp_store *st, amp_schema_set *set, const char *remote,
 
 	json_array_foreach(refused, i, v) {
 		const char *kind = amp_json_str(v, "kind"), *id = amp_json_str(v, "id");
+		json_t *doc = NULL;
+		amp_error ignored;
+		int told;
 
 		if (git_oid_fromstr(&blob, amp_json_str(v, "blob")) < 0)
 			continue;
+		/* One of these very escalations set aside (a hub that refuses
+		 * them) is logged, not escalated again: that would be a new
+		 * record for the hub to refuse, round after round. */
+		read_doc(amp_store_repo(st), &blob, &doc, &ignored);
+		told = doc && !strcmp(amp_or_none(amp_json_str(doc, "from")), "system") &&
+		       !strcmp(amp_or_none(amp_json_str(json_object_get(doc, "payload"),
+							"escalation_type")), "conflict");
+		json_decref(doc);
 		snprintf(description, sizeof(description),
-			 "amp sync with %.200s set aside %s %.200s: %.1200s. It is kept, in force nowhere (amp status); write it again if it is still wanted",
-			 remote, kind, id, amp_json_str(v, "reason"));
-		tell_admin(st, set, remote, &blob, amp_json_str(v, "task"),
+			 "%.400s set aside %s %.200s: %.1200s. It is kept, in force nowhere (amp status); write it again if it is still wanted",
+			 who, kind, id, amp_json_str(v, "reason"));
+		tell_admin(st, set, source, &blob, told ? NULL : amp_json_str(v, "task"),
 			   strcmp(kind, "control") ? id : NULL, amp_json_str(v, "reason"),
 			   description);
 	}
+}
+
+/* The most pushes a sync makes again after setting aside what the hub's
+ * hook refused: each must set aside a record it had not. */
+#define AMP_SYNC_ASIDE_ROUNDS 100
+
+/*
+ * The records of the local history (`ref`) the hub's hook refused (`paths`
+ * {path: reason}, from push) and this sync did not set aside yet: into
+ * `aside` (blob id -> reason, for the join) and `seen`.  AMP_OK when there
+ * is one, for the next join to set aside; AMP_EIO (err left as the push's
+ * refusal) when none is, or after AMP_SYNC_ASIDE_ROUNDS (*rounds counts
+ * them).  A marker, a path that is no record of the local history, or a
+ * record set aside already and refused again is none: the sync stops with
+ * the hub's refusal then, instead of pushing it again and again.
+ */
+static int hub_refused(git_repository *repo, const char *ref, const char *remote,
+		       json_t *paths, json_t *aside, json_t *seen, unsigned *rounds)
+{
+	git_tree *tree = NULL;
+	git_tree_entry *e = NULL;
+	git_oid tip;
+	const char *path, *name;
+	char reason[AMP_MSG_MAX];
+	json_t *why;
+	amp_error ignored;
+	int n = 0;
+
+	if (++*rounds > AMP_SYNC_ASIDE_ROUNDS || read_ref(repo, ref, &tip, &ignored) <= 0 ||
+	    tree_of(repo, &tip, &tree, &ignored) < 0)
+		return AMP_EIO;
+	json_object_foreach(paths, path, why) {
+		const char *hex;
+
+		name = strrchr(path, '/');
+		if (is_marker_name(name ? name + 1 : path) ||
+		    git_tree_entry_bypath(&e, tree, path) < 0 ||
+		    git_tree_entry_type(e) != GIT_OBJECT_BLOB) {
+			git_error_clear();
+			git_tree_entry_free(e);
+			e = NULL;
+			continue;
+		}
+		hex = git_oid_tostr_s(git_tree_entry_id(e));
+		if (!json_object_get(seen, hex)) {
+			snprintf(reason, sizeof(reason), "%.200s's hook refused it: %s", remote,
+				 json_string_value(why));
+			json_object_set_new(aside, hex, json_string(reason));
+			json_object_set_new(seen, hex, json_true());
+			n++;
+		}
+		git_tree_entry_free(e);
+		e = NULL;
+	}
+	git_tree_free(tree);
+	return n ? AMP_OK : AMP_EIO;
 }
 
 static int sync_retries(amp_store *st, long long *out, amp_error *err)
@@ -1935,11 +2109,13 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	git_reference *pushed_ref = NULL;
 	git_oid start;
 	unsigned rng;
-	char id[80], dst[600], edst[600];
+	char id[80], dst[600], edst[600], who[400];
 	git_oid start_remote;
 	int status, have_start, rc, inbox, delivered = 0, have_start_remote = 0;
 	unsigned long replayed = 0, superseded = 0;
-	json_t *refused = NULL;
+	unsigned rounds = 0;
+	json_t *refused = NULL, *paths = json_object(), *aside = json_object(),
+	       *seen = json_object();
 
 	memset(res, 0, sizeof(*res));
 	memset(&c, 0, sizeof(c));
@@ -1959,8 +2135,10 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 		return amp_error_git(err, AMP_EIO, "cannot name the mirror of %s", remote);
 	mirror_ref(key, ref, mirror, sizeof(mirror));
 	mirror_ref(key, eref, emirror, sizeof(emirror));
-	if (!(refused = json_array()))
-		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	if (!(refused = json_array()) || !paths || !aside || !seen) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	rng = (unsigned)getpid() ^ (unsigned)now.tv_nsec;
 	if ((have_start = read_ref(repo, ref, &start, err)) < 0) {
@@ -1980,7 +2158,12 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 
 		epush = ahead_of_mirror(repo, eref, emirror, &ignored, &ignored_have);
 		if (mpush || epush) {
-			if ((rc = push(st, remote, dst, edst, 1, epush, err)) < 0) {
+			rc = push(st, remote, dst, edst, 1, epush, paths, err);
+			/* Refused records: set aside by the join below. */
+			if (rc == PUSH_REFUSED &&
+			    hub_refused(repo, ref, remote, paths, aside, seen, &rounds) < 0)
+				rc = AMP_EIO;
+			if (rc < 0) {
 				status = rc;
 				goto cleanup;
 			}
@@ -1993,7 +2176,8 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	for (;;) {
 		if ((status = fetch(st, remote, key, err)) < 0)
 			goto cleanup;
-		status = join(st, set, ref, mirror, 1, refused, &j, &c, err);
+		status = join(st, set, ref, mirror, 1, refused, aside, &j, &c, err);
+		json_object_clear(aside);
 		if (status == AMP_ERULE)
 			log_conflict(st, set, remote, &c, err);
 		if (status < 0)
@@ -2001,7 +2185,8 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 		/* Set aside: told once, and the escalations go with this
 		 * push (the next join finds the remote behind). */
 		if (json_array_size(refused)) {
-			tell_refused(st, set, remote, refused);
+			snprintf(who, sizeof(who), "amp sync with %.300s", remote);
+			tell_refused(st, set, remote, who, refused);
 			json_array_clear(refused);
 			replayed += j.replayed;
 			superseded += j.superseded;
@@ -2014,7 +2199,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 		}
 		/* The errors ref is a log: joined by a union of its files,
 		 * never a reason to refuse a sync. */
-		if ((status = join(st, set, eref, emirror, 0, NULL, &ej, NULL, err)) < 0)
+		if ((status = join(st, set, eref, emirror, 0, NULL, NULL, &ej, NULL, err)) < 0)
 			goto cleanup;
 		res->replayed = j.replayed + replayed;
 		res->superseded = j.superseded + superseded;
@@ -2028,7 +2213,12 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 					       remote, ref, ref);
 			goto cleanup;
 		}
-		rc = push(st, remote, dst, edst, inbox, ej.push, err);
+		rc = push(st, remote, dst, edst, inbox, ej.push, paths, err);
+		/* The hub's hook refused records (its own settings): set
+		 * aside by the next join, the rest pushed again. */
+		if (rc == PUSH_REFUSED &&
+		    (rc = hub_refused(repo, ref, remote, paths, aside, seen, &rounds)) == AMP_OK)
+			continue;
 		if (rc < 0) {
 			status = rc;
 			goto cleanup;
@@ -2081,6 +2271,9 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	status = AMP_OK;
 cleanup:
 	json_decref(refused);
+	json_decref(paths);
+	json_decref(aside);
+	json_decref(seen);
 	git_tree_free(remote_tree);
 	git_tree_free(after);
 	git_tree_free(before);

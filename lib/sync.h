@@ -68,7 +68,12 @@ int amp_sync_remote(amp_store *st, const char *given, char *buf, size_t bufsz,
 /*
  * Fetches, joins and pushes as described above, for at most amp.syncRetries
  * (git config, 1..100, default 10) refused pushes, with jittered
- * exponential backoff between them.  Returns AMP_OK with *res filled;
+ * exponential backoff between them.  A push the hub's amp hook refuses
+ * for records it names ("amp hook: refused <ref>: commit <id>: <record
+ * path>: <reason>" on git's stderr: what only the hub's settings refuse)
+ * has those records set aside by a join, logged and escalated once, and
+ * the rest pushed again, for at most 100 such rounds, each setting aside
+ * a record not set aside before.  Returns AMP_OK with *res filled;
  * AMP_ERULE for a conflicting record (named in err; logged on the errors
  * ref, nothing moved); AMP_EIO when git fails (its own reason went to
  * stderr) or the retries run out; AMP_EUSAGE for a bad setting.  `set`
@@ -96,10 +101,12 @@ typedef struct amp_sync_absorbed {
  * checked again in its place, set aside when a rule refuses it, as the
  * clone's own join does; the errors ref: a union of files).  The ref
  * moves by compare-and-swap, starting over when another join moved it;
- * a ref the hub does not have yet is created at `from`.  AMP_OK,
+ * a ref the hub does not have yet is created at `from`.  Each record set
+ * aside is then logged on the errors ref (its source `inbox`, the inbox
+ * ref's name) and escalated once to the admin, as amp_sync does.  AMP_OK,
  * AMP_ERULE for a conflicting record (nothing moved), AMP_EIO.
  */
 int amp_sync_absorb(amp_store *st, amp_schema_set *set, const char *ref, const git_oid *from,
-		    amp_sync_absorbed *out, amp_error *err);
+		    const char *inbox, amp_sync_absorbed *out, amp_error *err);
 
 #endif

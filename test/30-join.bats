@@ -44,32 +44,37 @@ PY
 
 # ---- defect 4: the dependency walk ----------------------------------------
 
-@test "a chain of 100,000 dependencies: amp depend finds the cycle that closes it and takes the link that extends it, without a crash" {
+# The one walk of 100,000 links costs seconds (every link is a task
+# directory read from the tree): one test makes it, the cycle's; the
+# link that extends a chain, walked whole too, is the next test's, on a
+# chain of 20,000.
+@test "a chain of 100,000 dependencies: amp depend finds the cycle that closes it, without a crash" {
 	cd a
 	chain . 200000 100000
+	tip=$(git rev-parse refs/amp/messages)
 	# closing the chain into a cycle: refused, the path named
 	run -3 amp depend T-2026-300000 --on T-2026-200000 --from coordinator
 	assert_output "amp depend: error: /on: a cycle: T-2026-200000 already waits for T-2026-300000 (T-2026-200000 -> T-2026-200001 -> T-2026-200002 -> T-2026-200003 -> ... 99993 more -> T-2026-299997 -> T-2026-299998 -> T-2026-299999 -> T-2026-300000), so T-2026-300000 cannot wait for T-2026-200000"
-	# one more link at its head: the whole chain is walked, no cycle
-	run -0 amp depend T-2026-199999 --on T-2026-200000 --from coordinator
-	assert_output --regexp "^T-2026-199999 waits for T-2026-200000 \(depend-[0-9]+\)$"
-	run -0 git ls-tree -r --name-only refs/amp/messages
-	assert_line --regexp "^tasks/2026/1999/T-2026-199999/000001\.ctl\.depend-[0-9]+\.json$"
-	refute_output --partial T-2026-300000/
+	[ "$(git rev-parse refs/amp/messages)" = "$tip" ]
 }
 
-@test "amp fsck checks a commit of 20,000 dependency links in one pass, and names the cycle a later commit closes" {
+@test "amp depend takes the link that extends a chain of 20,000 at its head; amp fsck checks the commit of 20,000 links in one pass, and names the cycle a later commit closes" {
 	cd a
 	chain . 400000 20000
 	run -0 amp fsck
 	assert_output --regexp "commits checked: clean$"
+	# one more link at its head: the whole chain is walked, no cycle
+	run -0 amp depend T-2026-399999 --on T-2026-400000 --from coordinator
+	assert_output --regexp "^T-2026-399999 waits for T-2026-400000 \(depend-[0-9]+\)$"
+	run -0 git ls-tree -r --name-only refs/amp/messages
+	assert_line --regexp "^tasks/2026/3999/T-2026-399999/000001\.ctl\.depend-[0-9]+\.json$"
 	# a hub without amp's hook took the link that closes the cycle
 	plant "tasks/2026/4200/T-2026-420000/000001.ctl.depend-1772116327000.json" <<'JSON'
 {"protocol_version":"AMP/1.0","type":"depend","task_id":"T-2026-420000","from":"coordinator","timestamp":"2026-02-26T14:32:07+00:00","on":"T-2026-400000","soft":false}
 JSON
 	run -3 amp fsck
 	assert_output --partial "T-2026-420000/000001.ctl.depend-1772116327000.json: rule: /on: a cycle: T-2026-400000 already waits for T-2026-420000 (T-2026-400000 -> T-2026-400001 -> T-2026-400002 -> T-2026-400003 -> ... 19993 more -> T-2026-419997 -> T-2026-419998 -> T-2026-419999 -> T-2026-420000)"
-	assert_line "amp fsck: 4 commits checked: 0 corrupt, 1 rule, 0 unreadable"
+	assert_line "amp fsck: 5 commits checked: 0 corrupt, 1 rule, 0 unreadable"
 }
 
 # ---- defect 13: one msg_id, two records --------------------------------------
@@ -231,4 +236,167 @@ depends_in_force() {
 	run -0 on a amp status T-2026-045 --json
 	run -0 json_get '[[(e["escalation_type"], e["from"], e["affected_msgs"]) for e in d["escalations"]], len(d["superseded"])]' <<< "$output"
 	assert_output "[[[\"conflict\", \"system\", [\"$X\"]]], 1]"
+}
+
+# ---- defect 5: what only the hub's own settings refuse -----------------------
+
+# escalations_of CLONE TASK: [type, from, description] of each escalation
+# of TASK there.
+escalations_of() {
+	on "$1" amp status "$2" --json |
+		json_get '[[e["escalation_type"], e["from"], e["description"]] for e in d["escalations"]]'
+}
+
+# then_two_syncs WRITER READER [MSG_ID...]: WRITER writes an escalation
+# of T-2026-045 and syncs, twice; READER then holds MSG_IDs and those two
+# there, and one escalation of $T (the one that told of a record set
+# aside); the hub passes amp fsck.
+then_two_syncs() {
+	local w=$1 r=$2 s
+	shift 2
+	local ids=("$@")
+	for s in 30 40; do
+		at $s
+		ids+=("$(on "$w" amp escalate T-2026-045 --type unknown --severity info --description "at $s" --from executor --no-suspend)") || return 1
+		run -0 on "$w" amp sync
+	done
+	run -0 on "$r" amp sync
+	run -0 on "$r" amp status T-2026-045 --json
+	run -0 json_get '[e["msg_id"] for e in d["escalations"]]' <<< "$output"
+	assert_output "$(printf '%s\n' "${ids[@]}" | $PY -c 'import json, sys; print(json.dumps(sys.stdin.read().split()))')"
+	run -0 escalations_of "$r" "$T"
+	run -0 json_get 'len(d)' <<< "$output"
+	assert_output 1
+	run -0 amp fsck --repo "$HUB"
+}
+
+# refused_beside CLONE REASON: CLONE escalates in T-2026-045 (sets E) and
+# syncs: the hub's refusal (REASON) is shown as git gave it, one record is
+# set aside, and the push goes through.
+refused_beside() {
+	at 21
+	E=$(on "$1" amp escalate T-2026-045 --type unknown --severity info --description "beside it" --from executor --no-suspend)
+	run -0 --separate-stderr on "$1" amp sync --json
+	# shellcheck disable=SC2154 # bats's run sets stderr
+	[[ $stderr == *"$2"* ]]
+	run -0 json_get '[d["superseded"], d["push"]]' <<< "$output"
+	assert_output '[1, true]'
+}
+
+@test "a record only the hub's settings refuse (an ACK of a dispatch the hub's amp.approvalRequired holds): amp sync sets it aside, logs and escalates it once, delivers the rest, and every later sync works" {
+	# the hub holds medium-risk dispatches for the admin; the clones do not
+	git -C "$HUB" config amp.approvalRequired medium
+	dispatched_on_both
+	at 20
+	run -0 on b amp ack "$D" --from executor
+	refused_beside b "awaits the admin's approval (git config amp.approvalRequired)"
+	# the ACK is set aside, kept byte for byte; the escalation went through
+	run -0 git -C "$HUB" ls-tree -r --name-only refs/amp/messages
+	assert_line --regexp "/$T/[0-9]+\.ctl\.superseded-[0-9a-f]+\.json$"
+	assert_line --regexp "/$T/[0-9]+\.ack\.$D\.json$"
+	run -0 on a amp sync
+	run -0 on a amp status T-2026-045 --json
+	run -0 json_get '[e["msg_id"] for e in d["escalations"]]' <<< "$output"
+	assert_output "[\"$E\"]"
+	run -0 on a amp status "$T" --json
+	run -0 json_get '[d["state"], [(s["kind"], s["id"], s["from"]) for s in d["superseded"]]]' <<< "$output"
+	assert_output "[\"dispatched\", [[\"ack\", \"$D\", \"executor\"]]]"
+	run -0 json_get '[s["reason"] for s in d["superseded"]][0]' <<< "$(on a amp status "$T" --json)"
+	assert_output --partial "origin's hook refused it: /ack_for: $D awaits the admin's approval"
+	# logged on b's errors ref, escalated once to the admin
+	run -0 on b amp errors --json
+	assert_output --partial '"command": "sync"'
+	assert_output --partial "$D awaits the admin's approval"
+	run -0 escalations_of a "$T"
+	assert_output --regexp "^\[\[\"conflict\", \"system\", \"amp sync with origin set aside ack $D: origin's hook refused it: /ack_for: $D awaits the admin's approval \(git config amp.approvalRequired\)\. It is kept, in force nowhere \(amp status\); write it again if it is still wanted\"\]\]$"
+	# a second and a third sync deliver what b writes next
+	then_two_syncs b a "$E"
+	for c in a b; do
+		[ "$(git -C $c rev-parse refs/amp/messages)" = "$(git -C "$HUB" rev-parse refs/amp/messages)" ]
+		run -0 on $c amp fsck
+	done
+}
+
+@test "inbox mode: a record the hub's join sets aside (an ACK its amp.approvalRequired holds) is logged on the hub's errors ref and escalated once, and the clone's later syncs deliver" {
+	git -C "$HUB" config amp.approvalRequired medium
+	on a git config amp.syncPush inbox
+	on b git config amp.syncPush inbox
+	dispatched_on_both
+	at 20
+	run -0 on b amp ack "$D" --from executor
+	run -0 on b amp sync
+	id=$(on b git config amp.syncId)
+	# the hub's join set it aside, logged it and told the admin
+	run -0 amp errors --repo "$HUB" --json
+	assert_output --partial "refs/amp-in/$id/messages"
+	assert_output --partial "$D awaits the admin's approval"
+	run -0 escalations_of b "$T"
+	assert_output --regexp "^\[\[\"conflict\", \"system\", \"the hub's join of refs/amp-in/$id/messages set aside ack $D: $D awaits the admin's approval \(git config amp.approvalRequired\)\. It is kept, in force nowhere \(amp status\); write it again if it is still wanted\"\]\]$"
+	# later writes still arrive, and nothing is told twice
+	then_two_syncs b a
+}
+
+# protected_on_hub_only MODE: with clone a syncing in amp.syncPush MODE, a
+# dispatch to a branch only the hub protects, beside an escalation: the
+# sync sets the dispatch aside, logs and escalates it once, and delivers
+# the rest to clone b, then and at later syncs.
+protected_on_hub_only() {
+	git -C "$HUB" config amp.protectedBranches feature/watch-breath-v2
+	on a git config amp.syncPush "$1"
+	at 10
+	D=$(on a amp send task_dispatch --task "$T" --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	refused_beside a '/payload/branch: must not be "feature/watch-breath-v2": a protected branch'
+	run -0 on b amp sync
+	run -0 on b amp status "$T" --json
+	run -0 json_get '[d["state"], [(s["kind"], s["id"]) for s in d["superseded"]]]' <<< "$output"
+	assert_output "[\"new\", [[\"message\", \"$D\"]]]"
+	run -0 escalations_of b "$T"
+	assert_output --partial "amp sync with origin set aside message $D: origin's hook refused it: /payload/branch: must not be"
+	run -0 on a amp errors --json
+	assert_output --partial "a protected branch"
+	then_two_syncs a b "$E"
+}
+
+@test "a dispatch to a branch only the hub protects (its amp.protectedBranches): amp sync sets it aside, the hub's hook takes it so, the rest is delivered and later syncs work" {
+	protected_on_hub_only ref
+}
+
+@test "inbox mode: a dispatch to a branch only the hub protects, refused by the hub's hook on the inbox, is set aside by the clone's sync, and the rest reaches the hub and the other clone" {
+	protected_on_hub_only inbox
+}
+
+@test "a refusal amp sync cannot pin on a record (a hub's own hook saying no) stays exit 4 with git's reason, and a record refused again after it was set aside stops the sync instead of looping" {
+	at 10
+	D=$(on a amp send task_dispatch --task "$T" --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	before=$(git -C a rev-parse refs/amp/messages)
+	mv "$HUB/hooks/pre-receive" "$HUB/hooks/pre-receive.amp"
+	printf '#!/bin/sh\necho "closed for maintenance" >&2\nexit 1\n' > "$HUB/hooks/pre-receive"
+	chmod +x "$HUB/hooks/pre-receive"
+	run -4 --separate-stderr on a amp sync
+	[[ $stderr == *"remote: closed for maintenance"* ]]
+	[[ $stderr == *"amp sync: error: origin refused the push of refs/amp/messages: [remote rejected] (pre-receive hook declined)"* ]]
+	[ "$(git -C a rev-parse refs/amp/messages)" = "$before" ]
+	# a hook naming the newest message whatever amp sync does with it
+	cat > "$HUB/hooks/pre-receive" <<'SH'
+#!/bin/sh
+while read -r old new ref; do
+	[ "$ref" = refs/amp/messages ] || continue
+	path=$(git ls-tree -r --name-only "$new" | grep '\.msg\.' | tail -n 1)
+	echo "amp hook: refused $ref: commit $(git rev-parse --short=11 "$new"): $path: no, never" >&2
+done
+exit 1
+SH
+	run -4 --separate-stderr on a amp sync
+	# the dispatch set aside, then the escalation that tells of it (set
+	# aside and logged, not escalated again), then that escalation named
+	# again: the hub's refusal stands
+	[ "$(grep -c "amp hook: refused refs/amp/messages" <<< "$stderr")" -eq 3 ]
+	[[ $stderr == *"amp sync: error: origin refused the push of refs/amp/messages: [remote rejected] (pre-receive hook declined)"* ]]
+	run -0 on a amp status "$T" --json
+	run -0 json_get '[(s["kind"], s["id"], s["reason"]) for s in d["superseded"]]' <<< "$output"
+	assert_output --regexp "^\[\[\"message\", \"$D\", \"origin's hook refused it: no, never\"\], \[\"message\", \"escalation-$T-[0-9]+\", \"origin's hook refused it: no, never\"\]\]$"
+	# with amp's hook back, the sync delivers; the dispatch stays set aside
+	mv "$HUB/hooks/pre-receive.amp" "$HUB/hooks/pre-receive"
+	run -0 on a amp sync
+	[ "$(git -C a rev-parse refs/amp/messages)" = "$(git -C "$HUB" rev-parse refs/amp/messages)" ]
 }
