@@ -86,10 +86,13 @@ MANS     := $(MAN_SRC:share/man/%.scd=$(BUILD)/man/%)
 # says what is missing); `make deps` installs it.
 SCDOC    := $(shell command -v scdoc 2>/dev/null)
 
+# libgpg-error-dev: libssh2's static link list names -lgpg-error, which
+# libgit2-dev does not bring; without it LIBGIT2=archive cannot link on a
+# pristine Debian 12 (share/git2-link.sh then falls back to the shared one).
 DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
 	python3 python3-jsonschema procps openssh-server openssh-client \
-	cmake dpkg-dev libhttp-parser-dev zlib1g-dev libkrb5-dev strace time gnuplot-nox zsh \
+	cmake dpkg-dev libhttp-parser-dev zlib1g-dev libkrb5-dev libgpg-error-dev strace time gnuplot-nox zsh \
 	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq
 
 .PHONY: all deps deps-list test check installcheck prune-bin demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots

@@ -15,6 +15,7 @@ load conversation
 load enforcer
 load hub
 load clones
+load signing
 
 T2=T-2026-045
 
@@ -189,13 +190,7 @@ alice_pushes() {
 # SSOT and dispatches of $T and $T2), clones a (alice's key) and b (bob's),
 # every clone strict.  No AMP_NOW: strict mode refuses it.
 strict_setup() {
-	make_repo
-	write_payloads
-	unset AMP_NOW
-	git config --global user.name tester
-	git config --global user.email tester@example.invalid
-	K=$BATS_TEST_TMPDIR/keys
-	mkdir -p "$K"
+	signing_base
 	: > "$K/signers"
 	local p r
 	# a key file per principal, named by what comes before the "@"

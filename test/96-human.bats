@@ -128,6 +128,8 @@ print(json.dumps(d, indent=2))' "$E_LATE" | plant "$(next_path "$T" "$E_LATE")"
 @test "colour: only on a TTY, never with NO_COLOR, --no-color or --color=never; --color=always forces it" {
 	send_dispatch
 	at 3600
+	# whatever terminal runs the suite (CI has none, a chroot may say dumb)
+	export TERM=xterm
 	# a pipe: none
 	run env -u NO_COLOR amp status "$T"
 	refute_output --partial $'\e'
@@ -135,6 +137,11 @@ print(json.dumps(d, indent=2))' "$E_LATE" | plant "$(next_path "$T" "$E_LATE")"
 	run on_tty env -u NO_COLOR AMP_PAGER=cat amp status "$T"
 	assert_success
 	assert_output --partial $'\e[31mACK overdue 55m\e[0m'
+	# a terminal that says it is dumb: none
+	run on_tty env -u NO_COLOR TERM=dumb AMP_PAGER=cat amp status "$T"
+	assert_success
+	assert_output --partial "ACK overdue 55m"
+	refute_output --partial $'\e['
 	run on_tty env -u NO_COLOR AMP_PAGER=cat amp inbox executor
 	assert_output --partial $'\e[31moverdue 55m\e[0m'
 	run on_tty env -u NO_COLOR AMP_PAGER=cat amp log
