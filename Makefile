@@ -236,7 +236,7 @@ installcheck: all
 	@dest=$$(mktemp -d "$${TMPDIR:-/tmp}/amp-installcheck.XXXXXX") && \
 	$(MAKE) --no-print-directory -s install DESTDIR=$$dest > $$dest.log 2>&1 || { cat $$dest.log; rm -rf $$dest $$dest.log; exit 1; }; \
 	rm -f $$dest.log; \
-	AMP_INSTALLED_PREFIX=$$dest$(PREFIX) AMP_TEST_BUILD=$(CURDIR)/$(BUILD) test/run $(INSTALLCHECK_SUITES); \
+	AMP_INSTALLED_PREFIX=$$dest$(PREFIX) AMP_TEST_BUILD=$(CURDIR)/$(BUILD) AMP_TEST_BIN=$(CURDIR)/$(BIN) test/run $(INSTALLCHECK_SUITES); \
 	rc=$$?; rm -rf $$dest; exit $$rc
 
 demo: deps
