@@ -594,7 +594,9 @@ int amp_trust_found(amp_trust *t, git_repository *repo, const amp_signing *s, am
 			t->found = 1;
 			git_oid_cpy(&t->start, &line[i]);
 			t->nbelow = n - i - 1;
-			if (t->nbelow && !(t->below = malloc(t->nbelow * sizeof(*t->below)))) {
+			if (!t->nbelow) /* the marker is the root: nothing below */
+				break;
+			if (!(t->below = malloc(t->nbelow * sizeof(*t->below)))) {
 				status = amp_error_set(err, AMP_EIO, "", "out of memory");
 				goto cleanup;
 			}

@@ -162,7 +162,9 @@ amp_variant() {
 	mkdir -p "$bin"
 	cp "$BUILD_BIN/amp" "$bin/amp-gone"
 	cp "$BUILD_BIN/amp" "$bin/amp-send"
-	run -0 make -s -C "$AMP_SRC" BUILD="${AMP_TEST_BUILD:-$AMP_SRC/build}" BIN="$bin" "$bin/amp"
+	# under make asan the objects need the sanitizers' runtime to link
+	run -0 make -s -C "$AMP_SRC" BUILD="${AMP_TEST_BUILD:-$AMP_SRC/build}" BIN="$bin" \
+		${AMP_SANITIZER_REPORTS:+LDFLAGS=-fsanitize=address,undefined} "$bin/amp"
 	assert_output --partial "rm -f $bin/amp-gone (no such command)"
 	assert_file_not_exist "$bin/amp-gone"
 	local c n=0
@@ -225,11 +227,11 @@ amp_variant() {
 	# a test process killed outright: bats says "Executed 1 instead of
 	# expected 2 tests" and exits 1, with no "not ok" line
 	printf '@test "killed" { kill -9 $$; }\n@test "after" { true; }\n' > "$BATS_TEST_TMPDIR/suite/b.bats"
-	run -1 env AMP_TEST_BUILD="$BATS_TEST_TMPDIR/none" "$AMP_SRC/test/run" \
+	run -1 env -u AMP_SANITIZER_REPORTS AMP_TEST_BUILD="$BATS_TEST_TMPDIR/none" "$AMP_SRC/test/run" \
 		"$BATS_TEST_TMPDIR/suite/a.bats" "$BATS_TEST_TMPDIR/suite/b.bats"
 	assert_line "not ok - bats exited with status 1"
 	refute_line --partial "not ok 2"
 	assert_line "2 passed, 1 failed, 0 skipped"
-	run -0 env AMP_TEST_BUILD="$BATS_TEST_TMPDIR/none" "$AMP_SRC/test/run" "$BATS_TEST_TMPDIR/suite/a.bats"
+	run -0 env -u AMP_SANITIZER_REPORTS AMP_TEST_BUILD="$BATS_TEST_TMPDIR/none" "$AMP_SRC/test/run" "$BATS_TEST_TMPDIR/suite/a.bats"
 	assert_line "1 passed, 0 failed, 0 skipped"
 }
