@@ -2114,8 +2114,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	int status, have_start, rc, inbox, delivered = 0, have_start_remote = 0;
 	unsigned long replayed = 0, superseded = 0;
 	unsigned rounds = 0;
-	json_t *refused = NULL, *paths = json_object(), *aside = json_object(),
-	       *seen = json_object();
+	json_t *refused = NULL, *paths = NULL, *aside = NULL, *seen = NULL;
 
 	memset(res, 0, sizeof(*res));
 	memset(&c, 0, sizeof(c));
@@ -2135,7 +2134,9 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 		return amp_error_git(err, AMP_EIO, "cannot name the mirror of %s", remote);
 	mirror_ref(key, ref, mirror, sizeof(mirror));
 	mirror_ref(key, eref, emirror, sizeof(emirror));
-	if (!(refused = json_array()) || !paths || !aside || !seen) {
+	/* made after the early returns above, which own nothing */
+	if (!(refused = json_array()) || !(paths = json_object()) || !(aside = json_object()) ||
+	    !(seen = json_object())) {
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
 	}
