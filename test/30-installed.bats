@@ -80,12 +80,7 @@ installed_path() {
 	installed_path
 	make_ssot
 	local ssot=$PWD work=$BATS_TEST_TMPDIR/work
-	git init -q -b main "$work"
-	git -C "$work" config user.name tester
-	git -C "$work" config user.email tester@example.invalid
-	git -C "$work" commit -q --allow-empty -m initial
-	git -C "$work" config amp.ssot "$ssot"
-	sed -i "s#\"repo\": \"[^\"]*\"#\"repo\": \"$work\"#" "$BATS_TEST_TMPDIR/p/dispatch.json"
+	work_repo "$work" "$ssot"
 	send_dispatch
 	run -0 amp hook install --work --repo "$work"
 	git -C "$work" checkout -q -b feature/watch-breath-v2

@@ -16,13 +16,7 @@ setup() {
 	make_ssot
 	SSOT=$PWD
 	WORK=$BATS_TEST_TMPDIR/work
-	git init -q -b main "$WORK"
-	git -C "$WORK" config user.name tester
-	git -C "$WORK" config user.email tester@example.invalid
-	git -C "$WORK" commit -q --allow-empty -m initial
-	git -C "$WORK" config amp.ssot "$SSOT"
-	# The dispatch names the work repository.
-	sed -i "s#\"repo\": \"[^\"]*\"#\"repo\": \"$WORK\"#" "$BATS_TEST_TMPDIR/p/dispatch.json"
+	work_repo "$WORK" "$SSOT"
 	send_dispatch
 }
 

@@ -77,6 +77,17 @@ JSON
 	echo "$BATS_TEST_TMPDIR/p/review.json"
 }
 
+# work_repo DIR SSOT: a work repository at DIR (branch main, one empty
+# commit) whose amp.ssot is SSOT, named by the dispatch payload.
+work_repo() {
+	git init -q -b main "$1"
+	git -C "$1" config user.name tester
+	git -C "$1" config user.email tester@example.invalid
+	git -C "$1" commit -q --allow-empty -m initial
+	git -C "$1" config amp.ssot "$2"
+	sed -i "s#\"repo\": \"[^\"]*\"#\"repo\": \"$1\"#" "$BATS_TEST_TMPDIR/p/dispatch.json"
+}
+
 # A fresh repository with an initialised SSOT and the payloads; cds into it.
 make_ssot() {
 	make_repo
