@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /* The commands built in: each cmd/amp-<name>.c, whose main() the Makefile
  * renames amp_main_<name>; builtins.h lists them, one AMP_BUILTIN(name)
