@@ -4,6 +4,7 @@
 #   make deps       install what is missing (Debian: apt-get)
 #   make test       deps + build + every test, ending "N passed, N failed"
 #   make installcheck  the end-to-end suites against `make install`'s tree
+#   make check-layers  lib/ against its layers (lib/LAYERS) and its shape
 #   make demo       deps + build + a whole task on a throw-away repository
 #   make asan       the whole test suite under AddressSanitizer + UBSan
 #   make bench      speed figures (never part of the tests)
@@ -95,7 +96,7 @@ DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	cmake dpkg-dev libhttp-parser-dev zlib1g-dev libkrb5-dev libgpg-error-dev strace time gnuplot-nox zsh \
 	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq
 
-.PHONY: all deps deps-list test check installcheck prune-bin demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
+.PHONY: all deps deps-list test check check-layers installcheck prune-bin demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
 
 all: $(BIN)/amp $(CMDS) $(TESTS) $(if $(SCDOC),$(MANS)) prune-bin
 
@@ -227,6 +228,10 @@ test: deps
 
 check: all
 	@AMP_BIN=$(CURDIR)/$(BIN) AMP_TEST_BUILD=$(CURDIR)/$(BUILD) test/run
+
+# Also a test of make check (test/31-layers.bats), with the checker's own.
+check-layers: all
+	@share/check-layers $(BUILD) .
 
 # The GNU target: installs into a temporary DESTDIR (PREFIX as built, so
 # the programs find their schemas relative to themselves) and runs the
