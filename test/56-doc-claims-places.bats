@@ -142,3 +142,20 @@ claims() {
 	assert_equal "$(amp status T-2026-001 --json | json_get 'd["state"]')" in_progress
 	assert_equal "$(amp status T-2026-001 --json | json_get 'd["messages"][0]["acked_by"]')" executor
 }
+
+@test "amp help tutorial, protocol and sharing show the section 7 guides, as amp help config does" {
+	export MANPAGER=cat MANWIDTH=80
+	mkdir -p "$BATS_TEST_TMPDIR/mp/man7"
+	local guide
+	for guide in "tutorial:one task from dispatch to approval" \
+		"protocol:the SSOT, the task states and the rules" \
+		"sharing:share the SSOT between clones"; do
+		MANPATH=$BATS_TEST_TMPDIR/mp run amp help "${guide%%:*}"
+		assert_success
+		assert_output --partial "amp-${guide%%:*} - ${guide#*:}"
+	done
+	# a command is still section 1
+	MANPATH=$BATS_TEST_TMPDIR/mp run amp help sync
+	assert_success
+	assert_output --partial "amp-sync - "
+}
