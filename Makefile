@@ -289,7 +289,7 @@ bench-compare: all
 bench-all: bench
 	@AMP_BIN=$(CURDIR)/$(BIN) share/bench.sh
 
-# The README's pictures of the dashboard (share/doc/img/): the site of
+# The pictures of the dashboard (share/doc/img/, named in amp-dashboard(1)): the site of
 # make demo's SSOT, taken by headless Chromium.
 SHOTS = $(BUILD)/screenshots
 screenshots: deps

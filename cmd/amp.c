@@ -189,11 +189,14 @@ static int man_has(const char *section, const char *page)
  * page; else the page built or installed next to this binary, shown with
  * `man -l` (bin/ -> build/man in the source tree, <BUILD>/bin -> <BUILD>/man,
  * <prefix>/bin -> <prefix>/share/man/manN).  man chooses the pager
- * (MANPAGER, PAGER) and pages only on a terminal.  "config" is amp-config(7).
+ * (MANPAGER, PAGER) and pages only on a terminal.  The guides are section 7,
+ * as git's gittutorial(7): "config", "tutorial", "protocol", "sharing".
  */
 static int help_page(const char *topic)
 {
-	const char *section = strcmp(topic, "config") ? "1" : "7";
+	static const char *const guides[] = { "config", "tutorial", "protocol", "sharing" };
+	const char *section = "1";
+	size_t g;
 	char page[128], self[PATH_MAX], file[3][PATH_MAX + 256];
 	int i;
 
@@ -204,6 +207,9 @@ static int help_page(const char *topic)
 			amp_term(topic));
 		return 2;
 	}
+	for (g = 0; g < sizeof(guides) / sizeof(guides[0]); g++)
+		if (!strcmp(topic, guides[g]))
+			section = "7";
 	/* `amp help amp` is amp(1), as `git help git` is git(1). */
 	snprintf(page, sizeof(page), strcmp(topic, "amp") ? "amp-%s" : "amp", topic);
 	if (man_has(section, page)) {
@@ -399,7 +405,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(name, "help")) {
 		if (argc > 3) {
-			fprintf(stderr, "usage: amp help [<command>|config]\n");
+			fprintf(stderr, "usage: amp help [<command>|config|tutorial|protocol|sharing]\n");
 			return 2;
 		}
 		return help_page(argv[2]);

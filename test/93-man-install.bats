@@ -328,7 +328,7 @@ shell_scripts() {
 	assert_equal "$(json_get 'd["state"]' <<< "$output")" dispatched
 }
 
-# README "A lean binary": how make links libgit2 (share/git2-link.sh).
+# share/doc/internals.md "A lean binary": how make links libgit2 (share/git2-link.sh).
 @test "share/git2-link.sh: LIBGIT2=archive links Debian's libgit2.a, LIBGIT2=system the shared one, each answer cached; the built amp never reads the CA bundle" {
 	local libdir
 	libdir=$(pkg-config --variable=libdir libgit2)

@@ -7,8 +7,8 @@
  * maxItems, maxProperties); this module checks the ones it cannot (the size
  * of a record, its nesting depth) and, for every string and member name
  * anywhere in a record, the string length, so that the open objects
- * (tech_constraints) are bounded too.  The figures are in the README's
- * "Limits" table.
+ * (tech_constraints) are bounded too.  The figures are in amp-protocol(7)
+ * "LIMITS".
  */
 #ifndef AMP_BOUNDS_H
 #define AMP_BOUNDS_H

@@ -15,7 +15,7 @@
 #include "write/write.h"
 #include "store/store.h"
 
-/* Exit codes, documented in README.md. */
+/* Exit codes, documented in README.md and amp(1). */
 #define AMP_EXIT_OK      0
 #define AMP_EXIT_INVALID 1
 #define AMP_EXIT_USAGE   2

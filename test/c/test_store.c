@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/clock.h"
-#include "record/record.h"
-#include "base/sha1.h"
-#include "store/store.h"
+#include "clock.h"
+#include "message.h"
+#include "sha1.h"
+#include "store.h"
 #include "tap.h"
 
 /* A build callback that, the first time, lets a writer outside amp (a
@@ -50,7 +50,7 @@ static int build_raced(amp_store *st, git_tree *tip, void *ctx,
 	return amp_store_write_add(w, "raced/file", "x", 1, err);
 }
 
-/* README "Writes take turns, and are a compare-and-swap": "a writer outside
+/* share/doc/storage.md "Writes take turns, and are a compare-and-swap": "a writer outside
  * amp (git fetch, git update-ref) can still never be overwritten: amp
  * rebuilds on what it wrote and tries again". */
 static void test_outside_writer(void)
@@ -283,7 +283,7 @@ static void test_record_times(void)
 }
 
 /*
- * README "A lean binary": linked with Debian's libgit2.a (build/libgit2/link
+ * share/doc/internals.md "A lean binary": linked with Debian's libgit2.a (build/libgit2/link
  * says "archive"), libgit2's ways to TLS and SSH are amp's (lib/store/tls_ca.c)
  * and fail, saying that amp is built without them: an https:// or ssh://
  * remote opened through libgit2 in amp's process fails.  (Not through
