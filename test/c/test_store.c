@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "message.h"
-#include "sha1.h"
-#include "store.h"
+#include "base/clock.h"
+#include "record/record.h"
+#include "base/sha1.h"
+#include "store/store.h"
 #include "tap.h"
 
 /* A build callback that, the first time, lets a writer outside amp (a
