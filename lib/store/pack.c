@@ -633,7 +633,7 @@ static int copy_small(amp_packwrite *pw, const struct small_pack *sp, amp_error 
 /* Deletes the pack `base` (no extension): its index first, so that no
  * reader finds an index without its pack (a reader that opened it keeps
  * reading it; one that looks it up later finds its objects in the new
- * pack: git, libgit2 and store.c's moved_reader read the directory again
+ * pack: git, libgit2 and repo.c's moved_reader read the directory again
  * when an object is missing). */
 static void remove_pack(const char *base)
 {
