@@ -40,6 +40,7 @@
 
 #include "store/store.h"
 #include "base/clock.h"
+#include "base/hash.h"
 #include "protocol/protocol.h"
 #include "record/record.h"
 #include "summary.h"
@@ -315,11 +316,7 @@ static void put_line(FILE *f, const struct sentry *e)
 
 static size_t task_hash(const char *task)
 {
-	size_t h = 14695981039346656037ULL; /* FNV-1a */
-
-	for (; *task; task++)
-		h = (h ^ (unsigned char)*task) * 1099511628211ULL;
-	return h;
+	return (size_t)amp_fnv1a_str(AMP_FNV1A_BASIS, task);
 }
 
 /* The slot of `task` in c->slots: the one holding it, or the empty one

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/hash.h"
 #include "ere.h"
 #include "base/refname.h"
 #include "base/util.h"
@@ -1441,15 +1442,11 @@ static uint64_t mix(uint64_t h)
 	return h;
 }
 
+/* FNV-1a from a basis of its own (FNV's, a digit short): the order of the
+ * hashes decides which two equal items uniqueItems names. */
 static uint64_t hash_bytes(const char *s, size_t n)
 {
-	uint64_t h = 1469598103934665603ULL;
-
-	while (n--) {
-		h ^= (unsigned char)*s++;
-		h *= 1099511628211ULL;
-	}
-	return h;
+	return amp_fnv1a(1469598103934665603ULL, s, n);
 }
 
 /* A hash consistent with json_same(), for uniqueItems. */
