@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/clock.h"
+#include "base/tempfile.h"
 #include "base/util.h"
 #include "protocol/protocol.h"
 #include "read/read.h"
@@ -95,13 +95,15 @@ static void load_state(struct watch *w)
  * sees the old state or the new one, never half of one. */
 static int save_state(struct watch *w)
 {
-	char path[4200], tmp[4300];
+	char path[4200];
+	amp_tempfile t = { .fd = -1 };
+	FILE *f;
 
 	state_path(w->st, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
 	if ((mkdir(amp_store_state_dir(w->st), 0777) < 0 && errno != EEXIST) ||
-	    json_dump_file(w->state, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0) {
-		unlink(tmp);
+	    amp_tempfile_open(&t, path, 0) < 0 || !(f = amp_tempfile_stream(&t)) ||
+	    json_dumpf(w->state, f, JSON_COMPACT) < 0 || amp_tempfile_commit(&t) < 0) {
+		amp_tempfile_rollback(&t);
 		return amp_errlist_add(w->errors, AMP_EIO, "", "cannot write %s: %s", path,
 				       strerror(errno));
 	}
