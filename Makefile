@@ -4,9 +4,11 @@
 #   make deps       install what is missing (Debian: apt-get)
 #   make test       deps + build + every test, ending "N passed, N failed"
 #   make installcheck  the end-to-end suites against `make install`'s tree
+#   make check-layers  lib/ against its layers (lib/LAYERS) and its shape
 #   make demo       deps + build + a whole task on a throw-away repository
 #   make asan       the whole test suite under AddressSanitizer + UBSan
 #   make bench      speed figures (never part of the tests)
+#   make bench-compare BASE=<rev>  <rev>'s build against this one, side by side
 #   make screenshots the dashboard of the demo, by headless Chromium
 #   make fuzz       deps + clang + each libFuzzer target for FUZZ_SECONDS
 #   make valgrind   deps + every command once under valgrind memcheck
@@ -99,7 +101,7 @@ DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	cmake dpkg-dev libhttp-parser-dev zlib1g-dev libkrb5-dev libgpg-error-dev strace time gnuplot-nox zsh \
 	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq libpcre2-dev nettle-dev
 
-.PHONY: all deps deps-list test check installcheck prune-bin demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
+.PHONY: all deps deps-list test check check-layers bench-compare installcheck prune-bin demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
 
 all: $(BIN)/amp $(CMDS) $(TESTS) $(if $(SCDOC),$(MANS)) prune-bin
 
@@ -232,6 +234,10 @@ test: deps
 check: all
 	@AMP_BIN=$(CURDIR)/$(BIN) AMP_TEST_BUILD=$(CURDIR)/$(BUILD) test/run
 
+# Also a test of make check (test/31-layers.bats), with the checker's own.
+check-layers: all
+	@share/check-layers $(BUILD) .
+
 # The GNU target: installs into a temporary DESTDIR (PREFIX as built, so
 # the programs find their schemas relative to themselves) and runs the
 # end-to-end suites against that tree, with its bin/ alone on PATH
@@ -272,6 +278,17 @@ asan: deps
 bench: all
 	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(DEBIAN_PACKAGES) $(BENCH_PACKAGES)"
 	@AMP_BIN=$(CURDIR)/$(BIN) share/bench-table.sh
+
+# make bench-compare BASE=<rev>: the build of <rev> (built from `git
+# archive` under build/bench-base, with this tree's libgit2) against this
+# one, side by side in one run (share/bench-compare.sh).
+BASE ?= HEAD
+bench-compare: all
+	@rm -rf $(BUILD)/bench-base && mkdir -p $(BUILD)/bench-base
+	@git archive $(BASE) | tar -x -C $(BUILD)/bench-base
+	@$(MAKE) --no-print-directory -s -C $(BUILD)/bench-base LIBGIT2_DIR=$(abspath $(LIBGIT2_DIR)) \
+		BUILD=build BIN=bin bin/amp > $(BUILD)/bench-base.log 2>&1 || { cat $(BUILD)/bench-base.log; exit 1; }
+	@share/bench-compare.sh $(BUILD)/bench-base/bin $(BIN)
 
 bench-all: bench
 	@AMP_BIN=$(CURDIR)/$(BIN) share/bench.sh
