@@ -8,8 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "base/sha1.h"
+#include <nettle/sha1.h>
 
 /* ---- record times (store.h) ---------------------------------------------- */
 
@@ -32,12 +31,12 @@ struct amp_record_times {
 static void times_key(const char *task, const char *name, uint64_t key[2])
 {
 	unsigned char digest[20];
-	amp_sha1 c;
+	struct sha1_ctx c;
 
-	amp_sha1_init(&c);
-	amp_sha1_update(&c, task, strlen(task) + 1);
-	amp_sha1_update(&c, name, strlen(name));
-	amp_sha1_final(&c, digest);
+	sha1_init(&c);
+	sha1_update(&c, strlen(task) + 1, (const uint8_t *)task);
+	sha1_update(&c, strlen(name), (const uint8_t *)name);
+	sha1_digest(&c, SHA1_DIGEST_SIZE, digest);
 	memcpy(key, digest, 16);
 	if (!key[0])
 		key[0] = 1;
