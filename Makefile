@@ -60,11 +60,15 @@ GIT2_CFLAGS = $(if $(filter lean,$(GIT2_MODE)),-I$(LIBGIT2_DIR)/install/include,
 GIT2_LIBS   = $(wordlist 2,1000,$(GIT2_LINK))
 # libmicrohttpd: its header only; lib/ui/dashboard_serve.c loads the library
 # with dlopen when a server starts (why: there).
-PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson zlib libmicrohttpd)
-# With Debian's libgit2.a, jansson is linked statically too (libjansson-dev
-# ships libjansson.a): amp then loads no shared library but libc.
-JANSSON_LIBS = $(if $(and $(filter archive,$(GIT2_MODE)),$(wildcard $(shell pkg-config --variable=libdir jansson)/libjansson.a)),-l:libjansson.a,$(shell pkg-config --libs jansson))
-PKG_LIBS   = $(GIT2_LIBS) $(JANSSON_LIBS) $(shell pkg-config --libs zlib)
+PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson zlib libmicrohttpd libpcre2-8 nettle)
+# With Debian's libgit2.a, jansson, PCRE2 (schema patterns) and nettle
+# (SHA-1) are linked statically too (their -dev packages ship the .a): amp
+# then loads no shared library but libc.
+static_or_shared = $(if $(and $(filter archive,$(GIT2_MODE)),$(wildcard $(shell pkg-config --variable=libdir $(1))/$(2))),-l:$(2),$(shell pkg-config --libs $(1)))
+JANSSON_LIBS = $(call static_or_shared,jansson,libjansson.a)
+PCRE2_LIBS   = $(call static_or_shared,libpcre2-8,libpcre2-8.a)
+NETTLE_LIBS  = $(call static_or_shared,nettle,libnettle.a)
+PKG_LIBS   = $(GIT2_LIBS) $(JANSSON_LIBS) $(PCRE2_LIBS) $(NETTLE_LIBS) $(shell pkg-config --libs zlib)
 # lib/store/tls_ca.c, linked into every program in the build its mode needs.
 TLS_CA      = $(if $(filter archive,$(GIT2_MODE)),$(BUILD)/tls_ca_archive.o,$(BUILD)/tls_ca.o)
 # --as-needed: no shared library loads that the program does not call.
@@ -95,7 +99,7 @@ DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
 	python3 python3-jsonschema procps openssh-server openssh-client \
 	cmake dpkg-dev libhttp-parser-dev zlib1g-dev libkrb5-dev libgpg-error-dev strace time gnuplot-nox zsh \
-	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq
+	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq libpcre2-dev nettle-dev
 
 .PHONY: all deps deps-list test check check-layers bench-compare installcheck prune-bin demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
 

@@ -9,6 +9,7 @@
 
 #include "store/store.h"
 #include "base/clock.h"
+#include "base/tempfile.h"
 #include "write/write.h"
 #include "record/record.h"
 #include "read/read.h"
@@ -850,8 +851,10 @@ static int agents_seen(amp_store *st, const git_oid *tip, json_t **out, amp_erro
 	git_repository *repo = amp_store_repo(st);
 	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX };
 	amp_errlist problems = { 0 };
-	char path[AMP_PATH_MAX], tmp[AMP_PATH_MAX + 32], hex[GIT_OID_HEXSZ + 1];
+	char path[AMP_PATH_MAX], hex[GIT_OID_HEXSZ + 1];
 	json_t *file, *all = NULL, *fresh = NULL;
+	amp_tempfile t = { .fd = -1 };
+	FILE *tf;
 	git_oid since;
 	int status = AMP_OK;
 
@@ -884,12 +887,12 @@ static int agents_seen(amp_store *st, const git_oid *tip, json_t **out, amp_erro
 		goto cleanup;
 	merge_agents(all, fresh);
 	/* Best effort, written whole then renamed, as the other caches. */
-	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
 	file = json_pack("{s:i,s:s,s:s,s:O}", "version", AGENTS_CACHE_VERSION, "build", amp_build_id(),
 			 "tip", hex, "agents", all);
 	if (!file || (mkdir(amp_store_state_dir(st), 0777) < 0 && errno != EEXIST) ||
-	    json_dump_file(file, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0)
-		unlink(tmp);
+	    amp_tempfile_open(&t, path, 0) < 0 || !(tf = amp_tempfile_stream(&t)) ||
+	    json_dumpf(file, tf, JSON_COMPACT) < 0 || amp_tempfile_commit(&t) < 0)
+		amp_tempfile_rollback(&t);
 	json_decref(file);
 	*out = json_incref(all);
 cleanup:

@@ -351,47 +351,28 @@ cleanup:
 
 /* ---- joining ---------------------------------------------------------------- */
 
-/* registry_diff below `prefix`, `depth` directories down (0: the root). */
-static int diff(git_repository *repo, git_tree *a, git_tree *b, const char *prefix, int depth,
-		json_t *added)
+/* amp_registry_diff's visit of an entry that differs, `depth`
+ * directories down (0: the root). */
+static int diff_one(amp_tree_diff *d, const amp_tree_diff_entry *e)
 {
-	size_t i, n = git_tree_entrycount(b);
-	char path[AMP_PATH_MAX], hex[GIT_OID_HEXSZ + 1];
-	int rc = 0;
+	const git_tree_entry *be = e->b;
+	char hex[GIT_OID_HEXSZ + 1];
 
-	for (i = 0; i < n && rc == 0; i++) {
-		const git_tree_entry *be = git_tree_entry_byindex(b, i);
-		const char *name = git_tree_entry_name(be);
-		const git_tree_entry *ae = a ? git_tree_entry_byname(a, name) : NULL;
-		git_tree *sa = NULL, *sb = NULL;
-
-		if (ae && git_oid_equal(git_tree_entry_id(ae), git_tree_entry_id(be)))
-			continue;
-		if (depth == 0 && strcmp(name, AMP_REGISTRY_DIR))
-			continue;
-		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
-		if (depth == 2) {
-			if (git_tree_entry_type(be) == GIT_OBJECT_BLOB) {
-				git_oid_tostr(hex, sizeof(hex), git_tree_entry_id(be));
-				json_object_set_new(added, path, json_string(hex));
-			}
-			continue;
+	if (e->depth == 0 && strcmp(e->name, AMP_REGISTRY_DIR))
+		return AMP_TREE_DIFF_SKIP;
+	if (e->depth == 2) {
+		if (git_tree_entry_type(be) == GIT_OBJECT_BLOB) {
+			git_oid_tostr(hex, sizeof(hex), git_tree_entry_id(be));
+			json_object_set_new(d->ctx, e->path, json_string(hex));
 		}
-		if (git_tree_entry_type(be) != GIT_OBJECT_TREE)
-			continue;
-		if (git_tree_lookup(&sb, repo, git_tree_entry_id(be)) < 0 ||
-		    (ae && git_tree_entry_type(ae) == GIT_OBJECT_TREE &&
-		     git_tree_lookup(&sa, repo, git_tree_entry_id(ae)) < 0))
-			rc = -1;
-		else
-			rc = diff(repo, sa, sb, path, depth + 1, added);
-		git_tree_free(sa);
-		git_tree_free(sb);
+		return AMP_TREE_DIFF_SKIP;
 	}
-	return rc;
+	return git_tree_entry_type(be) == GIT_OBJECT_TREE ? AMP_TREE_DIFF_DESCEND : AMP_TREE_DIFF_SKIP;
 }
 
 int amp_registry_diff(git_repository *repo, git_tree *a, git_tree *b, json_t *added)
 {
-	return b ? diff(repo, a, b, "", 0, added) : 0;
+	amp_tree_diff d = { repo, 0, diff_one, NULL, added };
+
+	return b ? amp_tree_diff_walk(&d, a, b, "", 0, 0) : 0;
 }
