@@ -123,15 +123,6 @@ char *amp_message_dump(const json_t *msg)
 	return nl;
 }
 
-size_t amp_message_dump_size(const json_t *msg)
-{
-	char *text = amp_json_dumps(msg, AMP_RECORD_DUMP_FLAGS);
-	size_t size = text ? strlen(text) + 1 : (size_t)-1; /* the trailing newline */
-
-	free(text);
-	return size;
-}
-
 int amp_message_validate(amp_schema_set *set, json_t *msg, int ack,
 			 amp_errlist *errors)
 {

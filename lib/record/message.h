@@ -71,9 +71,6 @@ char *amp_message_dump(const json_t *msg);
 
 #define AMP_RECORD_DUMP_FLAGS (JSON_INDENT(2) | JSON_PRESERVE_ORDER)
 
-/* The size in bytes of amp_message_dump(msg), without building it. */
-size_t amp_message_dump_size(const json_t *msg);
-
 /* Validates msg against the AMP/1.0 message schema (AMP_OK or
  * AMP_ESCHEMA, every error appended), or against the ACK schema when
  * `ack` is set.  A record past the bounds (bounds.h) is refused with those

@@ -38,6 +38,7 @@
 #include "ere.h"
 #include "base/refname.h"
 #include "base/util.h"
+#include "json/json.h"
 
 struct pattern {
 	regex_t re;       /* compiled in the UTF-8 locale (ok), maybe lazily */

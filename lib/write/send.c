@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "control.h"
 #include "base/util.h"
+#include "json/json.h"
 
 struct message_ctx {
 	amp_schema_set *set;
