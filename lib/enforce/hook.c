@@ -16,7 +16,6 @@
 #include "hook.h"
 #include "read/read.h"
 #include "store/store.h"
-#include "sync/sync.h"
 #include "base/util.h"
 
 int amp_hook_use_quarantine(amp_store *st, amp_error *err)

@@ -13,45 +13,7 @@
 #include "base/util.h"
 
 #define PREFIX AMP_REGISTRY_DIR "/"
-#define NAME_HEAD "register-"
-
-int amp_registry_parse_path(const char *path, char *agent, size_t agentsz, int64_t *ms,
-			    char hex[13])
-{
-	const char *a = path + strlen(PREFIX), *slash, *p, *dash;
-	size_t len, i;
-	int64_t v = 0;
-
-	if (strncmp(path, PREFIX, strlen(PREFIX)) || !(slash = strchr(a, '/')))
-		return -1;
-	len = (size_t)(slash - a);
-	if (!amp_agent_valid(a, len) || len >= agentsz)
-		return -1;
-	p = slash + 1;
-	if (strncmp(p, NAME_HEAD, strlen(NAME_HEAD)))
-		return -1;
-	p += strlen(NAME_HEAD);
-	/* <unix_ms>: 1 to 15 digits, no leading zero (one name per time). */
-	if (!(dash = strchr(p, '-')) || dash == p || dash - p > 15 || (*p == '0' && dash - p > 1))
-		return -1;
-	for (; p < dash; p++) {
-		if (*p < '0' || *p > '9')
-			return -1;
-		v = v * 10 + (*p - '0');
-	}
-	p = dash + 1;
-	for (i = 0; i < 12; i++)
-		if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
-			return -1;
-	if (strcmp(p + 12, ".json"))
-		return -1;
-	memcpy(agent, a, len);
-	agent[len] = '\0';
-	memcpy(hex, p, 12);
-	hex[12] = '\0';
-	*ms = v;
-	return 0;
-}
+#define NAME_HEAD AMP_REGISTER_HEAD
 
 /* 1 when `role` is one of the strings of array `roles`. */
 static int has_role(const json_t *roles, const char *role)

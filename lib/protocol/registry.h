@@ -34,17 +34,8 @@
 #include "schema/schema.h"
 #include "store/store.h"
 
-#define AMP_REGISTRY_DIR "agents"
 #define AMP_CAPABILITIES_MAX 64 /* capabilities of one declaration */
 #define AMP_ROLES_MAX 4         /* admin coordinator executor reviewer */
-
-/*
- * Splits path "agents/<agent>/register-<ms>-<hex12>.json" into the agent
- * (agentsz >= AMP_AGENT_MAX + 1), the time and the blob prefix (hex, 13
- * bytes).  0, or -1 when the path is not a register record's place.
- */
-int amp_registry_parse_path(const char *path, char *agent, size_t agentsz, int64_t *ms,
-			    char hex[13]);
 
 /*
  * The form and the role of register record `doc` at `path` whose blob is

@@ -78,6 +78,13 @@ char *amp_message_dump(const json_t *msg);
 int amp_message_validate(amp_schema_set *set, json_t *msg, int ack,
 			 amp_errlist *errors);
 
+/* Validates one of amp's control records (write/control.h: resume,
+ * approve, claim, register, ...) as amp_message_validate does, against
+ * schemas/control.schema.json: AMP_OK, AMP_ESCHEMA with the errors
+ * appended, or AMP_EIO. */
+#define AMP_SCHEMA_CONTROL AMP_SCHEMA_BASE "control.schema.json"
+int amp_control_validate(amp_schema_set *set, json_t *doc, amp_errlist *errors);
+
 /* When msg requires an ACK: its deadline in Unix ms (timestamp +
  * ack_timeout_sec, the type's default when absent).  -1 when no ACK is
  * required or the timestamp is unreadable. */

@@ -537,33 +537,6 @@ void amp_store_record_counts(const amp_store *st, unsigned long *parsed, unsigne
 	*parsed = st->records_parsed;
 	*cached = st->records_cached;
 }
-const char *amp_agent_problem(const char *name, size_t len)
-{
-	const char *git;
-	size_t i, dots = 0;
-
-	if (len < 1 || len > AMP_AGENT_MAX)
-		return "(1 to 64 of A-Z a-z 0-9 . _ -)";
-	for (i = 0; i < len; i++) {
-		if (!name[i] ||
-		    !strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", name[i]))
-			return "(1 to 64 of A-Z a-z 0-9 . _ -)";
-		dots += name[i] == '.';
-	}
-	/* The name is a directory of the SSOT (registry.h) and the author
-	 * name of the commits it writes. */
-	if ((git = amp_gitpath_component_problem(name, len)))
-		return git;
-	if (dots == len)
-		return "only dots, which git drops from an author name";
-	return NULL;
-}
-
-int amp_agent_valid(const char *name, size_t len)
-{
-	return !amp_agent_problem(name, len);
-}
-
 int amp_store_set_agent(amp_store *st, const char *name, amp_error *err)
 {
 	const char *why;

@@ -28,19 +28,6 @@ struct control_ctx {
 	(amp_errlist_add((c)->errors, AMP_ERULE, (path), __VA_ARGS__), \
 	 amp_error_set((err), AMP_ERULE, (path), __VA_ARGS__))
 
-int amp_control_validate(amp_schema_set *set, json_t *doc, amp_errlist *errors)
-{
-	json_t *schema = amp_schema_set_lookup(set, AMP_SCHEMA_CONTROL);
-	int status;
-
-	if (!schema)
-		return amp_errlist_add(errors, AMP_EIO, "", "schema %s is not installed",
-				       AMP_SCHEMA_CONTROL);
-	if ((status = amp_bounds_check_value(doc, 0, "", errors)) < 0)
-		return status;
-	return amp_schema_validate(set, schema, NULL, doc, errors);
-}
-
 /* Who may write each control record. */
 static int role_may(const char *type, const char *from)
 {
