@@ -8,6 +8,7 @@
 #include "store/store.h"
 #include "base/clock.h"
 #include "protocol/protocol.h"
+#include "write/write.h"
 #include "base/util.h"
 
 static const char usage[] =

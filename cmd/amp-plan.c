@@ -6,6 +6,7 @@
 #include "ui/ui.h"
 #include "base/clock.h"
 #include "protocol/protocol.h"
+#include "write/write.h"
 #include "base/util.h"
 
 static const char usage[] =

@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "record/record.h"
 #include "protocol/protocol.h"
+#include "write/write.h"
 #include "base/util.h"
 
 static const char usage[] =

@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 	const char *task = NULL, *from = NULL, *to = NULL, *payload_file = NULL;
 	const char *envelope_file = NULL, *repo = NULL, *type = NULL, *source;
 	amp_message_fields f = { 0 };
-	amp_send_opts sopts = { "send", NULL, NULL, 0, 0, NULL };
+	amp_send_opts sopts = { "send", NULL, NULL, 0, 0, NULL, 0 };
 	amp_send_result res;
 	amp_errlist errors = { 0 };
 	amp_schema_set *set = NULL;

@@ -50,18 +50,8 @@
 int amp_registry_check(amp_schema_set *set, const char *path, const git_oid *blob,
 		       const json_t *doc, const char *commit_agent, amp_errlist *errors);
 
-/*
- * Writes the register record of `agent` by `from` at now_ms: its roles
- * (1..AMP_ROLES_MAX, each once) and capabilities (0..AMP_CAPABILITIES_MAX,
- * each once).  `from` must be "admin" or one of the roles (AMP_ERULE,
- * logged).  The path written goes to path[0..pathsz).  The commit's
- * author is `from`; its Amp-Agent is the store's instance (amp_store_set_
- * agent), which the caller sets to `agent` unless the admin writes.
- */
-int amp_registry_write(amp_store *st, amp_schema_set *set, const char *agent,
-		       const char *from, const char *const *roles, size_t nroles,
-		       const char *const *caps, size_t ncaps, int64_t now_ms,
-		       char *path, size_t pathsz, amp_errlist *errors);
+/* 1 when `role` is one of the strings of array `roles`. */
+int amp_registry_has_role(const json_t *roles, const char *role);
 
 /*
  * The declarations in force on tip tree `tip` (NULL: none), as a new JSON
