@@ -15,26 +15,16 @@ int main(int argc, char **argv)
 			     .operand_name = "<msg_id>", .operand_def = "msg_id",
 			     .role_required = 1 };
 	amp_send_result res;
-	json_t *out;
 	int code, status;
 
 	amp_reccache_arena(); /* one message, then exit */
 	if ((code = amp_cli_write_open(&w, argc, argv)) != AMP_CLI_GO)
 		return amp_cli_write_close(&w, code);
 	status = amp_send_ack(w.st, w.set, w.arg, w.from, w.now_ms, &res, &w.errors);
-	if (status < 0) {
-		code = amp_cli_print_errors("ack", &w.errors, status);
-		amp_cli_report_escalation("ack", &res);
-		/* a refusal that escalated: the escalation goes too */
-		if (res.escalation_id[0])
-			amp_cli_sync_after_write("ack", w.st, w.set, w.sync);
-		return amp_cli_write_close(&w, code);
-	}
-	out = json_pack("{s:s,s:b}", "ack_for", res.msg_id, "duplicate", res.duplicate);
-	json_object_set_new(out, "escalation", res.escalation_id[0] ?
-			    json_string(res.escalation_id) : json_null());
-	amp_cli_write_print(&w, out, "%s %s", res.duplicate ? "already acked" : "acked",
-			    res.msg_id);
+	if (status < 0)
+		return amp_cli_write_refused(&w, status, &res);
+	amp_cli_write_print(&w, amp_cli_sent_json("ack_for", &res), "%s %s",
+			    res.duplicate ? "already acked" : "acked", res.msg_id);
 	amp_cli_report_escalation("ack", &res);
 	return amp_cli_write_done(&w, status);
 }

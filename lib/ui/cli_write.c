@@ -49,7 +49,8 @@ static int parse(amp_cli_writer *w, int argc, char **argv, const struct option *
 				return code;
 		}
 	}
-	if ((code = amp_cli_check_args(w->cmd, argc, argv, "h", opts)))
+	if ((code = amp_cli_check_args(w->cmd, argc, argv, "h", opts)) ||
+	    (w->idempotency_key && (code = amp_cli_idempotency_key(w->cmd, w->idempotency_key))))
 		return code;
 	if (!w->usage_one) {
 		if (optind != argc)
@@ -116,6 +117,26 @@ int amp_cli_write_done(amp_cli_writer *w, int status)
 			      : amp_cli_sync_after_write(w->cmd, w->st, w->set, w->sync);
 
 	return amp_cli_write_close(w, code);
+}
+
+int amp_cli_write_refused(amp_cli_writer *w, int status, const amp_send_result *res)
+{
+	int code = amp_cli_print_errors(w->cmd, &w->errors, status);
+
+	amp_cli_report_escalation(w->cmd, res);
+	/* a refusal that escalated: the escalation goes too */
+	if (res->escalation_id[0])
+		amp_cli_sync_after_write(w->cmd, w->st, w->set, w->sync);
+	return amp_cli_write_close(w, code);
+}
+
+json_t *amp_cli_sent_json(const char *key, const amp_send_result *res)
+{
+	json_t *out = json_pack("{s:s,s:b}", key, res->msg_id, "duplicate", res->duplicate);
+
+	json_object_set_new(out, "escalation", res->escalation_id[0] ?
+			    json_string(res->escalation_id) : json_null());
+	return out;
 }
 
 int amp_cli_write_close(amp_cli_writer *w, int code)

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "schema/schema.h"
 #include "store/store.h"
+#include "write/write.h"
 
 /* What amp_cli_write_open returns when the command goes on to write. */
 #define AMP_CLI_GO (-1)
@@ -46,6 +47,9 @@ struct amp_cli_writer {
 	/* Its own checks of ids once the schemas are loaded, before the SSOT
 	 * opens: 0 or the exit code.  May be NULL. */
 	int (*check_ids)(amp_cli_writer *w);
+	/* --idempotency-key's value, when the command takes one: checked
+	 * (amp_cli_idempotency_key, $AMP_IDEMPOTENCY_KEY) with the arguments. */
+	const char **idempotency_key;
 	void *ctx;               /* the command's own option values */
 
 	/* Filled by amp_cli_write_open. */
@@ -83,6 +87,18 @@ void amp_cli_write_print(amp_cli_writer *w, json_t *out, const char *fmt, ...)
  * it.  Then amp_cli_write_close.  Returns the exit code.
  */
 int amp_cli_write_done(amp_cli_writer *w, int status);
+
+/*
+ * A message or ACK refused with `status` (amp_send_message, amp_send_ack):
+ * prints the errors and the escalation recorded with the refusal, and
+ * syncs when there is one (the escalation goes too), then
+ * amp_cli_write_close.  Returns the exit code.
+ */
+int amp_cli_write_refused(amp_cli_writer *w, int status, const amp_send_result *res);
+
+/* The --json result of a message or ACK written: {key: res->msg_id,
+ * "duplicate", "escalation" (its id or null)}.  New reference. */
+json_t *amp_cli_sent_json(const char *key, const amp_send_result *res);
 
 /* Frees what amp_cli_write_open opened; returns code. */
 int amp_cli_write_close(amp_cli_writer *w, int code);
