@@ -225,8 +225,8 @@ static int build_expire(struct coord_ctx *c, const amp_task_log *log, const amp_
 	after.next_seq += (int)w->nfiles;
 	affected = json_pack("[s]", dispatch);
 	status = affected ? amp_write_add_escalation(c->set, w, &after, "heartbeat_timeout", "warning",
-						    description, affected, NULL, c->now_ms, &sres,
-						    NULL, err)
+						     description, affected, NULL, c->now_ms, &sres,
+						     NULL, err)
 			  : amp_error_set(err, AMP_EIO, "", "out of memory");
 	json_decref(affected);
 	snprintf(c->res->escalation_id, sizeof(c->res->escalation_id), "%s", sres.escalation_id);
@@ -287,7 +287,7 @@ static int build_deadline(struct coord_ctx *c, const amp_task_log *log, const am
 	if (!(affected = json_pack("[s]", dispatch)))
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
 	status = amp_write_add_escalation(c->set, w, log, "unknown", "warning", description,
-					 affected, NULL, c->now_ms, &sres, NULL, err);
+					  affected, NULL, c->now_ms, &sres, NULL, err);
 	json_decref(affected);
 	snprintf(c->res->escalation_id, sizeof(c->res->escalation_id), "%s", sres.escalation_id);
 	return status;

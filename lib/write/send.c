@@ -297,8 +297,8 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 		json_t *affected = json_pack("[s]", c->res->msg_id);
 
 		status = amp_write_add_escalation(c->set, w, &after, "conflict", "info", description,
-						 affected, NULL, amp_msg_id_ms(c->res->msg_id),
-						 &low, NULL, err);
+						  affected, NULL, amp_msg_id_ms(c->res->msg_id),
+						  &low, NULL, err);
 		json_decref(affected);
 		if (status < 0)
 			goto cleanup;
