@@ -106,10 +106,8 @@ int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
 			  const amp_task_log *log, size_t i, const char *agent,
 			  amp_errlist *errors);
 
-/* The namespace a hub takes clones' pushes in (git config amp.syncPush
- * inbox): refs/amp-in/<sync id>/messages and .../errors.  amp sync
- * (sync.h) pushes there; the hook checks what arrives there. */
-#define AMP_SYNC_INBOX "refs/amp-in/"
+/* The namespace a hub takes clones' pushes in is AMP_SYNC_INBOX
+ * (record/names.h): amp sync pushes there; the hook checks what arrives. */
 
 /* The first line after "#!/bin/sh" of every hook amp installs, followed by
  * ": <command>" (the amp-hook command it runs): how amp_hook_install knows

@@ -16,6 +16,7 @@
 #include "store/store.h"
 #include "record/record.h"
 #include "base/util.h"
+#include "json/json.h"
 #include "watch.h"
 
 #define STATE_VERSION 1

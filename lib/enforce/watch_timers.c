@@ -10,6 +10,7 @@
 #include "base/util.h"
 #include "protocol/protocol.h"
 #include "record/record.h"
+#include "write/write.h"
 #include "watch_fire.h"
 #include "watch_timers.h"
 

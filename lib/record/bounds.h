@@ -69,6 +69,10 @@ int amp_msg_id_parse(const char *msg_id, const char **task, size_t *task_len,
 int amp_bounds_check_bytes(const char *buf, size_t len, size_t total,
 			   int base_depth, const char *pointer, amp_error *err);
 
+/* The size in bytes of amp_message_dump(msg) (message.h), the stored form
+ * whose size the bounds limit, without keeping it. */
+size_t amp_message_dump_size(const json_t *msg);
+
 /*
  * Checks a parsed value: nesting depth, the length of every string and
  * member name, and, for a whole record (base_depth 0), its size as amp

@@ -1,6 +1,7 @@
 /*
- * names.c - the names of the SSOT's layout (store.h): an agent instance's
- * name, a task's directory, a record's file name.  Pure: no repository.
+ * names.c - the names of the SSOT's layout (store.h):
+ * a task's directory, a record's file name (an agent's name is
+ * record/names.h's).  Pure: no repository.
  */
 #include "store_int.h"
 
@@ -8,35 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/gitpath.h"
 #include "record/record.h"
-
-const char *amp_agent_problem(const char *name, size_t len)
-{
-	const char *git;
-	size_t i, dots = 0;
-
-	if (len < 1 || len > AMP_AGENT_MAX)
-		return "(1 to 64 of A-Z a-z 0-9 . _ -)";
-	for (i = 0; i < len; i++) {
-		if (!name[i] ||
-		    !strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", name[i]))
-			return "(1 to 64 of A-Z a-z 0-9 . _ -)";
-		dots += name[i] == '.';
-	}
-	/* The name is a directory of the SSOT (registry.h) and the author
-	 * name of the commits it writes. */
-	if ((git = amp_gitpath_component_problem(name, len)))
-		return git;
-	if (dots == len)
-		return "only dots, which git drops from an author name";
-	return NULL;
-}
-
-int amp_agent_valid(const char *name, size_t len)
-{
-	return !amp_agent_problem(name, len);
-}
 
 static int is_digits(const char *s, size_t n)
 {

@@ -31,6 +31,7 @@
 #include <jansson.h>
 
 #include "base/error.h"
+#include "record/record.h" /* AMP_AGENT_MAX, amp_agent_valid */
 
 #define AMP_STORE_DEFAULT_REF        "refs/amp/messages"
 #define AMP_STORE_DEFAULT_ERRORS_REF "refs/amp/errors"
@@ -168,14 +169,11 @@ const amp_policy *amp_store_policy(const amp_store *st);
 /*
  * Named agent instances: the instance writing ("alice"), recorded on every
  * commit this handle writes as the author name and an "Amp-Agent: <name>"
- * trailer (the author email keeps the role).  A name is 1..AMP_AGENT_MAX of
- * [A-Za-z0-9._-] (as a signing principal's instance part, sign.h), so it
- * is safe in a trailer and on a terminal, and not one git refuses as a
- * directory name.  In strict mode with no name
+ * trailer (the author email keeps the role).  A name is what
+ * amp_agent_valid (record/names.h) accepts.  In strict mode with no name
  * set, the signing key's principal "<name>@<role>" names it; a name that
  * disagrees with the principal is refused (amp_signing_may_write).
  */
-#define AMP_AGENT_MAX 64
 
 /* Sets (NULL or "": clears) the instance; AMP_EUSAGE for a bad name. */
 int amp_store_set_agent(amp_store *st, const char *name, amp_error *err);
@@ -210,14 +208,6 @@ int amp_store_config_bool(amp_store *st, const char *key, int fallback,
 unsigned long amp_store_retries(const amp_store *st);
 
 /* ==== Names (names.c) ======================================================= */
-
-/* NULL when name[0..len) is an agent name, else why not (static): "(1
- * to 64 of A-Z a-z 0-9 . _ -)", a name git refuses as a directory
- * (gitpath.h: ".", "..", ".git", ".gitmodules", ".GITATTRIBUTES.", ...)
- * or only dots ("...": git drops them from the commits' author name). */
-const char *amp_agent_problem(const char *name, size_t len);
-/* 1 when name[0..len) is an agent name (amp_agent_problem is NULL). */
-int amp_agent_valid(const char *name, size_t len);
 
 /* Writes the task directory of task_id ("tasks/2026/0/T-2026-044") into
  * buf.  Returns 0, or -1 when task_id is not one (amp_task_id_valid:

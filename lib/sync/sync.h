@@ -86,8 +86,8 @@ int amp_sync_remote(amp_store *st, const char *given, char *buf, size_t bufsz,
 int amp_sync(amp_store *st, amp_schema_set *set, const char *remote,
 	     amp_sync_result *res, amp_error *err);
 
-/* AMP_SYNC_INBOX, the namespace a hub takes clones' pushes in, is the
- * hook's (enforce/hook.h): the hub's pre-receive checks pushes there. */
+/* The namespace a hub takes clones' pushes in: AMP_SYNC_INBOX
+ * (record/names.h). */
 
 typedef struct amp_sync_absorbed {
 	git_oid tip;              /* the ref after the join */

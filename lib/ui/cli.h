@@ -106,13 +106,6 @@ int amp_cli_int(const char *cmd, const char *what, const char *s,
 int amp_cli_real(const char *cmd, const char *what, const char *s,
 		 double min, double max, double *out);
 
-/*
- * The whole of `amp resume|approve|abort|heartbeat TASK [--reason TEXT |
- * --note TEXT] [--from ROLE] [--json] [--repo DIR]`: writes the control
- * record `type` (control.h) and prints what it did.  Returns the exit code.
- */
-int amp_cli_control(const char *type, const char *usage, int argc, char **argv);
-
 /* The --sync and --no-sync options of the writing commands, and what they
  * set: 1, 0, or -1 (neither given: git config amp.autoSync decides). */
 #define AMP_CLI_SYNC_OPTIONS \

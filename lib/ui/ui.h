@@ -4,6 +4,7 @@
 /* The public interface of lib/ui/: the only header of this folder that
  * code outside it includes (share/doc/architecture.md). */
 #include "cli.h"
+#include "cli_write.h"
 #include "dashboard.h"
 #include "template.h"
 
