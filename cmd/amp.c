@@ -93,6 +93,7 @@ static const struct {
 	{ "agents", "list the named agent instances: roles, last write, tasks held" },
 	{ "register", "declare an agent instance's roles and capabilities (amp agents, amp ready --agent)" },
 	{ "ready", "list the tasks ready to work on: dependencies approved, nobody holding them" },
+	{ "mcp", "serve the Model Context Protocol on stdio for one agent (MCP clients)" },
 };
 
 /* The text of `amp --help`, which every build of the driver holds. */
