@@ -155,7 +155,7 @@ struct amp_mcp {
 	const amp_mcp_config *cfg;
 	json_t *tool_list;      /* the answer to tools/list */
 	amp_schema_set *checks; /* the tools' input schemas, to check arguments */
-	json_t *schemas[NTOOLS]; /* borrowed from tool_list */
+	json_t *schemas[NTOOLS]; /* what the arguments are checked against */
 	int initialized;
 };
 
@@ -231,9 +231,15 @@ int amp_mcp_new(amp_mcp **out, const amp_mcp_config *cfg, amp_schema_set *set,
 			status = err->status ? err->status : AMP_EIO;
 			goto cleanup;
 		}
+		/* The arguments are checked here, but a payload by amp itself:
+		 * a payload its rules refuse (a dispatch to main) is then
+		 * refused, logged and escalated as the CLI does it. */
+		s->schemas[i] = json_deep_copy(schema);
+		if (json_object_get(json_object_get(schema, "properties"), "payload"))
+			json_object_set_new(json_object_get(s->schemas[i], "properties"), "payload",
+					    json_pack("{s:s}", "type", "object"));
 		snprintf(uri, sizeof(uri), "urn:amp-mcp:tool:%s", t->name);
-		status = amp_schema_set_add(s->checks, schema, uri, err);
-		s->schemas[i] = schema;
+		status = amp_schema_set_add(s->checks, s->schemas[i], uri, err);
 		entry = json_pack("{s:s,s:s,s:s,s:o,s:{s:s,s:b,s:b,s:b,s:b}}",
 				  "name", t->name, "title", t->title, "description", t->description,
 				  "inputSchema", schema,
@@ -260,7 +266,11 @@ void amp_mcp_free(amp_mcp *s)
 {
 	if (!s)
 		return;
+	size_t i;
+
 	json_decref(s->tool_list);
+	for (i = 0; i < NTOOLS; i++)
+		json_decref(s->schemas[i]);
 	amp_schema_set_free(s->checks);
 	free(s);
 }
@@ -501,8 +511,9 @@ static json_t *call_tool(amp_mcp *s, const tool *t, size_t index, json_t *args)
 	json_t *result = NULL, *v;
 	int code = -1, bad = 0;
 
-	/* The arguments are checked against the schema tools/list gave: the
-	 * same answer, with the path, as amp's own check of a message. */
+	/* The arguments are checked against the schema tools/list gave (its
+	 * payload aside): a JSON document that does not conform, exit 1, as
+	 * amp's own check of a message says it. */
 	if (amp_schema_validate(s->checks, s->schemas[index], NULL, args, &errors) < 0) {
 		result = tool_error(errors.count && errors.items[0].status == AMP_EIO ? 4 : 1,
 				    errors.count ? errors.items[0].path : "",
