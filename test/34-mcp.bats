@@ -218,3 +218,24 @@ record() {
 	mcp executor "$INIT" '{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"amp://message/task_result-T-2026-044-1"}}'
 	[ "$(sed -n 2p "$BATS_TEST_TMPDIR/out" | jq -r '[.error.code, .error.data.error.message] | join(" ")')" = "-32002 no message task_result-T-2026-044-1 in the SSOT" ]
 }
+
+@test "bash completion offers amp mcp, its options from its --help, and roles after --from" {
+	complete_bash() {
+		bash --norc --noprofile -c '
+			source "$1"
+			COMP_LINE=$2
+			COMP_POINT=${#2}
+			read -ra COMP_WORDS <<< "$2"
+			[[ $2 == *" " ]] && COMP_WORDS+=("")
+			COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+			_amp
+			printf "%s\n" "${COMPREPLY[@]}" | sort | paste -sd " "
+		' complete "$AMP_BASH_COMPLETION" "$1"
+	}
+	run complete_bash "amp mc"
+	assert_output "mcp"
+	run complete_bash "amp mcp --"
+	assert_output "--agent --from --help --repo"
+	run complete_bash "amp mcp --from "
+	assert_output "admin coordinator executor reviewer system"
+}
