@@ -202,7 +202,7 @@ record() {
 	[ "$(git ls-tree -r --name-only refs/amp/messages | grep -c heartbeat || true)" -eq 0 ]
 }
 
-@test "amp mcp takes its identity as the writing commands do: no role is exit 2, a role from git config amp.role writes as that role" {
+@test "amp mcp takes its identity as the writing commands do: no role is exit 2, a role from git config amp.role writes as that role; wait's timeout is a result, a missing resource -32002" {
 	run amp mcp < /dev/null
 	assert_failure 2
 	assert_output --partial "--from is required"
@@ -214,6 +214,9 @@ record() {
 	printf '%s\n' "$INIT" "$(call ack "{\"msg_id\":\"$D\"}")" | amp mcp > "$BATS_TEST_TMPDIR/out"
 	[ "$(sed -n 2p "$BATS_TEST_TMPDIR/out" | jq -r .result.isError)" = false ]
 	[ "$(git ls-tree -r --name-only refs/amp/messages | grep -c '\.ack\.')" -eq 1 ]
+	# Nothing waits for the executor any more: wait's timeout is a result.
+	mcp executor "$INIT" "$(call wait '{"timeout":1}')"
+	[ "$(sed -n 2p "$BATS_TEST_TMPDIR/out" | jq -c '[.result.isError, .result.structuredContent]')" = '[false,{"timed_out":true}]' ]
 	# resources/read of a message that is not there: -32002 with amp's error.
 	mcp executor "$INIT" '{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"amp://message/task_result-T-2026-044-1"}}'
 	[ "$(sed -n 2p "$BATS_TEST_TMPDIR/out" | jq -r '[.error.code, .error.data.error.message] | join(" ")')" = "-32002 no message task_result-T-2026-044-1 in the SSOT" ]
@@ -238,4 +241,22 @@ record() {
 	assert_output "--agent --from --help --repo"
 	run complete_bash "amp mcp --from "
 	assert_output "admin coordinator executor reviewer system"
+}
+
+@test "a write through amp mcp is signed with git config amp.signingKey and pushed by amp.autoSync, as the CLI's are" {
+	git init -q --bare "$BATS_TEST_TMPDIR/hub.git"
+	git remote add origin "$BATS_TEST_TMPDIR/hub.git"
+	amp sync > /dev/null
+	mkdir -p "$BATS_TEST_TMPDIR/keys"
+	ssh-keygen -q -t ed25519 -N '' -C coordinator-key -f "$BATS_TEST_TMPDIR/keys/coordinator"
+	printf 'coordinator %s\n' "$(cut -d' ' -f1,2 "$BATS_TEST_TMPDIR/keys/coordinator.pub")" > "$BATS_TEST_TMPDIR/keys/signers"
+	git config amp.signingKey "$BATS_TEST_TMPDIR/keys/coordinator"
+	git config amp.autoSync true
+	mcp coordinator "$INIT" "$(call send_task_dispatch "{\"task\":\"$T\",\"payload\":$(cat "$BATS_TEST_TMPDIR/p/dispatch.json")}")"
+	D=$(sed -n 2p "$BATS_TEST_TMPDIR/out" | jq -r .result.structuredContent.msg_id)
+	[[ $D == task_dispatch-$T-* ]]
+	run git -c gpg.ssh.allowedSignersFile="$BATS_TEST_TMPDIR/keys/signers" verify-commit refs/amp/messages
+	assert_success
+	assert_output --partial 'Good "git" signature for coordinator'
+	git -C "$BATS_TEST_TMPDIR/hub.git" ls-tree -r --name-only refs/amp/messages | grep -q "\.msg\.$D\.json$"
 }
