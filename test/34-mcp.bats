@@ -131,6 +131,9 @@ record() {
 	assert_equal "$(jq -r .result.structuredContent.error.message <<< "$res")" "${cli_message//T-2026-045/T-2026-046}"
 	# The text content is the same object, for clients that read text.
 	[ "$(jq -c '.result.content[0].text | fromjson' <<< "$res")" = "$(jq -c .result.structuredContent <<< "$res")" ]
+	# A payload missing five required members: every error amp printed.
+	mcp executor "$INIT" "$(call send_task_result "{\"task\":\"$T\",\"payload\":{}}")"
+	[ "$(sed -n 2p "$BATS_TEST_TMPDIR/out" | jq -c '.result.structuredContent | [.error.code, (.errors | length), (.errors | map(.path) | unique)]')" = '["invalid",5,["/payload"]]' ]
 	# A claim held by another instance: exit 6, "claimed".
 	send_dispatch
 	amp claim "$T" --from executor --agent other > /dev/null
