@@ -7,9 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "mcp.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp mcp [--from <role>] [--agent <name>] [--repo <dir>]\n"
