@@ -99,7 +99,8 @@ DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
 	python3 python3-jsonschema procps openssh-server openssh-client \
 	cmake dpkg-dev libhttp-parser-dev zlib1g-dev libkrb5-dev libgpg-error-dev strace time gnuplot-nox zsh \
-	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq libpcre2-dev nettle-dev
+	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq libpcre2-dev nettle-dev \
+	nodejs npm
 
 .PHONY: all deps deps-list test check check-layers bench-compare installcheck prune-bin demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
 
@@ -211,10 +212,14 @@ $(BUILD)/test/%: $(BUILD)/test/c/%.o $(LIBAMP) $(BUILD)/tls_ca.o $(BUILD)/tls_ca
 	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $< $(LIBAMP) $(TLS_CA) $(PKG_LIBS)
 
 # Installs only what is missing, so a machine that has everything is not
-# touched (and needs no root).
+# touched (and needs no root).  A package is there when an installed one
+# provides it too (a nodejs of another origin that brings its own npm).
+# Then test/mcp's MCP clients (34-mcp), from its package-lock.json.
 deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || \
+		dpkg-query -W -f='$${Status} $${Provides}\n' 2>/dev/null | grep 'ok installed' | \
+			grep -qE "[ ,]$$p( |,|$$)" || echo $$p; \
 	done); \
 	if [ -n "$$missing" ]; then \
 		echo "make deps: installing" $$missing; \
@@ -222,6 +227,13 @@ deps:
 		$$sudo apt-get update -q && \
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+	@$(MAKE) --no-print-directory test/mcp/node_modules/.package-lock.json
+
+# npm ci when node_modules is missing or older than the lock file (npm
+# writes node_modules/.package-lock.json as it installs).
+test/mcp/node_modules/.package-lock.json: test/mcp/package-lock.json test/mcp/package.json
+	cd test/mcp && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 # The packages `make deps` installs, for test/deps-check.
 deps-list:
@@ -244,7 +256,8 @@ check-layers: all
 # (test/helpers.bash: AMP_INSTALLED_PREFIX), then removes it.
 INSTALLCHECK_SUITES = test/30-installed.bats test/30-authors.bats test/30-names.bats test/30-strict.bats test/57-readme-tour.bats test/80-sync.bats \
 	test/81-hooks.bats test/82-work-hooks.bats test/83-hub.bats test/84-join.bats \
-	test/85-sync-options.bats test/90-demo.bats test/93-man-install.bats test/94-completion.bats
+	test/85-sync-options.bats test/90-demo.bats test/93-man-install.bats test/94-completion.bats \
+	test/34-mcp.bats
 installcheck: all
 	@dest=$$(mktemp -d "$${TMPDIR:-/tmp}/amp-installcheck.XXXXXX") && \
 	$(MAKE) --no-print-directory -s install DESTDIR=$$dest > $$dest.log 2>&1 || { cat $$dest.log; rm -rf $$dest $$dest.log; exit 1; }; \

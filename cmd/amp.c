@@ -94,6 +94,7 @@ static const struct {
 	{ NULL, "share it" },
 	{ "sync", "fetch, join and push the SSOT through a git remote" },
 	{ "keys", "the keys that may speak as each role (signed records)" },
+	{ "mcp", "serve one agent's tools to an MCP client on stdio" },
 	{ NULL, "administer it" },
 	{ "init", "prepare the SSOT in a git repository" },
 	{ "approve", "approve a dispatch whose risk level needs it (admin only)" },

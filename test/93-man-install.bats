@@ -286,7 +286,7 @@ bad_config() {
 # them only as plain bash, and flags each @test's variables (SC2030/SC2031)
 # and each bare $T of a test id.
 shell_scripts() {
-	(cd "$AMP_SRC" && find . \( -path ./build -o -path ./bin -o -path ./.git -o -path ./test/fuzz/corpus \) -prune \
+	(cd "$AMP_SRC" && find . \( -path ./build -o -path ./bin -o -path ./.git -o -path ./test/fuzz/corpus -o -name node_modules \) -prune \
 		-o -type f ! -name '*.bats' -print | sort | while IFS= read -r f; do
 		case $f in
 		*.sh | *.bash) echo "${f#./}" ;;
