@@ -15,6 +15,7 @@
 #include "base/proc.h"
 #include "template.h"
 #include "base/util.h"
+#include "json/json.h"
 
 /* JSON-RPC 2.0 error codes, and MCP's "resource not found". */
 #define RPC_PARSE_ERROR      (-32700)
