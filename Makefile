@@ -382,8 +382,8 @@ valgrind:
 # when the tree has one.
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) \
-		$(DESTDIR)$(DATADIR)/schemas $(DESTDIR)$(DATADIR)/doc \
-		$(DESTDIR)$(DATADIR)/json-schema $(DESTDIR)$(BASHCOMPDIR)
+		$(DESTDIR)$(DATADIR)/schemas $(DESTDIR)$(DATADIR)/schemas/output \
+		$(DESTDIR)$(DATADIR)/doc $(DESTDIR)$(DATADIR)/json-schema $(DESTDIR)$(BASHCOMPDIR)
 	install -m 755 $(BIN)/amp $(DESTDIR)$(BINDIR)/amp
 	@set -e; rel=$$(realpath -m --relative-to=$(LIBEXECDIR) $(BINDIR)/amp); \
 	for c in $(CMD_NAMES); do \
@@ -391,6 +391,7 @@ install: all
 		ln -sf $$rel $(DESTDIR)$(LIBEXECDIR)/amp-$$c; \
 	done
 	install -m 644 schemas/*.json schemas/README.md $(DESTDIR)$(DATADIR)/schemas/
+	install -m 644 schemas/output/*.json $(DESTDIR)$(DATADIR)/schemas/output/
 	install -m 644 share/doc/* $(DESTDIR)$(DATADIR)/doc/ 2>/dev/null || true
 	install -m 644 share/json-schema/*.json $(DESTDIR)$(DATADIR)/json-schema/
 	install -m 644 completions/amp.bash $(DESTDIR)$(BASHCOMPDIR)/amp

@@ -700,6 +700,7 @@ int amp_template_facts(amp_store *st, const char *task_id, json_t **out,
 	if (workdir && (n = strlen(workdir)) > 1)
 		json_object_set_new(values, "repo",
 				    json_stringn(workdir, workdir[n - 1] == '/' ? n - 1 : n));
+	amp_template_dispatch_facts(&log, values);
 	*out = json_pack("{s:O,s:o}", "msg_ids", ids, "values", values);
 cleanup:
 	json_decref(ids);
