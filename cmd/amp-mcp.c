@@ -40,9 +40,9 @@ int main(int argc, char **argv)
 		case 'f': from = optarg; break;
 		case 'r': repo = optarg; break;
 		case 'G': agent = optarg; amp_cli_agent_given(optarg); break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("mcp", usage, opts);
 		default:
-			return amp_cli_usage_error("mcp", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			return amp_cli_bad_option("mcp", usage, opts, argv[optind - 1]);
 		}
 	}
 	if ((code = amp_cli_check_args("mcp", argc, argv, "h", opts)))
