@@ -93,7 +93,7 @@ DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
 	python3 python3-jsonschema procps openssh-server openssh-client \
 	cmake dpkg-dev libhttp-parser-dev zlib1g-dev libkrb5-dev libgpg-error-dev strace time gnuplot-nox zsh \
-	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq
+	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq nodejs npm
 
 .PHONY: all deps deps-list test check installcheck prune-bin demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
 
@@ -202,10 +202,16 @@ $(BUILD)/test/%: $(BUILD)/test/c/%.o $(LIBAMP) $(BUILD)/tls_ca.o $(BUILD)/tls_ca
 	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $< $(LIBAMP) $(TLS_CA) $(PKG_LIBS)
 
 # Installs only what is missing, so a machine that has everything is not
-# touched (and needs no root).
+# touched (and needs no root).  A package is there when an installed one
+# provides it too (a nodejs of another origin that brings its own npm).
+# Then test/web's puppeteer-core, axe-core and lighthouse (36-dashboard-
+# admin, make screenshots, share/bench-dashboard.sh), from its
+# package-lock.json.
 deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || \
+		dpkg-query -W -f='$${Status} $${Provides}\n' 2>/dev/null | grep 'ok installed' | \
+			grep -qE "[ ,]$$p( |,|$$)" || echo $$p; \
 	done); \
 	if [ -n "$$missing" ]; then \
 		echo "make deps: installing" $$missing; \
@@ -213,6 +219,13 @@ deps:
 		$$sudo apt-get update -q && \
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+	@$(MAKE) --no-print-directory test/web/node_modules/.package-lock.json
+
+# npm ci when node_modules is missing or older than the lock file (npm
+# writes node_modules/.package-lock.json as it installs).
+test/web/node_modules/.package-lock.json: test/web/package-lock.json test/web/package.json
+	cd test/web && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 # The packages `make deps` installs, for test/deps-check.
 deps-list:
@@ -269,21 +282,22 @@ bench: all
 bench-all: bench
 	@AMP_BIN=$(CURDIR)/$(BIN) share/bench.sh
 
-# The README's pictures of the dashboard (share/doc/img/): the site of
-# make demo's SSOT, taken by headless Chromium.
+# The README's pictures of the dashboard (share/doc/img/): the site of an
+# admin's morning (share/dashboard-shots.sh) -- the overview, a task page,
+# the agents page -- taken by headless Chromium (test/web/drive.js) at
+# 1400x900 and at a phone's 390x844.
 SHOTS = $(BUILD)/screenshots
 screenshots: deps
 	@$(MAKE) --no-print-directory all
 	@rm -rf $(SHOTS) && mkdir -p $(SHOTS) share/doc/img
-	@AMP_BIN=$(CURDIR)/$(BIN) AMP_DEMO_DASHBOARD=$(CURDIR)/$(SHOTS)/site TMPDIR=$(CURDIR)/$(SHOTS) \
-		share/demo.sh > $(SHOTS)/demo.log 2>&1 || { cat $(SHOTS)/demo.log; exit 1; }
-	@for shot in overview:index.html task:tasks/T-2026-044.html; do \
-		chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,1250 \
-			--user-data-dir=$(CURDIR)/$(SHOTS)/chromium \
-			--screenshot=$(CURDIR)/share/doc/img/dashboard-$${shot%%:*}.png \
-			file://$(CURDIR)/$(SHOTS)/site/$${shot#*:} 2> $(SHOTS)/chromium.log || \
-			{ cat $(SHOTS)/chromium.log; exit 1; }; \
-		echo "share/doc/img/dashboard-$${shot%%:*}.png"; \
+	@AMP_BIN=$(CURDIR)/$(BIN) TMPDIR=$(CURDIR)/$(SHOTS) share/dashboard-shots.sh $(CURDIR)/$(SHOTS)/site
+	@for shot in overview:index.html task:tasks/T-2026-102.html agents:agents.html; do \
+		for size in 1400x900 390x844; do \
+			png=share/doc/img/dashboard-$${shot%%:*}-$${size%%x*}.png; \
+			node test/web/drive.js shot file://$(CURDIR)/$(SHOTS)/site/$${shot#*:} $(CURDIR)/$$png \
+				$${size%%x*} $${size#*x} || exit 1; \
+			echo $$png; \
+		done; \
 	done
 
 # ---- fuzzing and valgrind (test/fuzz/README.md) ---------------------------
