@@ -153,7 +153,7 @@ agent(s) active in the last hour'
 	assert_output T-2026-044
 	run -0 web rows "${URL}tasks.html?holder=alice"
 	assert_output T-2026-044
-	run -0 web rows "${URL}tasks.html?q=billing"
+	run -0 web rows "${URL}tasks.html?q=BILLING"
 	assert_output T-2026-046
 	run -0 web rows "${URL}tasks.html?overdue=1&sort=task"
 	assert_output "$(printf '%s\n' T-2026-045 T-2026-047)"
