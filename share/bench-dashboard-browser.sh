@@ -43,7 +43,8 @@ echo "amp dashboard, $RECORDS messages ($(find "$site/tasks" -name '*.html' | wc
 # Lighthouse, over HTTP as --serve serves the pages
 (cd "$repo" && exec amp dashboard --serve --port 0 --out "$site" > "$work/serve.out" 2>&1) &
 server=$!
-for _ in $(seq 100); do grep -q '^serving ' "$work/serve.out" && break; sleep 0.1; done
+for _ in $(seq 600); do grep -q "^serving " "$work/serve.out" && break; sleep 0.1; done
+[ -n "$(sed -n "s/^serving //p" "$work/serve.out")" ] || { echo "bench-dashboard-browser: the server did not start" >&2; cat "$work/serve.out" >&2; exit 1; }
 url=$(sed -n 's/^serving //p' "$work/serve.out")
 node "$src/test/web/lighthouse.js" --min 0 "${url}index.html" "${url}tasks/T-2026-0007.html" \
 	"${url}agents.html" "${url}errors.html" |

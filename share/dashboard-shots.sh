@@ -47,11 +47,11 @@ verdict() { # TASK DECISION
 		"$([ "$2" = approved ] && echo '[]' || echo '[{"severity": "major", "file": "src/main.c", "line": 87, "description": "the timeout is never reset", "suggested_fix": "reset it on resume"}]')" > "$work/v.json"
 	amp verdict "$1" --decision "$2" --confidence 0.9 --payload "$work/v.json"
 }
-T=T-2026-101
+T="T-2026-101"
 at 0; D=$(dispatch $T low "Replace the breathing timer with an extended runtime session")
 at 2; amp claim $T --agent alice > /dev/null
 at 5; amp ack "$D" --from executor --agent alice > /dev/null
-T=T-2026-102
+T="T-2026-102"
 at 60; D=$(dispatch $T medium "Cache the billing report per customer and month")
 at 65; amp ack "$D" --from executor > /dev/null
 at 400; R=$(result $T S1); amp ack "$R" --from coordinator > /dev/null
@@ -60,20 +60,20 @@ at 700; V=$(verdict $T rejected); amp ack "$V" --from coordinator > /dev/null
 at 760; D=$(dispatch $T medium "Cache the billing report per customer and month"); amp ack "$D" --from executor > /dev/null
 at 1500; R=$(result $T S1); amp ack "$R" --from coordinator > /dev/null
 at 1530; Q=$(review $T "$D" "$R" 1); amp ack "$Q" --from reviewer > /dev/null
-T=T-2026-103
+T="T-2026-103"
 at 300; dispatch $T low "Translate the onboarding e-mails into German and French" > /dev/null
-T=T-2026-104
+T="T-2026-104"
 at 900; dispatch $T high "Migrate the customer database to the new cluster" > /dev/null
-T=T-2026-105
+T="T-2026-105"
 at 1000; D=$(dispatch $T medium "Fix the crash when a session ends in the background")
 at 1010; amp claim $T --agent bob > /dev/null; amp ack "$D" --from executor --agent bob > /dev/null
 at 1700; amp escalate $T --from coordinator --type conflict --severity critical --affected "$D" \
 	--description "The spec and the acceptance criteria disagree on the retry count" > /dev/null
-T=T-2026-106
+T="T-2026-106"
 at 1200; D=$(dispatch $T low "Remove the deprecated v1 export endpoint")
 at 1205; amp claim $T --agent carol > /dev/null; amp ack "$D" --from executor --agent carol > /dev/null
 at 1800; amp heartbeat $T --from executor --agent carol > /dev/null
-T=T-2026-107
+T="T-2026-107"
 at 1900; dispatch $T low "Add a dark theme to the settings page" > /dev/null
 sed 's/"risk_level": "low"/"risk_level": "urgent"/' "$work/d.json" > "$work/bad.json"
 at 1950; amp send task_dispatch --task T-2026-108 --from coordinator --payload "$work/bad.json" > /dev/null 2>&1 || true
