@@ -4,9 +4,11 @@
 #   make deps       install what is missing (Debian: apt-get)
 #   make test       deps + build + every test, ending "N passed, N failed"
 #   make installcheck  the end-to-end suites against `make install`'s tree
+#   make check-layers  lib/ against its layers (lib/LAYERS) and its shape
 #   make demo       deps + build + a whole task on a throw-away repository
 #   make asan       the whole test suite under AddressSanitizer + UBSan
 #   make bench      speed figures (never part of the tests)
+#   make bench-compare BASE=<rev>  <rev>'s build against this one, side by side
 #   make screenshots the dashboard of the demo, by headless Chromium
 #   make fuzz       deps + clang + each libFuzzer target for FUZZ_SECONDS
 #   make valgrind   deps + every command once under valgrind memcheck
@@ -56,21 +58,21 @@ GIT2_LINK   = $(shell share/git2-link.sh $(LIBGIT2_DIR) $(LIBGIT2) $(CC))
 GIT2_MODE   = $(firstword $(GIT2_LINK))
 GIT2_CFLAGS = $(if $(filter lean,$(GIT2_MODE)),-I$(LIBGIT2_DIR)/install/include,$(shell pkg-config --cflags libgit2))
 GIT2_LIBS   = $(wordlist 2,1000,$(GIT2_LINK))
-# libmicrohttpd: its header only; lib/dashboard_serve.c loads the library
+# libmicrohttpd: its header only; lib/ui/dashboard_serve.c loads the library
 # with dlopen when a server starts (why: there).
 PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson zlib libmicrohttpd)
 # With Debian's libgit2.a, jansson is linked statically too (libjansson-dev
 # ships libjansson.a): amp then loads no shared library but libc.
 JANSSON_LIBS = $(if $(and $(filter archive,$(GIT2_MODE)),$(wildcard $(shell pkg-config --variable=libdir jansson)/libjansson.a)),-l:libjansson.a,$(shell pkg-config --libs jansson))
 PKG_LIBS   = $(GIT2_LIBS) $(JANSSON_LIBS) $(shell pkg-config --libs zlib)
-# lib/tls_ca.c, linked into every program in the build its mode needs.
+# lib/store/tls_ca.c, linked into every program in the build its mode needs.
 TLS_CA      = $(if $(filter archive,$(GIT2_MODE)),$(BUILD)/tls_ca_archive.o,$(BUILD)/tls_ca.o)
 # --as-needed: no shared library loads that the program does not call.
 AMP_LDFLAGS = -Wl,--as-needed
 AMP_CPPFLAGS = -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Ilib \
 	-DAMP_VERSION='"$(VERSION)"' -DAMP_DATADIR='"$(DATADIR)"' $(PKG_CFLAGS)
 
-LIB_SRC  := $(filter-out lib/tls_ca.c,$(sort $(wildcard lib/*.c)))
+LIB_SRC  := $(filter-out lib/store/tls_ca.c,$(sort $(wildcard lib/*/*.c)))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIBAMP   := $(BUILD)/libamp.a
 CMD_SRC  := $(sort $(wildcard cmd/amp-*.c))
@@ -95,7 +97,7 @@ DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	cmake dpkg-dev libhttp-parser-dev zlib1g-dev libkrb5-dev libgpg-error-dev strace time gnuplot-nox zsh \
 	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq nodejs npm
 
-.PHONY: all deps deps-list test check installcheck prune-bin demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
+.PHONY: all deps deps-list test check check-layers bench-compare installcheck prune-bin demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
 
 all: $(BIN)/amp $(CMDS) $(TESTS) $(if $(SCDOC),$(MANS)) prune-bin
 
@@ -107,17 +109,20 @@ $(BUILD)/man/%: share/man/%.scd
 	scdoc < $< > $@.tmp && mv $@.tmp $@
 
 # Every compile waits for the libgit2 step (order-only: a cached libgit2
-# rebuilds nothing); every link depends on libgit2.a once it exists.
-$(BUILD)/%.o: %.c $(wildcard lib/*.h test/c/*.h) | $(LIBGIT2_BUILT)
+# rebuilds nothing); every link depends on libgit2.a once it exists.  Each
+# object depends on the headers it includes, as the compiler lists them
+# (-MMD -MP writes $(BUILD)/<object>.d, read at the end of this file).
+DEPFLAGS = -MMD -MP
+$(BUILD)/%.o: %.c | $(LIBGIT2_BUILT)
 	@mkdir -p $(dir $@)
-	$(CC) $(AMP_CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) $(AMP_CPPFLAGS) $(DEPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # amp is one program (cmd/amp.c): each command's main() is renamed
 # amp_main_<name> and listed in builtins.h, and bin/amp-<name> are hard
 # links to bin/amp, which runs the command its name says.
-$(BUILD)/cmd/amp-%.o: cmd/amp-%.c $(BUILD)/cmd/main.flags $(wildcard lib/*.h) | $(LIBGIT2_BUILT)
+$(BUILD)/cmd/amp-%.o: cmd/amp-%.c $(BUILD)/cmd/main.flags | $(LIBGIT2_BUILT)
 	@mkdir -p $(dir $@)
-	$(CC) $(AMP_CPPFLAGS) $(CFLAGS) $(CMD_MAIN)$* -c -o $@ $<
+	$(CC) $(AMP_CPPFLAGS) $(DEPFLAGS) $(CFLAGS) $(CMD_MAIN)$* -c -o $@ $<
 
 # Rewritten only when CMD_MAIN changes: a build tree from before amp was
 # one program recompiles its commands once.
@@ -131,15 +136,15 @@ $(BUILD)/cmd/builtins.h: FORCE
 	@printf 'AMP_BUILTIN(%s)\n' $(CMD_NAMES) > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
-$(BUILD)/cmd/amp.o: cmd/amp.c $(BUILD)/cmd/builtins.h $(wildcard lib/*.h) | $(LIBGIT2_BUILT)
+$(BUILD)/cmd/amp.o: cmd/amp.c $(BUILD)/cmd/builtins.h | $(LIBGIT2_BUILT)
 	@mkdir -p $(dir $@)
-	$(CC) $(AMP_CPPFLAGS) -I$(BUILD)/cmd $(CFLAGS) -c -o $@ $<
+	$(CC) $(AMP_CPPFLAGS) $(DEPFLAGS) -I$(BUILD)/cmd $(CFLAGS) -c -o $@ $<
 
-# The build id (lib/cache.h): a hash of every source that reads the SSOT or
+# The build id (lib/store/cache.h): a hash of every source that reads the SSOT or
 # derives what amp keeps from it (lib/, cmd/, the schemas), so that a build
 # of other sources has another id and rebuilds every derived file.
 # Rewritten only when it changes: an unchanged tree recompiles nothing.
-BUILD_ID_SRC = $(sort $(wildcard lib/*.c lib/*.h cmd/*.c schemas/*.json))
+BUILD_ID_SRC = $(sort $(wildcard lib/*/*.c lib/*/*.h cmd/*.c schemas/*.json))
 $(BUILD)/build-id.h: FORCE
 	@mkdir -p $(dir $@)
 	@id=$$(for f in $(BUILD_ID_SRC); do printf '%s\n' "$$f"; wc -c < "$$f"; cat "$$f"; done | \
@@ -147,15 +152,15 @@ $(BUILD)/build-id.h: FORCE
 		printf '#define AMP_BUILD_ID "%s"\n' "$$id" > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
-$(BUILD)/lib/cache.o: lib/cache.c $(BUILD)/build-id.h $(wildcard lib/*.h) | $(LIBGIT2_BUILT)
+$(BUILD)/lib/store/cache.o: lib/store/cache.c $(BUILD)/build-id.h | $(LIBGIT2_BUILT)
 	@mkdir -p $(dir $@)
-	$(CC) $(AMP_CPPFLAGS) -I$(BUILD) $(CFLAGS) -c -o $@ $<
+	$(CC) $(AMP_CPPFLAGS) $(DEPFLAGS) -I$(BUILD) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/tls_ca.o: lib/tls_ca.c
+$(BUILD)/tls_ca.o: lib/store/tls_ca.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/tls_ca_archive.o: lib/tls_ca.c
+$(BUILD)/tls_ca_archive.o: lib/store/tls_ca.c
 	@mkdir -p $(dir $@)
 	$(CC) -DAMP_TLS_CA_ARCHIVE $(GIT2_CFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -238,6 +243,10 @@ test: deps
 check: all
 	@AMP_BIN=$(CURDIR)/$(BIN) AMP_TEST_BUILD=$(CURDIR)/$(BUILD) test/run
 
+# Also a test of make check (test/31-layers.bats), with the checker's own.
+check-layers: all
+	@share/check-layers $(BUILD) .
+
 # The GNU target: installs into a temporary DESTDIR (PREFIX as built, so
 # the programs find their schemas relative to themselves) and runs the
 # end-to-end suites against that tree, with its bin/ alone on PATH
@@ -279,6 +288,17 @@ bench: all
 	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(DEBIAN_PACKAGES) $(BENCH_PACKAGES)"
 	@AMP_BIN=$(CURDIR)/$(BIN) share/bench-table.sh
 
+# make bench-compare BASE=<rev>: the build of <rev> (built from `git
+# archive` under build/bench-base, with this tree's libgit2) against this
+# one, side by side in one run (share/bench-compare.sh).
+BASE ?= HEAD
+bench-compare: all
+	@rm -rf $(BUILD)/bench-base && mkdir -p $(BUILD)/bench-base
+	@git archive $(BASE) | tar -x -C $(BUILD)/bench-base
+	@$(MAKE) --no-print-directory -s -C $(BUILD)/bench-base LIBGIT2_DIR=$(abspath $(LIBGIT2_DIR)) \
+		BUILD=build BIN=bin bin/amp > $(BUILD)/bench-base.log 2>&1 || { cat $(BUILD)/bench-base.log; exit 1; }
+	@share/bench-compare.sh $(BUILD)/bench-base/bin $(BIN)
+
 bench-all: bench
 	@AMP_BIN=$(CURDIR)/$(BIN) share/bench.sh
 
@@ -319,9 +339,9 @@ all: $(FUZZ_TARGETS:%=$(BUILD)/test/replay_%)
 $(BUILD)/test/fuzz/%.o: test/fuzz/fuzz.h
 .PRECIOUS: $(BUILD)/test/fuzz/%.o
 
-$(BUILD)/test/fuzz/replay_%.o: test/fuzz/replay.c test/fuzz/fuzz.h $(wildcard lib/*.h) | $(LIBGIT2_BUILT)
+$(BUILD)/test/fuzz/replay_%.o: test/fuzz/replay.c test/fuzz/fuzz.h | $(LIBGIT2_BUILT)
 	@mkdir -p $(dir $@)
-	$(CC) $(AMP_CPPFLAGS) -DFUZZ_TARGET='"$*"' $(CFLAGS) -c -o $@ $<
+	$(CC) $(AMP_CPPFLAGS) $(DEPFLAGS) -DFUZZ_TARGET='"$*"' $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/test/replay_%: $(BUILD)/test/fuzz/replay_%.o $(BUILD)/test/fuzz/fuzz_%.o \
 		$(BUILD)/test/fuzz/fuzz.o $(LIBAMP)
@@ -398,3 +418,7 @@ dist:
 
 clean:
 	rm -rf $(BUILD) $(BIN) amp-$(VERSION).tar.gz
+
+# The header dependencies the compiler wrote (-MMD -MP above).
+-include $(wildcard $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(BUILD)/cmd/amp.d \
+	$(TEST_SRC:%.c=$(BUILD)/%.d) $(BUILD)/test/fuzz/*.d)

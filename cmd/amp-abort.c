@@ -1,5 +1,5 @@
 /* amp abort: the admin or the coordinator ends a task. */
-#include "cli.h"
+#include "ui/ui.h"
 
 int main(int argc, char **argv)
 {

@@ -2,10 +2,10 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "reccache.h"
-#include "send.h"
+#include "ui/ui.h"
+#include "base/clock.h"
+#include "store/store.h"
+#include "write/write.h"
 
 static const char usage[] = "usage: amp ack <msg_id> [--from <role>] [--agent <name>] [--sync|--no-sync] [--json] [--repo <dir>]\n";
 

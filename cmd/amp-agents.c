@@ -2,11 +2,11 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "coord.h"
-#include "message.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "base/clock.h"
+#include "protocol/protocol.h"
+#include "record/record.h"
+#include "base/util.h"
 
 static const char usage[] = "usage: amp agents [--json] [--repo <dir>]\n";
 

@@ -1,5 +1,5 @@
 /* amp approve: the admin approves a dispatch whose risk level needs it. */
-#include "cli.h"
+#include "ui/ui.h"
 
 int main(int argc, char **argv)
 {

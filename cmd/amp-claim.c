@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "sign.h"
-#include "clock.h"
-#include "coord.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "store/store.h"
+#include "base/clock.h"
+#include "protocol/protocol.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp claim <task_id> [--subtask <id>] [--agent <name>] [--ttl <1..2592000 sec>]\n"

@@ -5,10 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "dashboard.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "base/clock.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp dashboard --out <dir> [--json] [--repo <dir>]\n"

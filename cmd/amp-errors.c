@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "human.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "base/human.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp errors [--json] [--limit <0..1000000>] " AMP_HUMAN_USAGE " [--repo <dir>]\n"

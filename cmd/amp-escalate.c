@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "reccache.h"
-#include "send.h"
+#include "ui/ui.h"
+#include "base/clock.h"
+#include "store/store.h"
+#include "write/write.h"
 
 static const char usage[] =
 	"usage: amp escalate <task_id> --type <escalation_type> --severity critical|warning|info\n"

@@ -1,11 +1,11 @@
-/* amp fsck: verifies the whole history of the SSOT (lib/fsck.h). */
+/* amp fsck: verifies the whole history of the SSOT (lib/enforce/fsck.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "fsck.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "enforce/enforce.h"
+#include "base/util.h"
 
 static const char usage[] = "usage: amp fsck [--json] [--repo <dir>]\n";
 

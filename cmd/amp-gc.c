@@ -1,9 +1,9 @@
-/* amp gc: packs the loose objects amp's writes leave (lib/pack.h). */
+/* amp gc: packs the loose objects amp's writes leave (lib/store/pack.h). */
 #include <getopt.h>
 #include <stdio.h>
 
-#include "cli.h"
-#include "pack.h"
+#include "ui/ui.h"
+#include "store/store.h"
 
 static const char usage[] = "usage: amp gc [--auto] [--quiet] [--json] [--repo <dir>]\n";
 

@@ -1,5 +1,5 @@
 /* amp heartbeat: an agent says it is alive on a task. */
-#include "cli.h"
+#include "ui/ui.h"
 
 int main(int argc, char **argv)
 {

@@ -1,10 +1,10 @@
 /*
  * amp hook: the git hooks that guard a shared SSOT.  `pre-receive` runs on
  * the server (the hub) and `pre-push` on a client; both refuse an update of
- * an amp ref (refs/amp/...) that does not append valid records (lib/hook.h).
+ * an amp ref (refs/amp/...) that does not append valid records (lib/enforce/hook.h).
  * `pre-commit`, `pre-merge-commit` and `work-pre-push` guard the work
  * repository a dispatch names: no agent commits on, merges into or pushes
- * to a protected branch (lib/guard.h).  `install` writes the hook scripts.
+ * to a protected branch (lib/write/guard.h).  `install` writes the hook scripts.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -14,11 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "guard.h"
-#include "hook.h"
-#include "sync.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "write/write.h"
+#include "enforce/enforce.h"
+#include "sync/sync.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp hook pre-receive\n"

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "import.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "write/write.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp import <file>|- [--json] [--repo <dir>]\n";

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "human.h"
-#include "inbox.h"
+#include "ui/ui.h"
+#include "base/human.h"
+#include "read/read.h"
 
 static const char usage[] =
 	"usage: amp inbox <role> [--task <task_id>] [--all] [--json]\n"

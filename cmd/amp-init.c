@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "base/util.h"
 
 static const char usage[] = "usage: amp init [--repo <dir>]\n";
 

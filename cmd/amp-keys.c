@@ -1,12 +1,12 @@
 /* amp keys: the keys that may speak as each role (git config
- * amp.allowedSigners, in git's allowed-signers format; lib/sign.h). */
+ * amp.allowedSigners, in git's allowed-signers format; lib/store/sign.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "sign.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "store/store.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp keys add <role> [--agent <name>] <pubkey>|<file> [--repo <dir>]\n"

@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "human.h"
-#include "read.h"
-#include "spool.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "base/clock.h"
+#include "base/human.h"
+#include "read/read.h"
+#include "base/spool.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp log [--task <task_id>] [--type <type>] [--from <role>] [--to <role>]\n"

@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "coord.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "base/clock.h"
+#include "protocol/protocol.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp plan <task_id> [--priority P0|P1|P2|P3] [--deadline <time>]\n"

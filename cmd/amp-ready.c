@@ -4,12 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "coord.h"
-#include "message.h"
-#include "registry.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "base/clock.h"
+#include "protocol/protocol.h"
+#include "record/record.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp ready [--capability <name>] [--agent <name>] [--json] [--repo <dir>]\n";

@@ -3,11 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "message.h"
-#include "registry.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "base/clock.h"
+#include "record/record.h"
+#include "protocol/protocol.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp register [--agent <name>] --role <role>... [--capability <name>]...\n"

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "coord.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "base/clock.h"
+#include "protocol/protocol.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp release <task_id> [--subtask <id>] [--reason <text>] [--agent <name>]\n"

@@ -1,5 +1,5 @@
 /* amp resume: the admin lifts a suspension or a Hallucination Lock. */
-#include "cli.h"
+#include "ui/ui.h"
 
 int main(int argc, char **argv)
 {

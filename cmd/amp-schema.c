@@ -3,9 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "template.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp schema [--json]\n"

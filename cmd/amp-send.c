@@ -4,13 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "message.h"
-#include "reccache.h"
-#include "send.h"
-#include "template.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "base/clock.h"
+#include "record/record.h"
+#include "store/store.h"
+#include "write/write.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp send <type> --task <id> --payload <file>|- [--from <role>] [--to <role>]\n"

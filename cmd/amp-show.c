@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "human.h"
-#include "read.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "base/clock.h"
+#include "base/human.h"
+#include "read/read.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp show <msg_id> [--context] [--json] " AMP_HUMAN_USAGE " [--repo <dir>]\n";

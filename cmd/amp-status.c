@@ -4,13 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "human.h"
-#include "summary.h"
-#include "coord.h"
-#include "task.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "base/clock.h"
+#include "base/human.h"
+#include "read/read.h"
+#include "protocol/protocol.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp status [<task_id> | --all] [--json] " AMP_HUMAN_USAGE " [--repo <dir>]\n";

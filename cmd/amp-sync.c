@@ -1,12 +1,12 @@
 /* amp sync: fetch the SSOT from a git remote, join it with the local one,
- * push the result (lib/sync.c). */
+ * push the result (lib/sync/sync.c). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "sync.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "sync/sync.h"
+#include "base/util.h"
 
 static const char usage[] = "usage: amp sync [<remote>] [--json] [--repo <dir>]\n";
 

@@ -1,14 +1,14 @@
 /*
  * amp validate - checks AMP/1.0 messages (or any JSON, with --schema)
- * against a JSON Schema; see lib/validate.h for how inputs are read.
+ * against a JSON Schema; see lib/record/validate.h for how inputs are read.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "schema.h"
-#include "util.h"
-#include "validate.h"
+#include "schema/schema.h"
+#include "base/util.h"
+#include "record/record.h"
 
 static const char usage_text[] =
 	"usage: amp validate [--json] [--schema <schema.json>] "

@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "reccache.h"
-#include "util.h"
-#include "verdict.h"
+#include "ui/ui.h"
+#include "base/clock.h"
+#include "store/store.h"
+#include "base/util.h"
+#include "write/write.h"
 
 static const char usage[] =
 	"usage: amp verdict <task_id> --decision approved|approved_with_fix|rejected --confidence <0..1>\n"

@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "human.h"
-#include "clock.h"
-#include "inbox.h"
-#include "sync.h"
-#include "util.h"
+#include "ui/ui.h"
+#include "base/human.h"
+#include "base/clock.h"
+#include "read/read.h"
+#include "sync/sync.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp wait <role> [--task <task_id>] [--timeout <1..86400 sec>] [--sync|--no-sync]\n"

@@ -5,12 +5,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "cli.h"
-#include "dashboard.h"
-#include "notify.h"
-#include "util.h"
-#include "watch.h"
+#include "base/clock.h"
+#include "ui/ui.h"
+#include "enforce/enforce.h"
+#include "base/util.h"
 
 static const char usage[] =
 	"usage: amp watch [--once | --interval <1..86400 sec>] [--full] [--json]\n"

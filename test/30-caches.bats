@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # Issue 30: what amp derives from the SSOT (<git dir>/amp/ and the
-# dashboard's state) is keyed by the build that derived it (lib/cache.h)
+# dashboard's state) is keyed by the build that derived it (lib/store/cache.h)
 # and read only when it is a regular file no bigger than the SSOT makes
 # plausible; times past 2106, branch names that resolve to main, and what
 # records say (reals, auto_suspended, the lock's description).
@@ -182,7 +182,7 @@ AMP_SEVERITY=info"
 	assert_equal "$(id)" "$first"
 	# unchanged: not rewritten, so nothing recompiles
 	[ "$(find "$src/build/build-id.h" -mmin +30)" ]
-	sed -i 's/"rejected"/"rejected_renamed"/' "$src/lib/task.c"
+	sed -i 's/"rejected"/"rejected_renamed"/' "$src/lib/protocol/task.c"
 	second=$(id)
 	[ ${#second} -eq 32 ] && [ "$second" != "$first" ]
 	echo ' ' >> "$src/schemas/message.schema.json"

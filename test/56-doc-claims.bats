@@ -332,10 +332,10 @@ teardown() {
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/loop.out")" "escalated ack_timeout $T $D (escalation-$T-1772116727000)"
 }
 
-# README "Task states": the transition table is the one of lib/task.c,
+# README "Task states": the transition table is the one of lib/protocol/task.c,
 # row for row, so the README states exactly what amp enforces.
-@test "README's transition table is amp_transitions[] of lib/task.c, row for row" {
-	python3 "$AMP_SRC/test/transitions-table.py" "$AMP_SRC/lib/task.c" > want.md
+@test "README's transition table is amp_transitions[] of lib/protocol/task.c, row for row" {
+	python3 "$AMP_SRC/test/transitions-table.py" "$AMP_SRC/lib/protocol/task.c" > want.md
 	[ "$(wc -l < want.md)" -ge 30 ]
 	grep -E '^\| (task_dispatch|ack|task_result|review_request|review_verdict|approve|abort|heartbeat|resume) \|' \
 		"$AMP_SRC/README.md" > have.md

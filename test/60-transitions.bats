@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The transition table of lib/task.c (amp_transitions[]), row by row, at
+# The transition table of lib/protocol/task.c (amp_transitions[]), row by row, at
 # write time through the real commands and with no watcher running: a
 # refused row exits 3 naming its rule and the current state, writes nothing
 # on the messages ref and one entry on the errors ref; an allowed row moves
@@ -407,8 +407,8 @@ PY
 	refused "nothing to resume" in_progress amp resume $T --from admin --reason "nothing"
 }
 
-@test "every row of amp_transitions[] in lib/task.c has exactly one row test here" {
-	run $PY - "$AMP_SRC/lib/task.c" "$BATS_TEST_FILENAME" <<'PY'
+@test "every row of amp_transitions[] in lib/protocol/task.c has exactly one row test here" {
+	run $PY - "$AMP_SRC/lib/protocol/task.c" "$BATS_TEST_FILENAME" <<'PY'
 import re, sys
 src = open(sys.argv[1]).read()
 table = src[src.index("const amp_transition amp_transitions[]"):]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # A task of AMP_RECCACHE_MIN_RECORDS (64) records or more keeps its records
-# parsed in <git dir>/amp/records/<task id>, keyed by blob id (lib/reccache.h,
+# parsed in <git dir>/amp/records/<task id>, keyed by blob id (lib/store/reccache.h,
 # issue 12: a send into a long task must not parse every record again).
 # What amp prints must be what parsing the records prints, whatever state
 # the file is in.
@@ -166,7 +166,7 @@ lies = [obj((b'a', s(b'\xff'))), obj((b'a', s(b'x\x00y'))), obj((b'a', b'n'), (b
         obj((b'\xc3', b'n')), obj((b'a', s(b'\xed\xa0\x80'))), obj((b'a', s(b'\xc0\xaf'))),
         obj((b'a', s(b'\xf4\x90\x80\x80'))), obj((b'a', s(b'\xe2\x82')))]
 blobs = [l.strip() for l in open(sys.argv[2])]
-build = open(sys.argv[1], 'rb').read()[8:40]  # the build that wrote it (lib/cache.h)
+build = open(sys.argv[1], 'rb').read()[8:40]  # the build that wrote it (lib/store/cache.h)
 body = b''
 for i, blob in enumerate(blobs):
     v = lies[i % len(lies)]

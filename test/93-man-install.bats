@@ -371,7 +371,7 @@ shell_scripts() {
 		assert_output "libc.so.6 "
 		# and no part of libgit2's TLS or SSH: neither mbedTLS's TLS and
 		# X.509 code nor libssh2 and OpenSSL are in the binary, and the
-		# two entry points to them are amp's (lib/tls_ca.c)
+		# two entry points to them are amp's (lib/store/tls_ca.c)
 		run sh -c "nm '$AMP_BIN/amp' | grep -E ' T (mbedtls_ssl_|mbedtls_x509_|libssh2_|OPENSSL_|git_mbedtls_stream_new$|git_smart_subtransport_ssh$)'"
 		assert_equal "${#lines[@]}" 2
 		run nm "$BUILD_DIR/tls_ca_archive.o"

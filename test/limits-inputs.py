@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """limits-inputs.py MODE OUT ARGS... - writes the inputs of test/51-limits.bats:
-AMP/1.0 dispatches at and past the limits of lib/bounds.h and the schemas."""
+AMP/1.0 dispatches at and past the limits of lib/record/bounds.h and the schemas."""
 import json
 import sys
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints the transition table of lib/task.c (amp_transitions[]) as the
+"""Prints the transition table of lib/protocol/task.c (amp_transitions[]) as the
 Markdown rows README.md "Task states" shows, one per line, so a test can
 check that the README states exactly what the code does."""
 import re

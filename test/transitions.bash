@@ -3,7 +3,7 @@
 # and whose `run` sets status, output and stderr (SC2154).
 # shellcheck disable=SC2034,SC2154
 # Steps and checks for the transition-table suites (60-transitions,
-# 62-approve-abort): one subtask driven to each state of lib/task.c's
+# 62-approve-abort): one subtask driven to each state of lib/protocol/task.c's
 # amp_transitions[] through the real commands.  Load after helpers,
 # conversation and enforcer.
 

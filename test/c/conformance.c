@@ -1,6 +1,6 @@
 /*
  * conformance - runs the JSON-Schema-Test-Suite's draft7 tests against
- * lib/schema.c and prints TAP.
+ * lib/schema/schema.c and prints TAP.
  *
  * Every file of tests/draft7 is mandatory.  The suite's remotes/
  * directory is served from disk under http://localhost:1234/ (that is the
@@ -20,8 +20,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "schema.h"
-#include "util.h"
+#include "schema/schema.h"
+#include "base/util.h"
 
 #define REMOTE_BASE "http://localhost:1234/"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "base/util.h"
 
 static int tap_count, tap_failed;
 

@@ -1,4 +1,4 @@
-/* amp_ere (lib/ere.h) against glibc's regcomp/regexec in the C locale:
+/* amp_ere (lib/schema/ere.h) against glibc's regcomp/regexec in the C locale:
  * whatever amp_ere compiles, regcomp compiles, and both say the same of
  * every string.  Hand-made cases; every "pattern" of the schemas on
  * mutations of strings they match; random patterns over {a, b, c} on every
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ere.h"
+#include "schema/schema.h"
 #include "tap.h"
 
 static unsigned long long rng = 88172645463325252ULL;

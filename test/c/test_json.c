@@ -1,4 +1,4 @@
-/* amp_json_parse_fast (lib/jsonparse.h) against jansson's json_loadb: where
+/* amp_json_parse_fast (lib/json/jsonparse.h) against jansson's json_loadb: where
  * the fast path answers, jansson must answer the same value, members in the
  * same order; and it must answer for what amp reads every day (the schemas,
  * records), or it would be no fast path.  Edge cases by hand, then texts
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "jsonparse.h"
+#include "json/json.h"
 #include "tap.h"
-#include "util.h"
+#include "base/util.h"
 
 static char *dump(const json_t *v)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "util.h"
+#include "base/util.h"
 
 /* The real of the one-element array text "[x]", and its text. */
 static int real_of(const char *text, double *d, char *tok, size_t toksz)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reccache.h"
+#include "store/store.h"
 #include "tap.h"
 
 #define RECORDS 64

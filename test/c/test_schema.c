@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "schema.h"
+#include "schema/schema.h"
 
 static int number, failures;
 

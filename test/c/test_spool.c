@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spool.h"
+#include "base/spool.h"
 #include "tap.h"
 
 #define LINES 2000

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "message.h"
-#include "sha1.h"
-#include "store.h"
+#include "base/clock.h"
+#include "record/record.h"
+#include "base/sha1.h"
+#include "store/store.h"
 #include "tap.h"
 
 /* A build callback that, the first time, lets a writer outside amp (a
@@ -284,7 +284,7 @@ static void test_record_times(void)
 
 /*
  * README "A lean binary": linked with Debian's libgit2.a (build/libgit2/link
- * says "archive"), libgit2's ways to TLS and SSH are amp's (lib/tls_ca.c)
+ * says "archive"), libgit2's ways to TLS and SSH are amp's (lib/store/tls_ca.c)
  * and fail, saying that amp is built without them: an https:// or ssh://
  * remote opened through libgit2 in amp's process fails.  (Not through
  * git_remote_connect: libgit2 1.5 leaks on that failure, which make asan

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "util.h"
+#include "base/util.h"
 
 static char tree[4096];
 static amp_schema_set *schemas;

@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "schema.h"
-#include "store.h"
+#include "schema/schema.h"
+#include "store/store.h"
 
 /* The libFuzzer entry points. */
 int LLVMFuzzerInitialize(int *argc, char ***argv);

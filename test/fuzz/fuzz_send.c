@@ -23,10 +23,10 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "message.h"
-#include "send.h"
-#include "task.h"
-#include "util.h"
+#include "record/record.h"
+#include "write/write.h"
+#include "protocol/protocol.h"
+#include "base/util.h"
 
 #define MAX_ENVELOPES 8
 

@@ -27,10 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "fuzz.h"
-#include "task.h"
-#include "watch.h"
+#include "protocol/protocol.h"
+#include "enforce/enforce.h"
 
 #define MAX_RECORDS 16
 #define TASK "T-2026-044"

@@ -16,9 +16,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "message.h"
-#include "util.h"
-#include "validate.h"
+#include "record/record.h"
+#include "base/util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "util.h"
+#include "base/util.h"
 
 #ifndef FUZZ_TARGET
 #error "build with -DFUZZ_TARGET='\"name\"'"

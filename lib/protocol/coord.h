@@ -1,0 +1,280 @@
+/*
+ * coord.h - coordinating many agents on one SSOT: claims with leases.
+ *
+ * A claim is amp's own control record (control.h, schemas/
+ * control.schema.json), never an AMP/1.0 message:
+ *
+ *   claim    {"type":"claim", "from":"executor", "agent":NAME,
+ *             "ttl_sec":N, "subtask_id":S?}  the instance NAME holds the
+ *            task (or one subtask of it) for N seconds from its last write
+ *   release  {"type":"release", "from":ROLE, "agent":NAME, "releases":
+ *            CLAIM, "reason":TEXT?}  the lease of claim record CLAIM ends
+ *            (the holder gives it up; the admin or the coordinator takes
+ *            it back; system, from amp watch, when it expired)
+ *
+ * The leases of a task are replayed from its records alone, in order, so
+ * every clone that holds the same records agrees on them:
+ *   - a claim whose timestamp falls inside another instance's lease of the
+ *     same subtask (or of the whole task; a whole-task claim conflicts with
+ *     every lease) is not in force (amp refuses to write one, the hub's
+ *     hook refuses it, and amp sync's join sets the later one aside);
+ *   - a claim by the holder again renews its lease;
+ *   - a lease is renewed (its clock starts again) by each later executor
+ *     record of the task while it runs: a message or ACK from the
+ *     executor, a heartbeat from the executor (naming the agent, or not);
+ *     while a lease runs amp refuses executor writes to the task from any
+ *     other instance, so those records are the holder's;
+ *   - it ends with a release naming it, or with a task_result of its
+ *     subtask (a whole-task lease: any task_result);
+ *   - it is expired at time t when t > renewed + ttl; an expired lease is
+ *     not in force (another instance may claim), and amp watch writes its
+ *     release with a heartbeat_timeout escalation, once.
+ *
+ * A claim is decided inside the store's compare-and-swap, on the tip it
+ * lands on: of N instances racing, exactly one wins; the others get
+ * AMP_ECLAIMED and the winner's name.
+ */
+#ifndef AMP_COORD_H
+#define AMP_COORD_H
+
+#include <stdint.h>
+
+#include "base/error.h"
+#include "schema/schema.h"
+#include "store/store.h"
+#include "task.h"
+
+#define AMP_CLAIM_TTL_MAX 2592000 /* 30 days, as amp.heartbeatTimeout */
+#define AMP_LEASES_MAX 64         /* leases in force on one task at most */
+
+typedef struct amp_lease {
+	char subtask[128];           /* "" for the whole task */
+	char agent[AMP_AGENT_MAX + 1];
+	char claim[64];              /* the claim record's name */
+	int64_t since_ms;            /* the claim's time */
+	int64_t renewed_ms;          /* the last write that renewed it */
+	int64_t ttl_ms;
+	int released;                /* a release or a result ended it */
+} amp_lease;
+
+typedef struct amp_leases {
+	amp_lease v[AMP_LEASES_MAX];
+	size_t n;
+} amp_leases;
+
+/* The leases of a task, replayed from its log as described above
+ * (released ones included, marked). */
+void amp_coord_leases(const amp_task_log *log, amp_leases *out);
+
+/* When lease l expires: renewed + ttl (it is in force up to then). */
+int64_t amp_lease_expires(const amp_lease *l);
+
+/* The lease of another instance than `agent` in force at `at_ms` that a
+ * claim of `subtask` ("" or NULL: the whole task) conflicts with, or
+ * NULL.  Borrowed from ls. */
+const amp_lease *amp_coord_conflict(const amp_leases *ls, const char *subtask,
+				    const char *agent, int64_t at_ms);
+
+/* The first lease in force at at_ms (any subtask), or NULL. */
+const amp_lease *amp_coord_holder(const amp_leases *ls, int64_t at_ms);
+
+/*
+ * The write-time rule of a held task: a record `from` the executor by
+ * instance `agent` (NULL: unnamed) at at_ms on a task whose lease another
+ * instance holds then is refused: AMP_ERULE with the reason in why.
+ * AMP_OK otherwise.
+ */
+int amp_coord_check_write(const amp_task_log *log, const char *from, const char *agent,
+			  int64_t at_ms, char *why, size_t whysz);
+
+/* The instance a record says wrote it: the "agent" of a claim, a
+ * heartbeat or the holder's own release (the admin's or the coordinator's
+ * names the holder it takes the lease from); NULL for any other record.
+ * Borrowed from doc. */
+const char *amp_coord_record_instance(const json_t *doc);
+
+/*
+ * For a claim or release record that arrives without amp (a push, a
+ * fetch, amp sync's join): AMP_OK when it is in force where it stands
+ * after `before` (the task's records before it); AMP_ECLAIMED (a claim
+ * inside another instance's lease) or AMP_ERULE with the reason in why.
+ * The role was checked by amp_control_allowed.
+ */
+int amp_coord_check_record(const amp_task_log *before, const json_t *doc,
+			   char *why, size_t whysz);
+
+/* What a claim or a release did. */
+typedef struct amp_coord_result {
+	char name[64];                /* the record written */
+	char holder[AMP_AGENT_MAX + 1]; /* claim refused: who holds it */
+	char claim[64];               /* release: the claim released */
+	char agent[AMP_AGENT_MAX + 1]; /* release: whose lease it was */
+	int64_t expires_ms;           /* claim: when the lease runs out (or the
+				       * holder's, when refused) */
+	int renewed;                  /* claim: the holder claimed again */
+	char escalation_id[256];      /* expire: the escalation written, or "" */
+} amp_coord_result;
+
+/*
+ * `agent` (from the executor) claims task_id, or its subtask (NULL: the
+ * whole task), for ttl_sec seconds at now_ms: the task must have a
+ * dispatch (the subtask must be one of it, not approved) and must not be
+ * closed to the executor (aborted, suspended, locked).  Decided inside the
+ * compare-and-swap: AMP_OK (res->name, res->expires_ms), AMP_ECLAIMED
+ * (res->holder, res->expires_ms; nothing written, nothing logged),
+ * AMP_ERULE (written to the error log), AMP_EIO.  Reasons in errors.
+ */
+int amp_coord_claim(amp_store *st, amp_schema_set *set, const char *task_id,
+		    const char *subtask, const char *from, const char *agent,
+		    long long ttl_sec, int64_t now_ms, amp_coord_result *res,
+		    amp_errlist *errors);
+
+/*
+ * Releases the lease in force on task_id (of `subtask`, NULL: the whole
+ * task's, or the only one): by its holder (from the executor, as `agent`),
+ * or by the admin or the coordinator (any holder).  `reason` may be NULL.
+ * Statuses as amp_coord_claim (AMP_ERULE when nothing is held).
+ */
+int amp_coord_release(amp_store *st, amp_schema_set *set, const char *task_id,
+		      const char *subtask, const char *from, const char *agent,
+		      const char *reason, int64_t now_ms, amp_coord_result *res,
+		      amp_errlist *errors);
+
+/*
+ * amp watch: every lease of task_id expired at now_ms and not released
+ * gets its release from system and a heartbeat_timeout escalation (cause:
+ * the claim record, AMP_SILENCE_CAUSE; once per cause), in one commit per
+ * lease.  *released counts them; the last escalation's id goes to res.
+ */
+int amp_coord_expire(amp_store *st, amp_schema_set *set, const char *task_id,
+		     int64_t now_ms, amp_coord_result *res, int *released,
+		     amp_errlist *errors);
+
+/* The `amp status --json` "claims" array of a task at now_ms: its leases
+ * not released, [{agent, subtask_id|null, claim, since, expires, expired}],
+ * times as ISO 8601.  New reference. */
+json_t *amp_coord_claims_json(const amp_task_log *log, int64_t now_ms);
+
+/* ---- dependencies -------------------------------------------------------
+ *
+ *   depend   {"type":"depend", "from":coordinator|admin, "on":OTHER,
+ *             "soft":BOOL}  a dispatch of the task waits for OTHER to be
+ *            approved: refused (hard) or warned (soft) until then.  A
+ *            later depend record on the same OTHER replaces the earlier
+ *            (soft or hard); a task depends on at most AMP_DEPS_MAX others.
+ * Cycles are refused when written (amp depend) and when they arrive (the
+ * hub's hook, amp fsck).
+ */
+#define AMP_DEPS_MAX 64
+#define AMP_DEPS_WALK_MAX 200000 /* tasks a cycle check reads at most: a chain
+				     * of 100,000 links is checked whole */
+
+typedef struct amp_dep {
+	const char *on; /* borrowed from the log */
+	int soft;
+} amp_dep;
+
+/* The dependencies of the task of `log`, at most AMP_DEPS_MAX, into out;
+ * returns how many. */
+size_t amp_coord_deps(const amp_task_log *log, amp_dep out[AMP_DEPS_MAX]);
+
+/*
+ * What the task of `log` waits for on tip tree `tip`: a new JSON array
+ * (*out) of {"task_id", "soft", "state"} for each dependency not approved
+ * (state "new" for a task with no records).  AMP_OK or AMP_EIO.
+ */
+int amp_coord_waits(amp_store *st, git_tree *tip, const amp_task_log *log, json_t **out,
+		    amp_error *err);
+
+/* For a depend record that arrives (the hook, fsck) or is written: AMP_OK,
+ * or AMP_ERULE with why (a task depending on itself; a cycle through the
+ * tasks of `tip`), or AMP_EIO. */
+int amp_coord_check_depend(amp_store *st, git_tree *tip, const char *task_id,
+			   const char *on, char *why, size_t whysz, amp_error *err);
+
+/* `from` (coordinator or admin) records that task_id depends on `on`.
+ * Refused (AMP_ERULE, logged) for another role, a cycle, a task closed to
+ * the role.  res->name gets the record's name. */
+int amp_coord_depend(amp_store *st, amp_schema_set *set, const char *task_id,
+		     const char *on, int soft, const char *from, int64_t now_ms,
+		     amp_coord_result *res, amp_errlist *errors);
+
+/* ---- plans -----------------------------------------------------------------
+ *
+ *   plan     {"type":"plan", "from":coordinator|admin, "priority":"P0".."P3"?,
+ *             "deadline":TIME?, "max_iterations":N?, "capability":C?}  at
+ *            least one; each field of the latest plan record that has it
+ *            is in force.  max_iterations is this task's Hallucination
+ *            Lock threshold (task.h, instead of amp.lockThreshold); amp
+ *            watch escalates a deadline passed before the task is approved,
+ *            once per plan record (cause: its path, AMP_DEADLINE_CAUSE).
+ */
+#define AMP_PRIORITY_DEFAULT 2 /* P2 */
+
+typedef struct amp_plan {
+	int priority;            /* 0..3 (P0 first); AMP_PRIORITY_DEFAULT */
+	int64_t deadline_ms;     /* -1: none */
+	int max_iterations;      /* 0: none */
+	const char *capability;  /* borrowed, NULL: none */
+	const char *deadline_record; /* the name of the plan record that set
+				      * the deadline (borrowed), or NULL */
+} amp_plan;
+
+/* The plan of the task of `log`. */
+void amp_coord_plan(const amp_task_log *log, amp_plan *out);
+
+/* `from` (coordinator or admin) plans task_id: priority (-1: unchanged),
+ * deadline_ms (-1: unchanged), max_iterations (0: unchanged), capability
+ * (NULL: unchanged); at least one.  Refused (AMP_ERULE, logged) for
+ * another role, a task closed to the role. */
+int amp_coord_plan_write(amp_store *st, amp_schema_set *set, const char *task_id,
+			 int priority, int64_t deadline_ms, int max_iterations,
+			 const char *capability, const char *from, int64_t now_ms,
+			 amp_coord_result *res, amp_errlist *errors);
+
+/* amp watch: when the deadline of task_id's plan passed at now_ms and the
+ * task is not approved or aborted, the escalation (unknown, warning, once
+ * per plan record).  *escalated 1 when written; its id in res. */
+int amp_coord_deadline(amp_store *st, amp_schema_set *set, const char *task_id,
+		       int64_t now_ms, amp_coord_result *res, int *escalated,
+		       amp_errlist *errors);
+
+/*
+ * Orders `messages` (an amp inbox array of {"task_id", ...}, oldest first)
+ * in place: messages of tasks nobody holds at now_ms first, then by their
+ * task's priority (P0 first), keeping the order within each (stable).
+ * Each task is read once from the tip.  AMP_OK or AMP_EIO.
+ */
+int amp_coord_order_inbox(amp_store *st, json_t *messages, int64_t now_ms, amp_error *err);
+
+/* ---- ready ----------------------------------------------------------------
+ *
+ * `amp ready`: the tasks nobody holds (no lease in force at now_ms), not
+ * approved, aborted or suspended, whose dependencies are all approved (and
+ * whose plan's capability is `capability`, when not NULL; and, when `can`
+ * is not NULL, whose plan requires no capability or one of the strings of
+ * array `can`: what an agent declared, registry.h), as a new JSON array of
+ * {"task_id", "state", "priority", "deadline", "capability", "since"}
+ * (since: the task's first record), by priority, then oldest first.
+ */
+int amp_coord_ready(amp_store *st, git_tree *tip, int64_t now_ms, const char *capability,
+		    const json_t *can, json_t **out, amp_error *err);
+
+/* ---- agents -----------------------------------------------------------------
+ *
+ * `amp agents`: every named instance seen in the SSOT's history (the
+ * Amp-Agent trailer of the commits of the messages ref, read.h, and the
+ * agent of claim records) or declared (amp register, registry.h), as a new
+ * JSON array, by name, of {"agent", "roles" (sorted: the roles it wrote
+ * as), "last_write" (the newest record time it wrote), "last_task",
+ * "writes" (records), "holds" ([{"task_id", "subtask_id", "expires"}]: its
+ * leases in force at now_ms), "declared" (its register record in force,
+ * registry.h amp_registry_read's object, or null)}.
+ * What the history says is cached in <state dir>/agents.json with the tip
+ * it was read at (a newer tip walks the commits since it only); the holds
+ * come from amp status's cached summaries (summary.h).  AMP_OK or AMP_EIO.
+ */
+int amp_coord_agents(amp_store *st, amp_schema_set *set, int64_t now_ms, json_t **out,
+		     amp_error *err);
+
+#endif

@@ -1,0 +1,11 @@
+#ifndef AMP_PROTOCOL_LAYER_H
+#define AMP_PROTOCOL_LAYER_H
+
+/* The public interface of lib/protocol/: the only header of this folder that
+ * code outside it includes (share/doc/architecture.md). */
+#include "coord.h"
+#include "registry.h"
+#include "rules.h"
+#include "task.h"
+
+#endif

@@ -1,0 +1,510 @@
+/*
+ * store.h - the SSOT: AMP messages, ACKs and admin control records committed
+ * to a dedicated ref of a git repository, append-only.
+ *
+ * Layout of the tree at the tip of the messages ref (default
+ * refs/amp/messages, git config amp.ref):
+ *
+ *   AMP                                  format marker ("AMP/1.0 store 1")
+ *   tasks/<YYYY>/<S>/<task_id>/          one directory per task, where S is
+ *                                        the task number without its last two
+ *                                        digits ("0" for T-2026-044), so no
+ *                                        shard holds more than 100 tasks
+ *     <seq>.msg.<msg_id>.json            a message
+ *     <seq>.ack.<msg_id>.json            the ACK of that message
+ *     <seq>.ctl.<name>.json              an admin control record (resume)
+ *   agents/<agent>/register-<ms>-<blob12>.json  what an agent instance
+ *                                        declared (registry.h): no task's
+ *
+ * <seq> is a 6-digit per-task sequence number, so a directory lists in
+ * commit order.  Reading one task reads one directory and nothing else.
+ *
+ * Rejected messages go to a second ref (default refs/amp/errors, git config
+ * amp.errorsRef) so that garbage never bloats the message history.
+ *
+ * Writers never touch the user's branches, index or working tree.
+ */
+#ifndef AMP_STORE_H
+#define AMP_STORE_H
+
+#include <git2.h>
+#include <jansson.h>
+
+#include "base/error.h"
+
+#define AMP_STORE_DEFAULT_REF        "refs/amp/messages"
+#define AMP_STORE_DEFAULT_ERRORS_REF "refs/amp/errors"
+
+/* Returned (positive) by a build callback that finds nothing to write,
+ * e.g. a message that is already in the store byte for byte. */
+#define AMP_NOOP 1
+
+typedef struct amp_store amp_store;
+
+/* Risk levels of a dispatch (AMP/1.0 §01 risk_level), as bits. */
+#define AMP_RISK_LOW    1u
+#define AMP_RISK_MEDIUM 2u
+#define AMP_RISK_HIGH   4u
+
+/* The protocol settings of a repository (git config), read and checked once
+ * when the store is opened, so every command applies the same ones. */
+typedef struct amp_policy {
+	int lock_threshold;        /* amp.lockThreshold: rejects since the last
+				    * resume that lock a task, 1..1000 (3) */
+	int64_t heartbeat_ms;      /* amp.heartbeatTimeout, 1..2592000 s (1800) */
+	int64_t max_clock_skew_ms; /* amp.maxClockSkew, 1..86400 s (300): how far
+				    * a written timestamp may be from the
+				    * writer's clock */
+	unsigned approval_levels;  /* amp.approvalRequired: the risk levels
+				    * whose dispatch waits for the admin's
+				    * approval (AMP_RISK_* bits; "high") */
+} amp_policy;
+
+#define AMP_POLICY_LOCK_THRESHOLD     3
+#define AMP_POLICY_LOCK_THRESHOLD_MAX 1000
+#define AMP_POLICY_HEARTBEAT_SEC      1800
+#define AMP_POLICY_HEARTBEAT_SEC_MAX  2592000
+#define AMP_POLICY_CLOCK_SKEW_SEC     300
+#define AMP_POLICY_CLOCK_SKEW_SEC_MAX 86400
+
+/* The defaults, for a log read without a store. */
+extern const amp_policy amp_policy_default;
+
+/* The risk level bit of a risk_level string, 0 when it is none. */
+unsigned amp_risk_bit(const char *risk_level);
+
+/*
+ * Opens the repository holding the SSOT: `path` when not NULL, else
+ * $AMP_REPO, else the repository found from the current directory the way
+ * git finds it.  Bare repositories are fine.  Free with amp_store_free.
+ */
+int amp_store_open(amp_store **out, const char *path, amp_error *err);
+void amp_store_free(amp_store *st);
+
+git_repository *amp_store_repo(amp_store *st);
+const char *amp_store_messages_ref(const amp_store *st);
+const char *amp_store_errors_ref(const amp_store *st);
+/* The settings of this repository (never NULL). */
+const amp_policy *amp_store_policy(const amp_store *st);
+
+/*
+ * The writers' flock of `ref`, which amp_store_update holds while it reads
+ * the tip, builds and moves the ref: for a writer that builds several
+ * commits before one move (amp sync's joins).  Waits at most
+ * amp.retryTimeout.  Returns a descriptor for amp_store_unlock, or -1 with
+ * err filled.  A process must not call amp_store_update on the same ref
+ * while it holds it (flock: that would wait for itself).
+ */
+int amp_store_lock(amp_store *st, const char *ref, amp_error *err);
+void amp_store_unlock(int fd);
+
+/*
+ * Named agent instances: the instance writing ("alice"), recorded on every
+ * commit this handle writes as the author name and an "Amp-Agent: <name>"
+ * trailer (the author email keeps the role).  A name is 1..AMP_AGENT_MAX of
+ * [A-Za-z0-9._-] (as a signing principal's instance part, sign.h), so it
+ * is safe in a trailer and on a terminal, and not one git refuses as a
+ * directory name.  In strict mode with no name
+ * set, the signing key's principal "<name>@<role>" names it; a name that
+ * disagrees with the principal is refused (amp_signing_may_write).
+ */
+#define AMP_AGENT_MAX 64
+/* NULL when name[0..len) is an agent name, else why not (static): "(1
+ * to 64 of A-Z a-z 0-9 . _ -)", a name git refuses as a directory
+ * (gitpath.h: ".", "..", ".git", ".gitmodules", ".GITATTRIBUTES.", ...)
+ * or only dots ("...": git drops them from the commits' author name). */
+const char *amp_agent_problem(const char *name, size_t len);
+/* 1 when name[0..len) is an agent name (amp_agent_problem is NULL). */
+int amp_agent_valid(const char *name, size_t len);
+/* Sets (NULL or "": clears) the instance; AMP_EUSAGE for a bad name. */
+int amp_store_set_agent(amp_store *st, const char *name, amp_error *err);
+/* The instance, or NULL when none is set.  Borrowed. */
+const char *amp_store_agent(const amp_store *st);
+
+/* The signing settings (sign.h), read when the store was opened: a bad
+ * amp.requireSigned, strict mode without amp.allowedSigners, and AMP_NOW
+ * in strict mode are AMP_EUSAGE there. */
+struct amp_signing;
+const struct amp_signing *amp_store_signing(const amp_store *st);
+/* The directory amp keeps private state in: <git common dir>/amp. */
+const char *amp_store_state_dir(const amp_store *st);
+/* The repository's object directory: <git common dir>/objects. */
+const char *amp_store_objects_dir(const amp_store *st);
+/* Removes what killed or failed writers left behind, once older than an
+ * hour: temporary files in objects/, objects/pack/ (amp's and git's tmp_*)
+ * and the state directory, and packs whose index is missing (store.c says
+ * which and why that is safe).  Successful writes call it at most once an
+ * hour; amp gc on every run. */
+void amp_store_sweep(amp_store *st);
+/* git config amp.fsync, as read when the store was opened. */
+int amp_store_fsync(const amp_store *st);
+/* How many records this store's reads parsed from git, and how many came
+ * from a record cache (reccache.h) instead: what AMP_TRACE reports. */
+void amp_store_record_counts(const amp_store *st, unsigned long *parsed, unsigned long *cached);
+
+/* Reads git config `key` into buf ("" when unset); returns 1 when set. */
+int amp_store_config(amp_store *st, const char *key, char *buf, size_t bufsz);
+
+/* Reads boolean git config `key` into *out (`fallback` when unset), as git
+ * spells booleans.  AMP_EUSAGE naming the key when it is not one. */
+int amp_store_config_bool(amp_store *st, const char *key, int fallback,
+			  int *out, amp_error *err);
+
+/* Creates both refs with a root commit when missing.  In strict mode
+ * (sign.h) each ref without one gets the admin's marker of where trust
+ * starts (amp_trust), on its root when new: AMP_ERULE when the signing
+ * key does not grant admin.  *created (optional) is set to 1 when a ref
+ * was created, to 2 (or 3) when a marker was written.  Idempotent. */
+int amp_store_init(amp_store *st, int *created, amp_error *err);
+
+/*
+ * The commits from a tip down its first parents, the tip first, holding
+ * nothing per commit: libgit2's revwalk keeps a node per commit it has
+ * seen (19 MB for a walk of 100k messages).  amp writes commits of one
+ * parent each; a merge made by hand is a commit like the others, its
+ * first parent next.
+ */
+typedef struct amp_first_parents {
+	git_repository *repo;
+	git_oid next;
+	int done;
+} amp_first_parents;
+
+void amp_first_parents_start(amp_first_parents *w, git_repository *repo, const git_oid *tip);
+/* The next commit into *out (the caller frees it): 0; GIT_ITEROVER past
+ * the root; a libgit2 error (< 0, git_error_last() says why) when the
+ * commit cannot be read, which ends the walk.  Calls amp_store_walk_step. */
+int amp_first_parents_next(amp_first_parents *w, git_commit **out);
+
+/*
+ * Drops from this process's resident set the pages of the pack indexes
+ * libgit2 has mapped (every *.idx mapped read-only), which it keeps mapped
+ * whole while the repository is open.  Nothing is lost: the next lookup
+ * reads them back from the page cache.  Returns how many mappings it
+ * dropped (0 where /proc/self/maps cannot be read).
+ */
+int amp_store_trim_indexes(void);
+/* Called once per commit a walk reads and once per task read or
+ * summarised (amp_store_read_task, amp_summary_get): every
+ * AMP_STORE_TRIM_EVERY calls, trims the indexes (above) when
+ * amp_store_should_trim says so.  A walk of a large store's whole history
+ * would otherwise end with its whole index resident. */
+#define AMP_STORE_TRIM_EVERY     4
+#define AMP_STORE_RESIDENT_SOFT  ((size_t)58 << 20)
+#define AMP_STORE_RESIDENT_SLACK ((size_t)8 << 20)
+#define AMP_STORE_RESIDENT_CEILING ((size_t)62 << 20)
+#define AMP_STORE_TRIM_MIN_GAIN  ((size_t)2 << 20)
+/* A walk of at least this many commits trims the indexes when it ends. */
+#define AMP_STORE_TRIM_AFTER     4096
+void amp_store_walk_step(void);
+
+/*
+ * 1 when a process resident for `resident` bytes, `after_trim` just after
+ * its last trim (0 before any), should trim: past AMP_STORE_RESIDENT_SOFT,
+ * and grown by AMP_STORE_RESIDENT_SLACK since the last trim (a command
+ * whose own data is past the bound would otherwise trim at every step for
+ * nothing), or past AMP_STORE_RESIDENT_CEILING while a trim there still
+ * frees AMP_STORE_TRIM_MIN_GAIN (so that no command's peak passes 64 MB,
+ * issue 12: with the slack alone, watch --full peaked at 64.5 MB when its
+ * own memory had reached 56 MB).
+ */
+int amp_store_should_trim(size_t resident, size_t after_trim);
+
+/*
+ * The commit and tree at the tip of `ref`.  Both are new references the
+ * caller frees.  A missing ref is an AMP_EIO error that says to run
+ * `amp init`.
+ */
+int amp_store_tip(amp_store *st, const char *ref, git_commit **commit,
+		  git_tree **tree, amp_error *err);
+
+/* Writes the task directory of task_id ("tasks/2026/0/T-2026-044") into
+ * buf.  Returns 0, or -1 when task_id is not one (amp_task_id_valid:
+ * T-YYYY- and 3 to 9 digits) or does not fit. */
+int amp_store_task_dir(const char *task_id, char *buf, size_t bufsz);
+
+/* The task id embedded in a msg_id ("{type}-{task_id}-{unix_ms}"), into
+ * buf; returns 0, or -1 when msg_id is not one (amp_msg_id_parse) or the
+ * task id does not fit. */
+int amp_msg_id_task(const char *msg_id, char *buf, size_t bufsz);
+
+/* One record of a task directory. */
+typedef enum { AMP_ENTRY_MSG = 'm', AMP_ENTRY_ACK = 'a', AMP_ENTRY_CTL = 'c' } amp_entry_kind;
+
+typedef struct amp_entry {
+	int seq;
+	amp_entry_kind kind;
+	char *id;   /* msg_id (message, ACK) or control name; owned */
+	json_t *doc; /* parsed record; owned */
+} amp_entry;
+
+/* A record whose content is not a JSON object, or whose blob cannot be read
+ * (missing or corrupt in the object database).  amp never writes one, but a
+ * fetch, a hand-made commit or a damaged disk can bring one in, and an
+ * append-only store keeps it forever: it is reported, not allowed to block
+ * the task. */
+typedef struct amp_bad_record {
+	int seq;
+	amp_entry_kind kind;
+	char *id;        /* owned */
+	char *name;      /* file name in the task directory; owned */
+	char *reason;    /* why it is unreadable; owned */
+} amp_bad_record;
+
+typedef struct amp_task_log {
+	char task_id[64];
+	amp_entry *entries; /* in sequence order */
+	size_t count;
+	int next_seq;       /* what the next record of the task gets */
+	amp_bad_record *bad; /* unreadable records, in sequence order */
+	size_t nbad;
+	amp_entry *superseded; /* records set aside, in sequence order */
+	size_t nsuperseded;
+	const amp_policy *policy; /* the store's settings (borrowed) */
+	/* A hash index of entries for amp_task_log_find, built as lookups
+	 * need it; made by amp_store_read_task, owned by the log and freed
+	 * with it.  Views of a prefix (a copy with a smaller count) share
+	 * it; a copy with an entries array of its own must set it to NULL
+	 * (NULL: lookups scan). */
+	struct amp_log_index *index;
+} amp_task_log;
+
+/* Reads every record of one task from `root` (a tip tree).  A task with no
+ * directory yields an empty log.  Records that are not JSON objects or whose
+ * blob cannot be read go to log->bad; only a task directory whose tree
+ * cannot be read is an error (AMP_EIO): the whole task is unreadable.
+ * A record named by a "superseded" control record from system whose
+ * sequence number is that record's plus one (amp sync's join, sync.h)
+ * goes to log->superseded: kept and shown, but in force nowhere (the
+ * marker itself stays in entries).  Free with amp_task_log_free. */
+int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
+			amp_task_log *log, amp_error *err);
+/* The same with the control records only (kind AMP_ENTRY_CTL: depend,
+ * plan, claim, superseded ...): messages and ACKs are skipped by their
+ * file names, never read, so the cost does not grow with the task's
+ * conversation.  log->next_seq still counts every record. */
+int amp_store_read_task_controls(amp_store *st, git_tree *root, const char *task_id,
+				 amp_task_log *log, amp_error *err);
+void amp_task_log_free(amp_task_log *log);
+
+/* Appends a record to log, as if it were the next file of the task
+ * directory: to log->superseded when `aside`, else to log->entries.  The
+ * log takes over the reference to doc (also on failure); id is copied.
+ * -1 when out of memory. */
+int amp_task_log_append(amp_task_log *log, int seq, amp_entry_kind kind, const char *id,
+			json_t *doc, int aside);
+
+/* The "superseded" marker of superseded record s of log (the entry just
+ * before it); NULL when there is none.  Borrowed. */
+const amp_entry *amp_task_log_marker(const amp_task_log *log, const amp_entry *s);
+
+/* 1 when e is a "superseded" marker (a control record of that type from
+ * system); its record's name goes to *record (borrowed from e). */
+int amp_entry_is_marker(const amp_entry *e, const char **record);
+
+/* The message (kind AMP_ENTRY_MSG) or ACK of `msg_id` in log; NULL if none.
+ * Borrowed. */
+const amp_entry *amp_task_log_find(const amp_task_log *log,
+				   amp_entry_kind kind, const char *msg_id);
+
+/* 1 when msg_id names a message of the log, readable or not, in force or
+ * set aside: an id that must not be given to another message. */
+int amp_task_log_id_taken(const amp_task_log *log, const char *msg_id);
+
+/* Splits a record's file name "<seq>.<msg|ack|ctl>.<id>.json" into its
+ * sequence number (seq may be NULL), kind and id (a pointer into name, of
+ * *id_len bytes).  0, or -1 when name is not a record's. */
+int amp_store_entry_parse(const char *name, int *seq, amp_entry_kind *kind,
+			  const char **id, size_t *id_len);
+
+/* The file name of a record in its task directory,
+ * "<seq>.<msg|ack|ctl>.<id>.json", into buf; -1 when it does not fit
+ * (never a truncated name). */
+int amp_store_entry_name(int seq, amp_entry_kind kind, const char *id,
+			 char *buf, size_t bufsz);
+
+/*
+ * 1 when tree entry e, found in tasks/<shard>/ (shard "<YYYY>/<S>"), is a
+ * task's directory in its place: a tree named by a task id whose
+ * amp_store_task_dir is that path.  Else 0, and the entry is added (once)
+ * to amp_store_skipped: a sync from a hub without amp's hook can bring
+ * such a thing, and every listing of the tasks (amp_store_list_tasks, the
+ * summaries) skips it, so that the command lists the rest and reports it
+ * (amp_cli_report_skipped).
+ */
+int amp_store_task_in_place(amp_store *st, const char *shard, const git_tree_entry *e);
+
+/* What the listings skipped since the store was opened (or the list was
+ * cleared), one AMP_EIO error each, its path the entry's
+ * ("tasks/2026/0/junk").  Borrowed. */
+const amp_errlist *amp_store_skipped(const amp_store *st);
+/* Adds path (once) to amp_store_skipped, with why. */
+void amp_store_note_skipped(amp_store *st, const char *path, const char *why);
+/* Empties amp_store_skipped (reported). */
+void amp_store_skipped_clear(amp_store *st);
+
+/* amp_store_list_tasks, with the id of each task directory's tree in
+ * *trees (same order; the caller frees the array). */
+int amp_store_list_task_trees(amp_store *st, git_tree *root, char ***ids,
+			      git_oid **trees, size_t *count, amp_error *err);
+
+/* Every task id in the store, sorted; the caller frees the array and each
+ * string (amp_strv_free).  What is not a task in its place is skipped
+ * (amp_store_task_in_place). */
+int amp_store_list_tasks(amp_store *st, git_tree *root, char ***ids,
+			 size_t *count, amp_error *err);
+void amp_strv_free(char **v, size_t count);
+
+/*
+ * Adds to `touched` ({task: {record name: true}}) every record that differs
+ * between tip trees a (NULL: empty) and b.  Subtrees with the same id are
+ * skipped, so the cost follows the change, not the size of the SSOT
+ * (libgit2's tree diff reads more than that).  A task directory of b that
+ * cannot be read maps to null (read it whole, or find it broken); a task
+ * whose directory vanished from a (history rewritten) maps to {}.  With
+ * `ms` >= 0 (one commit of a walk) each record gets the least ms seen for it
+ * instead of true, and a tree that cannot be read is passed over.  Returns
+ * 0, or -1 when a tree above the task directories cannot be read.
+ */
+int amp_store_diff_tasks(git_repository *repo, git_tree *a, git_tree *b,
+			 json_t *touched, int64_t ms);
+
+/* amp_store_diff_tasks (ms < 0), except that a task directory that a does
+ * not have maps to true ("every record is new") instead of to a list of
+ * all its records: what amp watch needs, whose first pass over an SSOT of
+ * 200,000 records listed every one of them.  With `skip` not NULL, an
+ * entry of b's shards that is not a task in its place is left out and
+ * noted there (amp_store_task_in_place). */
+int amp_store_diff_tasks_whole(git_repository *repo, amp_store *skip, git_tree *a, git_tree *b,
+			       json_t *touched);
+
+/*
+ * Records (task id, file name) mapped to a time in ms, the least one seen
+ * kept: when each record first reached the SSOT, or the place in history
+ * of the commit that brought it (amp_watch_walk_records).  A walk of the
+ * whole history (amp watch --full) maps every record of the SSOT, so this
+ * is one 24-byte slot per record, keyed by a hash of the names (store.c
+ * times_key), where a JSON object took some 300 bytes (200,000 records:
+ * 6.3 MB instead of 60 MB).
+ */
+typedef struct amp_record_times amp_record_times;
+
+/* An empty map (NULL when out of memory); free with amp_record_times_free. */
+amp_record_times *amp_record_times_new(void);
+void amp_record_times_free(amp_record_times *t);
+/* The time of record `name` of `task`, or -1 when it has none. */
+int64_t amp_record_times_get(const amp_record_times *t, const char *task, const char *name);
+/* Sets it to ms (>= 0) unless it has a lesser one; -1 when out of memory. */
+int amp_record_times_put(amp_record_times *t, const char *task, const char *name, int64_t ms);
+
+/* amp_store_diff_tasks with `ms` >= 0, into a map of record times: each
+ * record that differs between a and b gets ms unless it has less. */
+int amp_store_diff_times(git_repository *repo, git_tree *a, git_tree *b,
+			 amp_record_times *times, int64_t ms);
+
+/* What a build callback asks the store to commit. */
+#define AMP_WRITE_MAX_FILES 4
+typedef struct amp_store_write {
+	struct {
+		char path[AMP_PATH_MAX];
+		char *data; /* malloc'd; the store frees it */
+		size_t len;
+	} files[AMP_WRITE_MAX_FILES];
+	size_t nfiles;
+	char subject[512];  /* commit subject line */
+	char trailers[1024]; /* "Key: value\n" lines, may be empty */
+	char author[32];    /* the role that writes */
+	int64_t time_ms;    /* the author and committer time; 0: now (amp
+			     * import: the record's own timestamp) */
+} amp_store_write;
+
+/* Adds a file to w; data is copied.  All files of one write share a
+ * directory. */
+int amp_store_write_add(amp_store_write *w, const char *path, const char *data,
+			size_t len, amp_error *err);
+
+/*
+ * Called by amp_store_update with the current tip tree of the ref (NULL for
+ * an empty ref).  Fills `w` and returns AMP_OK to commit it, AMP_NOOP to
+ * commit nothing, or an error status (with err filled) to abort.  It may run
+ * several times when other writers move the ref: it must decide from `tip`
+ * alone.
+ */
+typedef int (*amp_store_build_fn)(amp_store *st, git_tree *tip, void *ctx,
+				  amp_store_write *w, amp_error *err);
+
+/*
+ * Appends one commit to `ref` as a compare-and-swap: build on the tip,
+ * write the objects, move the ref only if nobody else moved it meanwhile;
+ * otherwise rebuild on the new tip and retry, with jittered exponential
+ * backoff, for at most amp.retryTimeout seconds (default 30).  A ref lock
+ * left by a killed writer is removed once provably stale.  Existing files
+ * are never modified: adding a path that holds other content fails.
+ *
+ * Returns AMP_OK (commit id in *out when not NULL), AMP_NOOP, or the
+ * callback's error.  On AMP_OK the ref points at a commit holding the files.
+ */
+int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
+		     void *ctx, git_oid *out, amp_error *err);
+
+/* Returned by a step callback when there is no step i: the batch is whole. */
+#define AMP_DONE 2
+
+/*
+ * Called by amp_store_update_batch for steps i = 0, 1, 2, ... with the tree
+ * the steps before it left (the ref's tip for i = 0; NULL for an empty
+ * ref).  Fills `w` and returns AMP_OK to commit it on top of them, AMP_NOOP
+ * to commit nothing for this step, AMP_DONE when there is no step i, or an
+ * error status (with err filled) to abort the whole batch.  After a lost
+ * compare-and-swap the steps run again from 0 on the new tip.
+ */
+typedef int (*amp_store_step_fn)(amp_store *st, git_tree *tip, void *ctx, size_t i,
+				 amp_store_write *w, amp_error *err);
+
+/*
+ * amp_store_update for many commits: one commit per step that returns
+ * AMP_OK, each on the one before, built in memory (objects written as
+ * packs, a pack every AMP_STORE_BATCH_PACK commits, rather than as loose
+ * objects) while holding the writers' flock, then `ref` moved once by
+ * compare-and-swap.  All or nothing: an error from a step leaves the ref
+ * where it was (the packs written so far are unreachable; git gc drops
+ * them).  *commits (may be NULL) is the number of commits written, *out
+ * (may be NULL) the new tip, left alone when nothing was written.
+ */
+/* 2,000: the objects of a batch wait in memory for their pack (at 5,000
+ * an import of 100k records peaked at 123 MB of RSS, at 2,000 at 100 MB,
+ * in the same time). */
+#define AMP_STORE_BATCH_PACK 2000
+int amp_store_update_batch(amp_store *st, const char *ref, amp_store_step_fn step,
+			   void *ctx, git_oid *out, size_t *commits, amp_error *err);
+
+/* How many CAS retries this store handle has needed so far. */
+unsigned long amp_store_retries(const amp_store *st);
+
+/*
+ * Records a rejected message on the errors ref: its raw bytes (as given,
+ * whatever they are) and the reasons.  `command` names what rejected it
+ * ("send"), `source` where it came from (a file name, "-", "built").
+ * Input larger than AMP_LIMIT_MESSAGE_BYTES keeps only its first
+ * AMP_LIMIT_LOG_RAW_BYTES, so the log cannot bloat the repository;
+ * reasons.json then has its size: `total` when the caller read only a
+ * prefix of `total` bytes, else len (marked "size_at_least" when `total`
+ * is 0 and the input was cut).  In strict mode (sign.h) nothing is
+ * logged (AMP_ERULE, saying why) when the signing key may not sign there
+ * now.
+ */
+int amp_store_log_rejection(amp_store *st, const char *command,
+			    const char *source, const char *raw, size_t len,
+			    size_t total, int status,
+			    const amp_errlist *reasons, amp_error *err);
+
+
+/* The rest of the store/ layer's public interface. */
+#include "cache.h"
+#include "pack.h"
+#include "packwrite.h"
+#include "reccache.h"
+#include "seen.h"
+#include "sign.h"
+
+#endif
