@@ -108,6 +108,10 @@ agent(s) active in the last hour'
 	run -1 grep -E '[0-9a-f]{40}|tasks/2026/' "$out/index.html"
 	run -0 json_get '[d["pwned"], d["scripts"], d["log"]]' <<< "$page"
 	assert_output '[false, [], []]'
+	# an hour on, alice's lease has run out: the row says so
+	at 4800
+	amp dashboard --out "$out" > /dev/null
+	run -0 grep -F "<td>executor <span class=\"meta\">(alice's lease ran out)</span></td>" "$out/index.html"
 }
 
 @test "every \"Needs the admin\" card carries the command to run, and each command works as shown" {

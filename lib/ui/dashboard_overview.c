@@ -219,13 +219,22 @@ static void put_deadline(FILE *f, const json_t *row, int64_t now_ms)
 		fprintf(f, " (%zu open)", open);
 }
 
-static void put_holders(FILE *f, const json_t *row)
+/* Who holds the task; at now_ms (>= 0), a lease that ran out names its
+ * role only, with whose lease it was. */
+static void put_holders(FILE *f, const json_t *row, int64_t now_ms)
 {
 	const json_t *h;
 	size_t i;
 
 	json_array_foreach(json_object_get(row, "holders"), i, h) {
 		fputs(i ? ", " : "", f);
+		if (now_ms >= 0 && json_is_integer(json_object_get(h, "until")) && ival(h, "until") < now_ms) {
+			amp_html_put(f, str(h, "role"), 0);
+			fputs(" <span class=\"meta\">(", f);
+			amp_html_put(f, str(h, "agent"), 0);
+			fputs("'s lease ran out)</span>", f);
+			continue;
+		}
 		amp_html_put(f, str(h, "who"), 0);
 	}
 	if (!json_array_size(json_object_get(row, "holders")))
@@ -263,7 +272,7 @@ void dash_render_rows(FILE *f, const char *table_id, const json_t *rows, const c
 		fputs("</td><td>", f);
 		dash_put_state(f, str(row, "state"));
 		fputs("</td><td>", f);
-		put_holders(f, row);
+		put_holders(f, row, now_ms);
 		fputs("</td><td>", f);
 		json_array_foreach(json_object_get(row, "subtasks"), j, s) {
 			amp_html_put(f, json_string_value(json_array_get(s, 0)), 0);
