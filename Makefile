@@ -214,7 +214,10 @@ $(BUILD)/test/%: $(BUILD)/test/c/%.o $(LIBAMP) $(BUILD)/tls_ca.o $(BUILD)/tls_ca
 # Installs only what is missing, so a machine that has everything is not
 # touched (and needs no root).  A package is there when an installed one
 # provides it too (a nodejs of another origin that brings its own npm).
-# Then test/mcp's MCP clients (34-mcp), from its package-lock.json.
+# Then the Node packages the tests drive from their package-lock.json files:
+# test/mcp's MCP clients (34-mcp) and test/web's puppeteer-core, axe-core
+# and lighthouse (36-dashboard-admin, make screenshots,
+# share/bench-dashboard-browser.sh).
 deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || \
@@ -228,11 +231,16 @@ deps:
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 	@$(MAKE) --no-print-directory test/mcp/node_modules/.package-lock.json
+	@$(MAKE) --no-print-directory test/web/node_modules/.package-lock.json
 
 # npm ci when node_modules is missing or older than the lock file (npm
 # writes node_modules/.package-lock.json as it installs).
 test/mcp/node_modules/.package-lock.json: test/mcp/package-lock.json test/mcp/package.json
 	cd test/mcp && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+test/web/node_modules/.package-lock.json: test/web/package-lock.json test/web/package.json
+	cd test/web && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 # The packages `make deps` installs, for test/deps-check.
@@ -306,21 +314,22 @@ bench-compare: all
 bench-all: bench
 	@AMP_BIN=$(CURDIR)/$(BIN) share/bench.sh
 
-# The pictures of the dashboard (share/doc/img/, named in amp-dashboard(1)): the site of
-# make demo's SSOT, taken by headless Chromium.
+# The README's pictures of the dashboard (share/doc/img/): the site of an
+# admin's morning (share/dashboard-shots.sh) -- the overview, a task page,
+# the agents page -- taken by headless Chromium (test/web/drive.js) at
+# 1400x900 and at a phone's 390x844.
 SHOTS = $(BUILD)/screenshots
 screenshots: deps
 	@$(MAKE) --no-print-directory all
 	@rm -rf $(SHOTS) && mkdir -p $(SHOTS) share/doc/img
-	@AMP_BIN=$(CURDIR)/$(BIN) AMP_DEMO_DASHBOARD=$(CURDIR)/$(SHOTS)/site TMPDIR=$(CURDIR)/$(SHOTS) \
-		share/demo.sh > $(SHOTS)/demo.log 2>&1 || { cat $(SHOTS)/demo.log; exit 1; }
-	@for shot in overview:index.html task:tasks/T-2026-044.html; do \
-		chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,1250 \
-			--user-data-dir=$(CURDIR)/$(SHOTS)/chromium \
-			--screenshot=$(CURDIR)/share/doc/img/dashboard-$${shot%%:*}.png \
-			file://$(CURDIR)/$(SHOTS)/site/$${shot#*:} 2> $(SHOTS)/chromium.log || \
-			{ cat $(SHOTS)/chromium.log; exit 1; }; \
-		echo "share/doc/img/dashboard-$${shot%%:*}.png"; \
+	@AMP_BIN=$(CURDIR)/$(BIN) TMPDIR=$(CURDIR)/$(SHOTS) share/dashboard-shots.sh $(CURDIR)/$(SHOTS)/site
+	@for shot in overview:index.html task:tasks/T-2026-102.html agents:agents.html; do \
+		for size in 1400x900 390x844; do \
+			png=share/doc/img/dashboard-$${shot%%:*}-$${size%%x*}.png; \
+			node test/web/drive.js shot file://$(CURDIR)/$(SHOTS)/site/$${shot#*:} $(CURDIR)/$$png \
+				$${size%%x*} $${size#*x} || exit 1; \
+			echo $$png; \
+		done; \
 	done
 
 # ---- fuzzing and valgrind (test/fuzz/README.md) ---------------------------

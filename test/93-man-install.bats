@@ -282,7 +282,7 @@ bad_config() {
 
 # Every shell script of the tree, found by its shebang (sh, bash, dash,
 # directly or through env) or, for the files that are only sourced, by the
-# extension .sh or .bash.  The bats files are left out: shellcheck reads
+# extension .sh or .bash (not npm's packages under test/*/node_modules).  The bats files are left out: shellcheck reads
 # them only as plain bash, and flags each @test's variables (SC2030/SC2031)
 # and each bare $T of a test id.
 shell_scripts() {
@@ -290,7 +290,7 @@ shell_scripts() {
 		-o -type f ! -name '*.bats' -print | sort | while IFS= read -r f; do
 		case $f in
 		*.sh | *.bash) echo "${f#./}" ;;
-		*) head -n 1 "$f" | grep -qE '^#! *(/usr)?/bin/(env +)?(ba|da)?sh( |$)' && echo "${f#./}" ;;
+		*) head -n 1 "$f" | grep -qE '^#! *(/usr)?/bin/(env +)?(ba|da)?sh( |$)' && echo "${f#./}" || : ;;
 		esac
 	done)
 }
