@@ -95,7 +95,7 @@ DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
 	python3 python3-jsonschema procps openssh-server openssh-client \
 	cmake dpkg-dev libhttp-parser-dev zlib1g-dev libkrb5-dev libgpg-error-dev strace time gnuplot-nox zsh \
-	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq
+	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq gitolite3
 
 .PHONY: all deps deps-list test check check-layers bench-compare installcheck prune-bin demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
 
