@@ -247,3 +247,80 @@ turn() {
 	run -0 on admin amp fsck
 	assert_output --regexp "^amp fsck: [0-9]+ commits checked: clean$"
 }
+
+# ---- a hub with no hook (GitHub, GitLab, a bare repository) -----------------
+
+@test "a hub with no hook: a hand-made bad commit pushed straight to it with git push is checked by every other clone's amp sync, escalated and logged once in all, kept in the history, and the rest is delivered" {
+	at 0
+	HUB=$BATS_TEST_TMPDIR/hub.git
+	git init -q --bare "$HUB"
+	for c in c1 c2 c3; do git clone -q "$HUB" $c 2> /dev/null; done
+	on c1 amp init > /dev/null
+	D=$(on c1 amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	on c1 amp sync > /dev/null
+	for c in c2 c3; do on $c amp sync > /dev/null; done
+	# c1, by hand: an ACK of the dispatch by the reviewer (only its
+	# addressee, the executor, may ACK it) and a heartbeat that is no
+	# valid record (no timestamp), in one commit, pushed with git push
+	cd c1
+	at 5
+	printf '{"protocol_version":"AMP/1.0","type":"ack","ack_for":"%s","task_id":"%s","from":"reviewer","to":"coordinator","timestamp":"%s"}\n' \
+		"$D" "$T" "$AMP_NOW" > ../ack.json
+	printf '{"protocol_version":"AMP/1.0","type":"heartbeat","task_id":"%s","from":"executor"}\n' "$T" > ../hb.json
+	ack=$(next_path "$T" "$D" ack)
+	hb=$(dirname "$ack")/000003.ctl.heartbeat-1.json
+	idx=$BATS_TEST_TMPDIR/idx
+	GIT_INDEX_FILE=$idx git read-tree refs/amp/messages
+	GIT_INDEX_FILE=$idx git update-index --add --cacheinfo "100644,$(git hash-object -w ../ack.json),$ack"
+	GIT_INDEX_FILE=$idx git update-index --add --cacheinfo "100644,$(git hash-object -w ../hb.json),$hb"
+	bad=$(git commit-tree "$(GIT_INDEX_FILE=$idx git write-tree)" -p refs/amp/messages -m "by hand")
+	git update-ref refs/amp/messages "$bad"
+	run -0 git push origin refs/amp/messages
+	# and a good record after it, through amp
+	at 10
+	D2=$(amp send task_dispatch --task T-2026-045 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	run -0 amp sync
+	cd ..
+	# c2 checks what it fetched: each bad record escalated (its cause its
+	# path, as amp watch's), logged, said on stderr; the rest in force
+	at 20
+	run -0 --separate-stderr on c2 amp sync
+	assert_equal "${#stderr_lines[@]}" 2
+	assert_equal "${stderr_lines[0]}" "amp sync: warning: $ack: /from: only the addressee (executor) may ACK, not reviewer (fetched from origin: escalated escalation-$T-1772116347000)"
+	assert_equal "${stderr_lines[1]}" "amp sync: warning: $hb: missing required property \"timestamp\" (fetched from origin: escalated escalation-$T-1772116347001)"
+	run -0 on c2 amp status $T --json
+	run -0 json_get '[(e["escalation_type"], e["severity"], e["from"], e["description"][:len("amp watch cannot use ") + 40]) for e in d["escalations"]]' <<< "$output"
+	assert_output "[[\"unknown\", \"warning\", \"system\", \"amp watch cannot use ${ack:0:40}\"], [\"unknown\", \"warning\", \"system\", \"amp watch cannot use ${hb:0:40}\"]]"
+	run -0 on c2 amp status $T --json
+	assert_output --partial "amp sync fetched it from origin, whose hub took it unchecked (no amp hook); it stays in the history"
+	run -0 on c2 amp errors --json
+	run -0 json_get '[(e["command"], e["source"]) for e in d]' <<< "$output"
+	assert_output '[["sync", "origin"], ["sync", "origin"]]'
+	run -0 on c2 amp status T-2026-045 --json
+	run -0 json_get '[m["msg_id"] for m in d["messages"]]' <<< "$output"
+	assert_output "[\"$D2\"]"
+	# the escalations went to the hub with the same sync; c3 fetches
+	# them and escalates, logs and says nothing again, nor does amp watch
+	[ "$(git -C c2 rev-parse refs/amp/messages)" = "$(git -C "$HUB" rev-parse refs/amp/messages)" ]
+	at 30
+	run -0 --separate-stderr on c3 amp sync
+	[ -z "$stderr" ]
+	run -0 on c3 amp status $T --json
+	run -0 json_get 'len(d["escalations"])' <<< "$output"
+	assert_output 2
+	run -0 on c3 amp errors --json
+	run -0 json_get 'len(d)' <<< "$output"
+	assert_output 2
+	run -0 on c3 amp watch --once
+	assert_output ""
+	# the bad records stay in the history (append-only for everyone)
+	run -0 git -C "$HUB" cat-file -e "refs/amp/messages:$ack"
+	# later syncs check nothing twice; c1 fetches the escalations
+	run -0 --separate-stderr on c2 amp sync
+	[ -z "$stderr" ]
+	run -0 --separate-stderr on c1 amp sync
+	[ -z "$stderr" ]
+	for c in c1 c2 c3; do
+		[ "$(git -C $c rev-parse refs/amp/messages)" = "$(git -C "$HUB" rev-parse refs/amp/messages)" ]
+	done
+}
