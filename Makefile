@@ -239,7 +239,7 @@ check-layers: all
 # end-to-end suites against that tree, with its bin/ alone on PATH
 # (test/helpers.bash: AMP_INSTALLED_PREFIX), then removes it.
 INSTALLCHECK_SUITES = test/30-installed.bats test/30-authors.bats test/30-names.bats test/30-strict.bats test/57-readme-tour.bats test/80-sync.bats \
-	test/81-hooks.bats test/82-work-hooks.bats test/83-hub.bats test/84-join.bats \
+	test/81-hooks.bats test/82-work-hooks.bats test/83-hub.bats test/84-join.bats test/32-hubs.bats test/32-partitions.bats \
 	test/85-sync-options.bats test/90-demo.bats test/93-man-install.bats test/94-completion.bats
 installcheck: all
 	@dest=$$(mktemp -d "$${TMPDIR:-/tmp}/amp-installcheck.XXXXXX") && \

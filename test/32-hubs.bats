@@ -324,3 +324,49 @@ turn() {
 		[ "$(git -C $c rev-parse refs/amp/messages)" = "$(git -C "$HUB" rev-parse refs/amp/messages)" ]
 	done
 }
+
+@test "a hub with no hook, strict mode on the clones: an unsigned commit pushed straight to it as the executor is escalated by the next clone's amp sync as permission_denied, critical, once, and amp watch does not escalate it again" {
+	for p in admin coordinator executor system; do ssh-keygen -q -t ed25519 -N '' -C "$p" -f "$K/$p"; done
+	for p in admin coordinator executor system; do
+		printf '%s %s\n' "$p" "$(cut -d' ' -f1,2 "$K/$p.pub")" >> "$K/signers"
+	done
+	HUB=$BATS_TEST_TMPDIR/hub.git
+	git init -q --bare "$HUB"
+	for c in c1 c2 c3; do
+		git clone -q "$HUB" $c 2> /dev/null
+		git -C $c config amp.allowedSigners "$K/signers"
+		git -C $c config amp.requireSigned true
+	done
+	git -C c1 config amp.signingKey "$K/admin"
+	on c1 amp init > /dev/null
+	git -C c1 config amp.signingKey "$K/coordinator"
+	D=$(on c1 amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	on c1 amp sync > /dev/null
+	git -C c2 config amp.signingKey "$K/system" # a watcher's clone
+	on c2 amp sync > /dev/null
+	# c3: the executor's ACK, in an unsigned commit made by hand
+	on c3 amp sync > /dev/null
+	cd c3
+	printf '{"protocol_version":"AMP/1.0","type":"ack","ack_for":"%s","task_id":"%s","from":"executor","to":"coordinator","timestamp":"%s"}\n' \
+		"$D" "$T" "$(date -u +%Y-%m-%dT%H:%M:%S+00:00)" > ../ack.json
+	ack=$(next_path "$T" "$D" ack)
+	AMP_NOW=$(date -u +%Y-%m-%dT%H:%M:%S+00:00) GIT_AUTHOR_NAME=executor plant "$ack" < ../ack.json
+	run -0 git push origin refs/amp/messages
+	cd ..
+	run -0 --separate-stderr on c2 amp sync
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "${stderr_lines[0]}" "^amp sync: warning: $ack: written as executor, but it is not signed \(git config amp.requireSigned\) \(fetched from origin: escalated escalation-$T-[0-9]+\)$"
+	run -0 on c2 amp status $T --json
+	run -0 json_get '[(e["escalation_type"], e["severity"], e["from"], e["auto_suspended"], e["description"].startswith("amp watch cannot use '"$ack"': ")) for e in d["escalations"]] + [d["suspended"]]' <<< "$output"
+	assert_output '[["permission_denied", "critical", "system", true, true], true]'
+	# amp watch (the system's key) finds the same cause escalated
+	run -0 on c2 amp watch --once
+	refute_output --partial permission_denied
+	run -0 --separate-stderr on c2 amp sync
+	[ -z "$stderr" ]
+	run -0 --separate-stderr on c1 amp sync
+	[ -z "$stderr" ]
+	run -0 on c1 amp status $T --json
+	run -0 json_get 'len(d["escalations"])' <<< "$output"
+	assert_output 1
+}

@@ -73,8 +73,16 @@ static int tell(amp_store *st, amp_schema_set *set, const char *remote, git_tree
 	e.auto_suspended = -1;
 	e.now_ms = now_ms;
 	e.once = 1;
-	if (e.affected_msgs && amp_send_escalation(st, set, &e, NULL, &res, &errs) == AMP_OK &&
-	    !res.duplicate) {
+	if (!e.affected_msgs)
+		goto cleanup;
+	if (amp_send_escalation(st, set, &e, NULL, &res, &errs) != AMP_OK) {
+		/* In strict mode a key that may not write as system cannot
+		 * escalate: said here, and amp watch with the system's key
+		 * escalates it. */
+		fprintf(stderr, "amp sync: warning: %s: %s (fetched from %s; not escalated: %s)\n",
+			amp_json_text(path), reason, remote,
+			errs.count ? errs.items[0].message : "the escalation could not be written");
+	} else if (!res.duplicate) {
 		wrote = 1;
 		fprintf(stderr, "amp sync: warning: %s: %s (fetched from %s: escalated %s)\n",
 			amp_json_text(path), reason, remote, res.msg_id);
@@ -82,8 +90,8 @@ static int tell(amp_store *st, amp_schema_set *set, const char *remote, git_tree
 		amp_store_log_rejection(st, "sync", remote, git_blob_rawcontent(blob),
 					(size_t)git_blob_rawsize(blob), 0, status, &reasons, &ignored);
 	}
-	json_decref(e.affected_msgs);
 cleanup:
+	json_decref(e.affected_msgs);
 	amp_errlist_free(&reasons);
 	amp_errlist_free(&errs);
 	git_blob_free(blob);
