@@ -139,6 +139,7 @@ CONF
 		git -C "$p" config amp.allowedSigners "$BATS_TEST_TMPDIR/ga/amp/allowed_signers"
 		git -C "$p" config amp.signingKey "$K/$p"
 		git -C "$p" config amp.requireSigned true
+		git -C "$p" config amp.syncVerify false # the hub's hook checked it
 	done
 	on admin amp init > /dev/null
 	on admin amp sync > /dev/null
@@ -250,7 +251,7 @@ turn() {
 
 # ---- a hub with no hook (GitHub, GitLab, a bare repository) -----------------
 
-@test "a hub with no hook: a hand-made bad commit pushed straight to it with git push is checked by every other clone's amp sync, escalated and logged once in all, kept in the history, and the rest is delivered" {
+@test "a hub with no hook: a hand-made bad commit pushed straight to it with git push is checked by every other clone's amp sync (not with amp.syncVerify false), escalated and logged once in all, kept in the history, and the rest is delivered" {
 	at 0
 	HUB=$BATS_TEST_TMPDIR/hub.git
 	git init -q --bare "$HUB"
@@ -281,6 +282,15 @@ turn() {
 	D2=$(amp send task_dispatch --task T-2026-045 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
 	run -0 amp sync
 	cd ..
+	# c3, with amp.syncVerify false, takes it unchecked, says nothing
+	at 15
+	git -C c3 config amp.syncVerify false
+	run -0 --separate-stderr on c3 amp sync
+	[ -z "$stderr" ]
+	run -0 on c3 amp status $T --json
+	run -0 json_get 'd["escalations"]' <<< "$output"
+	assert_output '[]'
+	git -C c3 config --unset amp.syncVerify
 	# c2 checks what it fetched: each bad record escalated (its cause its
 	# path, as amp watch's), logged, said on stderr; the rest in force
 	at 20

@@ -2110,7 +2110,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	unsigned rng;
 	char id[80], dst[600], edst[600], who[400];
 	git_oid start_remote, fetched_tip;
-	int status, have_start, rc, inbox, delivered = 0, have_start_remote = 0, have_fetched;
+	int status, have_start, rc, inbox, delivered = 0, have_start_remote = 0, have_fetched, verify;
 	unsigned long replayed = 0, superseded = 0;
 	unsigned rounds = 0;
 	json_t *refused = NULL, *paths = NULL, *aside = NULL, *seen = NULL;
@@ -2120,6 +2120,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	snprintf(res->remote, sizeof(res->remote), "%s", remote);
 	if ((status = sync_retries(st, &retries, err)) < 0 ||
 	    (status = sync_push_mode(st, &inbox, err)) < 0 ||
+	    (status = amp_store_config_bool(st, "amp.syncVerify", 1, &verify, err)) < 0 ||
 	    (inbox && (status = sync_id(st, id, sizeof(id), err)) < 0))
 		return status;
 	if (inbox) {
@@ -2189,9 +2190,11 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 			goto cleanup;
 		/* A hub without amp's hook takes anything: what it brought
 		 * is checked here, once, and what fails is escalated (the
-		 * escalations go with this sync's push, as below). */
+		 * escalations go with this sync's push, as below); with
+		 * amp.syncVerify false (a hub whose hook checked it) not. */
 		if (j.have_remote && !(have_fetched && git_oid_equal(&fetched_tip, &j.remote))) {
-			unsigned long told = amp_sync_verify_fetched(st, set, remote,
+			unsigned long told = !verify ? 0 :
+					     amp_sync_verify_fetched(st, set, remote,
 								     have_fetched ? &fetched_tip : NULL,
 								     have_start ? &start : NULL,
 								     &j.remote);
