@@ -160,6 +160,8 @@ turn() {
 	# the hub runs amp's hooks through gitolite's multi-hook driver, and
 	# took the admin's strict-mode marker
 	[ "$(readlink "$HUB/hooks/pre-receive.h00-amp-pre-receive")" = "$GL/local/hooks/repo-specific/amp-pre-receive" ]
+	run -0 cat "$GL/local/hooks/repo-specific/amp-pre-receive"
+	assert_line "exec $AMP_BIN/amp hook pre-receive" # the installed amp under make installcheck
 	[ "$(git -C "$HUB" config amp.requireSigned)" = true ]
 	[ "$(git -C "$HUB" rev-parse refs/amp/messages)" = "$(git -C admin rev-parse refs/amp/messages)" ]
 	run -0 git -C "$HUB" log -1 --format=%B refs/amp/messages

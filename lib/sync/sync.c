@@ -2109,8 +2109,9 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	git_oid start;
 	unsigned rng;
 	char id[80], dst[600], edst[600], who[400];
-	git_oid start_remote, fetched_tip;
-	int status, have_start, rc, inbox, delivered = 0, have_start_remote = 0, have_fetched, verify;
+	git_oid start_remote;
+	amp_sync_checked checked;
+	int status, have_start, rc, inbox, delivered = 0, have_start_remote = 0;
 	unsigned long replayed = 0, superseded = 0;
 	unsigned rounds = 0;
 	json_t *refused = NULL, *paths = NULL, *aside = NULL, *seen = NULL;
@@ -2120,7 +2121,6 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	snprintf(res->remote, sizeof(res->remote), "%s", remote);
 	if ((status = sync_retries(st, &retries, err)) < 0 ||
 	    (status = sync_push_mode(st, &inbox, err)) < 0 ||
-	    (status = amp_store_config_bool(st, "amp.syncVerify", 1, &verify, err)) < 0 ||
 	    (inbox && (status = sync_id(st, id, sizeof(id), err)) < 0))
 		return status;
 	if (inbox) {
@@ -2148,11 +2148,9 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	}
 	if (have_start && (status = tree_of(repo, &start, &before, err)) < 0)
 		goto cleanup;
-	/* What the remote held at the last fetch was checked then. */
-	if ((have_fetched = read_ref(repo, mirror, &fetched_tip, err)) < 0) {
-		status = AMP_EIO;
+	if ((status = amp_sync_checked_init(st, mirror, have_start ? &start : NULL, &checked,
+					    err)) < 0)
 		goto cleanup;
-	}
 	/* Inbox: the hub joins what it is given, so what the remote lacks
 	 * (as far as the last fetch knows) goes first, and one fetch then
 	 * brings the join back with everyone else's records. */
@@ -2189,21 +2187,11 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 		if (status < 0)
 			goto cleanup;
 		/* A hub without amp's hook takes anything: what it brought
-		 * is checked here, once, and what fails is escalated (the
-		 * escalations go with this sync's push, as below); with
-		 * amp.syncVerify false (a hub whose hook checked it) not. */
-		if (j.have_remote && !(have_fetched && git_oid_equal(&fetched_tip, &j.remote))) {
-			unsigned long told = !verify ? 0 :
-					     amp_sync_verify_fetched(st, set, remote,
-								     have_fetched ? &fetched_tip : NULL,
-								     have_start ? &start : NULL,
-								     &j.remote);
-
-			git_oid_cpy(&fetched_tip, &j.remote);
-			have_fetched = 1;
-			if (told && !delivered)
-				continue;
-		}
+		 * is checked once (verify.h); the escalations go with this
+		 * sync's push, as below. */
+		if (j.have_remote && amp_sync_check_new(st, set, remote, &checked, &j.remote) &&
+		    !delivered)
+			continue;
 		/* Set aside: told once, and the escalations go with this
 		 * push (the next join finds the remote behind). */
 		if (json_array_size(refused)) {

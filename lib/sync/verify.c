@@ -156,9 +156,26 @@ static unsigned long tell_commit(amp_store *st, amp_schema_set *set, const char 
 	return n;
 }
 
-unsigned long amp_sync_verify_fetched(amp_store *st, amp_schema_set *set, const char *remote,
-				      const git_oid *seen, const git_oid *local,
-				      const git_oid *to)
+int amp_sync_checked_init(amp_store *st, const char *mirror, const git_oid *local,
+			  amp_sync_checked *c, amp_error *err)
+{
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	if (local) {
+		git_oid_cpy(&c->local, local);
+		c->have_local = 1;
+	}
+	rc = git_reference_name_to_id(&c->tip, amp_store_repo(st), mirror);
+	if (rc < 0 && rc != GIT_ENOTFOUND)
+		return amp_error_git(err, AMP_EIO, "cannot read %s", mirror);
+	git_error_clear();
+	c->have_tip = rc == 0;
+	return amp_store_config_bool(st, "amp.syncVerify", 1, &c->on, err);
+}
+
+unsigned long amp_sync_check_new(amp_store *st, amp_schema_set *set, const char *remote,
+				 amp_sync_checked *c, const git_oid *to)
 {
 	git_repository *repo = amp_store_repo(st);
 	const char *ref = amp_store_messages_ref(st);
@@ -167,13 +184,17 @@ unsigned long amp_sync_verify_fetched(amp_store *st, amp_schema_set *set, const 
 	git_oid id;
 	unsigned long n = 0;
 
+	if (c->have_tip && git_oid_equal(&c->tip, to))
+		return 0;
+	if (!c->on)
+		goto done;
 	amp_trust_init(&trust, to);
 	if (git_revwalk_new(&walk, repo) < 0 ||
 	    git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE) < 0 ||
-	    git_revwalk_push(walk, to) < 0 || (seen && git_revwalk_hide(walk, seen) < 0) ||
-	    (local && git_revwalk_hide(walk, local) < 0)) {
+	    git_revwalk_push(walk, to) < 0 || (c->have_tip && git_revwalk_hide(walk, &c->tip) < 0) ||
+	    (c->have_local && git_revwalk_hide(walk, &c->local) < 0)) {
 		git_error_clear();
-		goto cleanup;
+		goto walked;
 	}
 	while (git_revwalk_next(&id, walk) == 0) {
 		git_commit *commit = NULL;
@@ -188,8 +209,11 @@ unsigned long amp_sync_verify_fetched(amp_store *st, amp_schema_set *set, const 
 		amp_errlist_free(&found);
 		git_commit_free(commit);
 	}
-cleanup:
+walked:
 	git_revwalk_free(walk);
 	amp_trust_free(&trust);
+done:
+	git_oid_cpy(&c->tip, to);
+	c->have_tip = 1;
 	return n;
 }

@@ -12,27 +12,44 @@
 #include "schema/schema.h"
 #include "store/store.h"
 
+/* What a sync checked: read once, before its first fetch. */
+typedef struct amp_sync_checked {
+	int on;          /* git config amp.syncVerify (default true) */
+	int have_tip;
+	git_oid tip;     /* the remote's tip checked last (at the last fetch
+			  * of an earlier sync: its mirror), or fetched
+			  * unchecked with amp.syncVerify false */
+	int have_local;
+	git_oid local;   /* the local tip before the sync */
+} amp_sync_checked;
+
 /*
- * Checks every commit of the messages ref reachable from `to` (the
- * remote's tip, just fetched) and from neither `seen` (the remote's tip
- * at the last fetch; NULL: none) nor `local` (the local tip before the
- * sync; NULL: none), oldest first, with the hub's check
- * (amp_hook_check_commit: form, rules on the history before it, and, with
- * amp.allowedSigners, signatures).  Each record a problem names (a
+ * Fills c for a sync whose mirror of the remote's messages ref is
+ * `mirror` and whose local tip is `local` (NULL: none yet).  AMP_EUSAGE
+ * when amp.syncVerify is not a boolean, AMP_EIO.
+ */
+int amp_sync_checked_init(amp_store *st, const char *mirror, const git_oid *local,
+			  amp_sync_checked *c, amp_error *err);
+
+/*
+ * When `to` (the remote's tip, just fetched) is not c->tip: checks every
+ * commit reachable from `to` and from neither c->tip nor c->local, oldest
+ * first, with the hub's check (amp_hook_check_commit: form, rules on the
+ * history before it, and, with amp.allowedSigners, signatures), unless
+ * c->on is 0; then `to` becomes c->tip.  Each record a problem names (a
  * problem of the commit itself names every record it adds) is escalated
  * to the admin once per record, from system, its cause the record's path
  * (task.h: AMP_RECORD_CAUSE, so `amp watch` does not escalate it again):
  * `permission_denied` (critical: the task is suspended) for a commit its
  * key may not have written, `unknown` (warning) otherwise; and, when this
  * clone is the first to escalate it, logged on the errors ref (command
- * "sync", source `remote`) with the record's bytes and the reasons, and
- * reported on stderr (`amp sync: warning: ...`).  The record stays where
- * it is: the hub's history is append-only for everyone.  Best effort: a
- * commit that cannot be read is passed over.  Returns the number of
- * escalations written.
+ * "sync", source `remote`) and reported on stderr (`amp sync: warning:
+ * ...`; also when it cannot be escalated: strict mode with a key that may
+ * not write as system).  The record stays where it is: the hub's history
+ * is append-only for everyone.  Best effort: a commit that cannot be read
+ * is passed over.  Returns the number of escalations written.
  */
-unsigned long amp_sync_verify_fetched(amp_store *st, amp_schema_set *set, const char *remote,
-				      const git_oid *seen, const git_oid *local,
-				      const git_oid *to);
+unsigned long amp_sync_check_new(amp_store *st, amp_schema_set *set, const char *remote,
+				 amp_sync_checked *c, const git_oid *to);
 
 #endif
