@@ -60,11 +60,15 @@ GIT2_CFLAGS = $(if $(filter lean,$(GIT2_MODE)),-I$(LIBGIT2_DIR)/install/include,
 GIT2_LIBS   = $(wordlist 2,1000,$(GIT2_LINK))
 # libmicrohttpd: its header only; lib/ui/dashboard_serve.c loads the library
 # with dlopen when a server starts (why: there).
-PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson zlib libmicrohttpd)
-# With Debian's libgit2.a, jansson is linked statically too (libjansson-dev
-# ships libjansson.a): amp then loads no shared library but libc.
-JANSSON_LIBS = $(if $(and $(filter archive,$(GIT2_MODE)),$(wildcard $(shell pkg-config --variable=libdir jansson)/libjansson.a)),-l:libjansson.a,$(shell pkg-config --libs jansson))
-PKG_LIBS   = $(GIT2_LIBS) $(JANSSON_LIBS) $(shell pkg-config --libs zlib)
+PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson zlib libmicrohttpd libpcre2-8 nettle)
+# With Debian's libgit2.a, jansson, PCRE2 (schema patterns) and nettle
+# (SHA-1) are linked statically too (their -dev packages ship the .a): amp
+# then loads no shared library but libc.
+static_or_shared = $(if $(and $(filter archive,$(GIT2_MODE)),$(wildcard $(shell pkg-config --variable=libdir $(1))/$(2))),-l:$(2),$(shell pkg-config --libs $(1)))
+JANSSON_LIBS = $(call static_or_shared,jansson,libjansson.a)
+PCRE2_LIBS   = $(call static_or_shared,libpcre2-8,libpcre2-8.a)
+NETTLE_LIBS  = $(call static_or_shared,nettle,libnettle.a)
+PKG_LIBS   = $(GIT2_LIBS) $(JANSSON_LIBS) $(PCRE2_LIBS) $(NETTLE_LIBS) $(shell pkg-config --libs zlib)
 # lib/store/tls_ca.c, linked into every program in the build its mode needs.
 TLS_CA      = $(if $(filter archive,$(GIT2_MODE)),$(BUILD)/tls_ca_archive.o,$(BUILD)/tls_ca.o)
 # --as-needed: no shared library loads that the program does not call.
@@ -95,7 +99,8 @@ DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
 	python3 python3-jsonschema procps openssh-server openssh-client \
 	cmake dpkg-dev libhttp-parser-dev zlib1g-dev libkrb5-dev libgpg-error-dev strace time gnuplot-nox zsh \
-	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq gitolite3
+	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq libpcre2-dev nettle-dev \
+	nodejs npm gitolite3
 
 .PHONY: all deps deps-list test check check-layers bench-compare installcheck prune-bin demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
 
@@ -207,10 +212,14 @@ $(BUILD)/test/%: $(BUILD)/test/c/%.o $(LIBAMP) $(BUILD)/tls_ca.o $(BUILD)/tls_ca
 	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $< $(LIBAMP) $(TLS_CA) $(PKG_LIBS)
 
 # Installs only what is missing, so a machine that has everything is not
-# touched (and needs no root).
+# touched (and needs no root).  A package is there when an installed one
+# provides it too (a nodejs of another origin that brings its own npm).
+# Then test/mcp's MCP clients (34-mcp), from its package-lock.json.
 deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || \
+		dpkg-query -W -f='$${Status} $${Provides}\n' 2>/dev/null | grep 'ok installed' | \
+			grep -qE "[ ,]$$p( |,|$$)" || echo $$p; \
 	done); \
 	if [ -n "$$missing" ]; then \
 		echo "make deps: installing" $$missing; \
@@ -218,6 +227,13 @@ deps:
 		$$sudo apt-get update -q && \
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+	@$(MAKE) --no-print-directory test/mcp/node_modules/.package-lock.json
+
+# npm ci when node_modules is missing or older than the lock file (npm
+# writes node_modules/.package-lock.json as it installs).
+test/mcp/node_modules/.package-lock.json: test/mcp/package-lock.json test/mcp/package.json
+	cd test/mcp && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 # The packages `make deps` installs, for test/deps-check.
 deps-list:
@@ -240,7 +256,8 @@ check-layers: all
 # (test/helpers.bash: AMP_INSTALLED_PREFIX), then removes it.
 INSTALLCHECK_SUITES = test/30-installed.bats test/30-authors.bats test/30-names.bats test/30-strict.bats test/57-readme-tour.bats test/80-sync.bats \
 	test/81-hooks.bats test/82-work-hooks.bats test/83-hub.bats test/84-join.bats test/32-hubs.bats test/32-partitions.bats \
-	test/85-sync-options.bats test/90-demo.bats test/93-man-install.bats test/94-completion.bats
+	test/85-sync-options.bats test/90-demo.bats test/93-man-install.bats test/94-completion.bats \
+	test/34-mcp.bats
 installcheck: all
 	@dest=$$(mktemp -d "$${TMPDIR:-/tmp}/amp-installcheck.XXXXXX") && \
 	$(MAKE) --no-print-directory -s install DESTDIR=$$dest > $$dest.log 2>&1 || { cat $$dest.log; rm -rf $$dest $$dest.log; exit 1; }; \
@@ -289,7 +306,7 @@ bench-compare: all
 bench-all: bench
 	@AMP_BIN=$(CURDIR)/$(BIN) share/bench.sh
 
-# The README's pictures of the dashboard (share/doc/img/): the site of
+# The pictures of the dashboard (share/doc/img/, named in amp-dashboard(1)): the site of
 # make demo's SSOT, taken by headless Chromium.
 SHOTS = $(BUILD)/screenshots
 screenshots: deps

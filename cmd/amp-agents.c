@@ -5,6 +5,7 @@
 #include "ui/ui.h"
 #include "base/clock.h"
 #include "protocol/protocol.h"
+#include "read/read.h"
 #include "record/record.h"
 #include "base/util.h"
 
@@ -59,7 +60,7 @@ int main(int argc, char **argv)
 	if ((code = amp_cli_load_schemas("agents", &set)) ||
 	    (code = amp_cli_open_store("agents", repo, &st)))
 		goto cleanup;
-	if (amp_clock_now_ms(&now, &err) < 0 || amp_coord_agents(st, set, now, &out, &err) < 0) {
+	if (amp_clock_now_ms(&now, &err) < 0 || amp_agents_report(st, set, now, &out, &err) < 0) {
 		code = amp_cli_fail("agents", &err);
 		goto cleanup;
 	}

@@ -16,108 +16,86 @@ static const char usage[] =
 	"types: hallucination_lock ack_timeout branch_violation ci_failure conflict\n"
 	"       heartbeat_timeout permission_denied unknown\n";
 
+struct escalate_args {
+	amp_escalation e;
+	json_t *affected, *suggested;
+};
+
+static int option(amp_cli_writer *w, int c)
+{
+	struct escalate_args *a = w->ctx;
+
+	switch (c) {
+	case 't': a->e.escalation_type = optarg; break;
+	case 's': a->e.severity = optarg; break;
+	case 'd': a->e.description = optarg; break;
+	case 'a': json_array_append_new(a->affected, json_string(optarg)); break;
+	case 'g': json_array_append_new(a->suggested, json_string(optarg)); break;
+	default: a->e.auto_suspended = 0; break;
+	}
+	return 0;
+}
+
+static int check(amp_cli_writer *w)
+{
+	const amp_escalation *e = &((struct escalate_args *)w->ctx)->e;
+
+	if (!e->escalation_type || !e->severity || !e->description)
+		return amp_cli_usage_error("escalate", usage, "--type, --severity and --description are required");
+	if (strcmp(e->severity, "critical") && strcmp(e->severity, "warning") && strcmp(e->severity, "info"))
+		return amp_cli_usage_error("escalate", usage, "--severity: critical, warning or info, not '%s'", e->severity);
+	return 0;
+}
+
+static int check_ids(amp_cli_writer *w)
+{
+	json_t *ref;
+	size_t i;
+	int code;
+
+	json_array_foreach(((struct escalate_args *)w->ctx)->affected, i, ref)
+		if ((code = amp_cli_check_id("escalate", w->set, "--affected",
+					     json_string_value(ref), "msg_id")))
+			return code;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "type", required_argument, NULL, 't' },
 		{ "severity", required_argument, NULL, 's' },
 		{ "description", required_argument, NULL, 'd' },
-		{ "from", required_argument, NULL, 'f' },
 		{ "affected", required_argument, NULL, 'a' },
 		{ "suggest", required_argument, NULL, 'g' },
 		{ "no-suspend", no_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "repo", required_argument, NULL, 'r' },
-		AMP_CLI_AGENT_OPTION,
-		AMP_CLI_SYNC_OPTIONS,
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	amp_escalation e = { 0 };
+	struct escalate_args a = { .e = { .auto_suspended = -1 }, .affected = json_array(),
+				   .suggested = json_array() };
+	amp_cli_writer w = { .cmd = "escalate", .usage = usage, .opts = opts, .option = option,
+			     .usage_one = "one task id expected", .operand_name = "<task_id>",
+			     .operand_def = "task_id", .role_required = 1, .check = check,
+			     .check_ids = check_ids, .ctx = &a };
 	amp_send_result res;
-	amp_errlist errors = { 0 };
-	amp_schema_set *set = NULL;
-	amp_store *st = NULL;
-	amp_error err;
-	json_t *affected = json_array(), *suggested = json_array(), *ref;
-	const char *repo = NULL, *from = NULL;
-	int sync = -1;
-	int c, json_out = 0, code = 0, status;
-	size_t i;
+	int code, status;
 
-	e.auto_suspended = -1;
 	amp_reccache_arena(); /* one message, then exit */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 't': e.escalation_type = optarg; break;
-		case 's': e.severity = optarg; break;
-		case 'd': e.description = optarg; break;
-		case 'f': from = optarg; break;
-		case 'a': json_array_append_new(affected, json_string(optarg)); break;
-		case 'g': json_array_append_new(suggested, json_string(optarg)); break;
-		case 'n': e.auto_suspended = 0; break;
-		case 'j': json_out = 1; break;
-		case 'r': repo = optarg; break;
-		AMP_CLI_AGENT_CASE;
-		AMP_CLI_SYNC_CASES(sync);
-		case 'h': fputs(usage, stdout); goto cleanup;
-		default:
-			code = amp_cli_usage_error("escalate", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
-			goto cleanup;
-		}
-	}
-	if ((code = amp_cli_check_args("escalate", argc, argv, "h", opts)))
-		goto cleanup;
-	if (optind != argc - 1) {
-		code = amp_cli_usage_error("escalate", usage, "one task id expected");
+	if ((code = amp_cli_write_open(&w, argc, argv)) != AMP_CLI_GO) {
+		code = amp_cli_write_close(&w, code);
 		goto cleanup;
 	}
-	if (!e.escalation_type || !e.severity || !e.description) {
-		code = amp_cli_usage_error("escalate", usage, "--type, --severity and --description are required");
-		goto cleanup;
-	}
-	if (strcmp(e.severity, "critical") && strcmp(e.severity, "warning") && strcmp(e.severity, "info")) {
-		code = amp_cli_usage_error("escalate", usage, "--severity: critical, warning or info, not '%s'", e.severity);
-		goto cleanup;
-	}
-	if ((code = amp_cli_load_schemas("escalate", &set)) ||
-	    (code = amp_cli_check_id("escalate", set, "<task_id>", argv[optind], "task_id")))
-		goto cleanup;
-	json_array_foreach(affected, i, ref)
-		if ((code = amp_cli_check_id("escalate", set, "--affected",
-					     json_string_value(ref), "msg_id")))
-			goto cleanup;
-	if ((code = amp_cli_open_ssot("escalate", repo, &st)) ||
-	    (code = amp_cli_role("escalate", st, set, from, 1, &from)))
-		goto cleanup;
-	if ((status = amp_clock_now_ms(&e.now_ms, &err)) < 0) {
-		code = amp_cli_fail("escalate", &err);
-		goto cleanup;
-	}
-	e.task_id = argv[optind];
-	e.from = from;
-	e.affected_msgs = affected;
-	e.suggested_actions = suggested;
-	status = amp_send_escalation(st, set, &e, NULL, &res, &errors);
-	if (status < 0) {
-		code = amp_cli_print_errors("escalate", &errors, status);
-		goto cleanup;
-	}
-	if (json_out) {
-		json_t *out = json_pack("{s:s}", "msg_id", res.msg_id);
-
-		amp_cli_print_json(out, 0);
-		json_decref(out);
-	} else {
-		puts(res.msg_id);
-	}
-	code = amp_cli_sync_after_write("escalate", st, set, sync);
+	a.e.now_ms = w.now_ms;
+	a.e.task_id = w.arg;
+	a.e.from = w.from;
+	a.e.affected_msgs = a.affected;
+	a.e.suggested_actions = a.suggested;
+	status = amp_send_escalation(w.st, w.set, &a.e, NULL, &res, &w.errors);
+	if (status >= 0)
+		amp_cli_write_print(&w, json_pack("{s:s}", "msg_id", res.msg_id), "%s", res.msg_id);
+	code = amp_cli_write_done(&w, status);
 cleanup:
-	amp_errlist_free(&errors);
-	json_decref(affected);
-	json_decref(suggested);
-	amp_schema_set_free(set);
-	amp_store_free(st);
+	json_decref(a.affected);
+	json_decref(a.suggested);
 	return code;
 }

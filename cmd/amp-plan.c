@@ -6,6 +6,7 @@
 #include "ui/ui.h"
 #include "base/clock.h"
 #include "protocol/protocol.h"
+#include "write/write.h"
 #include "base/util.h"
 
 static const char usage[] =
@@ -14,6 +15,49 @@ static const char usage[] =
 	"                [--from coordinator|admin] [--agent <name>] [--sync|--no-sync] [--json]\n"
 	"                [--repo <dir>]\n";
 
+struct plan_args {
+	const char *prio, *deadline, *iter, *capability;
+	int priority;
+	int64_t due;
+	long long max_iter;
+};
+
+static int option(amp_cli_writer *w, int c)
+{
+	struct plan_args *a = w->ctx;
+
+	switch (c) {
+	case 'p': a->prio = optarg; break;
+	case 'd': a->deadline = optarg; break;
+	case 'm': a->iter = optarg; break;
+	default: a->capability = optarg; break;
+	}
+	return 0;
+}
+
+static int check(amp_cli_writer *w)
+{
+	struct plan_args *a = w->ctx;
+
+	if (!a->prio && !a->deadline && !a->iter && !a->capability)
+		return amp_cli_usage_error("plan", usage, "nothing to plan: --priority, --deadline, --max-iterations or --capability");
+	if (a->prio) {
+		if (a->prio[0] != 'P' || a->prio[1] < '0' || a->prio[1] > '3' || a->prio[2])
+			return amp_cli_usage_error("plan", usage, "--priority: '%s' is not P0, P1, P2 or P3", a->prio);
+		a->priority = a->prio[1] - '0';
+	}
+	if (a->deadline && amp_time_parse(a->deadline, &a->due) < 0)
+		return amp_cli_usage_error("plan", usage, "--deadline: '%s' is not an ISO 8601 time with offset (2026-02-26T14:32:07+00:00)",
+					   a->deadline);
+	if (a->capability && !amp_agent_valid(a->capability, strlen(a->capability)))
+		return amp_cli_usage_error("plan", usage, "--capability: '%s' is not a name (1 to %d of A-Z a-z 0-9 . _ -)",
+					   a->capability, AMP_AGENT_MAX);
+	if (a->iter)
+		return amp_cli_int("plan", "--max-iterations", a->iter, 1,
+				   AMP_POLICY_LOCK_THRESHOLD_MAX, &a->max_iter);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -21,90 +65,23 @@ int main(int argc, char **argv)
 		{ "deadline", required_argument, NULL, 'd' },
 		{ "max-iterations", required_argument, NULL, 'm' },
 		{ "capability", required_argument, NULL, 'c' },
-		{ "from", required_argument, NULL, 'f' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "repo", required_argument, NULL, 'r' },
-		AMP_CLI_AGENT_OPTION,
-		AMP_CLI_SYNC_OPTIONS,
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *repo = NULL, *from = NULL, *prio = NULL, *deadline = NULL, *iter = NULL;
-	const char *capability = NULL, *task;
+	struct plan_args a = { NULL, NULL, NULL, NULL, -1, -1, 0 };
+	amp_cli_writer w = { .cmd = "plan", .usage = usage, .opts = opts, .option = option,
+			     .usage_one = "one task id expected", .operand_name = "<task_id>",
+			     .operand_def = "task_id", .role_required = 1, .check = check,
+			     .ctx = &a };
 	amp_coord_result res;
-	amp_errlist errors = { 0 };
-	amp_schema_set *set = NULL;
-	amp_store *st = NULL;
-	amp_error err;
-	long long max_iter = 0;
-	int64_t now, due = -1;
-	int c, json_out = 0, code = 0, sync = -1, priority = -1, status;
+	int code, status;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p': prio = optarg; break;
-		case 'd': deadline = optarg; break;
-		case 'm': iter = optarg; break;
-		case 'c': capability = optarg; break;
-		case 'f': from = optarg; break;
-		case 'j': json_out = 1; break;
-		case 'r': repo = optarg; break;
-		AMP_CLI_AGENT_CASE;
-		AMP_CLI_SYNC_CASES(sync);
-		case 'h': fputs(usage, stdout); return 0;
-		default:
-			return amp_cli_usage_error("plan", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
-		}
-	}
-	if ((code = amp_cli_check_args("plan", argc, argv, "h", opts)))
-		return code;
-	if (optind != argc - 1)
-		return amp_cli_usage_error("plan", usage, "one task id expected");
-	task = argv[optind];
-	if (!prio && !deadline && !iter && !capability)
-		return amp_cli_usage_error("plan", usage, "nothing to plan: --priority, --deadline, --max-iterations or --capability");
-	if (prio) {
-		if (prio[0] != 'P' || prio[1] < '0' || prio[1] > '3' || prio[2])
-			return amp_cli_usage_error("plan", usage, "--priority: '%s' is not P0, P1, P2 or P3", prio);
-		priority = prio[1] - '0';
-	}
-	if (deadline && amp_time_parse(deadline, &due) < 0)
-		return amp_cli_usage_error("plan", usage, "--deadline: '%s' is not an ISO 8601 time with offset (2026-02-26T14:32:07+00:00)",
-					   deadline);
-	if (capability && !amp_agent_valid(capability, strlen(capability)))
-		return amp_cli_usage_error("plan", usage, "--capability: '%s' is not a name (1 to %d of A-Z a-z 0-9 . _ -)",
-					   capability, AMP_AGENT_MAX);
-	if ((iter && (code = amp_cli_int("plan", "--max-iterations", iter, 1,
-					 AMP_POLICY_LOCK_THRESHOLD_MAX, &max_iter))) ||
-	    (code = amp_cli_load_schemas("plan", &set)) ||
-	    (code = amp_cli_check_id("plan", set, "<task_id>", task, "task_id")) ||
-	    (code = amp_cli_open_ssot("plan", repo, &st)) ||
-	    (code = amp_cli_role("plan", st, set, from, 1, &from)))
-		goto cleanup;
-	if ((status = amp_clock_now_ms(&now, &err)) < 0) {
-		code = amp_cli_fail("plan", &err);
-		goto cleanup;
-	}
-	status = amp_coord_plan_write(st, set, task, priority, due, (int)max_iter, capability, from,
-				      now, &res, &errors);
-	if (status < 0) {
-		code = amp_cli_print_errors("plan", &errors, status);
-		goto cleanup;
-	}
-	if (json_out) {
-		json_t *out = json_pack("{s:s,s:s,s:s}", "task_id", task, "control", res.name,
-					"from", from);
-
-		amp_cli_print_json(out, 0);
-		json_decref(out);
-	} else {
-		printf("planned %s (%s)\n", task, res.name);
-	}
-	code = amp_cli_sync_after_write("plan", st, set, sync);
-cleanup:
-	amp_errlist_free(&errors);
-	amp_schema_set_free(set);
-	amp_store_free(st);
-	return code;
+	if ((code = amp_cli_write_open(&w, argc, argv)) != AMP_CLI_GO)
+		return amp_cli_write_close(&w, code);
+	status = amp_coord_plan_write(w.st, w.set, w.arg, a.priority, a.due, (int)a.max_iter,
+				      a.capability, w.from, w.now_ms, &res, &w.errors);
+	if (status >= 0)
+		amp_cli_write_print(&w, json_pack("{s:s,s:s,s:s}", "task_id", w.arg,
+						  "control", res.name, "from", w.from),
+				    "planned %s (%s)", w.arg, res.name);
+	return amp_cli_write_done(&w, status);
 }

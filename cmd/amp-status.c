@@ -244,6 +244,72 @@ static void print_holders(const json_t *s)
 		       json_is_true(json_object_get(m, "soft")) ? ", soft" : "");
 }
 
+/* amp status TASK: the task's status, its claims and what it waits for.
+ * Returns the exit code. */
+static int show_task(amp_store *st, git_tree *tip, const char *id, int64_t now, int json_out)
+{
+	amp_task_log log = { 0 };
+	json_t *out = NULL, *waits = NULL;
+	amp_error err;
+	int code = 0;
+
+	if (amp_store_read_task(st, tip, id, &log, &err) < 0) {
+		code = amp_cli_fail("status", &err);
+		goto cleanup;
+	}
+	if (!log.count && !log.nbad) {
+		amp_error_set(&err, AMP_EUSAGE, "", "no task %s in the SSOT", id);
+		code = amp_cli_fail("status", &err);
+		goto cleanup;
+	}
+	out = amp_task_status_json(&log, now);
+	json_object_set_new(out, "claims", amp_coord_claims_json(&log, now));
+	if (amp_coord_waits(st, tip, &log, &waits, &err) < 0) {
+		code = amp_cli_fail("status", &err);
+		goto cleanup;
+	}
+	json_object_set_new(out, "waits_for", waits);
+	if (json_out) {
+		amp_cli_print_json(out, 1);
+	} else {
+		print_task(out);
+	}
+cleanup:
+	json_decref(out);
+	amp_task_log_free(&log);
+	return code;
+}
+
+/* One line of the listing, from task id's brief summary b (and its whole
+ * summary s, when read, for the holders). */
+static void print_brief(int idw, const char *id, const amp_summary_brief *b, const json_t *s)
+{
+	struct line line;
+
+	line.len = 0;
+	put(&line, amp_term(id), idw);
+	put(&line, " ", 0);
+	put(&line, state_color(b->state), 0);
+	put(&line, b->state, 11);
+	put(&line, sgr(AMP_SGR_RESET), 0);
+	put(&line, " ", 0);
+	put_count(&line, b->messages, 3);
+	put(&line, " msgs  ", 0);
+	put_count(&line, b->reject_count, 0);
+	put(&line, " rejects", 0);
+	put(&line, b->acks_overdue ? "  ACK overdue" : "", 0);
+	put(&line, b->acks_pending ? "  ACK pending" : "", 0);
+	if (b->unreadable) {
+		put(&line, "  ", 0);
+		put_count(&line, b->unreadable, 0);
+		put(&line, " unreadable", 0);
+	}
+	fwrite(line.buf, 1, line.len, stdout);
+	if (s)
+		print_holders(s);
+	putchar('\n');
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -257,11 +323,9 @@ int main(int argc, char **argv)
 	const char *repo = NULL;
 	amp_store *st = NULL;
 	git_tree *tip = NULL;
-	amp_task_log log = { 0 };
 	amp_summaries *cache = NULL;
-	struct line line;
 	amp_error err;
-	json_t *out = NULL, *waits = NULL;
+	json_t *out = NULL;
 	char **ids = NULL;
 	git_oid *trees = NULL;
 	size_t nids = 0, finished = 0, i;
@@ -301,27 +365,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	if (optind < argc) {
-		if (amp_store_read_task(st, tip, argv[optind], &log, &err) < 0) {
-			code = amp_cli_fail("status", &err);
-			goto cleanup;
-		}
-		if (!log.count && !log.nbad) {
-			amp_error_set(&err, AMP_EUSAGE, "", "no task %s in the SSOT", argv[optind]);
-			code = amp_cli_fail("status", &err);
-			goto cleanup;
-		}
-		out = amp_task_status_json(&log, now);
-		json_object_set_new(out, "claims", amp_coord_claims_json(&log, now));
-		if (amp_coord_waits(st, tip, &log, &waits, &err) < 0) {
-			code = amp_cli_fail("status", &err);
-			goto cleanup;
-		}
-		json_object_set_new(out, "waits_for", waits);
-		if (json_out) {
-			amp_cli_print_json(out, 1);
-		} else {
-			print_task(out);
-		}
+		code = show_task(st, tip, argv[optind], now, json_out);
 		goto cleanup;
 	}
 	/* Like an issue tracker: the tasks not finished, unless --all. */
@@ -367,28 +411,7 @@ int main(int argc, char **argv)
 			json_array_append_new(out, s);
 			continue;
 		}
-		line.len = 0;
-		put(&line, amp_term(ids[i]), idw);
-		put(&line, " ", 0);
-		put(&line, state_color(b.state), 0);
-		put(&line, b.state, 11);
-		put(&line, sgr(AMP_SGR_RESET), 0);
-		put(&line, " ", 0);
-		put_count(&line, b.messages, 3);
-		put(&line, " msgs  ", 0);
-		put_count(&line, b.reject_count, 0);
-		put(&line, " rejects", 0);
-		put(&line, b.acks_overdue ? "  ACK overdue" : "", 0);
-		put(&line, b.acks_pending ? "  ACK pending" : "", 0);
-		if (b.unreadable) {
-			put(&line, "  ", 0);
-			put_count(&line, b.unreadable, 0);
-			put(&line, " unreadable", 0);
-		}
-		fwrite(line.buf, 1, line.len, stdout);
-		if (s)
-			print_holders(s);
-		putchar('\n');
+		print_brief(idw, ids[i], &b, s);
 		json_decref(s);
 	}
 	if (json_out) {
@@ -404,7 +427,6 @@ int main(int argc, char **argv)
 cleanup:
 	amp_summaries_close(cache);
 	json_decref(out);
-	amp_task_log_free(&log);
 	amp_strv_free(ids, nids);
 	free(trees);
 	git_tree_free(tip);

@@ -8,6 +8,7 @@
 
 #include "schema/schema.h"
 #include "base/util.h"
+#include "json/json.h"
 #include "record/record.h"
 
 static const char usage_text[] =

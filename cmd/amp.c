@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/similar.h"
 #include "base/util.h"
 
 /* The commands built in: each cmd/amp-<name>.c, whose main() the Makefile
@@ -56,43 +57,50 @@ static const struct builtin *builtin_named(const char *name)
 #define AMP_VERSION "0.1.0"
 #endif
 
-/* The commands amp ships, for `amp help`; others are found on PATH. */
+/* The commands amp ships, for `amp help`, by what a user does with them;
+ * others are found on PATH. */
 static const struct {
 	const char *name;
 	const char *summary;
 } commands[] = {
-	{ "validate", "check AMP/1.0 messages (or any JSON) against the schemas" },
-	{ "init", "prepare the SSOT in a git repository" },
+	{ NULL, "write to the SSOT" },
 	{ "send", "build, validate and commit a message to the SSOT" },
 	{ "ack", "acknowledge a message addressed to you" },
-	{ "status", "show the state of one task or of every task" },
-	{ "errors", "list the messages the SSOT rejected" },
 	{ "verdict", "send a review_verdict for a task" },
 	{ "escalate", "send an escalation to the admin" },
-	{ "resume", "lift a suspension or a lock (admin only)" },
-	{ "approve", "approve a dispatch whose risk level needs it (admin only)" },
-	{ "abort", "end a task (admin or coordinator)" },
 	{ "heartbeat", "say an agent is alive on a task" },
-	{ "watch", "enforce the protocol's timeouts and rules" },
-	{ "inbox", "list the messages a role has not ACKed yet" },
-	{ "wait", "block until a message waits for a role" },
-	{ "show", "show a message, its ACK and the messages it refers to" },
-	{ "log", "list the records of the SSOT, newest first" },
-	{ "hook", "git hooks that refuse pushes breaking the SSOT's rules" },
-	{ "sync", "fetch, join and push the SSOT through a git remote" },
-	{ "keys", "the keys that may speak as each role (signed records)" },
-	{ "fsck", "verify the whole history of the SSOT: append-only, in place, valid" },
-	{ "import", "commit a log of AMP records (JSON lines) in one ref update" },
-	{ "gc", "roll the packs of the SSOT's writes and loose objects into bigger packs (also run on its own)" },
-	{ "schema", "print the schema of a message type or payload, or list them" },
-	{ "dashboard", "the SSOT as a static web site (and a read-only server for it)" },
 	{ "claim", "take a task on a lease as a named executor instance" },
 	{ "release", "give a claimed task back" },
 	{ "depend", "make a task's dispatch wait for another task's approval" },
 	{ "plan", "set a task's priority, deadline, lock threshold or capability" },
+	{ "register", "declare an agent instance's roles and capabilities" },
+	{ "import", "commit a log of AMP records (JSON lines) in one ref update" },
+	{ NULL, "read it" },
+	{ "status", "show the state of one task or of every task" },
+	{ "inbox", "list the messages a role has not ACKed yet" },
+	{ "wait", "block until a message waits for a role" },
+	{ "show", "show a message, its ACK and the messages it refers to" },
+	{ "log", "list the records of the SSOT, newest first" },
+	{ "errors", "list the messages the SSOT rejected" },
 	{ "agents", "list the named agent instances: roles, last write, tasks held" },
-	{ "register", "declare an agent instance's roles and capabilities (amp agents, amp ready --agent)" },
-	{ "ready", "list the tasks ready to work on: dependencies approved, nobody holding them" },
+	{ "ready", "list the tasks ready to work on" },
+	{ "dashboard", "the SSOT as a static web site (and a read-only server)" },
+	{ "schema", "print the schema of a message type or payload, or list them" },
+	{ "validate", "check AMP/1.0 messages (or any JSON) against the schemas" },
+	{ NULL, "enforce the protocol" },
+	{ "watch", "enforce the protocol's timeouts and rules" },
+	{ "hook", "git hooks that refuse pushes breaking the SSOT's rules" },
+	{ "fsck", "verify the whole history of the SSOT: append-only, valid" },
+	{ NULL, "share it" },
+	{ "sync", "fetch, join and push the SSOT through a git remote" },
+	{ "keys", "the keys that may speak as each role (signed records)" },
+	{ "mcp", "serve one agent's tools to an MCP client on stdio" },
+	{ NULL, "administer it" },
+	{ "init", "prepare the SSOT in a git repository" },
+	{ "approve", "approve a dispatch whose risk level needs it (admin only)" },
+	{ "resume", "lift a suspension or a lock (admin only)" },
+	{ "abort", "end a task (admin or coordinator)" },
+	{ "gc", "roll the SSOT's packs and loose objects into bigger packs" },
 };
 
 /* The text of `amp --help`, which every build of the driver holds. */
@@ -140,14 +148,17 @@ static void print_help(FILE *out)
 
 	fputs(usage_text, out);
 	fputs(help_heading, out);
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "   %-10s %s\n", commands[i].name,
-			commands[i].summary);
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (!commands[i].name)
+			fprintf(out, "\n %s\n", commands[i].summary);
+		else
+			fprintf(out, "   %-10s %s\n", commands[i].name, commands[i].summary);
+	}
 	fputs("\n'amp <command> --help' prints a command's usage, 'amp help <command>' its\n"
 	      "manual page, 'amp help config' every setting.\n"
-	      "Exit codes: 0 ok, 1 message does not conform, 2 usage, "
-	      "3 refused by a protocol rule, 4 repository or I/O failure,\n"
-	      "5 amp wait timed out.\n",
+	      "Exit codes: 0 ok, 1 message does not conform, 2 usage, 3 refused by a\n"
+	      "protocol rule, 4 repository or I/O failure, 5 amp wait timed out, 6 amp\n"
+	      "claim: another instance holds the task.\n",
 	      out);
 }
 
@@ -179,11 +190,14 @@ static int man_has(const char *section, const char *page)
  * page; else the page built or installed next to this binary, shown with
  * `man -l` (bin/ -> build/man in the source tree, <BUILD>/bin -> <BUILD>/man,
  * <prefix>/bin -> <prefix>/share/man/manN).  man chooses the pager
- * (MANPAGER, PAGER) and pages only on a terminal.  "config" is amp-config(7).
+ * (MANPAGER, PAGER) and pages only on a terminal.  The guides are section 7,
+ * as git's gittutorial(7): "config", "tutorial", "protocol", "sharing".
  */
 static int help_page(const char *topic)
 {
-	const char *section = strcmp(topic, "config") ? "1" : "7";
+	static const char *const guides[] = { "config", "tutorial", "protocol", "sharing" };
+	const char *section = "1";
+	size_t g;
 	char page[128], self[PATH_MAX], file[3][PATH_MAX + 256];
 	int i;
 
@@ -194,6 +208,9 @@ static int help_page(const char *topic)
 			amp_term(topic));
 		return 2;
 	}
+	for (g = 0; g < sizeof(guides) / sizeof(guides[0]); g++)
+		if (!strcmp(topic, guides[g]))
+			section = "7";
 	/* `amp help amp` is amp(1), as `git help git` is git(1). */
 	snprintf(page, sizeof(page), strcmp(topic, "amp") ? "amp-%s" : "amp", topic);
 	if (man_has(section, page)) {
@@ -329,6 +346,25 @@ static int run_command(const char *name, int argc, char **argv, int *code)
 	return 0;
 }
 
+/* "amp: 'stauts' is not an amp command", and git's hint of the most
+ * similar ones when some are near. */
+static int not_a_command(const char *name)
+{
+	const char *names[sizeof(commands) / sizeof(commands[0]) + 1];
+	size_t best[4], n = 0, found, i;
+
+	fprintf(stderr, "amp: '%s' is not an amp command. See 'amp --help'.\n", amp_term(name));
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		names[n++] = commands[i].name;
+	names[n++] = "help";
+	if ((found = amp_similar(name, names, n, best, 4))) {
+		fprintf(stderr, "\nThe most similar command%s\n", found == 1 ? " is" : "s are");
+		for (i = 0; i < found; i++)
+			fprintf(stderr, "\t%s\n", names[best[i]]);
+	}
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	const char *name, *base = argv[0] ? strrchr(argv[0], '/') : NULL;
@@ -341,9 +377,7 @@ int main(int argc, char **argv)
 	if (base && !strncmp(base, "amp-", 4)) {
 		if ((self = builtin_named(base + 4)))
 			return self->run(argc, argv);
-		fprintf(stderr, "amp: '%s' is not an amp command. See 'amp --help'.\n",
-			amp_term(base + 4));
-		return 2;
+		return not_a_command(base + 4);
 	}
 	/* git's --no-pager: for the command it runs, and user amp-* too. */
 	if (argc >= 2 && !strcmp(argv[1], "--no-pager")) {
@@ -372,7 +406,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(name, "help")) {
 		if (argc > 3) {
-			fprintf(stderr, "usage: amp help [<command>|config]\n");
+			fprintf(stderr, "usage: amp help [<command>|config|tutorial|protocol|sharing]\n");
 			return 2;
 		}
 		return help_page(argv[2]);
@@ -384,7 +418,5 @@ int main(int argc, char **argv)
 	}
 	if (run_command(name, argc - 1, argv + 1, &code))
 		return code;
-	fprintf(stderr, "amp: '%s' is not an amp command. See 'amp --help'.\n",
-		amp_term(name));
-	return 2;
+	return not_a_command(name);
 }

@@ -31,20 +31,20 @@ JSON
 git init -q "$work/ssot"
 (
 	cd "$work/ssot"
-	PATH=$old:$PATH amp init > /dev/null
+	"$old/amp" init > /dev/null
 	git config amp.checkRepo false
 	git config amp.autoPack 0
 	python3 "$src/share/gen-traffic.py" $((size * 2)) "$work/lines" /dev/null \
 		"$(git rev-parse refs/amp/messages)"
-	PATH=$old:$PATH amp import "$work/lines" > /dev/null
-	PATH=$old:$PATH amp gc > /dev/null
+	"$old/amp" import "$work/lines" > /dev/null
+	"$old/amp" gc > /dev/null
 )
 task=$(git -C "$work/ssot" ls-tree -r --name-only refs/amp/messages tasks | sed -n '1s|.*/\(T-[0-9-]*\)/.*|\1|p')
 for b in old new; do
 	cp -a "$work/ssot" "$work/$b"
 	bin=$old; [ $b = new ] && bin=$new
 	# warm: each build derives its own caches once, untimed
-	(cd "$work/$b" && PATH=$bin:$PATH && amp status --all && amp inbox executor && amp watch --once) > /dev/null 2>&1 || true
+	(cd "$work/$b" && "$bin/amp" status --all && "$bin/amp" inbox executor && "$bin/amp" watch --once) > /dev/null 2>&1 || true
 done
 
 cases=(send status_task status status_all inbox watch_once)
@@ -55,14 +55,14 @@ run_case() { # BUILD CASE: one timed run, its microseconds appended
 	cd "$work/$b"
 	case $c in
 	send) printf -v fresh T-2030-%06d $((seq += 1))
-		stamp t0; PATH=$bin:$PATH amp send task_dispatch --task "$fresh" --from coordinator \
+		stamp t0; "$bin/amp" send task_dispatch --task "$fresh" --from coordinator \
 			--payload "$work/dispatch.json" > /dev/null; stamp t1 ;;
-	status_task) stamp t0; PATH=$bin:$PATH amp status "$task" > /dev/null; stamp t1 ;;
-	status) stamp t0; PATH=$bin:$PATH amp status > /dev/null; stamp t1 ;;
-	status_all) stamp t0; PATH=$bin:$PATH amp status --all > /dev/null; stamp t1 ;;
-	inbox) stamp t0; PATH=$bin:$PATH amp inbox executor > /dev/null; stamp t1 ;;
-	watch_once) PATH=$bin:$PATH amp watch --once > /dev/null 2>&1 || true
-		stamp t0; PATH=$bin:$PATH amp watch --once > /dev/null 2>&1 || true; stamp t1 ;;
+	status_task) stamp t0; "$bin/amp" status "$task" > /dev/null; stamp t1 ;;
+	status) stamp t0; "$bin/amp" status > /dev/null; stamp t1 ;;
+	status_all) stamp t0; "$bin/amp" status --all > /dev/null; stamp t1 ;;
+	inbox) stamp t0; "$bin/amp" inbox executor > /dev/null; stamp t1 ;;
+	watch_once) "$bin/amp" watch --once > /dev/null 2>&1 || true
+		stamp t0; "$bin/amp" watch --once > /dev/null 2>&1 || true; stamp t1 ;;
 	esac
 	echo $(((t1 - t0) / 1000)) >> "$work/$b.$c"
 }

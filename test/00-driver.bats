@@ -26,7 +26,7 @@ load helpers
 	assert_output --partial "usage: amp validate"
 }
 
-# README "Commands": amp's own commands are built into amp; bin/amp-<command>
+# amp(1): amp's own commands are built into amp; bin/amp-<command>
 # are links to it.
 @test "amp's commands are one program: amp-<command> is a link to amp that runs its command, and amp runs it without a second program" {
 	local cmd

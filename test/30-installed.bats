@@ -135,10 +135,16 @@ amp_variant() {
 	run -0 "$d/amp-heartbxat" --help
 	assert_output --partial "usage: amp heartbeat"
 	run -2 "$d/amp" heartbxat --help
-	assert_output "amp: 'heartbxat' is not an amp command. See 'amp --help'."
+	assert_output "amp: 'heartbxat' is not an amp command. See 'amp --help'.
+
+The most similar command is
+	heartbeat"
 	mv "$d/amp-heartbxat" "$other/"
 	PATH=$other:$PATH run -2 "$d/amp" heartbxat --help
-	assert_output "amp: 'heartbxat' is not an amp command. See 'amp --help'."
+	assert_output "amp: 'heartbxat' is not an amp command. See 'amp --help'.
+
+The most similar command is
+	heartbeat"
 	# a user's own amp-foo, next to amp or on PATH, still runs
 	printf '#!/bin/sh\necho "foo: $*"\n' > "$d/amp-foo"
 	printf '#!/bin/sh\necho "bar: $*"\n' > "$other/amp-bar"

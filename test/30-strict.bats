@@ -26,7 +26,7 @@ no_raw_keygen() {
 	fi
 }
 
-# rotate OLD NEW T: the README's key rotation, literally: the old key's
+# rotate OLD NEW T: amp-sharing(7)'s key rotation, literally: the old key's
 # line gets valid-before="T", the new key a line of its own with
 # valid-after="T" (same principal).
 rotate() {

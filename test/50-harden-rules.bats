@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # Issue 7, the send path and the protocol rules: the schema comes before any
 # rule, git branch names, CI failure words, and every check the documents
-# say amp makes at send time (schemas/README.md, share/doc/rules.md, README).
+# say amp makes at send time (schemas/README.md, share/doc/rules.md, amp-protocol(7)).
 
 load helpers
 load conversation

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The limits of what amp accepts (README "Limits", lib/record/bounds.h, the
+# The limits of what amp accepts (amp-protocol(7) "LIMITS", lib/record/bounds.h, the
 # schemas): whatever amp accepts, amp can read back, ACK and show; whatever
 # is past a limit is refused with exit 1 naming the limit and the path, and
 # logged.  Each limit has a test at the limit and one just past it; records

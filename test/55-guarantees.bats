@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The promises of README "Guarantees and limits" that no other suite owns:
+# The promises of amp-protocol(7) "WHAT AMP PROMISES" that no other suite owns:
 # the SSOT is append-only, and a refused message changes nothing on it.
 
 load helpers

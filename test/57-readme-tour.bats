@@ -10,14 +10,7 @@ load enforcer
 
 # The tour's shell blocks, in order, as one script.
 tour_script() {
-	$PY - "$AMP_SRC/README.md" <<-'PY'
-	import re, sys
-	text = open(sys.argv[1]).read()
-	tour = text[text.index("<!-- tour -->"):text.index("<!-- /tour -->")]
-	blocks = re.findall(r"^```sh\n(.*?)^```$", tour, re.S | re.M)
-	assert len(blocks) >= 5, len(blocks)
-	print("\n".join(blocks))
-	PY
+	python3 "$AMP_SRC/test/doc-claims.py" blocks "$AMP_SRC/README.md" "<!-- tour -->" "<!-- /tour -->" 5
 }
 
 @test "every shell block of the README's tour runs as written, and the task ends approved" {

@@ -27,7 +27,7 @@ syncs() {
 	[ "$(grep -cE 'sync\([0-9]+<[^>]*/objects/pack/tmp_amp_pack_' "$BATS_TEST_TMPDIR/trace")" = 2 ]
 	grep -qE 'sync\([0-9]+<[^>]*/objects/pack>' "$BATS_TEST_TMPDIR/trace"
 	# the ref's new id under its lock name before the rename, then its
-	# directory (amp moves the ref itself: store.c move_loose_ref)
+	# directory (amp moves the ref itself: update.c move_loose_ref)
 	grep -qE 'sync\([0-9]+<[^>]*/refs/amp/messages\.lock>' "$BATS_TEST_TMPDIR/trace"
 	grep -qE 'sync\([0-9]+<[^>]*/refs/amp>' "$BATS_TEST_TMPDIR/trace"
 	git config amp.fsync false

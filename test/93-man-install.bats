@@ -287,7 +287,7 @@ bad_config() {
 # them only as plain bash, and flags each @test's variables (SC2030/SC2031)
 # and each bare $T of a test id.
 shell_scripts() {
-	(cd "$AMP_SRC" && find . \( -path ./build -o -path ./bin -o -path ./.git -o -path ./test/fuzz/corpus \) -prune \
+	(cd "$AMP_SRC" && find . \( -path ./build -o -path ./bin -o -path ./.git -o -path ./test/fuzz/corpus -o -name node_modules \) -prune \
 		-o -type f ! -name '*.bats' -print | sort | while IFS= read -r f; do
 		case $f in
 		*.sh | *.bash) echo "${f#./}" ;;
@@ -329,7 +329,7 @@ shell_scripts() {
 	assert_equal "$(json_get 'd["state"]' <<< "$output")" dispatched
 }
 
-# README "A lean binary": how make links libgit2 (share/git2-link.sh).
+# share/doc/internals.md "A lean binary": how make links libgit2 (share/git2-link.sh).
 @test "share/git2-link.sh: LIBGIT2=archive links Debian's libgit2.a, LIBGIT2=system the shared one, each answer cached; the built amp never reads the CA bundle" {
 	local libdir
 	libdir=$(pkg-config --variable=libdir libgit2)

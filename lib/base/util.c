@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "json/json.h"
+#include "utf8.h"
 
 #ifndef AMP_DATADIR
 #define AMP_DATADIR "/usr/local/share/amp"
@@ -170,31 +170,6 @@ int amp_json_dumpf(const json_t *v, FILE *f, size_t flags)
 	return rc;
 }
 
-int amp_json_parse(const char *buf, size_t len, json_t **out, amp_error *err)
-{
-	json_error_t jerr;
-	json_t *value;
-
-	if (memchr(buf, '\0', len))
-		return amp_error_set(err, AMP_ESCHEMA, "",
-				     "invalid JSON: NUL byte at offset %zu",
-				     (size_t)((const char *)memchr(buf, '\0', len) - buf));
-	if (amp_json_parse_fast(buf, len, out))
-		return AMP_OK;
-	value = json_loadb(buf, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
-			   &jerr);
-	if (!value) {
-		if (len == 0)
-			return amp_error_set(err, AMP_ESCHEMA, "",
-					     "invalid JSON: empty input");
-		return amp_error_set(err, AMP_ESCHEMA, "",
-				     "invalid JSON at line %d, column %d: %s",
-				     jerr.line, jerr.column, jerr.text);
-	}
-	*out = value;
-	return AMP_OK;
-}
-
 void amp_print_error(const char *cmd, const amp_error *err)
 {
 	/* Messages quote user values (ids, option values, file contents). */
@@ -316,73 +291,6 @@ int amp_data_path(const char *rel, char *buf, size_t bufsz)
 	}
 	snprintf(buf, bufsz, "%s/%s", AMP_DATADIR, rel);
 	return is_file(buf) ? 0 : -1;
-}
-
-size_t amp_utf8_seqn(const char *s, size_t avail, unsigned *cp)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	unsigned c = p[0], min;
-	size_t n, i;
-
-	if (c == 0)
-		return 0;
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, c &= 0x1f, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, c &= 0x0f, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, c &= 0x07, min = 0x10000;
-	else
-		return 0;
-	if (n > avail)
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (p[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return n;
-}
-
-size_t amp_utf8_seq(const char *s, unsigned *cp)
-{
-	/* A NUL ends a sequence short before any byte past it is read. */
-	return amp_utf8_seqn(s, 4, cp);
-}
-
-int amp_utf8_validn(const char *s, size_t len)
-{
-	const char *end = s + len;
-	unsigned cp;
-	size_t n;
-
-	while (s < end) {
-		if (*s > 0 && (unsigned char)*s < 0x80)
-			s++; /* most of amp's text: one comparison a byte */
-		else if ((n = amp_utf8_seqn(s, (size_t)(end - s), &cp)))
-			s += n;
-		else
-			return 0;
-	}
-	return 1;
-}
-
-int amp_utf8_valid(const char *s)
-{
-	unsigned cp;
-	size_t n;
-
-	for (; *s; s += n)
-		if (!(n = amp_utf8_seq(s, &cp)))
-			return 0;
-	return 1;
 }
 
 /* Code points that move the cursor, or reorder what is shown around them. */

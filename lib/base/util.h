@@ -1,6 +1,6 @@
 /*
  * util.h - small helpers shared by commands and library: whole-file reads,
- * JSON parsing with located errors, and terminal output conventions.
+ * JSON output, and terminal output conventions.
  */
 #ifndef AMP_UTIL_H
 #define AMP_UTIL_H
@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "error.h"
+#include "utf8.h" /* amp_utf8_*, for util.h's many callers */
 
 /* `s` for a JSON string: itself when it is UTF-8, else as amp_term()
  * escapes it (a file name is any bytes; JSON strings are UTF-8).  The
@@ -29,12 +30,6 @@ int amp_read_file(const char *path, char **buf, size_t *len, amp_error *err);
  * the input is larger than max, without reading it all into memory. */
 int amp_read_file_max(const char *path, size_t max, char **buf, size_t *len,
 		      amp_error *err);
-
-/* Parses exactly one JSON value from buf[0..len).  On failure returns
- * AMP_ESCHEMA with a reason naming the line and column (invalid JSON,
- * invalid UTF-8, NUL byte, nesting deeper than jansson allows).  The caller
- * owns *out (json_decref). */
-int amp_json_parse(const char *buf, size_t len, json_t **out, amp_error *err);
 
 /* json_dumps(v, flags) with every real written in the shortest form that
  * reads back as the same double (%.<p>g for the least p in 1..17; ".0"
@@ -76,18 +71,6 @@ int amp_schema_dir(char *buf, size_t bufsz);
  * build/asan/bin), then AMP_DATADIR/<rel>.  Writes the path into buf;
  * returns 0, or -1 when none exists. */
 int amp_data_path(const char *rel, char *buf, size_t bufsz);
-
-/* Length of the UTF-8 sequence at s (1..4) storing its code point in *cp,
- * or 0 when s does not start a valid one (overlong forms, surrogates and
- * code points above U+10FFFF are invalid; so is the NUL terminator). */
-size_t amp_utf8_seq(const char *s, unsigned *cp);
-/* The same within the `avail` (>= 1) bytes at s, NUL or not after them. */
-size_t amp_utf8_seqn(const char *s, size_t avail, unsigned *cp);
-
-/* True when all of s is valid UTF-8. */
-int amp_utf8_valid(const char *s);
-/* True when s[0..len) is valid UTF-8 holding no NUL. */
-int amp_utf8_validn(const char *s, size_t len);
 
 /*
  * s made safe to print on a terminal, for every human-readable output: a

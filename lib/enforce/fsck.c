@@ -504,9 +504,8 @@ int amp_fsck_run(amp_store *st, amp_schema_set *set, json_t *findings,
 	/* The other commands trust an object's name (amp_store_open turns
 	 * libgit2's re-hash off, as git does); fsck is where it is checked,
 	 * so that a damaged object is a finding, not a record. */
-	if (git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 1) < 0)
-		return amp_error_git(err, AMP_EIO, "cannot set libgit2's options");
-	if ((status = check_ref(&f, err)) < 0 || (status = check_seen(&f, err)) < 0)
+	if ((status = amp_store_git_verify_hashes(1, err)) < 0 ||
+	    (status = check_ref(&f, err)) < 0 || (status = check_seen(&f, err)) < 0)
 		return status;
 	f.ref = amp_store_errors_ref(st);
 	f.messages = 0;

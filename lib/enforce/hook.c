@@ -16,7 +16,6 @@
 #include "hook.h"
 #include "read/read.h"
 #include "store/store.h"
-#include "sync/sync.h"
 #include "base/util.h"
 
 int amp_hook_use_quarantine(amp_store *st, amp_error *err)
@@ -407,74 +406,49 @@ static int change_add(struct changes *ch, git_delta_t status, git_filemode_t mod
 /*
  * The files that differ between trees a and b (either NULL: empty), as
  * git_diff_tree_to_tree lists them without rename detection, but skipping
- * the subtrees both hold with the same id: the cost of a commit follows
- * its change, not the size of the SSOT (libgit2's diff reads every entry
- * of both trees, which makes a walk of the whole history quadratic).
- * Returns 0, or -1 when a tree cannot be read or memory runs out.
+ * the subtrees both hold with the same id (amp_tree_diff_walk): the cost
+ * of a commit follows its change, not the size of the SSOT (libgit2's
+ * diff reads every entry of both trees, which makes a walk of the whole
+ * history quadratic).  This is its visit of one entry that differs.
  */
-static int tree_changes(git_repository *repo, git_tree *a, git_tree *b, const char *prefix,
-			struct changes *ch)
+static int tree_change(amp_tree_diff *d, const amp_tree_diff_entry *e)
 {
-	size_t i, na = a ? git_tree_entrycount(a) : 0, nb = b ? git_tree_entrycount(b) : 0;
-	char path[AMP_PATH_MAX];
+	struct changes *ch = d->ctx;
+	const git_tree_entry *ae = e->a, *be = e->b;
+	int atree = ae && git_tree_entry_type(ae) == GIT_OBJECT_TREE;
+	int btree = be && git_tree_entry_type(be) == GIT_OBJECT_TREE;
 	const char *why;
-	int rc = 0;
 
-	for (i = 0; i < nb && rc == 0; i++) {
-		const git_tree_entry *be = git_tree_entry_byindex(b, i);
-		const char *name = git_tree_entry_name(be);
-		const git_tree_entry *ae = a ? git_tree_entry_byname(a, name) : NULL;
-		int btree = git_tree_entry_type(be) == GIT_OBJECT_TREE;
-		int atree = ae && git_tree_entry_type(ae) == GIT_OBJECT_TREE;
-
-		if (ae && git_oid_equal(git_tree_entry_id(ae), git_tree_entry_id(be)) &&
-		    git_tree_entry_filemode(ae) == git_tree_entry_filemode(be))
-			continue;
-		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
-		/* git fsck checks every entry of a tree, an empty tree's too:
-		 * so does the hook, for each entry the commit adds or changes. */
-		if ((why = amp_gitpath_component_problem(name, strlen(name)))) {
-			if ((rc = change_add(ch, GIT_DELTA_ADDED, git_tree_entry_filemode(be), prefix, name)) == 0)
-				ch->items[ch->count - 1].bad_name = why;
-			continue;
-		}
-		if (btree || atree) {
-			git_tree *sa = NULL, *sb = NULL;
-
-			if ((atree && git_tree_lookup(&sa, repo, git_tree_entry_id(ae)) < 0) ||
-			    (btree && git_tree_lookup(&sb, repo, git_tree_entry_id(be)) < 0))
-				rc = -1;
-			else if ((ae && !atree &&
-				  change_add(ch, GIT_DELTA_DELETED, git_tree_entry_filemode(ae), prefix, name) < 0) ||
-				 (!btree &&
-				  change_add(ch, GIT_DELTA_ADDED, git_tree_entry_filemode(be), prefix, name) < 0))
-				rc = -1;
-			else
-				rc = tree_changes(repo, sa, sb, path, ch);
-			git_tree_free(sa);
-			git_tree_free(sb);
-			continue;
-		}
-		rc = change_add(ch, ae ? GIT_DELTA_MODIFIED : GIT_DELTA_ADDED,
-				git_tree_entry_filemode(be), prefix, name);
+	if (!be) /* only a has it */
+		return atree ? AMP_TREE_DIFF_DESCEND | AMP_TREE_DIFF_GONE :
+		       change_add(ch, GIT_DELTA_DELETED, git_tree_entry_filemode(ae), e->prefix, e->name);
+	/* git fsck checks every entry of a tree, an empty tree's too:
+	 * so does the hook, for each entry the commit adds or changes. */
+	if ((why = amp_gitpath_component_problem(e->name, strlen(e->name)))) {
+		if (change_add(ch, GIT_DELTA_ADDED, git_tree_entry_filemode(be), e->prefix, e->name) < 0)
+			return -1;
+		ch->items[ch->count - 1].bad_name = why;
+		return AMP_TREE_DIFF_SKIP;
 	}
-	for (i = 0; i < na && rc == 0; i++) {
-		const git_tree_entry *ae = git_tree_entry_byindex(a, i);
-		const char *name = git_tree_entry_name(ae);
-		git_tree *sa = NULL;
-
-		if (b && git_tree_entry_byname(b, name))
-			continue;
-		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
-		if (git_tree_entry_type(ae) != GIT_OBJECT_TREE)
-			rc = change_add(ch, GIT_DELTA_DELETED, git_tree_entry_filemode(ae), prefix, name);
-		else if (git_tree_lookup(&sa, repo, git_tree_entry_id(ae)) < 0)
-			rc = -1;
-		else
-			rc = tree_changes(repo, sa, NULL, path, ch);
-		git_tree_free(sa);
+	if (btree || atree) {
+		if ((ae && !atree &&
+		     change_add(ch, GIT_DELTA_DELETED, git_tree_entry_filemode(ae), e->prefix, e->name) < 0) ||
+		    (!btree &&
+		     change_add(ch, GIT_DELTA_ADDED, git_tree_entry_filemode(be), e->prefix, e->name) < 0))
+			return -1;
+		return AMP_TREE_DIFF_DESCEND | AMP_TREE_DIFF_GONE;
 	}
-	return rc;
+	return change_add(ch, ae ? GIT_DELTA_MODIFIED : GIT_DELTA_ADDED,
+			  git_tree_entry_filemode(be), e->prefix, e->name);
+}
+
+/* The files that differ between trees a and b (tree_change); 0, or -1
+ * when a tree cannot be read or memory runs out. */
+static int tree_changes(git_repository *repo, git_tree *a, git_tree *b, struct changes *ch)
+{
+	amp_tree_diff d = { repo, 1, tree_change, NULL, ch };
+
+	return amp_tree_diff_walk(&d, a, b, "", 0, AMP_TREE_DIFF_GONE);
 }
 
 /* A file added on the errors ref: one of a refusal's two files in its
@@ -593,7 +567,7 @@ static int check_commit(struct check *c, git_commit *commit)
 	    (git_commit_parentcount(commit) == 1 &&
 	     (git_commit_parent(&parent, commit, 0) < 0 ||
 	      git_commit_tree(&old_tree, parent) < 0)) ||
-	    tree_changes(repo, old_tree, c->tree, "", &ch) < 0) {
+	    tree_changes(repo, old_tree, c->tree, &ch) < 0) {
 		amp_error err;
 
 		status = amp_error_git(&err, AMP_EIO, "commit %s cannot be read", c->commit);

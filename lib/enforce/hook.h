@@ -106,6 +106,9 @@ int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
 			  const amp_task_log *log, size_t i, const char *agent,
 			  amp_errlist *errors);
 
+/* The namespace a hub takes clones' pushes in is AMP_SYNC_INBOX
+ * (record/names.h): amp sync pushes there; the hook checks what arrives. */
+
 /* The first line after "#!/bin/sh" of every hook amp installs, followed by
  * ": <command>" (the amp-hook command it runs): how amp_hook_install knows
  * a hook is its own, and which. */

@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/tempfile.h"
 #include "store/store.h"
 #include "record/record.h"
 #include "base/util.h"
+#include "json/json.h"
 #include "watch.h"
 
 #define STATE_VERSION 1
@@ -38,15 +40,18 @@ static void state_file(amp_store *st, const char *name, char *buf, size_t bufsz)
 	snprintf(buf, bufsz, "%s/%s", amp_store_state_dir(st), name);
 }
 
-/* Written to a temporary file and renamed, as watch.json is. */
+/* Written to a temporary file and renamed, as watch.json is (no fsync:
+ * tempfile.h). */
 static int save_state(struct notify *n)
 {
-	char path[4200], tmp[4300];
+	char path[4200];
+	amp_tempfile t;
+	FILE *f;
 
 	state_file(n->st, "notify.json", path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-	if (json_dump_file(n->state, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0) {
-		unlink(tmp);
+	if (amp_tempfile_open(&t, path, 0) < 0 || !(f = amp_tempfile_stream(&t)) ||
+	    json_dumpf(n->state, f, JSON_COMPACT) < 0 || amp_tempfile_commit(&t) < 0) {
+		amp_tempfile_rollback(&t);
 		return amp_errlist_add(n->errors, AMP_EIO, "", "cannot write %s: %s", path,
 				       strerror(errno));
 	}

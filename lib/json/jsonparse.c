@@ -1,5 +1,5 @@
 /*
- * jsonparse.c - the fast path of amp_json_parse (jsonparse.h).
+ * jsonparse.c - amp_json_parse and its fast path (jsonparse.h).
  *
  * A recursive descent over the bytes, RFC 8259's grammar, building jansson
  * values as it goes; every failure is "let jansson decide" (return NULL up
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/util.h"
+#include "base/utf8.h"
 
 /* jansson accepts 2048 levels; amp's records stop at 32 (bounds.h). */
 #define FAST_MAX_DEPTH 64
@@ -378,4 +378,29 @@ int amp_json_parse_fast(const char *buf, size_t len, json_t **out)
 	}
 	*out = v;
 	return 1;
+}
+
+int amp_json_parse(const char *buf, size_t len, json_t **out, amp_error *err)
+{
+	json_error_t jerr;
+	json_t *value;
+
+	if (memchr(buf, '\0', len))
+		return amp_error_set(err, AMP_ESCHEMA, "",
+				     "invalid JSON: NUL byte at offset %zu",
+				     (size_t)((const char *)memchr(buf, '\0', len) - buf));
+	if (amp_json_parse_fast(buf, len, out))
+		return AMP_OK;
+	value = json_loadb(buf, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
+			   &jerr);
+	if (!value) {
+		if (len == 0)
+			return amp_error_set(err, AMP_ESCHEMA, "",
+					     "invalid JSON: empty input");
+		return amp_error_set(err, AMP_ESCHEMA, "",
+				     "invalid JSON at line %d, column %d: %s",
+				     jerr.line, jerr.column, jerr.text);
+	}
+	*out = value;
+	return AMP_OK;
 }

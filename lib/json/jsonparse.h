@@ -1,5 +1,5 @@
 /*
- * jsonparse.h - the fast path of amp_json_parse (util.h).
+ * jsonparse.h - amp_json_parse and its fast path.
  *
  * jansson's parser reads its input a byte at a time through three layers of
  * calls: about 150 instructions a byte on amp's schemas and records, which
@@ -19,9 +19,17 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "base/error.h"
+
 /* 1 with *out (the caller owns it) when buf[0..len) is a JSON text that
  * json_loadb(JSON_DECODE_ANY | JSON_REJECT_DUPLICATES) reads as *out;
  * 0 when jansson must decide (see above, or out of memory). */
 int amp_json_parse_fast(const char *buf, size_t len, json_t **out);
+
+/* Parses exactly one JSON value from buf[0..len).  On failure returns
+ * AMP_ESCHEMA with a reason naming the line and column (invalid JSON,
+ * invalid UTF-8, NUL byte, nesting deeper than jansson allows).  The caller
+ * owns *out (json_decref). */
+int amp_json_parse(const char *buf, size_t len, json_t **out, amp_error *err);
 
 #endif

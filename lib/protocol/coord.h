@@ -69,6 +69,12 @@ void amp_coord_leases(const amp_task_log *log, amp_leases *out);
 /* When lease l expires: renewed + ttl (it is in force up to then). */
 int64_t amp_lease_expires(const amp_lease *l);
 
+/* 1 when lease l is in force at `at`: not released, not expired. */
+static inline int amp_lease_in_force(const amp_lease *l, int64_t at)
+{
+	return !l->released && at <= amp_lease_expires(l);
+}
+
 /* The lease of another instance than `agent` in force at `at_ms` that a
  * claim of `subtask` ("" or NULL: the whole task) conflicts with, or
  * NULL.  Borrowed from ls. */
@@ -102,53 +108,6 @@ const char *amp_coord_record_instance(const json_t *doc);
  */
 int amp_coord_check_record(const amp_task_log *before, const json_t *doc,
 			   char *why, size_t whysz);
-
-/* What a claim or a release did. */
-typedef struct amp_coord_result {
-	char name[64];                /* the record written */
-	char holder[AMP_AGENT_MAX + 1]; /* claim refused: who holds it */
-	char claim[64];               /* release: the claim released */
-	char agent[AMP_AGENT_MAX + 1]; /* release: whose lease it was */
-	int64_t expires_ms;           /* claim: when the lease runs out (or the
-				       * holder's, when refused) */
-	int renewed;                  /* claim: the holder claimed again */
-	char escalation_id[256];      /* expire: the escalation written, or "" */
-} amp_coord_result;
-
-/*
- * `agent` (from the executor) claims task_id, or its subtask (NULL: the
- * whole task), for ttl_sec seconds at now_ms: the task must have a
- * dispatch (the subtask must be one of it, not approved) and must not be
- * closed to the executor (aborted, suspended, locked).  Decided inside the
- * compare-and-swap: AMP_OK (res->name, res->expires_ms), AMP_ECLAIMED
- * (res->holder, res->expires_ms; nothing written, nothing logged),
- * AMP_ERULE (written to the error log), AMP_EIO.  Reasons in errors.
- */
-int amp_coord_claim(amp_store *st, amp_schema_set *set, const char *task_id,
-		    const char *subtask, const char *from, const char *agent,
-		    long long ttl_sec, int64_t now_ms, amp_coord_result *res,
-		    amp_errlist *errors);
-
-/*
- * Releases the lease in force on task_id (of `subtask`, NULL: the whole
- * task's, or the only one): by its holder (from the executor, as `agent`),
- * or by the admin or the coordinator (any holder).  `reason` may be NULL.
- * Statuses as amp_coord_claim (AMP_ERULE when nothing is held).
- */
-int amp_coord_release(amp_store *st, amp_schema_set *set, const char *task_id,
-		      const char *subtask, const char *from, const char *agent,
-		      const char *reason, int64_t now_ms, amp_coord_result *res,
-		      amp_errlist *errors);
-
-/*
- * amp watch: every lease of task_id expired at now_ms and not released
- * gets its release from system and a heartbeat_timeout escalation (cause:
- * the claim record, AMP_SILENCE_CAUSE; once per cause), in one commit per
- * lease.  *released counts them; the last escalation's id goes to res.
- */
-int amp_coord_expire(amp_store *st, amp_schema_set *set, const char *task_id,
-		     int64_t now_ms, amp_coord_result *res, int *released,
-		     amp_errlist *errors);
 
 /* The `amp status --json` "claims" array of a task at now_ms: its leases
  * not released, [{agent, subtask_id|null, claim, since, expires, expired}],
@@ -192,13 +151,6 @@ int amp_coord_waits(amp_store *st, git_tree *tip, const amp_task_log *log, json_
 int amp_coord_check_depend(amp_store *st, git_tree *tip, const char *task_id,
 			   const char *on, char *why, size_t whysz, amp_error *err);
 
-/* `from` (coordinator or admin) records that task_id depends on `on`.
- * Refused (AMP_ERULE, logged) for another role, a cycle, a task closed to
- * the role.  res->name gets the record's name. */
-int amp_coord_depend(amp_store *st, amp_schema_set *set, const char *task_id,
-		     const char *on, int soft, const char *from, int64_t now_ms,
-		     amp_coord_result *res, amp_errlist *errors);
-
 /* ---- plans -----------------------------------------------------------------
  *
  *   plan     {"type":"plan", "from":coordinator|admin, "priority":"P0".."P3"?,
@@ -223,22 +175,6 @@ typedef struct amp_plan {
 /* The plan of the task of `log`. */
 void amp_coord_plan(const amp_task_log *log, amp_plan *out);
 
-/* `from` (coordinator or admin) plans task_id: priority (-1: unchanged),
- * deadline_ms (-1: unchanged), max_iterations (0: unchanged), capability
- * (NULL: unchanged); at least one.  Refused (AMP_ERULE, logged) for
- * another role, a task closed to the role. */
-int amp_coord_plan_write(amp_store *st, amp_schema_set *set, const char *task_id,
-			 int priority, int64_t deadline_ms, int max_iterations,
-			 const char *capability, const char *from, int64_t now_ms,
-			 amp_coord_result *res, amp_errlist *errors);
-
-/* amp watch: when the deadline of task_id's plan passed at now_ms and the
- * task is not approved or aborted, the escalation (unknown, warning, once
- * per plan record).  *escalated 1 when written; its id in res. */
-int amp_coord_deadline(amp_store *st, amp_schema_set *set, const char *task_id,
-		       int64_t now_ms, amp_coord_result *res, int *escalated,
-		       amp_errlist *errors);
-
 /*
  * Orders `messages` (an amp inbox array of {"task_id", ...}, oldest first)
  * in place: messages of tasks nobody holds at now_ms first, then by their
@@ -259,22 +195,5 @@ int amp_coord_order_inbox(amp_store *st, json_t *messages, int64_t now_ms, amp_e
  */
 int amp_coord_ready(amp_store *st, git_tree *tip, int64_t now_ms, const char *capability,
 		    const json_t *can, json_t **out, amp_error *err);
-
-/* ---- agents -----------------------------------------------------------------
- *
- * `amp agents`: every named instance seen in the SSOT's history (the
- * Amp-Agent trailer of the commits of the messages ref, read.h, and the
- * agent of claim records) or declared (amp register, registry.h), as a new
- * JSON array, by name, of {"agent", "roles" (sorted: the roles it wrote
- * as), "last_write" (the newest record time it wrote), "last_task",
- * "writes" (records), "holds" ([{"task_id", "subtask_id", "expires"}]: its
- * leases in force at now_ms), "declared" (its register record in force,
- * registry.h amp_registry_read's object, or null)}.
- * What the history says is cached in <state dir>/agents.json with the tip
- * it was read at (a newer tip walks the commits since it only); the holds
- * come from amp status's cached summaries (summary.h).  AMP_OK or AMP_EIO.
- */
-int amp_coord_agents(amp_store *st, amp_schema_set *set, int64_t now_ms, json_t **out,
-		     amp_error *err);
 
 #endif

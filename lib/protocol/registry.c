@@ -9,52 +9,12 @@
 
 #include "record/record.h"
 #include "base/clock.h"
-#include "write/write.h"
 #include "base/util.h"
 
 #define PREFIX AMP_REGISTRY_DIR "/"
-#define NAME_HEAD "register-"
+#define NAME_HEAD AMP_REGISTER_HEAD
 
-int amp_registry_parse_path(const char *path, char *agent, size_t agentsz, int64_t *ms,
-			    char hex[13])
-{
-	const char *a = path + strlen(PREFIX), *slash, *p, *dash;
-	size_t len, i;
-	int64_t v = 0;
-
-	if (strncmp(path, PREFIX, strlen(PREFIX)) || !(slash = strchr(a, '/')))
-		return -1;
-	len = (size_t)(slash - a);
-	if (!amp_agent_valid(a, len) || len >= agentsz)
-		return -1;
-	p = slash + 1;
-	if (strncmp(p, NAME_HEAD, strlen(NAME_HEAD)))
-		return -1;
-	p += strlen(NAME_HEAD);
-	/* <unix_ms>: 1 to 15 digits, no leading zero (one name per time). */
-	if (!(dash = strchr(p, '-')) || dash == p || dash - p > 15 || (*p == '0' && dash - p > 1))
-		return -1;
-	for (; p < dash; p++) {
-		if (*p < '0' || *p > '9')
-			return -1;
-		v = v * 10 + (*p - '0');
-	}
-	p = dash + 1;
-	for (i = 0; i < 12; i++)
-		if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
-			return -1;
-	if (strcmp(p + 12, ".json"))
-		return -1;
-	memcpy(agent, a, len);
-	agent[len] = '\0';
-	memcpy(hex, p, 12);
-	hex[12] = '\0';
-	*ms = v;
-	return 0;
-}
-
-/* 1 when `role` is one of the strings of array `roles`. */
-static int has_role(const json_t *roles, const char *role)
+int amp_registry_has_role(const json_t *roles, const char *role)
 {
 	const json_t *r;
 	size_t i;
@@ -94,7 +54,7 @@ int amp_registry_check(amp_schema_set *set, const char *path, const git_oid *blo
 	if (!ts || amp_time_parse(ts, &t) < 0 || t != ms)
 		return amp_errlist_add(errors, AMP_ESCHEMA, "/timestamp",
 				       "is not the time its name carries (%lld ms)", (long long)ms);
-	if (strcmp(from, "admin") && !has_role(json_object_get(doc, "roles"), from))
+	if (strcmp(from, "admin") && !amp_registry_has_role(json_object_get(doc, "roles"), from))
 		return amp_errlist_add(errors, AMP_ERULE, "/from",
 				       "an agent registers as one of the roles it declares, or the admin registers it: %s is neither",
 				       from);
@@ -103,118 +63,6 @@ int amp_registry_check(amp_schema_set *set, const char *path, const git_oid *blo
 				       "only %s itself (or the admin) registers %s, but the commit was written by %s",
 				       agent, agent, *commit_agent ? commit_agent : "an unnamed instance");
 	return AMP_OK;
-}
-
-/* ---- writing -------------------------------------------------------------- */
-
-struct reg_ctx {
-	const char *path;
-	const char *text;
-	const char *agent;
-	const char *from;
-};
-
-static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, amp_error *err)
-{
-	struct reg_ctx *c = vctx;
-	git_tree_entry *e = NULL;
-
-	(void)st;
-	/* The same content at the same time: written already. */
-	if (tip && git_tree_entry_bypath(&e, tip, c->path) == 0) {
-		git_tree_entry_free(e);
-		return AMP_NOOP;
-	}
-	git_error_clear();
-	snprintf(w->subject, sizeof(w->subject), "register %s %s", c->agent, c->from);
-	snprintf(w->trailers, sizeof(w->trailers), "Amp-Type: register\nAmp-Register: %s\n", c->agent);
-	snprintf(w->author, sizeof(w->author), "%s", c->from);
-	return amp_store_write_add(w, c->path, c->text, strlen(c->text), err);
-}
-
-/* A JSON array of the strings v[0..n), refused (-1) when one repeats. */
-static json_t *string_set(const char *const *v, size_t n)
-{
-	json_t *a = json_array();
-	size_t i, k;
-
-	for (i = 0; a && i < n; i++) {
-		for (k = 0; k < i; k++)
-			if (!strcmp(v[k], v[i]))
-				break;
-		if (k < i)
-			continue; /* declared twice: once is what it means */
-		json_array_append_new(a, json_string(v[i]));
-	}
-	return a;
-}
-
-int amp_registry_write(amp_store *st, amp_schema_set *set, const char *agent,
-		       const char *from, const char *const *roles, size_t nroles,
-		       const char *const *caps, size_t ncaps, int64_t now_ms,
-		       char *path, size_t pathsz, amp_errlist *errors)
-{
-	char when[AMP_TIME_BUFSZ], hex[13];
-	size_t base = errors->count;
-	json_t *doc = NULL;
-	char *text = NULL;
-	amp_error err;
-	git_oid blob;
-	struct reg_ctx c = { path, NULL, agent, from };
-	int status, n;
-
-	path[0] = '\0';
-	doc = json_pack("{s:s,s:s,s:s,s:s,s:o,s:s}", "protocol_version", AMP_PROTOCOL,
-			"type", "register", "from", from, "agent", agent,
-			"roles", string_set(roles, nroles),
-			"timestamp", amp_time_format(now_ms, when));
-	if (doc && ncaps)
-		json_object_set_new(doc, "capabilities", string_set(caps, ncaps));
-	if (!doc) {
-		status = amp_errlist_add(errors, AMP_EIO, "", "out of memory");
-		goto cleanup;
-	}
-	if ((status = amp_control_validate(set, doc, errors)) < 0)
-		goto refused;
-	if (strcmp(from, "admin") && !has_role(json_object_get(doc, "roles"), from)) {
-		status = amp_errlist_add(errors, AMP_ERULE, "/from",
-					 "an agent registers as one of the roles it declares (--role), or the admin registers it: %s is neither",
-					 from);
-		goto refused;
-	}
-	if (!(text = amp_message_dump(doc))) {
-		status = amp_errlist_add(errors, AMP_EIO, "", "out of memory");
-		goto cleanup;
-	}
-	if (git_odb_hash(&blob, text, strlen(text), GIT_OBJECT_BLOB) < 0) {
-		status = amp_error_git(&err, AMP_EIO, "cannot hash the record");
-		amp_errlist_add(errors, status, "", "%s", err.message);
-		goto cleanup;
-	}
-	git_oid_tostr(hex, sizeof(hex), &blob);
-	n = snprintf(path, pathsz, AMP_REGISTRY_DIR "/%s/" NAME_HEAD "%lld-%s.json", agent,
-		     (long long)now_ms, hex);
-	if (n < 0 || (size_t)n >= pathsz) {
-		status = amp_errlist_add(errors, AMP_EIO, "", "path too long");
-		goto cleanup;
-	}
-	c.text = text;
-	status = amp_store_update(st, amp_store_messages_ref(st), build, &c, NULL, &err);
-	if (status == AMP_NOOP)
-		status = AMP_OK;
-	if (status < 0)
-		amp_errlist_add(errors, status, err.path, "%s", err.message);
-	goto cleanup;
-refused:
-	if (status == AMP_ERULE || status == AMP_ESCHEMA) {
-		amp_send_opts opts = { "register", "built", NULL, 0, 0, NULL };
-
-		amp_send_log_rejection(st, &opts, doc, status, errors, base);
-	}
-cleanup:
-	free(text);
-	json_decref(doc);
-	return status;
 }
 
 /* ---- reading -------------------------------------------------------------- */
@@ -351,47 +199,28 @@ cleanup:
 
 /* ---- joining ---------------------------------------------------------------- */
 
-/* registry_diff below `prefix`, `depth` directories down (0: the root). */
-static int diff(git_repository *repo, git_tree *a, git_tree *b, const char *prefix, int depth,
-		json_t *added)
+/* amp_registry_diff's visit of an entry that differs, `depth`
+ * directories down (0: the root). */
+static int diff_one(amp_tree_diff *d, const amp_tree_diff_entry *e)
 {
-	size_t i, n = git_tree_entrycount(b);
-	char path[AMP_PATH_MAX], hex[GIT_OID_HEXSZ + 1];
-	int rc = 0;
+	const git_tree_entry *be = e->b;
+	char hex[GIT_OID_HEXSZ + 1];
 
-	for (i = 0; i < n && rc == 0; i++) {
-		const git_tree_entry *be = git_tree_entry_byindex(b, i);
-		const char *name = git_tree_entry_name(be);
-		const git_tree_entry *ae = a ? git_tree_entry_byname(a, name) : NULL;
-		git_tree *sa = NULL, *sb = NULL;
-
-		if (ae && git_oid_equal(git_tree_entry_id(ae), git_tree_entry_id(be)))
-			continue;
-		if (depth == 0 && strcmp(name, AMP_REGISTRY_DIR))
-			continue;
-		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
-		if (depth == 2) {
-			if (git_tree_entry_type(be) == GIT_OBJECT_BLOB) {
-				git_oid_tostr(hex, sizeof(hex), git_tree_entry_id(be));
-				json_object_set_new(added, path, json_string(hex));
-			}
-			continue;
+	if (e->depth == 0 && strcmp(e->name, AMP_REGISTRY_DIR))
+		return AMP_TREE_DIFF_SKIP;
+	if (e->depth == 2) {
+		if (git_tree_entry_type(be) == GIT_OBJECT_BLOB) {
+			git_oid_tostr(hex, sizeof(hex), git_tree_entry_id(be));
+			json_object_set_new(d->ctx, e->path, json_string(hex));
 		}
-		if (git_tree_entry_type(be) != GIT_OBJECT_TREE)
-			continue;
-		if (git_tree_lookup(&sb, repo, git_tree_entry_id(be)) < 0 ||
-		    (ae && git_tree_entry_type(ae) == GIT_OBJECT_TREE &&
-		     git_tree_lookup(&sa, repo, git_tree_entry_id(ae)) < 0))
-			rc = -1;
-		else
-			rc = diff(repo, sa, sb, path, depth + 1, added);
-		git_tree_free(sa);
-		git_tree_free(sb);
+		return AMP_TREE_DIFF_SKIP;
 	}
-	return rc;
+	return git_tree_entry_type(be) == GIT_OBJECT_TREE ? AMP_TREE_DIFF_DESCEND : AMP_TREE_DIFF_SKIP;
 }
 
 int amp_registry_diff(git_repository *repo, git_tree *a, git_tree *b, json_t *added)
 {
-	return b ? diff(repo, a, b, "", 0, added) : 0;
+	amp_tree_diff d = { repo, 0, diff_one, NULL, added };
+
+	return b ? amp_tree_diff_walk(&d, a, b, "", 0, 0) : 0;
 }

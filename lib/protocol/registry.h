@@ -34,17 +34,8 @@
 #include "schema/schema.h"
 #include "store/store.h"
 
-#define AMP_REGISTRY_DIR "agents"
 #define AMP_CAPABILITIES_MAX 64 /* capabilities of one declaration */
 #define AMP_ROLES_MAX 4         /* admin coordinator executor reviewer */
-
-/*
- * Splits path "agents/<agent>/register-<ms>-<hex12>.json" into the agent
- * (agentsz >= AMP_AGENT_MAX + 1), the time and the blob prefix (hex, 13
- * bytes).  0, or -1 when the path is not a register record's place.
- */
-int amp_registry_parse_path(const char *path, char *agent, size_t agentsz, int64_t *ms,
-			    char hex[13]);
 
 /*
  * The form and the role of register record `doc` at `path` whose blob is
@@ -59,18 +50,8 @@ int amp_registry_parse_path(const char *path, char *agent, size_t agentsz, int64
 int amp_registry_check(amp_schema_set *set, const char *path, const git_oid *blob,
 		       const json_t *doc, const char *commit_agent, amp_errlist *errors);
 
-/*
- * Writes the register record of `agent` by `from` at now_ms: its roles
- * (1..AMP_ROLES_MAX, each once) and capabilities (0..AMP_CAPABILITIES_MAX,
- * each once).  `from` must be "admin" or one of the roles (AMP_ERULE,
- * logged).  The path written goes to path[0..pathsz).  The commit's
- * author is `from`; its Amp-Agent is the store's instance (amp_store_set_
- * agent), which the caller sets to `agent` unless the admin writes.
- */
-int amp_registry_write(amp_store *st, amp_schema_set *set, const char *agent,
-		       const char *from, const char *const *roles, size_t nroles,
-		       const char *const *caps, size_t ncaps, int64_t now_ms,
-		       char *path, size_t pathsz, amp_errlist *errors);
+/* 1 when `role` is one of the strings of array `roles`. */
+int amp_registry_has_role(const json_t *roles, const char *role);
 
 /*
  * The declarations in force on tip tree `tip` (NULL: none), as a new JSON

@@ -113,7 +113,8 @@ int amp_task_entry_in_place(const amp_task_log *log, const amp_entry *e)
  * abort, heartbeat, resume) look at the task's state.  Before the table,
  * an aborted, suspended or locked task refuses every write but the admin's
  * (escalations stay open while suspended: No Silent Failure).  "*" is any
- * other state.  README.md "Task states" shows this table.
+ * other state.  amp-protocol(7) "TASK STATES" shows this table
+ * (share/man/amp-protocol.7.scd; test/56-doc-claims.bats compares them).
  */
 const amp_transition amp_transitions[] = {
 	{ "task_dispatch", "new", 1, "dispatched (awaiting_approval when its risk_level is in amp.approvalRequired)" },

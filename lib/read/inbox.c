@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/tempfile.h"
 #include "store/store.h"
 #include "record/record.h"
 #include "read.h"
@@ -246,13 +247,15 @@ static json_t *load_cache(amp_store *st)
  * a whole file, and the last rename wins with an answer as good. */
 static void save_cache(amp_store *st, const json_t *c)
 {
-	char path[PATH_MAX + 16], tmp[PATH_MAX + 64];
+	char path[PATH_MAX + 16];
+	amp_tempfile t = { .fd = -1 };
+	FILE *f;
 
 	cache_path(st, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
 	if ((mkdir(amp_store_state_dir(st), 0777) < 0 && errno != EEXIST) ||
-	    json_dump_file(c, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0)
-		unlink(tmp);
+	    amp_tempfile_open(&t, path, 0) < 0 || !(f = amp_tempfile_stream(&t)) ||
+	    json_dumpf(c, f, JSON_COMPACT) < 0 || amp_tempfile_commit(&t) < 0)
+		amp_tempfile_rollback(&t);
 }
 
 /* Reads task `task` of `tree` into the cache again. */

@@ -371,68 +371,65 @@ static int problem(struct walk *w, const char *what, const char *path)
 /*
  * Adds to w the records of tree b (at `path`, `depth` components below the
  * root) whose blob differs from a's (NULL: empty).  Subtrees with the same
- * id are skipped, so a commit costs what it changed, not the size of the
- * SSOT.  Depth 4 is a task directory: its entries are the records.
+ * id are skipped (amp_tree_diff_walk), so a commit costs what it changed,
+ * not the size of the SSOT.  Depth 4 is a task directory: its entries are
+ * the records.  This is the visit of one entry that differs.
  */
+static int collect_one(amp_tree_diff *d, const amp_tree_diff_entry *e)
+{
+	struct walk *w = d->ctx;
+	const git_tree_entry *be = e->b;
+	const char *name = e->name, *path = e->path;
+	amp_entry_kind kind;
+	const char *id;
+	size_t id_len;
+	int reg;
+
+	if (e->path_len >= AMP_PATH_MAX)
+		return AMP_TREE_DIFF_SKIP; /* no store path is this long */
+	/* A task's records are 4 directories down, the registry's 2
+	 * (registry.h). */
+	reg = !strncmp(path, AMP_REGISTRY_DIR "/", strlen(AMP_REGISTRY_DIR "/"));
+	if (e->depth == (reg ? 2 : 4)) {
+		struct added *bigger;
+		char agent[AMP_AGENT_MAX + 1], hex[13];
+		int64_t ms;
+
+		if (git_tree_entry_type(be) != GIT_OBJECT_BLOB ||
+		    (reg ? amp_registry_parse_path(path, agent, sizeof(agent), &ms, hex)
+			 : amp_store_entry_parse(name, NULL, &kind, &id, &id_len)) < 0)
+			return AMP_TREE_DIFF_SKIP;
+		if (w->count == w->alloc) {
+			size_t alloc = w->alloc ? 2 * w->alloc : 8;
+
+			if (!(bigger = realloc(w->v, alloc * sizeof(*bigger))))
+				return -1;
+			w->v = bigger;
+			w->alloc = alloc;
+		}
+		memcpy(w->v[w->count].path, path, e->path_len + 1);
+		git_oid_cpy(&w->v[w->count].blob, git_tree_entry_id(be));
+		w->count++;
+		return AMP_TREE_DIFF_SKIP;
+	}
+	if (git_tree_entry_type(be) != GIT_OBJECT_TREE ||
+	    (e->depth == 0 && strcmp(name, "tasks") && strcmp(name, AMP_REGISTRY_DIR)))
+		return AMP_TREE_DIFF_SKIP;
+	return AMP_TREE_DIFF_DESCEND;
+}
+
+/* A tree below which records are looked for cannot be read. */
+static int collect_unreadable(amp_tree_diff *d, const amp_tree_diff_entry *e)
+{
+	return problem(d->ctx, "tree", e->path);
+}
+
+/* The records of b that a lacks (collect_one), below `prefix`. */
 static int collect(struct walk *w, git_tree *a, git_tree *b, const char *prefix, int depth)
 {
-	size_t i, n = git_tree_entrycount(b);
-	int rc = 0;
+	amp_tree_diff d = { w->repo, 0, collect_one, collect_unreadable, w };
 
-	for (i = 0; i < n && rc == 0; i++) {
-		const git_tree_entry *be = git_tree_entry_byindex(b, i);
-		const char *name = git_tree_entry_name(be);
-		const git_tree_entry *ae = a ? git_tree_entry_byname(a, name) : NULL;
-		git_tree *sa = NULL, *sb = NULL;
-		char path[AMP_PATH_MAX];
-		amp_entry_kind kind;
-		const char *id;
-		size_t id_len;
-		int len, reg;
-
-		if (ae && git_oid_equal(git_tree_entry_id(ae), git_tree_entry_id(be)))
-			continue;
-		len = snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
-		if (len < 0 || (size_t)len >= sizeof(path))
-			continue; /* no store path is this long */
-		/* A task's records are 4 directories down, the registry's 2
-		 * (registry.h). */
-		reg = !strncmp(path, AMP_REGISTRY_DIR "/", strlen(AMP_REGISTRY_DIR "/"));
-		if (depth == (reg ? 2 : 4)) {
-			struct added *bigger;
-			char agent[AMP_AGENT_MAX + 1], hex[13];
-			int64_t ms;
-
-			if (git_tree_entry_type(be) != GIT_OBJECT_BLOB ||
-			    (reg ? amp_registry_parse_path(path, agent, sizeof(agent), &ms, hex)
-				 : amp_store_entry_parse(name, NULL, &kind, &id, &id_len)) < 0)
-				continue;
-			if (w->count == w->alloc) {
-				size_t alloc = w->alloc ? 2 * w->alloc : 8;
-
-				if (!(bigger = realloc(w->v, alloc * sizeof(*bigger))))
-					return -1;
-				w->v = bigger;
-				w->alloc = alloc;
-			}
-			memcpy(w->v[w->count].path, path, (size_t)len + 1);
-			git_oid_cpy(&w->v[w->count].blob, git_tree_entry_id(be));
-			w->count++;
-			continue;
-		}
-		if (git_tree_entry_type(be) != GIT_OBJECT_TREE ||
-		    (depth == 0 && strcmp(name, "tasks") && strcmp(name, AMP_REGISTRY_DIR)))
-			continue;
-		if (git_tree_lookup(&sb, w->repo, git_tree_entry_id(be)) < 0 ||
-		    (ae && git_tree_entry_type(ae) == GIT_OBJECT_TREE &&
-		     git_tree_lookup(&sa, w->repo, git_tree_entry_id(ae)) < 0))
-			rc = problem(w, "tree", path);
-		else
-			rc = collect(w, sa, sb, path, depth + 1);
-		git_tree_free(sa);
-		git_tree_free(sb);
-	}
-	return rc;
+	return amp_tree_diff_walk(&d, a, b, prefix, depth, 0);
 }
 
 /* The records a commit (tree b) added to its parent (tree a, NULL: none),

@@ -40,6 +40,8 @@
 
 #include "store/store.h"
 #include "base/clock.h"
+#include "base/hash.h"
+#include "base/tempfile.h"
 #include "protocol/protocol.h"
 #include "record/record.h"
 #include "summary.h"
@@ -315,11 +317,7 @@ static void put_line(FILE *f, const struct sentry *e)
 
 static size_t task_hash(const char *task)
 {
-	size_t h = 14695981039346656037ULL; /* FNV-1a */
-
-	for (; *task; task++)
-		h = (h ^ (unsigned char)*task) * 1099511628211ULL;
-	return h;
+	return (size_t)amp_fnv1a_str(AMP_FNV1A_BASIS, task);
 }
 
 /* The slot of `task` in c->slots: the one holding it, or the empty one
@@ -427,27 +425,20 @@ static char *read_state(amp_summaries *c, const char *path, const char *magic, s
 	return buf;
 }
 
-/* A temporary file beside state file `path`, its first line written, the
- * name in tmp; NULL when it cannot be made (best effort: without its
- * caches the listing is slower, not wrong). */
-static FILE *state_tmp(amp_summaries *c, const char *path, const char *magic, char *tmp,
-		       size_t tmpsz)
+/* A temporary file beside state file `path` (t: amp_tempfile_commit puts
+ * it in place), its first line written; NULL when it cannot be made (best
+ * effort: without its caches the listing is slower, not wrong). */
+static FILE *state_tmp(amp_summaries *c, const char *path, const char *magic, amp_tempfile *t)
 {
 	FILE *f;
 
-	snprintf(tmp, tmpsz, "%s.%ld.tmp", path, (long)getpid());
 	if ((mkdir(amp_store_state_dir(c->st), 0777) < 0 && errno != EEXIST) ||
-	    !(f = fopen(tmp, "w")))
+	    amp_tempfile_open(t, path, 0) < 0 || !(f = amp_tempfile_stream(t))) {
+		amp_tempfile_rollback(t);
 		return NULL;
+	}
 	fprintf(f, "%s\t%s\n", magic, c->policy);
 	return f;
-}
-
-/* Puts the temporary file of state_tmp in place of `path`. */
-static void state_commit(FILE *f, const char *tmp, const char *path)
-{
-	if (fclose(f) != 0 || rename(tmp, path) < 0)
-		unlink(tmp);
 }
 
 /* The file's lines into c; nothing when it is not a cache of c's policy. */
@@ -536,14 +527,15 @@ amp_summaries *amp_summaries_open(amp_store *st)
 
 void amp_summaries_close(amp_summaries *c)
 {
-	char path[PATH_MAX + 32], tmp[PATH_MAX + 64];
+	char path[PATH_MAX + 32];
+	amp_tempfile t = { .fd = -1 };
 	FILE *f = NULL;
 	size_t i;
 
 	if (!c)
 		return;
 	cache_path(c->st, path, sizeof(path));
-	if (c->dirty && (f = state_tmp(c, path, CACHE_MAGIC, tmp, sizeof(tmp)))) {
+	if (c->dirty && (f = state_tmp(c, path, CACHE_MAGIC, &t))) {
 		for (i = 0; i < c->n; i++) {
 			if (c->v[i].raw) {
 				put_escaped(f, c->v[i].task);
@@ -554,7 +546,7 @@ void amp_summaries_close(amp_summaries *c)
 				put_line(f, &c->v[i]);
 			}
 		}
-		state_commit(f, tmp, path);
+		amp_tempfile_commit(&t); /* in place of `path` */
 	}
 	for (i = 0; i < c->n; i++)
 		sentry_free(&c->v[i]);
@@ -1002,12 +994,13 @@ static struct shard *find_shard(amp_summaries *c, const char *path)
  * the cache). */
 static void save_shards(amp_summaries *c)
 {
-	char path[PATH_MAX + 32], tmp[PATH_MAX + 64], hex[GIT_OID_HEXSZ + 1];
+	char path[PATH_MAX + 32], hex[GIT_OID_HEXSZ + 1];
+	amp_tempfile t = { .fd = -1 };
 	FILE *f;
 	size_t i, k;
 
 	shards_path(c->st, path, sizeof(path));
-	if (!c->shards_dirty || !(f = state_tmp(c, path, SHARDS_MAGIC, tmp, sizeof(tmp))))
+	if (!c->shards_dirty || !(f = state_tmp(c, path, SHARDS_MAGIC, &t)))
 		return;
 	for (i = 0; i < c->nshards; i++) {
 		const struct shard *s = &c->shards[i];
@@ -1023,7 +1016,7 @@ static void save_shards(amp_summaries *c)
 		}
 		putc('\n', f);
 	}
-	state_commit(f, tmp, path);
+	amp_tempfile_commit(&t);
 }
 
 int amp_summary_finished(const amp_summary_brief *b)

@@ -6,6 +6,7 @@
 
 #include "message.h"
 #include "base/util.h"
+#include "json/json.h"
 
 static int digits(const char *s, size_t n)
 {
@@ -229,6 +230,15 @@ static int check_value_tree(const json_t *value, int base_depth,
 	snprintf(path, sizeof(path), "%s", pointer);
 	check_tree(value, base_depth + 1, path, sizeof(path), errors);
 	return errors->count > before ? AMP_ESCHEMA : AMP_OK;
+}
+
+size_t amp_message_dump_size(const json_t *msg)
+{
+	char *text = amp_json_dumps(msg, AMP_RECORD_DUMP_FLAGS);
+	size_t size = text ? strlen(text) + 1 : (size_t)-1; /* the trailing newline */
+
+	free(text);
+	return size;
 }
 
 int amp_bounds_check_value(const json_t *value, int base_depth,

@@ -7,8 +7,8 @@
  * maxItems, maxProperties); this module checks the ones it cannot (the size
  * of a record, its nesting depth) and, for every string and member name
  * anywhere in a record, the string length, so that the open objects
- * (tech_constraints) are bounded too.  The figures are in the README's
- * "Limits" table.
+ * (tech_constraints) are bounded too.  The figures are in amp-protocol(7)
+ * "LIMITS".
  */
 #ifndef AMP_BOUNDS_H
 #define AMP_BOUNDS_H
@@ -68,6 +68,10 @@ int amp_msg_id_parse(const char *msg_id, const char **task, size_t *task_len,
  */
 int amp_bounds_check_bytes(const char *buf, size_t len, size_t total,
 			   int base_depth, const char *pointer, amp_error *err);
+
+/* The size in bytes of amp_message_dump(msg) (message.h), the stored form
+ * whose size the bounds limit, without keeping it. */
+size_t amp_message_dump_size(const json_t *msg);
 
 /*
  * Checks a parsed value: nesting depth, the length of every string and

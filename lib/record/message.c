@@ -123,19 +123,11 @@ char *amp_message_dump(const json_t *msg)
 	return nl;
 }
 
-size_t amp_message_dump_size(const json_t *msg)
+/* amp_message_validate and amp_control_validate: the bounds, then the
+ * schema of `uri`. */
+static int validate_record(amp_schema_set *set, const char *uri, json_t *msg,
+			   amp_errlist *errors)
 {
-	char *text = amp_json_dumps(msg, AMP_RECORD_DUMP_FLAGS);
-	size_t size = text ? strlen(text) + 1 : (size_t)-1; /* the trailing newline */
-
-	free(text);
-	return size;
-}
-
-int amp_message_validate(amp_schema_set *set, json_t *msg, int ack,
-			 amp_errlist *errors)
-{
-	const char *uri = ack ? AMP_SCHEMA_ACK : AMP_SCHEMA_MESSAGE;
 	json_t *schema = amp_schema_set_lookup(set, uri);
 
 	if (!schema)
@@ -146,6 +138,17 @@ int amp_message_validate(amp_schema_set *set, json_t *msg, int ack,
 	if (amp_bounds_check_value(msg, 0, "", errors) < 0)
 		return AMP_ESCHEMA;
 	return amp_schema_validate(set, schema, NULL, msg, errors);
+}
+
+int amp_message_validate(amp_schema_set *set, json_t *msg, int ack,
+			 amp_errlist *errors)
+{
+	return validate_record(set, ack ? AMP_SCHEMA_ACK : AMP_SCHEMA_MESSAGE, msg, errors);
+}
+
+int amp_control_validate(amp_schema_set *set, json_t *doc, amp_errlist *errors)
+{
+	return validate_record(set, AMP_SCHEMA_CONTROL, doc, errors);
 }
 
 int64_t amp_message_ack_deadline(const json_t *msg)

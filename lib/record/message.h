@@ -71,15 +71,19 @@ char *amp_message_dump(const json_t *msg);
 
 #define AMP_RECORD_DUMP_FLAGS (JSON_INDENT(2) | JSON_PRESERVE_ORDER)
 
-/* The size in bytes of amp_message_dump(msg), without building it. */
-size_t amp_message_dump_size(const json_t *msg);
-
 /* Validates msg against the AMP/1.0 message schema (AMP_OK or
  * AMP_ESCHEMA, every error appended), or against the ACK schema when
  * `ack` is set.  A record past the bounds (bounds.h) is refused with those
  * errors only, before the schema is applied. */
 int amp_message_validate(amp_schema_set *set, json_t *msg, int ack,
 			 amp_errlist *errors);
+
+/* Validates one of amp's control records (write/control.h: resume,
+ * approve, claim, register, ...) as amp_message_validate does, against
+ * schemas/control.schema.json: AMP_OK, AMP_ESCHEMA with the errors
+ * appended, or AMP_EIO. */
+#define AMP_SCHEMA_CONTROL AMP_SCHEMA_BASE "control.schema.json"
+int amp_control_validate(amp_schema_set *set, json_t *doc, amp_errlist *errors);
 
 /* When msg requires an ACK: its deadline in Unix ms (timestamp +
  * ack_timeout_sec, the type's default when absent).  -1 when no ACK is

@@ -5,6 +5,7 @@
  * code outside it includes (share/doc/architecture.md). */
 #include "bounds.h"
 #include "message.h"
+#include "names.h"
 #include "validate.h"
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "bounds.h"
 #include "base/util.h"
+#include "json/json.h"
 
 int amp_validate_worst(int a, int b)
 {

@@ -26,6 +26,15 @@
 #define AMP_SCHEMA_REF_DEPTH_MAX 200
 #define AMP_SCHEMA_DEPTH_MAX     5000
 
+/* PCRE2's limits on matching one string against one "pattern": steps of
+ * backtracking (pcre2_set_match_limit), and the memory of its backtracking
+ * frames in KiB (pcre2_set_heap_limit).  Past either, the string is
+ * invalid (an error at its path): a schema's catastrophic pattern such as
+ * ^(a+)+$ costs tens of milliseconds, not hours. */
+#define AMP_SCHEMA_MATCH_LIMIT      1000000
+#define AMP_SCHEMA_MATCH_LIMIT_TEXT "1,000,000"
+#define AMP_SCHEMA_MATCH_HEAP_KIB   65536
+
 typedef struct amp_schema_set amp_schema_set;
 
 /* A new, empty set; NULL when out of memory.  Free with amp_schema_set_free. */
@@ -34,7 +43,9 @@ void amp_schema_set_free(amp_schema_set *set);
 
 /* Adds a schema document.  Its URI is its "$id" when it has one, else
  * `uri` (which may be NULL for an anonymous schema).  Every nested "$id" is
- * indexed too.  The set takes its own reference to `schema`. */
+ * indexed too, and every "pattern" and "patternProperties" compiled: one
+ * that does not compile is AMP_EIO, naming the document and the JSON
+ * pointer of the pattern.  The set takes its own reference to `schema`. */
 int amp_schema_set_add(amp_schema_set *set, json_t *schema, const char *uri,
 		       amp_error *err);
 
@@ -71,9 +82,10 @@ json_t *amp_schema_set_lookup(amp_schema_set *set, const char *uri);
  *
  * Returns AMP_OK when valid, AMP_ESCHEMA when not (every failure appended
  * to `errors`, each with the JSON pointer of the failing value and a
- * one-line reason), or AMP_EIO when the schema itself is unusable (a "$ref"
- * that resolves nowhere, a pattern that does not compile), with the reason
- * in `errors`.
+ * one-line reason; a string PCRE2 gave up matching, past
+ * AMP_SCHEMA_MATCH_LIMIT, is one), or AMP_EIO when the schema itself is
+ * unusable (a "$ref" that resolves nowhere, a pattern that does not
+ * compile), with the reason in `errors`.
  *
  * The set memoises "$ref" resolutions and compiled patterns as it goes, so
  * one set must not be used by two threads at once.
@@ -87,9 +99,5 @@ int amp_schema_validate(amp_schema_set *set, json_t *schema,
  * that the caller frees. */
 int amp_schema_set_load_amp(amp_schema_set **out, const char *dir,
 			    amp_error *err);
-
-
-/* The rest of the schema/ layer's public interface. */
-#include "ere.h"
 
 #endif

@@ -13,11 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <nettle/sha1.h>
 
 #include "pack.h"
 #include "packwrite.h"
 #include "base/proc.h"
-#include "base/sha1.h"
 #include "base/util.h"
 
 int amp_pack_limit(amp_store *st, long long *limit, amp_error *err)
@@ -469,11 +469,11 @@ static size_t geometric_split(struct small_name *p, size_t n)
 static int sha1_matches(const unsigned char *data, size_t len, const unsigned char *want)
 {
 	unsigned char got[20];
-	amp_sha1 c;
+	struct sha1_ctx c;
 
-	amp_sha1_init(&c);
-	amp_sha1_update(&c, data, len);
-	amp_sha1_final(&c, got);
+	sha1_init(&c);
+	sha1_update(&c, len, data);
+	sha1_digest(&c, SHA1_DIGEST_SIZE, got);
 	return !memcmp(got, want, 20);
 }
 
@@ -633,7 +633,7 @@ static int copy_small(amp_packwrite *pw, const struct small_pack *sp, amp_error 
 /* Deletes the pack `base` (no extension): its index first, so that no
  * reader finds an index without its pack (a reader that opened it keeps
  * reading it; one that looks it up later finds its objects in the new
- * pack: git, libgit2 and store.c's moved_reader read the directory again
+ * pack: git, libgit2 and repo.c's moved_reader read the directory again
  * when an object is missing). */
 static void remove_pack(const char *base)
 {

@@ -1,6 +1,6 @@
 /*
  * pack.h - amp's own storage maintenance: every amp write leaves a small
- * pack of its own (its commit, trees and record blobs: store.c write_one),
+ * pack of its own (its commit, trees and record blobs: update.c write_one),
  * amp import a pack per AMP_STORE_BATCH_PACK commits, fetches theirs, and
  * git itself loose objects; all of them are rolled into bigger packs, so
  * that the pack count and the disk per message stay bounded whatever the
@@ -108,7 +108,7 @@ int amp_pack_run(amp_store *st, int auto_, int *ran, amp_pack_counts *before,
  * two packs hold once.  The new pack and its index are in place (fsynced
  * with amp.fsync) before the old packs are deleted, each index before its
  * pack (a reader that listed one finds its objects in the new pack:
- * store.c's moved_reader).  *rolled (optional) receives the number of
+ * repo.c's moved_reader).  *rolled (optional) receives the number of
  * packs rolled up.  AMP_EIO when the new pack cannot be written (nothing
  * was deleted).
  */

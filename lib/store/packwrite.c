@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <nettle/sha1.h>
 
-#include "base/sha1.h"
 
 #define OBJ_OFS_DELTA 6
 #ifndef AMP_PACKWRITE_LEVEL
@@ -349,17 +349,17 @@ int amp_packwrite_add_raw(amp_packwrite *pw, const git_oid *id, unsigned ptype, 
  * owned by pw.  No object can be added after. */
 static void finish(amp_packwrite *pw, const unsigned char **data, size_t *len)
 {
-	amp_sha1 sha;
+	struct sha1_ctx sha;
 
 	if (!pw->finished) {
 		pw->buf[8] = (unsigned char)(pw->count >> 24);
 		pw->buf[9] = (unsigned char)(pw->count >> 16);
 		pw->buf[10] = (unsigned char)(pw->count >> 8);
 		pw->buf[11] = (unsigned char)pw->count;
-		amp_sha1_init(&sha);
-		amp_sha1_update(&sha, pw->buf, pw->len);
+		sha1_init(&sha);
+		sha1_update(&sha, pw->len, pw->buf);
 		/* room for the trailer was kept by every add (and new) */
-		amp_sha1_final(&sha, pw->buf + pw->len);
+		sha1_digest(&sha, SHA1_DIGEST_SIZE, pw->buf + pw->len);
 		pw->len += 20;
 		pw->finished = 1;
 	}
@@ -390,7 +390,7 @@ static int build_index(const amp_packwrite *pw, unsigned char **out, size_t *out
 	size_t n = 0, i, big = 0, len, at;
 	uint32_t fan[256] = { 0 };
 	unsigned char *idx = NULL, *p;
-	amp_sha1 sha;
+	struct sha1_ctx sha;
 
 	if (!sorted)
 		return -1;
@@ -432,9 +432,9 @@ static int build_index(const amp_packwrite *pw, unsigned char **out, size_t *out
 	p += big * 8;
 	memcpy(p, pw->buf + pw->len - 20, 20);
 	p += 20;
-	amp_sha1_init(&sha);
-	amp_sha1_update(&sha, idx, (size_t)(p - idx));
-	amp_sha1_final(&sha, p);
+	sha1_init(&sha);
+	sha1_update(&sha, (size_t)(p - idx), idx);
+	sha1_digest(&sha, SHA1_DIGEST_SIZE, p);
 	free(sorted);
 	*out = idx;
 	*outlen = len;

@@ -2,8 +2,8 @@
  * packwrite.h - a pack written by amp itself, in memory, for the objects
  * of one batch (amp import) or of one write.  Each object is stored whole
  * (zlib), or, for a tree, as a delta against another version of that tree
- * at the same path (store.c batch_flush picks the newer one, so the tip's
- * trees are whole): one record added to a task changes one entry of each
+ * at the same path (objects.c amp_store_batch_flush picks the newer one,
+ * so the tip's trees are whole): one record added to a task changes one entry of each
  * tree on its path, so the delta is the bytes before the change copied,
  * the changed bytes, and the bytes after copied, a few dozen bytes where
  * the tree is kilobytes.  libgit2's

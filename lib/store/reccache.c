@@ -30,6 +30,7 @@
 
 #include "record/record.h"
 #include "cache.h"
+#include "base/tempfile.h"
 #include "base/util.h"
 
 #define MAGIC "AMPRECS1"
@@ -494,35 +495,18 @@ static void put_entry(struct writer *w, const git_oid *id, const unsigned char *
 	}
 }
 
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-	ssize_t k;
-
-	while (n) {
-		if ((k = write(fd, p, n)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 int amp_reccache_save(const char *state_dir, const char *task_id, const amp_reccache *old,
 		      const git_oid *ids, const amp_entry *entries, size_t n)
 {
-	char path[PATH_MAX], dir[PATH_MAX], tmp[PATH_MAX + 32];
+	char path[PATH_MAX], dir[PATH_MAX];
 	struct writer w = { 0 };
 	unsigned char *kept = NULL;
 	size_t i, count = 0, extra = 0;
 	struct rslot *s;
-	int fd = -1, status = -1;
+	int status = -1;
 
 	if (cache_path(path, sizeof(path), state_dir, task_id) < 0 ||
 	    snprintf(dir, sizeof(dir), "%s/records", state_dir) >= (int)sizeof(dir) ||
-	    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof(tmp) ||
 	    (old && !(kept = calloc(old->nslots, 1))))
 		goto cleanup;
 	put(&w, MAGIC, MAGIC_LEN);
@@ -552,24 +536,10 @@ int amp_reccache_save(const char *state_dir, const char *task_id, const amp_recc
 	w.len += 4;
 	if ((mkdir(state_dir, 0777) < 0 && errno != EEXIST) ||
 	    (mkdir(dir, 0777) < 0 && errno != EEXIST) ||
-	    (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) < 0)
+	    amp_tempfile_write_file(path, w.buf, w.len, 0) < 0)
 		goto cleanup;
-	if (write_all(fd, w.buf, w.len) < 0 || close(fd) < 0) {
-		fd = -1;
-		unlink(tmp);
-		goto cleanup;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0) {
-		unlink(tmp);
-		goto cleanup;
-	}
 	status = 0;
 cleanup:
-	if (fd >= 0) {
-		close(fd);
-		unlink(tmp);
-	}
 	free(kept);
 	free(w.buf);
 	return status;

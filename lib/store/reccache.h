@@ -5,7 +5,7 @@
  *
  * Reading a task inflates and parses every one of its records, and in a
  * task of a thousand records that was four fifths of a send.  For a task of
- * at least AMP_RECCACHE_MIN_RECORDS records, the reader (store.c read_task)
+ * at least AMP_RECCACHE_MIN_RECORDS records, the reader (records.c read_task)
  * keeps each record it parsed in <state dir>/records/<task id>, keyed by
  * the record's blob id, in a binary form that loads without lexing: a blob
  * id names its content, and the file names the build that parsed it

@@ -11,7 +11,7 @@ int amp_seen_ref(amp_store *st, char *buf, size_t bufsz)
 	const char *ref = amp_store_messages_ref(st);
 	int n;
 
-	/* amp.ref is under refs/amp/ (store.c checks it). */
+	/* amp.ref is under refs/amp/ (repo.c checks it). */
 	n = snprintf(buf, bufsz, "refs/amp-seen/%s", ref + strlen("refs/amp/"));
 	return n < 0 || (size_t)n >= bufsz ? -1 : 0;
 }

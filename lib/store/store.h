@@ -31,6 +31,7 @@
 #include <jansson.h>
 
 #include "base/error.h"
+#include "record/record.h" /* AMP_AGENT_MAX, amp_agent_valid */
 
 #define AMP_STORE_DEFAULT_REF        "refs/amp/messages"
 #define AMP_STORE_DEFAULT_ERRORS_REF "refs/amp/errors"
@@ -40,6 +41,15 @@
 #define AMP_NOOP 1
 
 typedef struct amp_store amp_store;
+
+/* ==== The task log (tasklog.c) ============================================== */
+
+/*
+ * The protocol's data model as the store reads it: the records of one
+ * task in order (amp_task_log), and the settings every rule applies
+ * (amp_policy).  Filled by the reads (records.c), read by protocol/ and
+ * every layer above it; none of it needs a repository.
+ */
 
 /* Risk levels of a dispatch (AMP/1.0 §01 risk_level), as bits. */
 #define AMP_RISK_LOW    1u
@@ -72,161 +82,6 @@ extern const amp_policy amp_policy_default;
 
 /* The risk level bit of a risk_level string, 0 when it is none. */
 unsigned amp_risk_bit(const char *risk_level);
-
-/*
- * Opens the repository holding the SSOT: `path` when not NULL, else
- * $AMP_REPO, else the repository found from the current directory the way
- * git finds it.  Bare repositories are fine.  Free with amp_store_free.
- */
-int amp_store_open(amp_store **out, const char *path, amp_error *err);
-void amp_store_free(amp_store *st);
-
-git_repository *amp_store_repo(amp_store *st);
-const char *amp_store_messages_ref(const amp_store *st);
-const char *amp_store_errors_ref(const amp_store *st);
-/* The settings of this repository (never NULL). */
-const amp_policy *amp_store_policy(const amp_store *st);
-
-/*
- * The writers' flock of `ref`, which amp_store_update holds while it reads
- * the tip, builds and moves the ref: for a writer that builds several
- * commits before one move (amp sync's joins).  Waits at most
- * amp.retryTimeout.  Returns a descriptor for amp_store_unlock, or -1 with
- * err filled.  A process must not call amp_store_update on the same ref
- * while it holds it (flock: that would wait for itself).
- */
-int amp_store_lock(amp_store *st, const char *ref, amp_error *err);
-void amp_store_unlock(int fd);
-
-/*
- * Named agent instances: the instance writing ("alice"), recorded on every
- * commit this handle writes as the author name and an "Amp-Agent: <name>"
- * trailer (the author email keeps the role).  A name is 1..AMP_AGENT_MAX of
- * [A-Za-z0-9._-] (as a signing principal's instance part, sign.h), so it
- * is safe in a trailer and on a terminal, and not one git refuses as a
- * directory name.  In strict mode with no name
- * set, the signing key's principal "<name>@<role>" names it; a name that
- * disagrees with the principal is refused (amp_signing_may_write).
- */
-#define AMP_AGENT_MAX 64
-/* NULL when name[0..len) is an agent name, else why not (static): "(1
- * to 64 of A-Z a-z 0-9 . _ -)", a name git refuses as a directory
- * (gitpath.h: ".", "..", ".git", ".gitmodules", ".GITATTRIBUTES.", ...)
- * or only dots ("...": git drops them from the commits' author name). */
-const char *amp_agent_problem(const char *name, size_t len);
-/* 1 when name[0..len) is an agent name (amp_agent_problem is NULL). */
-int amp_agent_valid(const char *name, size_t len);
-/* Sets (NULL or "": clears) the instance; AMP_EUSAGE for a bad name. */
-int amp_store_set_agent(amp_store *st, const char *name, amp_error *err);
-/* The instance, or NULL when none is set.  Borrowed. */
-const char *amp_store_agent(const amp_store *st);
-
-/* The signing settings (sign.h), read when the store was opened: a bad
- * amp.requireSigned, strict mode without amp.allowedSigners, and AMP_NOW
- * in strict mode are AMP_EUSAGE there. */
-struct amp_signing;
-const struct amp_signing *amp_store_signing(const amp_store *st);
-/* The directory amp keeps private state in: <git common dir>/amp. */
-const char *amp_store_state_dir(const amp_store *st);
-/* The repository's object directory: <git common dir>/objects. */
-const char *amp_store_objects_dir(const amp_store *st);
-/* Removes what killed or failed writers left behind, once older than an
- * hour: temporary files in objects/, objects/pack/ (amp's and git's tmp_*)
- * and the state directory, and packs whose index is missing (store.c says
- * which and why that is safe).  Successful writes call it at most once an
- * hour; amp gc on every run. */
-void amp_store_sweep(amp_store *st);
-/* git config amp.fsync, as read when the store was opened. */
-int amp_store_fsync(const amp_store *st);
-/* How many records this store's reads parsed from git, and how many came
- * from a record cache (reccache.h) instead: what AMP_TRACE reports. */
-void amp_store_record_counts(const amp_store *st, unsigned long *parsed, unsigned long *cached);
-
-/* Reads git config `key` into buf ("" when unset); returns 1 when set. */
-int amp_store_config(amp_store *st, const char *key, char *buf, size_t bufsz);
-
-/* Reads boolean git config `key` into *out (`fallback` when unset), as git
- * spells booleans.  AMP_EUSAGE naming the key when it is not one. */
-int amp_store_config_bool(amp_store *st, const char *key, int fallback,
-			  int *out, amp_error *err);
-
-/* Creates both refs with a root commit when missing.  In strict mode
- * (sign.h) each ref without one gets the admin's marker of where trust
- * starts (amp_trust), on its root when new: AMP_ERULE when the signing
- * key does not grant admin.  *created (optional) is set to 1 when a ref
- * was created, to 2 (or 3) when a marker was written.  Idempotent. */
-int amp_store_init(amp_store *st, int *created, amp_error *err);
-
-/*
- * The commits from a tip down its first parents, the tip first, holding
- * nothing per commit: libgit2's revwalk keeps a node per commit it has
- * seen (19 MB for a walk of 100k messages).  amp writes commits of one
- * parent each; a merge made by hand is a commit like the others, its
- * first parent next.
- */
-typedef struct amp_first_parents {
-	git_repository *repo;
-	git_oid next;
-	int done;
-} amp_first_parents;
-
-void amp_first_parents_start(amp_first_parents *w, git_repository *repo, const git_oid *tip);
-/* The next commit into *out (the caller frees it): 0; GIT_ITEROVER past
- * the root; a libgit2 error (< 0, git_error_last() says why) when the
- * commit cannot be read, which ends the walk.  Calls amp_store_walk_step. */
-int amp_first_parents_next(amp_first_parents *w, git_commit **out);
-
-/*
- * Drops from this process's resident set the pages of the pack indexes
- * libgit2 has mapped (every *.idx mapped read-only), which it keeps mapped
- * whole while the repository is open.  Nothing is lost: the next lookup
- * reads them back from the page cache.  Returns how many mappings it
- * dropped (0 where /proc/self/maps cannot be read).
- */
-int amp_store_trim_indexes(void);
-/* Called once per commit a walk reads and once per task read or
- * summarised (amp_store_read_task, amp_summary_get): every
- * AMP_STORE_TRIM_EVERY calls, trims the indexes (above) when
- * amp_store_should_trim says so.  A walk of a large store's whole history
- * would otherwise end with its whole index resident. */
-#define AMP_STORE_TRIM_EVERY     4
-#define AMP_STORE_RESIDENT_SOFT  ((size_t)58 << 20)
-#define AMP_STORE_RESIDENT_SLACK ((size_t)8 << 20)
-#define AMP_STORE_RESIDENT_CEILING ((size_t)62 << 20)
-#define AMP_STORE_TRIM_MIN_GAIN  ((size_t)2 << 20)
-/* A walk of at least this many commits trims the indexes when it ends. */
-#define AMP_STORE_TRIM_AFTER     4096
-void amp_store_walk_step(void);
-
-/*
- * 1 when a process resident for `resident` bytes, `after_trim` just after
- * its last trim (0 before any), should trim: past AMP_STORE_RESIDENT_SOFT,
- * and grown by AMP_STORE_RESIDENT_SLACK since the last trim (a command
- * whose own data is past the bound would otherwise trim at every step for
- * nothing), or past AMP_STORE_RESIDENT_CEILING while a trim there still
- * frees AMP_STORE_TRIM_MIN_GAIN (so that no command's peak passes 64 MB,
- * issue 12: with the slack alone, watch --full peaked at 64.5 MB when its
- * own memory had reached 56 MB).
- */
-int amp_store_should_trim(size_t resident, size_t after_trim);
-
-/*
- * The commit and tree at the tip of `ref`.  Both are new references the
- * caller frees.  A missing ref is an AMP_EIO error that says to run
- * `amp init`.
- */
-int amp_store_tip(amp_store *st, const char *ref, git_commit **commit,
-		  git_tree **tree, amp_error *err);
-
-/* Writes the task directory of task_id ("tasks/2026/0/T-2026-044") into
- * buf.  Returns 0, or -1 when task_id is not one (amp_task_id_valid:
- * T-YYYY- and 3 to 9 digits) or does not fit. */
-int amp_store_task_dir(const char *task_id, char *buf, size_t bufsz);
-
-/* The task id embedded in a msg_id ("{type}-{task_id}-{unix_ms}"), into
- * buf; returns 0, or -1 when msg_id is not one (amp_msg_id_parse) or the
- * task id does not fit. */
-int amp_msg_id_task(const char *msg_id, char *buf, size_t bufsz);
 
 /* One record of a task directory. */
 typedef enum { AMP_ENTRY_MSG = 'm', AMP_ENTRY_ACK = 'a', AMP_ENTRY_CTL = 'c' } amp_entry_kind;
@@ -269,22 +124,6 @@ typedef struct amp_task_log {
 	struct amp_log_index *index;
 } amp_task_log;
 
-/* Reads every record of one task from `root` (a tip tree).  A task with no
- * directory yields an empty log.  Records that are not JSON objects or whose
- * blob cannot be read go to log->bad; only a task directory whose tree
- * cannot be read is an error (AMP_EIO): the whole task is unreadable.
- * A record named by a "superseded" control record from system whose
- * sequence number is that record's plus one (amp sync's join, sync.h)
- * goes to log->superseded: kept and shown, but in force nowhere (the
- * marker itself stays in entries).  Free with amp_task_log_free. */
-int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
-			amp_task_log *log, amp_error *err);
-/* The same with the control records only (kind AMP_ENTRY_CTL: depend,
- * plan, claim, superseded ...): messages and ACKs are skipped by their
- * file names, never read, so the cost does not grow with the task's
- * conversation.  log->next_seq still counts every record. */
-int amp_store_read_task_controls(amp_store *st, git_tree *root, const char *task_id,
-				 amp_task_log *log, amp_error *err);
 void amp_task_log_free(amp_task_log *log);
 
 /* Appends a record to log, as if it were the next file of the task
@@ -311,6 +150,75 @@ const amp_entry *amp_task_log_find(const amp_task_log *log,
  * set aside: an id that must not be given to another message. */
 int amp_task_log_id_taken(const amp_task_log *log, const char *msg_id);
 
+/* ==== The repository (repo.c) =============================================== */
+
+/*
+ * Opens the repository holding the SSOT: `path` when not NULL, else
+ * $AMP_REPO, else the repository found from the current directory the way
+ * git finds it.  Bare repositories are fine.  Free with amp_store_free.
+ */
+int amp_store_open(amp_store **out, const char *path, amp_error *err);
+void amp_store_free(amp_store *st);
+
+git_repository *amp_store_repo(amp_store *st);
+const char *amp_store_messages_ref(const amp_store *st);
+const char *amp_store_errors_ref(const amp_store *st);
+/* The settings of this repository (never NULL). */
+const amp_policy *amp_store_policy(const amp_store *st);
+
+/*
+ * Named agent instances: the instance writing ("alice"), recorded on every
+ * commit this handle writes as the author name and an "Amp-Agent: <name>"
+ * trailer (the author email keeps the role).  A name is what
+ * amp_agent_valid (record/names.h) accepts.  In strict mode with no name
+ * set, the signing key's principal "<name>@<role>" names it; a name that
+ * disagrees with the principal is refused (amp_signing_may_write).
+ */
+
+/* Sets (NULL or "": clears) the instance; AMP_EUSAGE for a bad name. */
+int amp_store_set_agent(amp_store *st, const char *name, amp_error *err);
+/* The instance, or NULL when none is set.  Borrowed. */
+const char *amp_store_agent(const amp_store *st);
+
+/* The signing settings (sign.h), read when the store was opened: a bad
+ * amp.requireSigned, strict mode without amp.allowedSigners, and AMP_NOW
+ * in strict mode are AMP_EUSAGE there. */
+struct amp_signing;
+const struct amp_signing *amp_store_signing(const amp_store *st);
+/* The directory amp keeps private state in: <git common dir>/amp. */
+const char *amp_store_state_dir(const amp_store *st);
+/* The repository's object directory: <git common dir>/objects. */
+const char *amp_store_objects_dir(const amp_store *st);
+
+/* git config amp.fsync, as read when the store was opened. */
+int amp_store_fsync(const amp_store *st);
+/* How many records this store's reads parsed from git, and how many came
+ * from a record cache (reccache.h) instead: what AMP_TRACE reports. */
+void amp_store_record_counts(const amp_store *st, unsigned long *parsed, unsigned long *cached);
+
+/* Reads git config `key` into buf ("" when unset); returns 1 when set. */
+int amp_store_config(amp_store *st, const char *key, char *buf, size_t bufsz);
+
+/* Reads boolean git config `key` into *out (`fallback` when unset), as git
+ * spells booleans.  AMP_EUSAGE naming the key when it is not one. */
+int amp_store_config_bool(amp_store *st, const char *key, int fallback,
+			  int *out, amp_error *err);
+
+/* How many CAS retries this store handle has needed so far (update.c). */
+unsigned long amp_store_retries(const amp_store *st);
+
+/* ==== Names (names.c) ======================================================= */
+
+/* Writes the task directory of task_id ("tasks/2026/0/T-2026-044") into
+ * buf.  Returns 0, or -1 when task_id is not one (amp_task_id_valid:
+ * T-YYYY- and 3 to 9 digits) or does not fit. */
+int amp_store_task_dir(const char *task_id, char *buf, size_t bufsz);
+
+/* The task id embedded in a msg_id ("{type}-{task_id}-{unix_ms}"), into
+ * buf; returns 0, or -1 when msg_id is not one (amp_msg_id_parse) or the
+ * task id does not fit. */
+int amp_msg_id_task(const char *msg_id, char *buf, size_t bufsz);
+
 /* Splits a record's file name "<seq>.<msg|ack|ctl>.<id>.json" into its
  * sequence number (seq may be NULL), kind and id (a pointer into name, of
  * *id_len bytes).  0, or -1 when name is not a record's. */
@@ -322,6 +230,54 @@ int amp_store_entry_parse(const char *name, int *seq, amp_entry_kind *kind,
  * (never a truncated name). */
 int amp_store_entry_name(int seq, amp_entry_kind kind, const char *id,
 			 char *buf, size_t bufsz);
+
+/* ==== History (history.c) =================================================== */
+
+/*
+ * The commits from a tip down its first parents, the tip first, holding
+ * nothing per commit: libgit2's revwalk keeps a node per commit it has
+ * seen (19 MB for a walk of 100k messages).  amp writes commits of one
+ * parent each; a merge made by hand is a commit like the others, its
+ * first parent next.
+ */
+typedef struct amp_first_parents {
+	git_repository *repo;
+	git_oid next;
+	int done;
+} amp_first_parents;
+
+void amp_first_parents_start(amp_first_parents *w, git_repository *repo, const git_oid *tip);
+/* The next commit into *out (the caller frees it): 0; GIT_ITEROVER past
+ * the root; a libgit2 error (< 0, git_error_last() says why) when the
+ * commit cannot be read, which ends the walk.  Calls amp_store_walk_step. */
+int amp_first_parents_next(amp_first_parents *w, git_commit **out);
+
+/* ==== Reading (records.c) =================================================== */
+
+/*
+ * The commit and tree at the tip of `ref`.  Both are new references the
+ * caller frees.  A missing ref is an AMP_EIO error that says to run
+ * `amp init`.
+ */
+int amp_store_tip(amp_store *st, const char *ref, git_commit **commit,
+		  git_tree **tree, amp_error *err);
+
+/* Reads every record of one task from `root` (a tip tree).  A task with no
+ * directory yields an empty log.  Records that are not JSON objects or whose
+ * blob cannot be read go to log->bad; only a task directory whose tree
+ * cannot be read is an error (AMP_EIO): the whole task is unreadable.
+ * A record named by a "superseded" control record from system whose
+ * sequence number is that record's plus one (amp sync's join, sync.h)
+ * goes to log->superseded: kept and shown, but in force nowhere (the
+ * marker itself stays in entries).  Free with amp_task_log_free. */
+int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
+			amp_task_log *log, amp_error *err);
+/* The same with the control records only (kind AMP_ENTRY_CTL: depend,
+ * plan, claim, superseded ...): messages and ACKs are skipped by their
+ * file names, never read, so the cost does not grow with the task's
+ * conversation.  log->next_seq still counts every record. */
+int amp_store_read_task_controls(amp_store *st, git_tree *root, const char *task_id,
+				 amp_task_log *log, amp_error *err);
 
 /*
  * 1 when tree entry e, found in tasks/<shard>/ (shard "<YYYY>/<S>"), is a
@@ -355,6 +311,54 @@ int amp_store_list_tasks(amp_store *st, git_tree *root, char ***ids,
 			 size_t *count, amp_error *err);
 void amp_strv_free(char **v, size_t count);
 
+/* ==== Comparing trees (treediff.c) ========================================== */
+
+/*
+ * The one walker of two trees: what differs between tree a and tree b
+ * (either NULL: empty), reading only the subtrees whose ids differ, so
+ * that the cost follows the change, not the size of the SSOT (libgit2's
+ * tree diff reads every entry of both trees: a walk of the whole history
+ * became quadratic).  The hook's check of a commit, amp log's records of
+ * a commit, the registry's joins and the diffs below all walk with it.
+ */
+typedef struct amp_tree_diff amp_tree_diff;
+
+/* An entry that differs, as the visitor sees it. */
+typedef struct amp_tree_diff_entry {
+	const char *prefix; /* the path of the tree holding it ("" the root) */
+	const char *name;
+	const char *path;   /* prefix/name, cut to AMP_PATH_MAX - 1 bytes */
+	size_t path_len;    /* the length of prefix/name: >= AMP_PATH_MAX when cut */
+	int depth;          /* of the tree holding it: 0 at the root */
+	const git_tree_entry *a; /* a's entry of that name, NULL when none */
+	const git_tree_entry *b; /* b's, NULL for an entry only a has (below) */
+} amp_tree_diff_entry;
+
+/* What a visitor returns, or < 0 to stop the walk (its result). */
+#define AMP_TREE_DIFF_SKIP    0 /* on to the next entry */
+#define AMP_TREE_DIFF_DESCEND 1 /* walk the entry's two subtrees (a side
+				 * that is no tree: empty), then go on */
+#define AMP_TREE_DIFF_GONE    2 /* with DESCEND: in those subtrees visit
+				 * the entries a has and b lacks too */
+
+struct amp_tree_diff {
+	git_repository *repo;
+	int modes; /* 1: an entry whose mode changed differs, its id the same */
+	/* Called for each entry of b whose id differs from that of a's entry
+	 * of the same name, or that a lacks, in b's order; then, where GONE
+	 * was asked, for each entry of a that b lacks (e->b NULL). */
+	int (*visit)(amp_tree_diff *d, const amp_tree_diff_entry *e);
+	/* Called when a subtree to descend into cannot be read: its result
+	 * is the walk's (0: go on).  NULL: the walk ends in -1. */
+	int (*unreadable)(amp_tree_diff *d, const amp_tree_diff_entry *e);
+	void *ctx; /* the caller's */
+};
+
+/* Walks a and b, trees at `prefix`, `depth` below the root (`how`: 0 or
+ * AMP_TREE_DIFF_GONE).  Returns 0, or what stopped it (< 0). */
+int amp_tree_diff_walk(amp_tree_diff *d, git_tree *a, git_tree *b, const char *prefix,
+		       int depth, int how);
+
 /*
  * Adds to `touched` ({task: {record name: true}}) every record that differs
  * between tip trees a (NULL: empty) and b.  Subtrees with the same id are
@@ -383,7 +387,7 @@ int amp_store_diff_tasks_whole(git_repository *repo, amp_store *skip, git_tree *
  * kept: when each record first reached the SSOT, or the place in history
  * of the commit that brought it (amp_watch_walk_records).  A walk of the
  * whole history (amp watch --full) maps every record of the SSOT, so this
- * is one 24-byte slot per record, keyed by a hash of the names (store.c
+ * is one 24-byte slot per record, keyed by a hash of the names (treediff.c
  * times_key), where a JSON object took some 300 bytes (200,000 records:
  * 6.3 MB instead of 60 MB).
  */
@@ -401,6 +405,15 @@ int amp_record_times_put(amp_record_times *t, const char *task, const char *name
  * record that differs between a and b gets ms unless it has less. */
 int amp_store_diff_times(git_repository *repo, git_tree *a, git_tree *b,
 			 amp_record_times *times, int64_t ms);
+
+/* ==== Writing (update.c, commit.c) ========================================== */
+
+/* Creates both refs with a root commit when missing.  In strict mode
+ * (sign.h) each ref without one gets the admin's marker of where trust
+ * starts (amp_trust), on its root when new: AMP_ERULE when the signing
+ * key does not grant admin.  *created (optional) is set to 1 when a ref
+ * was created, to 2 (or 3) when a marker was written.  Idempotent. */
+int amp_store_init(amp_store *st, int *created, amp_error *err);
 
 /* What a build callback asks the store to commit. */
 #define AMP_WRITE_MAX_FILES 4
@@ -478,8 +491,18 @@ typedef int (*amp_store_step_fn)(amp_store *st, git_tree *tip, void *ctx, size_t
 int amp_store_update_batch(amp_store *st, const char *ref, amp_store_step_fn step,
 			   void *ctx, git_oid *out, size_t *commits, amp_error *err);
 
-/* How many CAS retries this store handle has needed so far. */
-unsigned long amp_store_retries(const amp_store *st);
+/*
+ * The writers' flock of `ref`, which amp_store_update holds while it reads
+ * the tip, builds and moves the ref: for a writer that builds several
+ * commits before one move (amp sync's joins).  Waits at most
+ * amp.retryTimeout.  Returns a descriptor for amp_store_unlock, or -1 with
+ * err filled.  A process must not call amp_store_update on the same ref
+ * while it holds it (flock: that would wait for itself).
+ */
+int amp_store_lock(amp_store *st, const char *ref, amp_error *err);
+void amp_store_unlock(int fd);
+
+/* ==== The error log (rejection.c) =========================================== */
 
 /*
  * Records a rejected message on the errors ref: its raw bytes (as given,
@@ -498,8 +521,17 @@ int amp_store_log_rejection(amp_store *st, const char *command,
 			    size_t total, int status,
 			    const amp_errlist *reasons, amp_error *err);
 
+/* ==== Sweeping (sweep.c) ==================================================== */
+
+/* Removes what killed or failed writers left behind, once older than an
+ * hour: temporary files in objects/, objects/pack/ (amp's and git's tmp_*)
+ * and the state directory, and packs whose index is missing (sweep.c says
+ * which and why that is safe).  Successful writes call it at most once an
+ * hour; amp gc on every run. */
+void amp_store_sweep(amp_store *st);
 
 /* The rest of the store/ layer's public interface. */
+#include "process.h"
 #include "cache.h"
 #include "pack.h"
 #include "packwrite.h"

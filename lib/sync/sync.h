@@ -32,6 +32,8 @@
 #define AMP_SYNC_H
 
 #include "base/error.h"
+#include "enforce/enforce.h"
+#include "schema/schema.h"
 #include "store/store.h"
 
 /* The private namespace the remote's refs/amp/... are fetched into. */
@@ -84,9 +86,8 @@ int amp_sync_remote(amp_store *st, const char *given, char *buf, size_t bufsz,
 int amp_sync(amp_store *st, amp_schema_set *set, const char *remote,
 	     amp_sync_result *res, amp_error *err);
 
-/* The namespace a hub takes clones' pushes in (git config amp.syncPush
- * inbox): refs/amp-in/<sync id>/messages and .../errors. */
-#define AMP_SYNC_INBOX "refs/amp-in/"
+/* The namespace a hub takes clones' pushes in: AMP_SYNC_INBOX
+ * (record/names.h). */
 
 typedef struct amp_sync_absorbed {
 	git_oid tip;              /* the ref after the join */

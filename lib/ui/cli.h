@@ -15,7 +15,7 @@
 #include "write/write.h"
 #include "store/store.h"
 
-/* Exit codes, documented in README.md. */
+/* Exit codes, documented in README.md and amp(1). */
 #define AMP_EXIT_OK      0
 #define AMP_EXIT_INVALID 1
 #define AMP_EXIT_USAGE   2
@@ -105,13 +105,6 @@ int amp_cli_int(const char *cmd, const char *what, const char *s,
 		long long min, long long max, long long *out);
 int amp_cli_real(const char *cmd, const char *what, const char *s,
 		 double min, double max, double *out);
-
-/*
- * The whole of `amp resume|approve|abort|heartbeat TASK [--reason TEXT |
- * --note TEXT] [--from ROLE] [--json] [--repo DIR]`: writes the control
- * record `type` (control.h) and prints what it did.  Returns the exit code.
- */
-int amp_cli_control(const char *type, const char *usage, int argc, char **argv);
 
 /* The --sync and --no-sync options of the writing commands, and what they
  * set: 1, 0, or -1 (neither given: git config amp.autoSync decides). */

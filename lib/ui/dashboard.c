@@ -13,6 +13,7 @@
 
 #include "store/store.h"
 #include "base/clock.h"
+#include "base/tempfile.h"
 #include "dashboard.h"
 #include "protocol/protocol.h"
 #include "base/util.h"
@@ -54,8 +55,8 @@ struct gen {
 static int write_file(struct gen *g, const char *rel, const char *data, size_t len,
 		      int if_changed, amp_error *err)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 32];
-	FILE *f = NULL;
+	amp_tempfile t = { .fd = -1 };
+	char path[PATH_MAX], tmp[sizeof(t.tmp)];
 	int status = AMP_OK;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", g->dir, rel) >= sizeof(path))
@@ -71,27 +72,21 @@ static int write_file(struct gen *g, const char *rel, const char *data, size_t l
 		}
 		free(old);
 	}
+	/* the errors name the temporary file (tempfile.h) */
 	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-	if (!(f = fopen(tmp, "w")) || fwrite(data, 1, len, f) != len) {
+	if (amp_tempfile_open(&t, path, 0) == 0)
+		snprintf(tmp, sizeof(tmp), "%s", t.tmp);
+	if (!t.tmp[0] || amp_tempfile_write(&t, data, len) < 0 || amp_tempfile_close(&t) < 0) {
 		status = amp_error_set(err, AMP_EIO, "", "cannot write %s: %s", tmp, strerror(errno));
 		goto cleanup;
 	}
-	if (fclose(f) != 0) {
-		f = NULL;
-		status = amp_error_set(err, AMP_EIO, "", "cannot write %s: %s", tmp, strerror(errno));
-		goto cleanup;
-	}
-	f = NULL;
-	if (rename(tmp, path) < 0) {
+	if (amp_tempfile_commit(&t) < 0) {
 		status = amp_error_set(err, AMP_EIO, "", "cannot rename %s: %s", tmp, strerror(errno));
 		goto cleanup;
 	}
 	json_array_append_new(g->written, json_string(rel));
 cleanup:
-	if (f)
-		fclose(f);
-	if (status < 0)
-		unlink(tmp);
+	amp_tempfile_rollback(&t);
 	return status;
 }
 
@@ -1249,14 +1244,8 @@ static int agg_take_out(json_t *agg, const char *key, const json_t *state, const
 /* Writes data to path (absolute) through a temporary file and a rename. */
 static int write_state(const char *path, const char *data, size_t len, amp_error *err)
 {
-	char tmp[PATH_MAX + 32];
-	FILE *f;
-
-	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-	if (!(f = fopen(tmp, "w")) || fwrite(data, 1, len, f) != len || fclose(f) != 0 ||
-	    rename(tmp, path) < 0) {
+	if (amp_tempfile_write_file(path, data, len, 0) < 0) {
 		amp_error_set(err, AMP_EIO, "", "cannot write %s: %s", path, strerror(errno));
-		unlink(tmp);
 		return AMP_EIO;
 	}
 	return AMP_OK;

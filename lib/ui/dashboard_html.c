@@ -8,6 +8,7 @@
 
 #include "record/record.h"
 #include "dashboard.h"
+#include "base/hash.h"
 #include "base/util.h"
 
 /* A control picture (U+2400 + c, U+2421 for DEL) in UTF-8: visible, one
@@ -74,7 +75,7 @@ void amp_dashboard_page_name(const char *task_id, char buf[AMP_DASHBOARD_NAME_MA
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t len = strlen(task_id), i, o;
-	uint64_t h = 14695981039346656037ULL; /* FNV-1a */
+	uint64_t h;
 
 	if (amp_task_id_valid(task_id, len)) {
 		snprintf(buf, AMP_DASHBOARD_NAME_MAX, "%s.html", task_id);
@@ -83,10 +84,7 @@ void amp_dashboard_page_name(const char *task_id, char buf[AMP_DASHBOARD_NAME_MA
 	/* Not a task id (a hand-made tree): its bytes in hex, so that the
 	 * name holds no "/", "..", or anything a shell or a browser reads,
 	 * and the hash of all of it, so that two long names differ. */
-	for (i = 0; i < len; i++) {
-		h ^= (unsigned char)task_id[i];
-		h *= 1099511628211ULL;
-	}
+	h = amp_fnv1a(AMP_FNV1A_BASIS, task_id, len);
 	o = (size_t)snprintf(buf, AMP_DASHBOARD_NAME_MAX, "x-");
 	for (i = 0; i < len && i < 24; i++) {
 		buf[o++] = hex[(unsigned char)task_id[i] >> 4];

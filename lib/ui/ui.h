@@ -4,7 +4,9 @@
 /* The public interface of lib/ui/: the only header of this folder that
  * code outside it includes (share/doc/architecture.md). */
 #include "cli.h"
+#include "cli_write.h"
 #include "dashboard.h"
+#include "mcp.h"
 #include "template.h"
 
 #endif

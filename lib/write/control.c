@@ -7,7 +7,7 @@
 #include "record/record.h"
 #include "base/clock.h"
 #include "protocol/protocol.h"
-#include "send.h"
+#include "record_writer.h"
 #include "base/util.h"
 
 struct control_ctx {
@@ -27,19 +27,6 @@ struct control_ctx {
 #define REFUSE(c, err, path, ...) \
 	(amp_errlist_add((c)->errors, AMP_ERULE, (path), __VA_ARGS__), \
 	 amp_error_set((err), AMP_ERULE, (path), __VA_ARGS__))
-
-int amp_control_validate(amp_schema_set *set, json_t *doc, amp_errlist *errors)
-{
-	json_t *schema = amp_schema_set_lookup(set, AMP_SCHEMA_CONTROL);
-	int status;
-
-	if (!schema)
-		return amp_errlist_add(errors, AMP_EIO, "", "schema %s is not installed",
-				       AMP_SCHEMA_CONTROL);
-	if ((status = amp_bounds_check_value(doc, 0, "", errors)) < 0)
-		return status;
-	return amp_schema_validate(set, schema, NULL, doc, errors);
-}
 
 /* Who may write each control record. */
 static int role_may(const char *type, const char *from)
@@ -193,8 +180,8 @@ static int build_control(amp_store *st, git_tree *tip, void *vctx,
 		if (s.lock_due && !s.suspended) {
 			const char *verdict = last_reject(&log);
 
-			if ((status = amp_send_add_lock_if_due(c->set, w, &log, verdict ? verdict : "",
-							       c->now_ms, &lock, NULL, err)) < 0)
+			if ((status = amp_write_add_lock_if_due(c->set, w, &log, verdict ? verdict : "",
+								c->now_ms, &lock, NULL, err)) < 0)
 				goto cleanup;
 			snprintf(c->res->escalation_id, sizeof(c->res->escalation_id), "%s",
 				 lock.escalation_id);
@@ -243,7 +230,7 @@ static int build_control(amp_store *st, git_tree *tip, void *vctx,
 		status = amp_error_set(err, status, first->path, "%s", first->message);
 		goto cleanup;
 	}
-	if ((status = amp_send_add_record(w, with_lock.task_id[0] ? &with_lock : &log,
+	if ((status = amp_write_add_record(w, with_lock.task_id[0] ? &with_lock : &log,
 					   AMP_ENTRY_CTL, c->res->name, c->doc, err)) < 0)
 		goto cleanup;
 	if (!strcmp(c->type, "resume"))
@@ -265,38 +252,32 @@ cleanup:
 	return status;
 }
 
+/* What was asked for, for the error log when no record was built. */
+static json_t *control_asked(void *vctx)
+{
+	struct control_ctx *c = vctx;
+
+	return json_pack("{s:s,s:s,s:s,s:s?}", "type", c->type, "task_id", c->task_id,
+			 "from", c->from, "reason", c->text);
+}
+
 int amp_control_write(amp_store *st, amp_schema_set *set, const char *type,
 		      const char *task_id, const char *from, const char *text,
 		      int64_t now_ms, amp_control_result *res, amp_errlist *errors)
 {
 	struct control_ctx c = { set, type, task_id, from, text, now_ms, res, errors,
 				 errors->count, NULL };
-	amp_error err;
-	int status;
+	int status = AMP_OK;
 
 	memset(res, 0, sizeof(*res));
-	if (!role_may(type, from)) {
+	if (!role_may(type, from))
 		/* AMP/1.0 §05: "The Admin is the sole arbiter". */
 		status = amp_errlist_add(errors, AMP_ERULE, "/from",
 					 !strcmp(type, "abort") ? "only the admin or the coordinator may %s a task, not %s" :
 					 !strcmp(type, "heartbeat") ? "a %s comes from the coordinator, the executor or the reviewer, not %s" :
 					 "only the admin may %s a task, not %s", type, from);
-	} else {
-		status = amp_store_update(st, amp_store_messages_ref(st), build_control,
-					  &c, NULL, &err);
-		if (status < 0 && errors->count == c.errors_base)
-			amp_errlist_add(errors, status, err.path, "%s", err.message);
-	}
-	if (status == AMP_ERULE || status == AMP_ESCHEMA) {
-		amp_send_opts opts = { type, "built", NULL, 0, 0, NULL };
-		json_t *attempt = c.doc ? json_incref(c.doc)
-					: json_pack("{s:s,s:s,s:s,s:s?}", "type", type,
-						    "task_id", task_id, "from", from,
-						    "reason", text);
-
-		amp_send_log_rejection(st, &opts, attempt, status, errors, c.errors_base);
-		json_decref(attempt);
-	}
+	status = amp_write_logged(st, status, type, build_control, &c, &c.doc, control_asked,
+				  errors, c.errors_base);
 	json_decref(c.doc);
 	return status;
 }

@@ -33,8 +33,6 @@
 #include "schema/schema.h"
 #include "store/store.h"
 
-#define AMP_SCHEMA_CONTROL AMP_SCHEMA_BASE "control.schema.json"
-
 typedef struct amp_control_result {
 	char name[64];     /* the record's name, "<type>-<unix_ms>" */
 	char target[256];  /* resume: the escalation lifted; approve: the
@@ -67,9 +65,5 @@ int amp_control_write(amp_store *st, amp_schema_set *set, const char *type,
  * amp's own bookkeeping: always 1. */
 int amp_control_allowed(const amp_task_log *log, const char *type, const char *from,
 			char *why, size_t whysz);
-
-/* Validates a control record (bounds, then the schema); AMP_OK,
- * AMP_ESCHEMA with the errors appended, or AMP_EIO. */
-int amp_control_validate(amp_schema_set *set, json_t *doc, amp_errlist *errors);
 
 #endif

@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "send.h"
 #include "base/util.h"
+#include "json/json.h"
 
 struct import_ctx {
 	amp_schema_set *set;

@@ -8,8 +8,9 @@
 
 #include "record/record.h"
 #include "base/clock.h"
-#include "control.h"
+#include "record_writer.h"
 #include "base/util.h"
+#include "json/json.h"
 
 struct message_ctx {
 	amp_schema_set *set;
@@ -26,66 +27,6 @@ struct message_ctx {
 	int import; /* amp import: check_history instead of check_clock */
 	int64_t now_ms; /* amp import: this machine's clock */
 };
-
-/* AMP/1.0 §05 system_state_snapshot, from the log the message goes into
- * (inside the compare-and-swap, so that a verdict landing meanwhile is
- * counted): the state the escalation puts the task in. */
-static void fill_snapshot(json_t *msg, const amp_task_log *log)
-{
-	json_t *payload = json_object_get(msg, "payload");
-	const char *type = amp_json_str(payload, "escalation_type");
-	const char *severity = amp_json_str(payload, "severity");
-	amp_task_state s;
-
-	amp_task_state_compute(log, &s);
-	json_object_set_new(payload, "system_state_snapshot",
-			    json_pack("{s:s,s:i,s:s?}", "task_status",
-				      severity && !strcmp(severity, "critical") ?
-				      (type && !strcmp(type, "hallucination_lock") ?
-				       "locked" : "suspended") : s.state,
-				      "reject_count", s.reject_count,
-				      "last_successful_msg_id", s.last_successful_msg_id));
-	amp_task_state_free(&s);
-}
-
-/* Reports the first new error of `errors` through err, for the store. */
-static int first_error(amp_errlist *errors, size_t base, int status,
-		       amp_error *err)
-{
-	if (errors->count > base)
-		return amp_error_set(err, status, errors->items[base].path, "%s",
-				     errors->items[base].message);
-	return amp_error_set(err, status, "", "refused");
-}
-
-int amp_send_add_record(amp_store_write *w, const amp_task_log *log,
-			amp_entry_kind kind, const char *id, const json_t *doc,
-			amp_error *err)
-{
-	char dir[128], name[320], path[AMP_PATH_MAX], *text;
-	size_t size;
-	int status, n;
-
-	if (amp_store_task_dir(log->task_id, dir, sizeof(dir)) < 0 ||
-	    amp_store_entry_name(log->next_seq, kind, id, name, sizeof(name)) < 0 ||
-	    (n = snprintf(path, sizeof(path), "%s/%s", dir, name)) < 0 ||
-	    (size_t)n >= sizeof(path))
-		return amp_error_set(err, AMP_ESCHEMA, "", "%s %s: no valid record name in the SSOT",
-				     log->task_id, id);
-	if (!(text = amp_message_dump(doc)))
-		return amp_error_set(err, AMP_EIO, "", "out of memory");
-	/* amp_message_validate checked the size; a reassigned msg_id with one
-	 * more digit must not slip past the reader's limit either. */
-	size = strlen(text);
-	if (size > AMP_LIMIT_MESSAGE_BYTES)
-		status = amp_error_set(err, AMP_ESCHEMA, "",
-				       "%zu bytes as stored, more than the %d-byte message size limit",
-				       size, AMP_LIMIT_MESSAGE_BYTES);
-	else
-		status = amp_store_write_add(w, path, text, size, err);
-	free(text);
-	return status;
-}
 
 
 /* A shallow copy of log with one more record at its end: the log a write
@@ -106,105 +47,6 @@ static int log_plus(const amp_task_log *log, amp_entry_kind kind, const char *id
 	out->count++;
 	out->next_seq++;
 	return AMP_OK;
-}
-
-/*
- * An escalation by system to the admin, written in the same commit as the
- * record that caused it: `log` holds every record of the task that commit
- * writes before it (log_plus), and gives the snapshot.  Its msg_id is the
- * first free one from now_ms on.  Added to w as the next record; its id goes
- * to res.
- */
-int amp_send_add_escalation(amp_schema_set *set, amp_store_write *w,
-				 const amp_task_log *log, const char *type,
-				 const char *severity, const char *description,
-				 json_t *affected, json_t *suggested, int64_t now_ms,
-				 amp_send_result *res, json_t **out, amp_error *err)
-{
-	amp_message_fields f = { 0 };
-	amp_errlist errors = { 0 };
-	json_t *payload, *msg = NULL;
-	int64_t ms = now_ms;
-	int status;
-
-	payload = json_pack("{s:s,s:s,s:s,s:s,s:O,s:{s:s,s:i,s:n},s:b}",
-			    "escalation_type", type, "severity", severity,
-			    "triggered_by", "system", "description", description,
-			    "affected_msgs", affected, "system_state_snapshot",
-			    "task_status", "new", "reject_count", 0, "last_successful_msg_id",
-			    /* amp suspends the task at critical only (Critical
-			     * = Suspend All): a warning of the system's suspends
-			     * nothing, and says so (escalation.schema.json) */
-			    "auto_suspended", strcmp(severity, "critical") == 0);
-	if (!payload)
-		return amp_error_set(err, AMP_EIO, "", "out of memory");
-	if (suggested)
-		json_object_set(payload, "suggested_actions", suggested);
-	f.type = "escalation";
-	f.task_id = log->task_id;
-	f.from = "system";
-	f.to = "admin";
-	f.payload = payload;
-	f.requires_ack = -1;
-	f.ack_timeout_sec = -1;
-	do {
-		f.now_ms = ms++;
-		json_decref(msg);
-		msg = NULL;
-		if ((status = amp_message_build(&msg, &f, err)) < 0)
-			goto cleanup;
-	} while (amp_task_log_id_taken(log, amp_json_str(msg, "msg_id")));
-	fill_snapshot(msg, log);
-	if ((status = amp_message_validate(set, msg, 0, &errors)) < 0) {
-		status = first_error(&errors, 0, status, err);
-		goto cleanup;
-	}
-	if ((status = amp_send_add_record(w, log, AMP_ENTRY_MSG, amp_json_str(msg, "msg_id"),
-					   msg, err)) < 0)
-		goto cleanup;
-	snprintf(res->escalation_id, sizeof(res->escalation_id), "%s", amp_json_str(msg, "msg_id"));
-	snprintf(res->escalation_type, sizeof(res->escalation_type), "%s", type);
-	if (out)
-		*out = json_incref(msg);
-cleanup:
-	amp_errlist_free(&errors);
-	json_decref(payload);
-	json_decref(msg);
-	return status;
-}
-
-/*
- * AMP/1.0 §05 hallucination_lock, at write time: when the verdict in
- * `after` (the log with it) brings the rejects since the last resume to
- * amp.lockThreshold (>=, so that no missed count dodges it), the lock is
- * written in the same commit.
- */
-int amp_send_add_lock_if_due(amp_schema_set *set, amp_store_write *w,
-			   const amp_task_log *after, const char *verdict_id,
-			   int64_t now_ms, amp_send_result *res, json_t **out, amp_error *err)
-{
-	amp_task_state s;
-	json_t *affected = NULL, *suggested = NULL;
-	char description[1024];
-	const char *dispatch;
-	int status = AMP_OK;
-
-	amp_task_state_compute(after, &s);
-	if (!s.lock_due)
-		goto cleanup;
-	dispatch = s.last_dispatch ? amp_json_str(s.last_dispatch, "msg_id") : NULL;
-	affected = dispatch ? json_pack("[s,s]", verdict_id, dispatch)
-			    : json_pack("[s]", verdict_id);
-	suggested = amp_lock_suggestions();
-	amp_lock_description(description, sizeof(description), after->task_id, &s,
-			     s.lock_threshold, verdict_id);
-	status = amp_send_add_escalation(set, w, after, "hallucination_lock", "critical",
-				       description, affected, suggested, now_ms, res, out, err);
-cleanup:
-	json_decref(affected);
-	json_decref(suggested);
-	amp_task_state_free(&s);
-	return status;
 }
 
 /* The name of the control record of an idempotency key: "key-<sha1 of
@@ -255,7 +97,7 @@ static int check_key(struct message_ctx *c, const amp_task_log *log, const char 
 	amp_errlist_add(c->errors, AMP_ERULE, "/idempotency_key",
 			"'%s' was used for %s, whose content differs: a key names one message",
 			c->opts->idempotency_key, amp_or_none(first));
-	return first_error(c->errors, c->errors_base, AMP_ERULE, err);
+	return amp_write_first_error(c->errors, c->errors_base, AMP_ERULE, err);
 }
 
 static int add_key_record(struct message_ctx *c, amp_store_write *w,
@@ -277,9 +119,9 @@ static int add_key_record(struct message_ctx *c, amp_store_write *w,
 		return amp_error_set(err, AMP_ESCHEMA, "/idempotency_key",
 				     "the key must be valid UTF-8");
 	if ((status = amp_control_validate(c->set, doc, c->errors)) < 0)
-		status = first_error(c->errors, c->errors_base, status, err);
+		status = amp_write_first_error(c->errors, c->errors_base, status, err);
 	else
-		status = amp_send_add_record(w, log, AMP_ENTRY_CTL, name, doc, err);
+		status = amp_write_add_record(w, log, AMP_ENTRY_CTL, name, doc, err);
 	json_decref(doc);
 	return status;
 }
@@ -364,9 +206,9 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	/* The snapshot is the SSOT's, yet it must conform like the rest of
 	 * the message: what amp writes, amp reads back without complaint. */
 	if (c->snapshot) {
-		fill_snapshot(c->msg, &log);
+		amp_write_fill_snapshot(c->msg, &log);
 		if ((status = amp_message_validate(c->set, c->msg, 0, c->errors)) < 0) {
-			first_error(c->errors, c->errors_base, status, err);
+			amp_write_first_error(c->errors, c->errors_base, status, err);
 			goto cleanup;
 		}
 	}
@@ -383,7 +225,7 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 			amp_errlist_add(c->errors, AMP_ERULE, "/msg_id",
 					"%s is already in the SSOT with other content (messages are never modified)",
 					c->res->msg_id);
-			status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
+			status = amp_write_first_error(c->errors, c->errors_base, AMP_ERULE, err);
 			goto cleanup;
 		}
 		/* Same type, task and millisecond as another message: the
@@ -413,7 +255,7 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	if (!c->snapshot && (status = c->import ?
 			     check_history(st, &log, c->msg, c->now_ms, c->errors) :
 			     check_clock(st, c->msg, c->errors)) < 0) {
-		first_error(c->errors, c->errors_base, status, err);
+		amp_write_first_error(c->errors, c->errors_base, status, err);
 		goto cleanup;
 	}
 	status = amp_rules_check_send(st, tip, &log, c->msg, amp_store_agent(st), c->errors);
@@ -425,16 +267,16 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 				     amp_rules_unapproved_dispatch(&log, NULL, c->msg, NULL) : NULL;
 
 		snprintf(c->denied, sizeof(c->denied), "%s", denied ? denied : "");
-		first_error(c->errors, c->errors_base, status, err);
+		amp_write_first_error(c->errors, c->errors_base, status, err);
 		goto cleanup;
 	}
-	if ((status = amp_send_add_record(w, &log, AMP_ENTRY_MSG, c->res->msg_id,
+	if ((status = amp_write_add_record(w, &log, AMP_ENTRY_MSG, c->res->msg_id,
 					   c->msg, err)) < 0 ||
 	    (status = log_plus(&log, AMP_ENTRY_MSG, c->res->msg_id, c->msg, &after, err)) < 0)
 		goto cleanup;
 	c->res->escalation_id[0] = c->res->escalation_type[0] = '\0';
 	if (!strcmp(type, "review_verdict") &&
-	    (status = amp_send_add_lock_if_due(c->set, w, &after, c->res->msg_id,
+	    (status = amp_write_add_lock_if_due(c->set, w, &after, c->res->msg_id,
 				      amp_msg_id_ms(c->res->msg_id), c->res, &lock, err)) < 0)
 		goto cleanup;
 	if (lock) {
@@ -454,9 +296,9 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 		amp_send_result low = { 0 };
 		json_t *affected = json_pack("[s]", c->res->msg_id);
 
-		status = amp_send_add_escalation(c->set, w, &after, "conflict", "info", description,
-						 affected, NULL, amp_msg_id_ms(c->res->msg_id),
-						 &low, NULL, err);
+		status = amp_write_add_escalation(c->set, w, &after, "conflict", "info", description,
+						  affected, NULL, amp_msg_id_ms(c->res->msg_id),
+						  &low, NULL, err);
 		json_decref(affected);
 		if (status < 0)
 			goto cleanup;
@@ -490,44 +332,6 @@ cleanup:
 	return status;
 }
 
-/* amp_send_log_rejection; `total` is the input's size when opts->raw is
- * only its first bytes (amp_store_log_rejection). */
-static void log_rejection(amp_store *st, const amp_send_opts *opts,
-			  const json_t *msg, size_t total, int status,
-			  amp_errlist *errors, size_t base)
-{
-	amp_errlist reasons = { 0 };
-	amp_error err;
-	char *dump = NULL;
-	const char *raw = opts->raw;
-	size_t len = opts->raw_len, i;
-
-	if (!raw) {
-		dump = amp_message_dump(msg);
-		raw = dump ? dump : "";
-		len = strlen(raw);
-	}
-	for (i = base; i < errors->count; i++)
-		amp_errlist_add(&reasons, errors->items[i].status, errors->items[i].path,
-				"%s", errors->items[i].message);
-	/* A message we could not log is still refused; say so rather than
-	 * lose the reason.  Strict mode not logging a refusal it cannot sign
-	 * (AMP_ERULE) leaves the exit code the refusal's. */
-	if (amp_store_log_rejection(st, opts->command ? opts->command : "send",
-				    opts->source, raw, len, total, status, &reasons, &err) < 0)
-		amp_errlist_add(errors, err.status == AMP_ERULE ? AMP_ERULE : AMP_EIO, "",
-				"could not write the error log: %s", err.message);
-	amp_errlist_free(&reasons);
-	free(dump);
-}
-
-void amp_send_log_rejection(amp_store *st, const amp_send_opts *opts,
-			    const json_t *msg, int status, amp_errlist *errors,
-			    size_t base)
-{
-	log_rejection(st, opts, msg, 0, status, errors, base);
-}
-
 static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 		     const amp_send_opts *opts, amp_send_result *res,
 		     amp_errlist *errors, const char *extra_trailers, int once,
@@ -537,7 +341,7 @@ int amp_send_read_json(amp_store *st, const char *command, const char *file,
 		       const char *pointer, json_t **doc, char **raw,
 		       size_t *raw_len, amp_errlist *errors)
 {
-	amp_send_opts opts = { command, file, NULL, 0, 0, NULL };
+	amp_send_opts opts = { command, file, NULL, 0, 0, NULL, 0 };
 	amp_error err;
 	struct stat sb;
 	char *data = NULL;
@@ -561,7 +365,8 @@ int amp_send_read_json(amp_store *st, const char *command, const char *file,
 		amp_errlist_add(errors, status, err.path[0] ? err.path : pointer, "%s", err.message);
 		opts.raw = data;
 		opts.raw_len = len;
-		log_rejection(st, &opts, NULL, total, status, errors, base);
+		opts.raw_total = total;
+		amp_write_log_rejection(st, &opts, NULL, status, errors, base);
 		free(data);
 		return status;
 	}
@@ -695,12 +500,12 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 		amp_errlist_add(errors, AMP_ERULE, "/payload/branch",
 				"must not be \"main\" or \"master\" or another protected branch (Branch Validation): \"%s\" names one; an escalation was recorded",
 				amp_json_str(json_object_get(msg, "payload"), "branch"));
-		amp_send_log_rejection(st, opts, msg, AMP_ERULE, errors, ctx.errors_base);
+		amp_write_log_rejection(st, opts, msg, AMP_ERULE, errors, ctx.errors_base);
 		record_branch_violation(st, set, msg, res, errors);
 		return AMP_ERULE;
 	}
 	if (status < 0) {
-		amp_send_log_rejection(st, opts, msg, status, errors, ctx.errors_base);
+		amp_write_log_rejection(st, opts, msg, status, errors, ctx.errors_base);
 		return status;
 	}
 	/* amp's own escalations name no repository; a sender's dispatch does. */
@@ -714,7 +519,7 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 	if ((status == AMP_ERULE || status == AMP_ESCHEMA) && errors->count == ctx.errors_base)
 		amp_errlist_add(errors, status, err.path, "%s", err.message); /* the store's own */
 	if (status == AMP_ERULE || status == AMP_ESCHEMA) {
-		amp_send_log_rejection(st, opts, msg, status, errors, ctx.errors_base);
+		amp_write_log_rejection(st, opts, msg, status, errors, ctx.errors_base);
 		if (ctx.denied[0])
 			record_permission_denied(st, set, amp_json_str(msg, "task_id"),
 						 amp_or_none(amp_json_str(msg, "from")),
@@ -738,7 +543,7 @@ int amp_send_escalation(amp_store *st, amp_schema_set *set,
 			amp_send_result *res, amp_errlist *errors)
 {
 	amp_message_fields f = { 0 };
-	amp_send_opts opts = { "escalate", "built", NULL, 0, 1, NULL };
+	amp_send_opts opts = { "escalate", "built", NULL, 0, 1, NULL, 0 };
 	amp_error err;
 	json_t *payload = NULL, *msg = NULL;
 	int status, by_system;
@@ -748,7 +553,7 @@ int amp_send_escalation(amp_store *st, amp_schema_set *set,
 		return amp_errlist_add(errors, AMP_EUSAGE, e->task_id ? "/from" : "/task_id",
 				       "an escalation needs a task and a sender");
 	/* The snapshot is filled in from the SSOT inside the compare-and-swap
-	 * (fill_snapshot); this one only lets the schema see a whole
+	 * (amp_write_fill_snapshot); this one only lets the schema see a whole
 	 * escalation first. */
 	payload = json_pack("{s:s?,s:s?,s:s?,s:s?,s:O?,s:{s:s,s:i,s:n}}",
 			    "escalation_type", e->escalation_type,
@@ -826,7 +631,7 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 	if (!(target = amp_task_log_find(&log, AMP_ENTRY_MSG, c->msg_id))) {
 		amp_errlist_add(c->errors, AMP_ERULE, "/ack_for",
 				"%s is not in the SSOT: nothing to acknowledge", c->msg_id);
-		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
+		status = amp_write_first_error(c->errors, c->errors_base, AMP_ERULE, err);
 		goto cleanup;
 	}
 	to = amp_json_str(target->doc, "to");
@@ -834,7 +639,7 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 		amp_errlist_add(c->errors, AMP_ERULE, "/from",
 				"only the addressee (%s) may ACK %s, not %s",
 				to ? to : "?", c->msg_id, c->from);
-		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
+		status = amp_write_first_error(c->errors, c->errors_base, AMP_ERULE, err);
 		goto cleanup;
 	}
 	if (amp_task_log_find(&log, AMP_ENTRY_ACK, c->msg_id)) {
@@ -845,13 +650,13 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 	amp_task_state_compute(&log, &s);
 	if (amp_task_closed_to(&s, c->from, why, sizeof(why))) {
 		amp_errlist_add(c->errors, AMP_ERULE, "/task_id", "task %s %s", c->task, why);
-		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
+		status = amp_write_first_error(c->errors, c->errors_base, AMP_ERULE, err);
 		goto cleanup;
 	}
 	if (amp_coord_check_write(&log, c->from, amp_store_agent(st), c->now_ms, why,
 				  sizeof(why)) < 0) {
 		amp_errlist_add(c->errors, AMP_ERULE, "/from", "%s", why);
-		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
+		status = amp_write_first_error(c->errors, c->errors_base, AMP_ERULE, err);
 		goto cleanup;
 	}
 	if ((denied = amp_rules_unapproved_dispatch(&log, &s, NULL, c->msg_id))) {
@@ -859,7 +664,7 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 		amp_errlist_add(c->errors, AMP_ERULE, "/ack_for",
 				"%s is awaiting_approval: it awaits the admin's approval (its risk_level is in git config amp.approvalRequired) and cannot be ACKed before 'amp approve %s'",
 				c->msg_id, c->task);
-		status = first_error(c->errors, c->errors_base, AMP_ERULE, err);
+		status = amp_write_first_error(c->errors, c->errors_base, AMP_ERULE, err);
 		goto cleanup;
 	}
 	if (c->import) {
@@ -868,7 +673,7 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 		status = check_history(st, &log, when, c->clock_ms, c->errors);
 		json_decref(when);
 		if (status < 0) {
-			status = first_error(c->errors, c->errors_base, status, err);
+			status = amp_write_first_error(c->errors, c->errors_base, status, err);
 			goto cleanup;
 		}
 	}
@@ -879,10 +684,10 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 			   "from", c->from, "to", amp_json_str(target->doc, "from"),
 			   "timestamp", amp_time_format(c->now_ms, when));
 	if (!c->ack || amp_message_validate(c->set, c->ack, 1, c->errors) < 0) {
-		status = first_error(c->errors, c->errors_base, AMP_ESCHEMA, err);
+		status = amp_write_first_error(c->errors, c->errors_base, AMP_ESCHEMA, err);
 		goto cleanup;
 	}
-	if ((status = amp_send_add_record(w, &log, AMP_ENTRY_ACK, c->msg_id, c->ack,
+	if ((status = amp_write_add_record(w, &log, AMP_ENTRY_ACK, c->msg_id, c->ack,
 					   err)) < 0)
 		goto cleanup;
 	/* AMP/1.0 requires_ack: a late ACK is accepted (it is the truth),
@@ -901,7 +706,7 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 			 when);
 		status = log_plus(&log, AMP_ENTRY_ACK, c->msg_id, c->ack, &after, err);
 		if (status == AMP_OK)
-			status = amp_send_add_escalation(c->set, w, &after, "ack_timeout", "warning",
+			status = amp_write_add_escalation(c->set, w, &after, "ack_timeout", "warning",
 						       description, affected, NULL, c->now_ms,
 						       c->res, NULL, err);
 		json_decref(affected);
@@ -930,7 +735,7 @@ int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
 {
 	struct ack_ctx c = { set, msg_id, from, now_ms, "", res, errors,
 			     errors->count, NULL, "", 0, 0 };
-	amp_send_opts opts = { "ack", "built", NULL, 0, 0, NULL };
+	amp_send_opts opts = { "ack", "built", NULL, 0, 0, NULL, 0 };
 	amp_error err;
 	int status;
 
@@ -952,7 +757,7 @@ int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
 		json_t *attempt = c.ack ? json_incref(c.ack)
 					: json_pack("{s:s,s:s,s:s}", "type", "ack",
 						    "ack_for", msg_id, "from", from);
-		amp_send_log_rejection(st, &opts, attempt, status, errors, c.errors_base);
+		amp_write_log_rejection(st, &opts, attempt, status, errors, c.errors_base);
 		json_decref(attempt);
 		if (c.denied[0])
 			record_permission_denied(st, set, c.task, from, "ACK", c.denied, res, errors);
@@ -1018,7 +823,7 @@ int amp_send_import_record(amp_store *st, amp_schema_set *set, git_tree *tip,
 			   amp_store_write *w, amp_send_result *res,
 			   amp_errlist *errors, amp_error *err)
 {
-	amp_send_opts opts = { "import", "import", NULL, 0, 0, NULL };
+	amp_send_opts opts = { "import", "import", NULL, 0, 0, NULL, 0 };
 	struct message_ctx c = { set, rec, &opts, res, errors, errors->count,
 				 NULL, 0, 0, check_repo, "", 1, now_ms };
 	const char *type = amp_json_str(rec, "type");

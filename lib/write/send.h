@@ -11,35 +11,7 @@
 #include "base/error.h"
 #include "schema/schema.h"
 #include "store/store.h"
-
-typedef struct amp_send_opts {
-	const char *command; /* for the error log: "send", "ack", ... */
-	const char *source;  /* where the bytes came from: a file, "-", "built" */
-	const char *raw;     /* the bytes as received (NULL: the dump of msg) */
-	size_t raw_len;
-	/* The msg_id was made by amp: when taken (same type, task and
-	 * millisecond), move on to the next free millisecond instead of
-	 * refusing. */
-	int assign_msg_id;
-	/* --idempotency-key: a retry of the same key with the same content
-	 * (the message but its msg_id and timestamp) returns the msg_id of
-	 * the first write instead of writing again; other content under the
-	 * key is refused.  NULL: none.  The key is kept in the task as a
-	 * control record (type idempotency_key). */
-	const char *idempotency_key;
-} amp_send_opts;
-
-typedef struct amp_send_result {
-	char msg_id[256];    /* the id the message was stored under */
-	int duplicate;       /* it was already there, byte for byte */
-	char escalation_id[256]; /* an escalation amp recorded ("" if none):
-				  * a branch_violation or permission_denied
-				  * after a refusal, or written in the same
-				  * commit as the message: the
-				  * hallucination_lock its rejecting verdict
-				  * reaches, the ack_timeout of a late ACK */
-	char escalation_type[32]; /* its escalation_type */
-} amp_send_result;
+#include "record_writer.h"
 
 /*
  * Validates and commits `msg` (modified in place when its msg_id is
@@ -78,41 +50,6 @@ int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
 		 amp_errlist *errors);
 
 /*
- * For build callbacks: adds `doc`, dumped as amp stores records, to `w` as
- * the next record of the task whose log is `log`, named after kind and id.
- */
-int amp_send_add_record(amp_store_write *w, const amp_task_log *log,
-			amp_entry_kind kind, const char *id, const json_t *doc,
-			amp_error *err);
-
-/*
- * For build callbacks: an escalation by system to the admin, written in
- * the same commit as the record that caused it.  `log` holds every record of
- * the task that commit writes before it, and gives the snapshot; the
- * msg_id is the first free one from now_ms on.  Added to w as the next
- * record (seq log->next_seq); its id and type go to res->escalation_*, and
- * the escalation itself to *out (a new reference) when out is not NULL.
- */
-int amp_send_add_escalation(amp_schema_set *set, amp_store_write *w,
-			    const amp_task_log *log, const char *type,
-			    const char *severity, const char *description,
-			    json_t *affected, json_t *suggested, int64_t now_ms,
-			    amp_send_result *res, json_t **out, amp_error *err);
-
-/*
- * For build callbacks: AMP/1.0 §05 hallucination_lock at write time.  When
- * `log` (the task with every record of this commit, the rejecting verdict
- * `verdict_id` last among them) has its rejects since the last resume at or
- * past amp.lockThreshold and no lock in force, adds the lock escalation
- * (critical, affected [verdict, latest dispatch]) to w, and to *out as
- * amp_send_add_escalation does.
- */
-int amp_send_add_lock_if_due(amp_schema_set *set, amp_store_write *w,
-			     const amp_task_log *log, const char *verdict_id,
-			     int64_t now_ms, amp_send_result *res, json_t **out,
-			     amp_error *err);
-
-/*
  * Reads the JSON document a command was handed (a --payload or --envelope
  * file, "-" for stdin).  Returns AMP_OK with *doc (the caller frees it) and,
  * when `raw` is not NULL, the bytes as read in *raw / *raw_len (the caller
@@ -125,15 +62,6 @@ int amp_send_add_lock_if_due(amp_schema_set *set, amp_store_write *w,
 int amp_send_read_json(amp_store *st, const char *command, const char *file,
 		       const char *pointer, json_t **doc, char **raw,
 		       size_t *raw_len, amp_errlist *errors);
-
-/*
- * Writes a refused record to the error log: its raw bytes (opts->raw, or
- * the dump of msg) and the errors of `errors` from index `base` on.  When
- * the log cannot be written, says so in `errors` rather than losing it.
- */
-void amp_send_log_rejection(amp_store *st, const amp_send_opts *opts,
-			    const json_t *msg, int status, amp_errlist *errors,
-			    size_t base);
 
 /*
  * amp import's step (import.h): `rec`, a whole message envelope or an ACK

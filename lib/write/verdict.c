@@ -48,7 +48,7 @@ int amp_verdict_send(amp_store *st, amp_schema_set *set,
 		     amp_errlist *errors)
 {
 	amp_message_fields mf = { 0 };
-	amp_send_opts opts = { "verdict", "built", NULL, 0, 1, f->idempotency_key };
+	amp_send_opts opts = { "verdict", "built", NULL, 0, 1, f->idempotency_key, 0 };
 	amp_task_log log = { 0 };
 	const amp_entry *request;
 	git_tree *tip = NULL;
@@ -93,7 +93,7 @@ int amp_verdict_send(amp_store *st, amp_schema_set *set,
 		attempt = json_pack("{s:s,s:s,s:s?,s:s?,s:s?}", "type", "review_verdict",
 				    "task_id", f->task_id, "from", f->from ? f->from : "reviewer",
 				    "decision", f->decision, "context_ref", f->context_ref);
-		amp_send_log_rejection(st, &opts, attempt, status, errors, base);
+		amp_write_log_rejection(st, &opts, attempt, status, errors, base);
 		json_decref(attempt);
 		goto cleanup;
 	}

@@ -1,24 +1,18 @@
 /*
  * test_schema - what the JSON-Schema-Test-Suite does not check: the error
  * records (pointers, RFC 6901 escaping, messages), the recursion limits,
- * the ECMA-262 to POSIX pattern translation, lengths in code points and
+ * ECMA-262 patterns as PCRE2 reads them and their limits, lengths in code points and
  * "$ref" across documents of a set.  Prints TAP.
  */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "base/util.h"
 #include "schema/schema.h"
-
-static int number, failures;
-
-static void ok(int cond, const char *name)
-{
-	printf("%sok %d - %s\n", cond ? "" : "not ", ++number, name);
-	if (!cond)
-		failures++;
-}
+#include "tap.h"
 
 static json_t *parse(const char *text)
 {
@@ -204,10 +198,198 @@ static void test_patterns(void)
 	ok(valid("{\"pattern\": \"^\\\\u00e9.$\"}", "\"\\u00e9\\u00e8\"") &&
 	   valid("{\"pattern\": \"^.$\"}", "\"\\ud83d\\ude00\""),
 	   "UTF-8: \\uXXXX and \".\" match one code point");
-	ok(check("{\"pattern\": \"a(?=b)\"}", "\"ab\"", &errs) == AMP_EIO &&
-	   errs.count == 1 && strstr(errs.items[0].message, "invalid pattern"),
-	   "look-ahead is refused as a schema error");
 	amp_errlist_free(&errs);
+}
+
+/* Validates string s[0..len) against {"pattern": pattern}: AMP_OK,
+ * AMP_ESCHEMA or AMP_EIO, the errors left in `errs`. */
+static int check_pattern(const char *pattern, const char *s, size_t len,
+			 amp_errlist *errs)
+{
+	amp_schema_set *set = amp_schema_set_new();
+	json_t *schema = json_pack("{s:s}", "pattern", pattern);
+	json_t *v = json_stringn(s, len);
+	int status;
+
+	amp_errlist_truncate(errs, 0);
+	status = amp_schema_validate(set, schema, NULL, v, errs);
+	json_decref(schema);
+	json_decref(v);
+	amp_schema_set_free(set);
+	return status;
+}
+
+/*
+ * ECMA-262 patterns as PCRE2 reads them (share/doc/validator.md): what the
+ * old translation to POSIX EREs refused or read otherwise, and the
+ * ECMA-262 readings that the options of lib/schema/pattern.c keep (\d and
+ * \w ASCII, "$" only at the end).  The plain cases are those of the old
+ * lib/schema/ere.c's test, now ECMA-262.
+ */
+static void test_ecma(void)
+{
+	static const struct { const char *re, *s; int want; } cases[] = {
+		/* look-around, back-references, named groups, lazy */
+		{ "^a(?=b)", "ab", 1 }, { "^a(?=b)", "ac", 0 }, { "^a(?!b)", "ac", 1 },
+		{ "(?<=a)b", "ab", 1 }, { "(?<=a)b", "cb", 0 }, { "(?<!a)b", "cb", 1 },
+		{ "^(a|b)\\1$", "aa", 1 }, { "^(a|b)\\1$", "ab", 0 },
+		{ "^(?<x>[a-z])\\k<x>$", "zz", 1 }, { "^(?<x>[a-z])\\k<x>$", "zy", 0 },
+		{ "^(a+?)\\1$", "aaaa", 1 }, { "^(a+?)\\1$", "aaa", 0 },
+		/* a back-reference to a group that did not take part: empty */
+		{ "^(?:(a)|b)\\1$", "b", 1 },
+		/* ASCII \d \w, as ECMA-262 has them */
+		{ "^\\d$", "3", 1 }, { "^\\d$", "\xd9\xa3", 0 }, /* ARABIC-INDIC DIGIT THREE */
+		{ "^\\w$", "\xc3\xa9", 0 }, { "^\\W$", "\xc3\xa9", 1 },
+		/* "$" does not match before a final newline; "." no line terminator */
+		{ "^a$", "a\n", 0 }, { "^a.b$", "a\nb", 0 }, { "^a.b$", "a\rb", 0 },
+		{ "^a.b$", "a\xe2\x80\xa8" "b", 0 }, { "^a.b$", "a\xc3\xa9" "b", 1 },
+		{ "^a[^]b$", "a\nb", 1 }, { "a[]", "a", 0 },
+		/* \s is ECMA-262's white space, \S and [\S] its complement */
+		{ "^\\s$", "\xc2\xa0", 1 }, { "^\\s$", "\xe3\x80\x80", 1 },
+		{ "^\\s$", "\xef\xbb\xbf", 1 }, { "^\\s$", "\x0b", 1 }, { "^\\s$", "x", 0 },
+		{ "^\\S$", "\xc2\xa0", 0 }, { "^[\\S]$", "x", 1 },
+		{ "^[\\S]$", "\xe2\x80\xa8", 0 }, { "^[\\S]$", "\xf0\x9f\x98\x80", 1 },
+		{ "^[^\\s]$", "\xc2\xa0", 0 }, { "^[\\s\\d]+$", "1\xc2\xa0" "2", 1 },
+		/* \v is a vertical tab only; "[" in a class is a "[" */
+		{ "^\\v$", "\x0b", 1 }, { "^\\v$", "\n", 0 },
+		{ "^[[:alpha:]]$", "a]", 1 }, { "^[[:alpha:]]$", "b", 0 },
+		/* \uHHHH, a surrogate pair, \u{H...}; \x without two digits is x */
+		{ "^\\u00e9$", "\xc3\xa9", 1 }, { "^\\ud83d\\ude00$", "\xf0\x9f\x98\x80", 1 },
+		{ "^\\u{1F600}$", "\xf0\x9f\x98\x80", 1 }, { "^\\xz$", "xz", 1 },
+		/* \b on ASCII \w; \u without four digits is u */
+		{ "^a\\b", "a\xc3\xa9", 1 }, { "^\\uz$", "uz", 1 },
+		/* short Unicode property names */
+		{ "^\\p{L}$", "\xc3\xa9", 1 }, { "^\\p{Lu}$", "a", 0 },
+		/* PCRE2's own syntax, with PCRE2's meaning (validator.md) */
+		{ "^(?i)a$", "A", 1 }, { "^a*+a$", "aa", 0 }, { "^(?>a+)b$", "aab", 1 },
+		{ "\\Aa\\z", "a", 1 }, { "^a(?#c)b$", "ab", 1 },
+		/* the old ERE matcher's cases, unchanged in ECMA-262 */
+		{ "^T-[0-9]{4}-[0-9]{3,9}$", "T-2026-044", 1 },
+		{ "^T-[0-9]{4}-[0-9]{3,9}$", "T-2026-04", 0 },
+		{ "^T-[0-9]{4}-[0-9]{3,9}$", "T-2026-0440000000", 0 },
+		{ "^T-[0-9]{4}-[0-9]{3,9}$", "xT-2026-044", 0 },
+		{ "T-[0-9]", "abc T-1", 1 },
+		{ "^(0|[1-9][0-9]{0,14})$", "0", 1 }, { "^(0|[1-9][0-9]{0,14})$", "01", 0 },
+		{ "^(0|[1-9][0-9]{0,14})$", "999999999999999", 1 },
+		{ "^(0|[1-9][0-9]{0,14})$", "9999999999999999", 0 },
+		{ "^/", "/srv", 1 }, { "^/", "srv/", 0 }, { "a|b", "xxb", 1 },
+		{ "^(a|ab)(c|bcd)$", "abcd", 1 }, { "^(a*)*b$", "aaaaaaaaaaaaaaaaaaaaac", 0 },
+		{ "[a-]", "-", 1 }, { "[--/]", ".", 1 }, { "a\\.b", "axb", 0 }, { "a\\.b", "a.b", 1 },
+		{ "x{0}y", "y", 1 }, { "^x{2,}$", "x", 0 }, { "^x{2,}$", "xxxxx", 1 },
+		{ "^x{,2}$", "x{,2}", 1 },
+		{ "^[A-Za-z0-9._-]{1,64}$", "agent.name-1_x", 1 },
+		{ "^[A-Za-z0-9._-]{1,64}$", "", 0 },
+	};
+	amp_errlist errs = { 0 };
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int got = check_pattern(cases[i].re, cases[i].s, strlen(cases[i].s), &errs);
+		char name[200];
+
+		snprintf(name, sizeof(name), "/%s/ %s \"%s\"", cases[i].re,
+			 cases[i].want ? "matches" : "does not match", cases[i].s);
+		for (char *c = name; *c; c++)
+			if ((unsigned char)*c < 0x20)
+				*c = '?'; /* one TAP line */
+		ok(got == (cases[i].want ? AMP_OK : AMP_ESCHEMA), name);
+	}
+	ok(check_pattern("^a\\u0000b$", "a\0b", 3, &errs) == AMP_OK &&
+	   check_pattern("^a.b$", "a\0b", 3, &errs) == AMP_OK &&
+	   check_pattern("^a$", "a\0", 2, &errs) == AMP_ESCHEMA,
+	   "a NUL in the string is a character like any other");
+	{
+		/* jansson's own strings are UTF-8; a json_t built without the
+		 * check may not be */
+		amp_schema_set *set = amp_schema_set_new();
+		json_t *schema = json_pack("{s:s}", "pattern", ""), *v = json_stringn_nocheck("a\xff", 2);
+
+		amp_errlist_truncate(&errs, 0);
+		ok(amp_schema_validate(set, schema, NULL, v, &errs) == AMP_ESCHEMA && errs.count == 1 &&
+		   strstr(errs.items[0].message, "not valid UTF-8"),
+		   "a string that is not UTF-8 cannot match: an error at its path");
+		json_decref(schema);
+		json_decref(v);
+		amp_schema_set_free(set);
+	}
+	ok(check_pattern("^\\p{Letter}$", "a", 1, &errs) == AMP_EIO &&
+	   strstr(errs.items[0].message, "invalid pattern ^\\p{Letter}$"),
+	   "\\p{Letter} is refused as a schema error (PCRE2 10.42 knows \\p{L})");
+	amp_errlist_free(&errs);
+}
+
+/* Seconds of CLOCK_MONOTONIC. */
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/*
+ * What a schema's pattern may cost: a catastrophic pattern gives up after
+ * AMP_SCHEMA_MATCH_LIMIT steps, as a validation error at the value's path;
+ * a pattern that does not compile is refused when its schema is added,
+ * naming where it is.
+ */
+static void test_pattern_limits(void)
+{
+	static const char evil[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!";
+	amp_errlist errs = { 0 };
+	amp_schema_set *set;
+	amp_error err;
+	json_t *schema;
+	double t0 = now();
+	int status;
+	char dir[8300];
+
+	status = check("{\"properties\": {\"s\": {\"pattern\": \"^(a+)+$\"}}}",
+		       "{\"s\": \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\"}", &errs);
+	ok(status == AMP_ESCHEMA && errs.count == 1 && !strcmp(errs.items[0].path, "/s") &&
+	   !strcmp(errs.items[0].message, "pattern ^(a+)+$ gave up on this string: more than "
+		   "1,000,000 steps of backtracking (PCRE2's match limit)") &&
+	   now() - t0 < 20,
+	   "^(a+)+$ against 35 a's and !: PCRE2's match limit, an error at /s, in well under 20 s");
+	status = check("{\"patternProperties\": {\"^(a+)+$\": {}}, \"additionalProperties\": false}",
+		       "{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\": 1}", &errs);
+	ok(status == AMP_ESCHEMA && errs.count == 1 &&
+	   !strcmp(errs.items[0].path, "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!") &&
+	   strstr(errs.items[0].message, "match limit"),
+	   "patternProperties: a name the pattern gives up on is one error at its path, "
+	   "not also an unexpected property");
+	ok(check_pattern("^(a+)+$", evil, strlen(evil) - 1, &errs) == AMP_OK,
+	   "the same pattern matches 35 a's at once");
+	amp_errlist_free(&errs);
+
+	set = amp_schema_set_new();
+	schema = parse("{\"properties\": {\"a/b\": {\"items\": [{\"pattern\": \"(\"}]}}}");
+	status = amp_schema_set_add(set, schema, "https://x.invalid/p.json", &err);
+	ok(status == AMP_EIO && !strcmp(err.message, "https://x.invalid/p.json#/properties/a~1b/items/0"
+					"/pattern: invalid pattern (: missing closing parenthesis"),
+	   "a pattern that does not compile is refused when its schema is added, naming where it is");
+	json_decref(schema);
+	schema = parse("{\"patternProperties\": {\"x\": {}, \"(?<=a+)b\": {}}}");
+	status = amp_schema_set_add(set, schema, "https://x.invalid/q.json", &err);
+	ok(status == AMP_EIO && strstr(err.message, "https://x.invalid/q.json#/patternProperties/"
+				       "(?<=a+)b: invalid pattern (?<=a+)b: lookbehind"),
+	   "so is a patternProperties name, with PCRE2's reason (a look-behind of no fixed length)");
+	json_decref(schema);
+	schema = parse("{\"definitions\": {\"a\": {}}, \"properties\": {\"x\": "
+		       "{\"$ref\": \"#/definitions/a\", \"pattern\": \"(\"}}}");
+	ok(amp_schema_set_add(set, schema, "https://x.invalid/r.json", &err) == AMP_OK,
+	   "a pattern beside a $ref, which draft-07 ignores, is not compiled");
+	json_decref(schema);
+	amp_schema_set_free(set);
+
+	/* every pattern of the AMP schemas compiles */
+	set = amp_schema_set_new();
+	status = tap_source_dir(dir, sizeof(dir));
+	strncat(dir, "/schemas", sizeof(dir) - strlen(dir) - 1);
+	ok(status == 0 && amp_schema_set_add_dir(set, dir, &err) == AMP_OK &&
+	   amp_schema_set_lookup(set, AMP_SCHEMA_MESSAGE),
+	   "every pattern of the AMP schemas compiles");
+	amp_schema_set_free(set);
 }
 
 static void test_refs(void)
@@ -291,8 +473,9 @@ int main(void)
 	test_messages();
 	test_combinators();
 	test_patterns();
+	test_ecma();
+	test_pattern_limits();
 	test_refs();
 	test_depth();
-	printf("1..%d\n", number);
-	return failures ? 1 : 0;
+	return tap_done();
 }

@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <nettle/sha1.h>
 
 #include "base/clock.h"
 #include "record/record.h"
-#include "base/sha1.h"
 #include "store/store.h"
 #include "tap.h"
 
@@ -50,7 +50,7 @@ static int build_raced(amp_store *st, git_tree *tip, void *ctx,
 	return amp_store_write_add(w, "raced/file", "x", 1, err);
 }
 
-/* README "Writes take turns, and are a compare-and-swap": "a writer outside
+/* share/doc/storage.md "Writes take turns, and are a compare-and-swap": "a writer outside
  * amp (git fetch, git update-ref) can still never be overwritten: amp
  * rebuilds on what it wrote and tries again". */
 static void test_outside_writer(void)
@@ -283,7 +283,7 @@ static void test_record_times(void)
 }
 
 /*
- * README "A lean binary": linked with Debian's libgit2.a (build/libgit2/link
+ * share/doc/internals.md "A lean binary": linked with Debian's libgit2.a (build/libgit2/link
  * says "archive"), libgit2's ways to TLS and SSH are amp's (lib/store/tls_ca.c)
  * and fail, saying that amp is built without them: an https:// or ssh://
  * remote opened through libgit2 in amp's process fails.  (Not through
@@ -337,20 +337,20 @@ static void test_no_network(void)
 	ok(rc < 0 && !sub && e && e->message && strstr(e->message, "without libgit2's SSH"), ssh);
 }
 
-/* The hex SHA-1 (sha1.h) of len bytes of data, fed `step` bytes at a time. */
+/* The hex SHA-1 (nettle's, which packwrite.c and pack.c use) of len bytes of data, fed `step` bytes at a time. */
 static const char *sha1_hex(const void *data, size_t len, size_t step, char hex[41])
 {
 	const unsigned char *p = data;
 	unsigned char out[20];
-	amp_sha1 c;
+	struct sha1_ctx c;
 	size_t i, n;
 
-	amp_sha1_init(&c);
+	sha1_init(&c);
 	for (i = 0; i < len; i += n) {
 		n = len - i < step ? len - i : step;
-		amp_sha1_update(&c, p + i, n);
+		sha1_update(&c, n, p + i);
 	}
-	amp_sha1_final(&c, out);
+	sha1_digest(&c, SHA1_DIGEST_SIZE, out);
 	for (i = 0; i < 20; i++)
 		snprintf(hex + 2 * i, 3, "%02x", out[i]);
 	return hex;

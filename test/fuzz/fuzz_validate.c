@@ -18,6 +18,7 @@
 #include "fuzz.h"
 #include "record/record.h"
 #include "base/util.h"
+#include "json/json.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -1,0 +1,340 @@
+/*
+ * watch_timers.c - the rules of amp watch that need a clock: the timers a
+ * task's records start, kept in the state from pass to pass, and their
+ * escalation when they run out (watch_timers.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/util.h"
+#include "protocol/protocol.h"
+#include "record/record.h"
+#include "write/write.h"
+#include "watch_fire.h"
+#include "watch_timers.h"
+
+/* ---- timers ---------------------------------------------------------------- */
+
+/* Sets "arrival" of timer entry o when it is known. */
+static json_t *with_arrival(json_t *o, int64_t arrival)
+{
+	if (o && arrival >= 0)
+		json_object_set_new(o, "arrival", json_integer(arrival));
+	return o;
+}
+
+/* trusted_time as an amp_time_of_fn, for amp_task_holders. */
+static int64_t holder_time(const amp_entry *e, void *ctx)
+{
+	return amp_watch_trusted_time(ctx, e, NULL);
+}
+
+/*
+ * The timers of a task from its whole log (state s): the ACKs awaited with
+ * their deadlines, and who holds the ball (amp_task_holders) since when,
+ * each with the arrival of its message (arrival_of) so that the next
+ * derivation keeps it; "fired" lists the causes of the task's
+ * heartbeat_timeout escalations.  NULL when it has none: an aborted task
+ * runs no clock, nor does a suspended or locked one (Critical = Suspend
+ * All stops the clocks too; a resume restarts them).
+ */
+json_t *amp_watch_derive_timers(const struct task_pass *t, const amp_task_state *s)
+{
+	const amp_task_log *log = t->log;
+	amp_holder holders[AMP_MAX_HOLDERS];
+	json_t *acks, *held, *fired, *out;
+	size_t i, n;
+
+	if (s->aborted || s->suspended || s->lock_due)
+		return NULL;
+	acks = json_array();
+	held = json_array();
+	fired = json_array();
+	for (i = 0; i < log->count; i++) {
+		const amp_entry *e = &log->entries[i];
+		int64_t arrival, deadline;
+
+		/* A message out of its place is escalated as unknown; no
+		 * ACK timeout could name it. */
+		if (e->kind != AMP_ENTRY_MSG || !amp_task_entry_in_place(log, e) ||
+		    amp_task_ack_of(log, e->id) || amp_watch_has_cause(log, "ack_timeout", e->id))
+			continue;
+		arrival = amp_watch_arrival_of(t, e);
+		if ((deadline = amp_task_ack_deadline(log, s, e, arrival)) < 0)
+			continue;
+		json_array_append_new(acks, with_arrival(json_pack("{s:s,s:I,s:s?,s:s?}",
+			"msg", e->id, "deadline", (json_int_t)deadline,
+			"from", amp_json_str(e->doc, "from"), "to", amp_json_str(e->doc, "to")),
+			arrival));
+	}
+	/* AMP/1.0 heartbeat_timeout "Agent 30min no SSOT write": the clock of
+	 * a holder starts when the ball was handed to it (amp_task_trusted_time
+	 * of the message, or the approval, or a resume, when later). */
+	n = amp_task_holders(log, s, holder_time, (void *)t, holders);
+	for (i = 0; i < n; i++) {
+		const char *by = amp_json_str(holders[i].handed_by, "msg_id");
+		const amp_entry *e = by ? amp_task_log_find(log, AMP_ENTRY_MSG, by) : NULL;
+
+		if (!e)
+			continue;
+		json_array_append_new(held, with_arrival(json_pack("{s:s,s:s,s:I}",
+			"role", holders[i].role, "by", by, "since", (json_int_t)holders[i].since_ms),
+			amp_watch_arrival_of(t, e)));
+	}
+	for (i = 0; n && i < log->count; i++) {
+		const amp_entry *e = &log->entries[i];
+		const char *kind = amp_json_str(json_object_get(e->doc, "payload"), "escalation_type");
+		const char *by = amp_json_str(e->doc, "from");
+		char buf[1024];
+
+		if (e->kind == AMP_ENTRY_MSG && kind && !strcmp(kind, "heartbeat_timeout") &&
+		    by && !strcmp(by, "system") && amp_escalation_cause(e->doc, buf, sizeof(buf)))
+			json_array_append_new(fired, json_string(buf));
+	}
+	out = json_object();
+	/* Leases (coord.h) run out on the clock too: amp watch releases them. */
+	{
+		amp_leases ls;
+		json_t *leases = json_array();
+
+		amp_coord_leases(log, &ls);
+		for (i = 0; i < ls.n; i++)
+			if (!ls.v[i].released)
+				json_array_append_new(leases, json_pack("{s:s,s:s,s:I}",
+					"claim", ls.v[i].claim, "agent", ls.v[i].agent,
+					"expires", (json_int_t)amp_lease_expires(&ls.v[i])));
+		if (json_array_size(leases))
+			json_object_set(out, "leases", leases);
+		json_decref(leases);
+	}
+	/* amp plan --deadline: escalated once when it passes unapproved. */
+	{
+		amp_plan plan;
+
+		amp_coord_plan(log, &plan);
+		if (plan.deadline_ms >= 0 && strcmp(s->state, "approved"))
+			json_object_set_new(out, "deadline", json_integer(plan.deadline_ms));
+	}
+	if (json_array_size(acks))
+		json_object_set(out, "acks", acks);
+	if (json_array_size(held)) {
+		json_object_set(out, "holders", held);
+		json_object_set(out, "fired", fired);
+	}
+	json_decref(acks);
+	json_decref(held);
+	json_decref(fired);
+	if (!json_object_size(out)) {
+		json_decref(out);
+		out = NULL;
+	}
+	return out;
+}
+
+/*
+ * Remembers the newest SSOT write of each role (for heartbeats): a message,
+ * an ACK (it stands for the message it acknowledges) or a heartbeat record
+ * (named by its path: it has no msg_id), at its amp_task_trusted_time.
+ */
+void amp_watch_note_write(const struct task_pass *t, const amp_entry *e, const char *name)
+{
+	json_t *lw = json_object_get(t->w->state, "last_write"), *cur;
+	const char *from = amp_json_str(e->doc, "from");
+	int64_t at = amp_watch_trusted_time(t, e, NULL);
+	char path[512];
+
+	if ((e->kind == AMP_ENTRY_CTL && !amp_watch_is_type(e->doc, "heartbeat")) || !from ||
+	    amp_record_time(e->doc) < 0 || !amp_task_entry_in_place(t->log, e))
+		return;
+	cur = json_object_get(lw, from);
+	if (cur && json_integer_value(json_object_get(cur, "ms")) >= at)
+		return;
+	amp_watch_record_path(t->log, name, path, sizeof(path));
+	json_object_set_new(lw, from, e->kind == AMP_ENTRY_CTL ?
+			    json_pack("{s:I,s:s}", "ms", (json_int_t)at, "path", path) :
+			    json_pack("{s:I,s:s}", "ms", (json_int_t)at, "msg", e->id));
+}
+
+static void evaluate_acks(struct watch *w, const char *task, json_t *t, int *fired)
+{
+	json_t *acks = json_object_get(t, "acks"), *kept = json_array(), *a;
+	int64_t now = w->o->now_ms;
+	char when[AMP_TIME_BUFSZ], at[AMP_TIME_BUFSZ], description[1024];
+	size_t i;
+
+	json_array_foreach(acks, i, a) {
+		int64_t deadline = json_integer_value(json_object_get(a, "deadline"));
+		const char *msg = amp_json_str(a, "msg");
+		json_t *affected;
+
+		if (!msg || now <= deadline) {
+			json_array_append(kept, a);
+			continue;
+		}
+		snprintf(description, sizeof(description),
+			 "%s from %s to %s required an ACK by %s; none was in the SSOT at %s (%lld s late). The Coordinator reports it automatically (AMP/1.0 requires_ack).",
+			 msg, amp_or_none(amp_json_str(a, "from")), amp_or_none(amp_json_str(a, "to")),
+			 amp_time_format(deadline, when), amp_time_format(now, at),
+			 (long long)((now - deadline) / 1000));
+		affected = json_pack("[s]", msg);
+		if (amp_watch_fire(w, task, "ack_timeout", "warning", affected, NULL, description, NULL) < 0)
+			json_array_append(kept, a);
+		else
+			*fired = 1;
+		json_decref(affected);
+	}
+	if (json_array_size(kept) != json_array_size(acks))
+		json_object_set(t, "acks", kept);
+	json_decref(kept);
+}
+
+/*
+ * AMP/1.0 heartbeat_timeout: a holder that wrote nothing anywhere in the
+ * SSOT for amp.heartbeatTimeout since the later of the hand-off and its
+ * last write.  The cause is that last write (a message, or the message an
+ * ACK acknowledges; a heartbeat record by its path, AMP_SILENCE_CAUSE), or
+ * the hand-off when it wrote nothing since; affected [last write, hand-off].
+ */
+static void evaluate_holders(struct watch *w, const char *task, json_t *t, int *fired)
+{
+	json_t *lw = json_object_get(w->state, "last_write"), *h, *f;
+	json_t *fired_list = json_object_get(t, "fired");
+	int64_t now = w->o->now_ms;
+	char when[AMP_TIME_BUFSZ], handed[AMP_TIME_BUFSZ], description[1400], prefix[600];
+	size_t i, j;
+
+	json_array_foreach(json_object_get(t, "holders"), i, h) {
+		const char *role = amp_json_str(h, "role"), *by = amp_json_str(h, "by");
+		int64_t since = json_integer_value(json_object_get(h, "since")), base = since;
+		json_t *last = json_object_get(lw, role ? role : ""), *affected;
+		const char *msg = by, *path = NULL, *cause;
+		int seen = 0;
+
+		if (!role || !by || !json_is_array(fired_list))
+			continue;
+		if (last && json_integer_value(json_object_get(last, "ms")) >= base) {
+			base = json_integer_value(json_object_get(last, "ms"));
+			msg = amp_json_str(last, "msg");
+			path = amp_json_str(last, "path");
+		}
+		if (!(cause = msg ? msg : path))
+			continue;
+		json_array_foreach(fired_list, j, f)
+			seen |= json_string_value(f) && !strcmp(json_string_value(f), cause);
+		if (seen || now <= base + w->o->heartbeat_ms)
+			continue;
+		prefix[0] = '\0';
+		if (!msg)
+			snprintf(prefix, sizeof(prefix), AMP_SILENCE_CAUSE "%.500s: ", path);
+		snprintf(description, sizeof(description),
+			 "%sThe %s holds %s (handed over by %s at %s) and has written nothing to the SSOT (a message, an ACK or a heartbeat) since %s (%lld min; amp.heartbeatTimeout %lld s).",
+			 prefix, role, task, by, amp_time_format(since, handed),
+			 amp_time_format(base, when), (long long)((now - base) / 60000),
+			 (long long)(w->o->heartbeat_ms / 1000));
+		affected = msg && strcmp(msg, by) ? json_pack("[s,s]", msg, by) : json_pack("[s]", by);
+		if (amp_watch_fire(w, task, "heartbeat_timeout", "warning", affected, NULL, description,
+				   cause) == AMP_OK) {
+			json_array_append_new(fired_list, json_string(cause));
+			*fired = 1;
+		}
+		json_decref(affected);
+	}
+}
+
+/*
+ * Claims (coord.h): a lease whose holder wrote nothing for its ttl ends:
+ * amp_coord_expire writes its release from system with a heartbeat_timeout
+ * escalation (cause: the claim record), once, and the task is claimable
+ * again.
+ */
+static void evaluate_leases(struct watch *w, const char *task, json_t *t, int *fired)
+{
+	json_t *l;
+	amp_coord_result res;
+	amp_errlist errs = { 0 };
+	amp_watch_action a;
+	size_t i;
+	int due = 0, released = 0;
+
+	json_array_foreach(json_object_get(t, "leases"), i, l)
+		due |= w->o->now_ms > json_integer_value(json_object_get(l, "expires"));
+	if (!due || amp_watch_need_schemas(w) < 0)
+		return;
+	if (amp_coord_expire(w->st, *w->set, task, w->o->now_ms, &res, &released, &errs) < 0) {
+		if (!amp_watch_escalation_broke_task(w, task)) {
+			amp_errlist_add(w->errors, AMP_EIO, "", "cannot release the expired claims of %s: %s",
+					task, errs.count ? errs.items[0].message : "unknown error");
+			w->failed = 1;
+		}
+	} else if (released) {
+		json_object_del(t, "leases");
+		*fired = 1;
+		if (res.escalation_id[0]) {
+			w->stats->escalated++;
+			if (w->report) {
+				a.action = "escalated";
+				a.escalation_type = "heartbeat_timeout";
+				a.severity = "warning";
+				a.task_id = task;
+				a.cause = res.claim;
+				a.msg_id = res.escalation_id;
+				w->report(&a, w->ctx);
+			}
+		}
+	}
+	amp_errlist_free(&errs);
+}
+
+/* A plan's deadline passed before the approval: amp_coord_deadline
+ * escalates it once per plan record. */
+static void evaluate_deadline(struct watch *w, const char *task, json_t *t, int *fired)
+{
+	json_t *due = json_object_get(t, "deadline");
+	amp_coord_result res;
+	amp_errlist errs = { 0 };
+	amp_watch_action a;
+	int escalated = 0;
+
+	if (!json_is_integer(due) || w->o->now_ms <= json_integer_value(due) || amp_watch_need_schemas(w) < 0)
+		return;
+	if (amp_coord_deadline(w->st, *w->set, task, w->o->now_ms, &res, &escalated, &errs) < 0) {
+		if (!amp_watch_escalation_broke_task(w, task)) {
+			amp_errlist_add(w->errors, AMP_EIO, "", "cannot escalate the deadline of %s: %s",
+					task, errs.count ? errs.items[0].message : "unknown error");
+			w->failed = 1;
+		}
+	} else {
+		json_object_del(t, "deadline");
+		if (escalated) {
+			*fired = 1;
+			w->stats->escalated++;
+			if (w->report) {
+				a.action = "escalated";
+				a.escalation_type = "unknown";
+				a.severity = "warning";
+				a.task_id = task;
+				a.cause = "deadline";
+				a.msg_id = res.escalation_id;
+				w->report(&a, w->ctx);
+			}
+		}
+	}
+	amp_errlist_free(&errs);
+}
+
+void amp_watch_evaluate_timers(struct watch *w, int *fired)
+{
+	json_t *tasks = json_object_get(w->state, "tasks"), *t;
+	const char *task;
+
+	json_object_foreach(tasks, task, t) {
+		evaluate_leases(w, task, t, fired);
+		evaluate_deadline(w, task, t, fired);
+		evaluate_acks(w, task, t, fired);
+		evaluate_holders(w, task, t, fired);
+	}
+	/* A task found unreadable while escalating keeps no timers. */
+	json_object_foreach(json_object_get(w->state, "broken"), task, t)
+		json_object_del(tasks, task);
+}

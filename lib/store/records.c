@@ -1,0 +1,385 @@
+/*
+ * records.c - reading the SSOT (store.h): the tip of a ref, a task's
+ * records into its log, and the listing of the tasks.
+ */
+#include "store_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record/record.h"
+
+/* ---- reading ------------------------------------------------------------ */
+
+int amp_store_tip(amp_store *st, const char *ref, git_commit **commit,
+		  git_tree **tree, amp_error *err)
+{
+	git_oid oid;
+	git_commit *c = NULL;
+	int rc;
+
+	rc = git_reference_name_to_id(&oid, st->repo, ref);
+	if (rc == GIT_ENOTFOUND)
+		return amp_error_set(err, AMP_EIO, "",
+				     "no AMP store in this repository (%s is missing): run 'amp init'",
+				     ref);
+	if (rc < 0)
+		return amp_error_git(err, AMP_EIO, "cannot read %s", ref);
+	if (git_commit_lookup(&c, st->repo, &oid) < 0)
+		return amp_error_git(err, AMP_EIO, "cannot read the commit at %s", ref);
+	if (tree && git_commit_tree(tree, c) < 0) {
+		git_commit_free(c);
+		return amp_error_git(err, AMP_EIO, "cannot read the tree at %s", ref);
+	}
+	if (commit)
+		*commit = c;
+	else
+		git_commit_free(c);
+	return AMP_OK;
+}
+
+/* amp_store_entry_parse, the id copied into *id (owned); 0 on success. */
+static int parse_entry_name(const char *name, int *seq, amp_entry_kind *kind,
+			    char **id)
+{
+	const char *at;
+	size_t n;
+
+	if (amp_store_entry_parse(name, seq, kind, &at, &n) < 0)
+		return -1;
+	*id = strndup(at, n);
+	return *id ? 0 : -1;
+}
+
+/* 1 (reason in err) when the object is larger than a record may be. */
+static int oversized_record(amp_store *st, const git_oid *id, amp_error *err)
+{
+	git_odb *odb = NULL;
+	git_object_t type;
+	size_t size = 0;
+	int big = 0;
+
+	if (git_repository_odb(&odb, st->repo) == 0 &&
+	    git_odb_read_header(&size, &type, odb, id) == 0 &&
+	    size > AMP_LIMIT_MESSAGE_BYTES) {
+		amp_error_set(err, AMP_ESCHEMA, "",
+			      "%zu bytes, more than the %d-byte message size limit",
+			      size, AMP_LIMIT_MESSAGE_BYTES);
+		big = 1;
+	}
+	/* An unreadable header is the blob reader's to report. */
+	git_error_clear();
+	git_odb_free(odb);
+	return big;
+}
+
+/* amp_store_read_task, or only the control records when `controls_only`
+ * (the others are skipped by their names, never read). */
+static int read_task(amp_store *st, git_tree *root, const char *task_id, int controls_only,
+		     amp_task_log *log, amp_error *err)
+{
+	char dir[128];
+	git_tree_entry *dir_entry = NULL;
+	git_tree *tree = NULL;
+	git_blob *blob = NULL;
+	amp_reccache *cache = NULL;
+	git_oid *cache_ids = NULL; /* the blob of each entry, for the cache */
+	size_t i, n, parsed = 0;
+	int rc, status = AMP_OK;
+
+	memset(log, 0, sizeof(*log));
+	amp_store_walk_step();
+	log->next_seq = 1;
+	if (amp_store_task_dir(task_id, dir, sizeof(dir)) < 0)
+		return amp_error_set(err, AMP_EUSAGE, "",
+				     "not a task id (T-YYYY-NNN): %s", task_id);
+	snprintf(log->task_id, sizeof(log->task_id), "%s", task_id);
+	log->policy = &st->policy;
+	if (!root)
+		return AMP_OK;
+	rc = git_tree_entry_bypath(&dir_entry, root, dir);
+	if (rc == GIT_ENOTFOUND) {
+		git_error_clear();
+		return AMP_OK;
+	}
+	if (rc < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s", dir);
+		goto cleanup;
+	}
+	if (git_tree_lookup(&tree, st->repo, git_tree_entry_id(dir_entry)) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s, tree %s",
+				       dir, git_oid_tostr_s(git_tree_entry_id(dir_entry)));
+		goto cleanup;
+	}
+	n = git_tree_entrycount(tree);
+	if (n && !(log->entries = calloc(n, sizeof(*log->entries)))) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	/* A long task's records come from its record cache (reccache.h);
+	 * a batch shares its own (doccache.c), and a read of the controls
+	 * skips the rest. */
+	if (!controls_only && !st->docs && n >= AMP_RECCACHE_MIN_RECORDS) {
+		cache = amp_reccache_load(st->state_dir, task_id);
+		/* without it the cache is not written, nothing else */
+		cache_ids = malloc(n * sizeof(*cache_ids));
+	}
+	/* Tree entries are sorted by name, and names start with the sequence
+	 * number, so this is commit order. */
+	for (i = 0; i < n; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
+		amp_entry *rec = &log->entries[log->count];
+		amp_error perr;
+
+		if (parse_entry_name(git_tree_entry_name(e), &rec->seq,
+				     &rec->kind, &rec->id) < 0)
+			continue; /* not ours: ignore rather than fail */
+		if (rec->seq >= log->next_seq)
+			log->next_seq = rec->seq + 1;
+		if (controls_only && rec->kind != AMP_ENTRY_CTL) {
+			free(rec->id);
+			memset(rec, 0, sizeof(*rec));
+			continue;
+		}
+		if (!(rec->doc = amp_store_docs_get(st, git_tree_entry_id(e))) &&
+		    (rec->doc = amp_reccache_get(cache, git_tree_entry_id(e))))
+			st->records_cached++;
+		if (rec->doc)
+			goto have_doc;
+		/* A record past the size bound is unreadable without being
+		 * loaded: the header says its size.  A blob that is missing or
+		 * corrupt spoils its record only: the task's other records
+		 * stay usable (issue 7, defect 4). */
+		if (oversized_record(st, git_tree_entry_id(e), &perr)) {
+			/* perr says how big it is */
+		} else if (git_blob_lookup(&blob, st->repo, git_tree_entry_id(e)) < 0) {
+			amp_error_git(&perr, AMP_EIO, "cannot read blob %s",
+				      git_oid_tostr_s(git_tree_entry_id(e)));
+			git_error_clear();
+		} else if (amp_bounds_parse_record(git_blob_rawcontent(blob),
+						   (size_t)git_blob_rawsize(blob),
+						   &rec->doc, &perr) == 0 &&
+			   !json_is_object(rec->doc)) {
+			amp_error_set(&perr, AMP_ESCHEMA, "", "not a JSON object");
+		}
+		if (!blob || !json_is_object(rec->doc)) {
+			if (amp_task_log_add_bad(log, rec->seq, rec->kind, rec->id, git_tree_entry_name(e),
+				    perr.message) < 0) {
+				free(rec->id);
+				status = amp_error_set(err, AMP_EIO, "", "out of memory");
+			}
+			json_decref(rec->doc);
+			memset(rec, 0, sizeof(*rec));
+			if (status < 0)
+				goto cleanup;
+			git_blob_free(blob);
+			blob = NULL;
+			continue;
+		}
+		amp_store_docs_put(st, git_tree_entry_id(e), rec->doc);
+		git_blob_free(blob);
+		blob = NULL;
+		st->records_parsed++;
+		parsed++;
+have_doc:
+		if (cache_ids)
+			git_oid_cpy(&cache_ids[log->count], git_tree_entry_id(e));
+		log->count++;
+	}
+	/* Written again once AMP_RECCACHE_SLACK records came from git: a
+	 * read parses at most that many.  Before the set-aside, which moves
+	 * entries away from cache_ids. */
+	if (status == AMP_OK && cache_ids && parsed >= (cache ? AMP_RECCACHE_SLACK : 1))
+		amp_reccache_save(st->state_dir, task_id, cache, cache_ids, log->entries,
+				  log->count);
+	if (status == AMP_OK && amp_task_log_settle(log) < 0)
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+cleanup:
+	amp_reccache_free(cache);
+	free(cache_ids);
+	git_blob_free(blob);
+	git_tree_free(tree);
+	git_tree_entry_free(dir_entry);
+	if (status < 0)
+		amp_task_log_free(log);
+	return status;
+}
+
+int amp_store_read_task(amp_store *st, git_tree *root, const char *task_id,
+			amp_task_log *log, amp_error *err)
+{
+	return read_task(st, root, task_id, 0, log, err);
+}
+
+int amp_store_read_task_controls(amp_store *st, git_tree *root, const char *task_id,
+				 amp_task_log *log, amp_error *err)
+{
+	return read_task(st, root, task_id, 1, log, err);
+}
+
+void amp_strv_free(char **v, size_t count)
+{
+	size_t i;
+
+	if (!v)
+		return;
+	for (i = 0; i < count; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* A task directory found by the listing: its name and its tree. */
+struct listed {
+	char *id;
+	git_oid tree;
+};
+
+static int cmp_listed_ref(const void *a, const void *b)
+{
+	return strcmp((*(const struct listed *const *)a)->id,
+		      (*(const struct listed *const *)b)->id);
+}
+
+int amp_store_task_in_place(amp_store *st, const char *shard, const git_tree_entry *e)
+{
+	const char *name = git_tree_entry_name(e);
+	char dir[128], path[AMP_PATH_MAX], why[256];
+
+	if (git_tree_entry_type(e) == GIT_OBJECT_TREE && amp_store_task_dir(name, dir, sizeof(dir)) == 0 &&
+	    !strncmp(dir, "tasks/", 6) && !strncmp(dir + 6, shard, strlen(shard)) &&
+	    dir[6 + strlen(shard)] == '/' && !strcmp(dir + 7 + strlen(shard), name))
+		return 1;
+	snprintf(path, sizeof(path), "tasks/%s/%s", shard, name);
+	if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
+		amp_store_note_skipped(st, path, "not a task's directory but a file: skipped");
+	else if (!amp_task_id_valid(name, strlen(name)))
+		amp_store_note_skipped(st, path, "not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped");
+	else if (amp_store_task_dir(name, dir, sizeof(dir)) == 0 &&
+		 snprintf(why, sizeof(why), "task %s out of its place (%s): skipped", name, dir) > 0)
+		amp_store_note_skipped(st, path, why);
+	return 0;
+}
+
+void amp_store_note_skipped(amp_store *st, const char *path, const char *why)
+{
+	size_t i;
+
+	for (i = 0; i < st->skipped.count; i++)
+		if (!strcmp(st->skipped.items[i].path, path))
+			return;
+	amp_errlist_add(&st->skipped, AMP_EIO, path, "%s", why);
+}
+
+void amp_store_skipped_clear(amp_store *st)
+{
+	amp_errlist_free(&st->skipped);
+	memset(&st->skipped, 0, sizeof(st->skipped));
+}
+
+const amp_errlist *amp_store_skipped(const amp_store *st)
+{
+	return &st->skipped;
+}
+
+/* Walks `depth` levels of subtrees below `tree` (at tasks/`prefix`),
+ * collecting the tasks found at the last level. */
+static int collect_level(amp_store *st, git_tree *tree, const char *prefix, int depth,
+			 struct listed **v, size_t *count, size_t *alloc)
+{
+	size_t i, n = git_tree_entrycount(tree);
+	char path[AMP_PATH_MAX];
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
+		git_tree *sub = NULL;
+
+		if (depth == 0 && !amp_store_task_in_place(st, prefix, e))
+			continue;
+		if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
+			continue;
+		if (depth == 0) {
+			if (*count == *alloc) {
+				struct listed *bigger;
+
+				*alloc = *alloc ? *alloc * 2 : 64;
+				if (!(bigger = realloc(*v, *alloc * sizeof(**v))))
+					return -1;
+				*v = bigger;
+			}
+			if (!((*v)[*count].id = strdup(git_tree_entry_name(e))))
+				return -1;
+			git_oid_cpy(&(*v)[(*count)++].tree, git_tree_entry_id(e));
+			continue;
+		}
+		if (git_tree_lookup(&sub, st->repo, git_tree_entry_id(e)) < 0)
+			return -1;
+		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", git_tree_entry_name(e));
+		rc = collect_level(st, sub, path, depth - 1, v, count, alloc);
+		git_tree_free(sub);
+	}
+	return rc;
+}
+
+int amp_store_list_task_trees(amp_store *st, git_tree *root, char ***ids,
+			      git_oid **trees, size_t *count, amp_error *err)
+{
+	git_tree_entry *tasks = NULL;
+	git_tree *tree = NULL;
+	struct listed *v = NULL, **order = NULL;
+	size_t n = 0, alloc = 0, i;
+	int rc, status = AMP_OK;
+
+	*ids = NULL;
+	if (trees)
+		*trees = NULL;
+	*count = 0;
+	rc = git_tree_entry_bypath(&tasks, root, "tasks");
+	if (rc == GIT_ENOTFOUND) {
+		git_error_clear();
+		return AMP_OK;
+	}
+	if (rc < 0 || git_tree_lookup(&tree, st->repo, git_tree_entry_id(tasks)) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read tasks/");
+		goto cleanup;
+	}
+	/* tasks/<year>/<shard>/<task_id> */
+	if (collect_level(st, tree, "", 2, &v, &n, &alloc) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot list tasks");
+		goto cleanup;
+	}
+	/* Sorted by reference: qsort moves pointers, not 28-byte entries. */
+	if (!(order = malloc((n ? n : 1) * sizeof(*order))) ||
+	    !(*ids = malloc((n ? n : 1) * sizeof(**ids))) ||
+	    (trees && !(*trees = malloc((n ? n : 1) * sizeof(**trees))))) {
+		free(*ids);
+		*ids = NULL;
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	for (i = 0; i < n; i++)
+		order[i] = &v[i];
+	qsort(order, n, sizeof(*order), cmp_listed_ref);
+	for (i = 0; i < n; i++) {
+		(*ids)[i] = order[i]->id;
+		if (trees)
+			git_oid_cpy(&(*trees)[i], &order[i]->tree);
+	}
+	*count = n;
+	n = 0; /* the names are the caller's now */
+cleanup:
+	for (i = 0; i < n; i++)
+		free(v[i].id);
+	free(v);
+	free(order);
+	git_tree_free(tree);
+	git_tree_entry_free(tasks);
+	return status;
+}
+
+int amp_store_list_tasks(amp_store *st, git_tree *root, char ***ids,
+			 size_t *count, amp_error *err)
+{
+	return amp_store_list_task_trees(st, root, ids, NULL, count, err);
+}

@@ -1,0 +1,117 @@
+/*
+ * store_int.h - what the files of lib/store/ share and nobody else sees:
+ * the store handle's fields, and the helpers one file of the folder
+ * calls in another.  Only the .c files of lib/store/ include it; the
+ * rest of amp includes "store/store.h".
+ *
+ * The files of the folder, each calling only those listed after it (no
+ * loop: share/check-layers):
+ *   rejection.c  the error log                 -> update commit sign
+ *   update.c     the write primitive (CAS)     -> commit objects pack sweep sign names
+ *   commit.c     a write's trees and commit    -> objects sign
+ *   objects.c    a write's odb, then a pack    -> doccache packwrite
+ *   pack.c       the maintenance of the packs  -> repo sweep packwrite
+ *   seen.c       amp watch's marker ref        -> treediff names repo
+ *   treediff.c   the one tree walker           -> records
+ *   records.c    reading tasks and listings    -> reccache tasklog names doccache process
+ *   reccache.c   the record caches             -> cache
+ *   cache.c      derived files                 -> repo
+ *   repo.c       the handle, its git config    -> tasklog names doccache process
+ *   sign.c       signing, trust                -> history
+ *   history.c    first-parent walks            -> process
+ *   tasklog.c    the task log                  -> names
+ *   names.c, doccache.c, sweep.c, packwrite.c, process.c: nothing of the folder
+ */
+#ifndef AMP_STORE_INT_H
+#define AMP_STORE_INT_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "store.h"
+
+struct amp_store {
+	git_repository *repo;
+	char ref[256];
+	char errors_ref[256];
+	char common_dir[PATH_MAX];
+	char state_dir[PATH_MAX + 8];
+	char objects_dir[PATH_MAX + 8]; /* <common dir>/objects */
+	int64_t retry_timeout_ms;
+	int64_t stale_lock_ms;
+	unsigned long retries;
+	unsigned int rng;
+	amp_policy policy;
+	amp_signing signing;
+	char agent[AMP_AGENT_MAX + 1]; /* the named instance writing; "" none */
+	struct mem_recorder *batch; /* during a batch: where objects go */
+	struct doc_cache *docs;     /* during a batch: records parsed */
+	unsigned long records_parsed; /* records read from git, ... */
+	unsigned long records_cached; /* ... and from a record cache */
+	int fsync;                  /* git config amp.fsync */
+	int log_all_refs;           /* core.logAllRefUpdates=always */
+	git_config *cfg;            /* a snapshot, taken at cfg_ms */
+	int64_t cfg_ms;
+	amp_errlist skipped;        /* amp_store_task_in_place: not tasks */
+};
+
+/* 1 when snprintf's result `n` fitted a buffer of `size` bytes: a name
+ * that would not fit is an error, never a truncated name. */
+static inline int fits(int n, size_t size)
+{
+	return n >= 0 && (size_t)n < size;
+}
+
+/* ---- tasklog.c ------------------------------------------------------------ */
+
+/* Appends an unreadable record to log->bad, taking over `id`. */
+int amp_task_log_add_bad(amp_task_log *log, int seq, amp_entry_kind kind, char *id,
+			 const char *name, const char *reason);
+/* The last step of a read (records.c): each record a "superseded" marker
+ * names moved to log->superseded, then the log given its index.  -1 when
+ * out of memory. */
+int amp_task_log_settle(amp_task_log *log);
+
+/* ---- doccache.c ----------------------------------------------------------- */
+
+/* The records a batch shares (amp_store_update_batch): at most half of
+ * this many parsed. */
+#define BATCH_SHARED 16384
+/* Shares up to slots / 2 records among st's reads from now on; 0 stops
+ * and frees them. */
+void amp_store_docs_share(amp_store *st, size_t slots);
+/* The record `id` parsed before, with a new reference, or NULL. */
+json_t *amp_store_docs_get(amp_store *st, const git_oid *id);
+/* Keeps a reference to doc, the record `id`, while records are shared. */
+void amp_store_docs_put(amp_store *st, const git_oid *id, json_t *doc);
+
+/* ---- sweep.c -------------------------------------------------------------- */
+
+/* amp_store_sweep, at most once an hour (after a successful write). */
+void amp_store_sweep_hourly(amp_store *st);
+
+/* ---- objects.c ------------------------------------------------------------ */
+
+/* The odb put in front of the repository's for one write or one batch
+ * (amp_store_batch_open). */
+struct mem_recorder;
+struct batch_odb {
+	git_odb *disk;            /* the repository's odb */
+	git_odb *odb;             /* the mempack, then a reader of disk */
+	struct mem_recorder *mem; /* owned by odb */
+};
+int amp_store_batch_open(amp_store *st, struct batch_odb *b, size_t shared, amp_error *err);
+void amp_store_batch_close(amp_store *st, struct batch_odb *b);
+int amp_store_batch_flush(amp_store *st, struct batch_odb *b, amp_error *err);
+void amp_store_batch_hint(amp_store *st, const git_oid *tree, const git_tree *replaced);
+
+/* ---- commit.c ------------------------------------------------------------- */
+
+/* Frees the files of w and empties it. */
+void amp_store_write_reset(amp_store_write *w);
+/* The commit of w on parent (NULL: a root) whose tree is base (NULL:
+ * empty) with w's files added, signed in strict mode; its id in *out. */
+int amp_store_write_commit(amp_store *st, git_commit *parent, git_tree *base,
+			   const amp_store_write *w, git_oid *out, amp_error *err);
+
+#endif

@@ -1,0 +1,303 @@
+/*
+ * treediff.c - the one walker of two trees (store.h amp_tree_diff_walk),
+ * and what the store reads with it: the records two tips differ by, and
+ * the map of record times.
+ */
+#include "store_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <nettle/sha1.h>
+
+/* ---- record times (store.h) ---------------------------------------------- */
+
+struct amp_record_times {
+	struct times_slot {
+		uint64_t key[2]; /* key[0] 0: an empty slot */
+		int64_t ms;
+	} *slot;
+	size_t nslots, used; /* nslots: a power of two, at most 7/8 used */
+};
+
+/*
+ * A record's key: the first 128 bits of the SHA-1 of "<task>\0<name>"
+ * (key[0] never 0).  The names themselves are not kept: at 200,000 records
+ * they were 14.7 MB of the map's 27 MB.  Two records share a key only
+ * when their names collide in 128 bits of SHA-1, which names chosen by a
+ * hostile agent cannot be made to do (the same trust git puts in SHA-1
+ * for the records' own object names).
+ */
+static void times_key(const char *task, const char *name, uint64_t key[2])
+{
+	unsigned char digest[20];
+	struct sha1_ctx c;
+
+	sha1_init(&c);
+	sha1_update(&c, strlen(task) + 1, (const uint8_t *)task);
+	sha1_update(&c, strlen(name), (const uint8_t *)name);
+	sha1_digest(&c, SHA1_DIGEST_SIZE, digest);
+	memcpy(key, digest, 16);
+	if (!key[0])
+		key[0] = 1;
+}
+
+/* The slot of `key`, or the empty slot where it would go. */
+static struct times_slot *times_slot(const struct times_slot *slot, size_t nslots,
+				     const uint64_t key[2])
+{
+	size_t i;
+
+	for (i = (size_t)key[0] & (nslots - 1); slot[i].key[0]; i = (i + 1) & (nslots - 1))
+		if (slot[i].key[0] == key[0] && slot[i].key[1] == key[1])
+			break;
+	return (struct times_slot *)&slot[i];
+}
+
+amp_record_times *amp_record_times_new(void)
+{
+	amp_record_times *t = calloc(1, sizeof(*t));
+
+	if (t && !(t->slot = calloc(t->nslots = 1024, sizeof(*t->slot)))) {
+		free(t);
+		t = NULL;
+	}
+	return t;
+}
+
+void amp_record_times_free(amp_record_times *t)
+{
+	if (!t)
+		return;
+	free(t->slot);
+	free(t);
+}
+
+int64_t amp_record_times_get(const amp_record_times *t, const char *task, const char *name)
+{
+	const struct times_slot *s;
+	uint64_t key[2];
+
+	if (!t)
+		return -1;
+	times_key(task, name, key);
+	s = times_slot(t->slot, t->nslots, key);
+	return s->key[0] ? s->ms : -1;
+}
+
+int amp_record_times_put(amp_record_times *t, const char *task, const char *name, int64_t ms)
+{
+	struct times_slot *s;
+	uint64_t key[2];
+	size_t i;
+
+	times_key(task, name, key);
+	s = times_slot(t->slot, t->nslots, key);
+	if (s->key[0]) {
+		if (ms < s->ms)
+			s->ms = ms;
+		return 0;
+	}
+	/* 7/8: the keys are SHA-1, spread evenly, so probes stay short;
+	 * 200,000 records take 6.3 MB. */
+	if ((t->used + 1) * 8 > t->nslots * 7) {
+		struct times_slot *bigger = calloc(t->nslots * 2, sizeof(*bigger));
+
+		if (!bigger)
+			return -1;
+		for (i = 0; i < t->nslots; i++)
+			if (t->slot[i].key[0])
+				*times_slot(bigger, t->nslots * 2, t->slot[i].key) = t->slot[i];
+		free(t->slot);
+		t->slot = bigger;
+		t->nslots *= 2;
+		s = times_slot(t->slot, t->nslots, key);
+	}
+	s->key[0] = key[0];
+	s->key[1] = key[1];
+	s->ms = ms;
+	t->used++;
+	return 0;
+}
+
+/* ---- the walker (store.h) ------------------------------------------------ */
+
+/* Walks the subtrees of e (either side that is not a tree: as empty),
+ * `how` there. */
+static int descend(amp_tree_diff *d, const amp_tree_diff_entry *e, int how)
+{
+	git_tree *sa = NULL, *sb = NULL;
+	int rc;
+
+	if ((e->b && git_tree_entry_type(e->b) == GIT_OBJECT_TREE &&
+	     git_tree_lookup(&sb, d->repo, git_tree_entry_id(e->b)) < 0) ||
+	    (e->a && git_tree_entry_type(e->a) == GIT_OBJECT_TREE &&
+	     git_tree_lookup(&sa, d->repo, git_tree_entry_id(e->a)) < 0))
+		rc = d->unreadable ? d->unreadable(d, e) : -1;
+	else
+		rc = amp_tree_diff_walk(d, sa, sb, e->path, e->depth + 1, how);
+	git_tree_free(sa);
+	git_tree_free(sb);
+	return rc;
+}
+
+/* Visits e, whose name and sides are set, at its path (built in `path`),
+ * and walks below it when the visitor says so. */
+static int visit(amp_tree_diff *d, amp_tree_diff_entry *e, char *path)
+{
+	int n = snprintf(path, AMP_PATH_MAX, "%s%s%s", e->prefix, *e->prefix ? "/" : "", e->name);
+	int rc;
+
+	e->path_len = n < 0 ? AMP_PATH_MAX : (size_t)n;
+	if ((rc = d->visit(d, e)) < 0)
+		return rc;
+	return rc & AMP_TREE_DIFF_DESCEND ? descend(d, e, rc & AMP_TREE_DIFF_GONE) : 0;
+}
+
+int amp_tree_diff_walk(amp_tree_diff *d, git_tree *a, git_tree *b, const char *prefix,
+		       int depth, int how)
+{
+	size_t i, na = a ? git_tree_entrycount(a) : 0, nb = b ? git_tree_entrycount(b) : 0;
+	char path[AMP_PATH_MAX];
+	amp_tree_diff_entry e = { prefix, NULL, path, 0, depth, NULL, NULL };
+	int rc = 0;
+
+	for (i = 0; i < nb && rc == 0; i++) {
+		e.b = git_tree_entry_byindex(b, i);
+		e.name = git_tree_entry_name(e.b);
+		e.a = a ? git_tree_entry_byname(a, e.name) : NULL;
+		if (e.a && git_oid_equal(git_tree_entry_id(e.a), git_tree_entry_id(e.b)) &&
+		    (!d->modes || git_tree_entry_filemode(e.a) == git_tree_entry_filemode(e.b)))
+			continue;
+		rc = visit(d, &e, path);
+	}
+	for (i = 0; i < na && rc == 0 && (how & AMP_TREE_DIFF_GONE); i++) {
+		e.a = git_tree_entry_byindex(a, i);
+		e.name = git_tree_entry_name(e.a);
+		e.b = NULL;
+		if (b && git_tree_entry_byname(b, e.name))
+			continue;
+		rc = visit(d, &e, path);
+	}
+	return rc;
+}
+
+/* ---- comparing tips ------------------------------------------------------ */
+
+/* Where diff_visit puts what it finds: a JSON object (amp_store_diff_tasks)
+ * or a map of record times (amp_store_diff_times, ms >= 0). */
+struct touched {
+	json_t *json;
+	amp_record_times *times;
+	int whole; /* amp_store_diff_tasks_whole */
+	amp_store *skip; /* not NULL: what is not a task in its place is
+			  * skipped and noted there (amp_store_task_in_place) */
+	int64_t ms; /* < 0: every record maps to true; else its least ms */
+};
+
+/* Marks record `name` of `task`: true, or (ms >= 0) the least ms seen for
+ * it. */
+static void touch(struct touched *to, const char *task, const char *name, int64_t ms)
+{
+	json_t *files, *cur;
+
+	if (to->times) {
+		/* Out of memory: a record without its time counts from its
+		 * timestamp (amp_watch_walk_records is best effort). */
+		amp_record_times_put(to->times, task, name, ms);
+		return;
+	}
+	if (!json_is_object(files = json_object_get(to->json, task)))
+		json_object_set_new(to->json, task, files = json_object());
+	cur = json_object_get(files, name);
+	if (ms < 0)
+		json_object_set_new(files, name, json_true());
+	else if (!json_is_integer(cur) || json_integer_value(cur) > ms)
+		json_object_set_new(files, name, json_integer(ms));
+}
+
+/* amp_store_diff_tasks's visit of an entry at `depth` (4: a record,
+ * tasks/<year>/<shard>/<task>/<record>). */
+static int diff_visit(amp_tree_diff *d, const amp_tree_diff_entry *e)
+{
+	struct touched *touched = d->ctx;
+	const git_tree_entry *ae = e->a, *be = e->b;
+	const char *name = e->name;
+	int depth = e->depth;
+
+	if (!be) {
+		/* A task whose records vanished (history rewritten) is re-read
+		 * too: a task directory of a that b lacks (ms < 0). */
+		if (!json_object_get(touched->json, name))
+			json_object_set_new(touched->json, name, json_object());
+		return AMP_TREE_DIFF_SKIP;
+	}
+	if (depth == 4) {
+		touch(touched, strrchr(e->prefix, '/') + 1, name, touched->ms);
+		return AMP_TREE_DIFF_SKIP;
+	}
+	if (depth == 3 && touched->skip && !amp_store_task_in_place(touched->skip, e->prefix + 6, be))
+		return AMP_TREE_DIFF_SKIP;
+	if (git_tree_entry_type(be) != GIT_OBJECT_TREE ||
+	    (depth == 0 && strcmp(name, "tasks")))
+		return AMP_TREE_DIFF_SKIP;
+	if (depth == 3 && !ae && touched->whole) {
+		/* a task directory a has not: every record is new */
+		json_object_set_new(touched->json, name, json_true());
+		return AMP_TREE_DIFF_SKIP;
+	}
+	/* Below a shard (depth 2), the tasks of a that b lacks too. */
+	return AMP_TREE_DIFF_DESCEND | (depth == 2 && touched->ms < 0 ? AMP_TREE_DIFF_GONE : 0);
+}
+
+/* A task directory that cannot be read: the task is read whole, or found
+ * broken (task_broken), alone. */
+static int diff_unreadable(amp_tree_diff *d, const amp_tree_diff_entry *e)
+{
+	struct touched *touched = d->ctx;
+
+	git_error_clear();
+	if (touched->ms >= 0)
+		return 0;
+	if (e->depth == 3) {
+		json_object_set_new(touched->json, e->name, json_null());
+		return 0;
+	}
+	return -1;
+}
+
+/* amp_store_diff_tasks and its variants: what differs between a and b,
+ * into `to`. */
+static int diff_tips(git_repository *repo, git_tree *a, git_tree *b, struct touched *to)
+{
+	amp_tree_diff d = { repo, 0, diff_visit, diff_unreadable, to };
+
+	return amp_tree_diff_walk(&d, a, b, "", 0, 0);
+}
+
+int amp_store_diff_tasks(git_repository *repo, git_tree *a, git_tree *b,
+			 json_t *touched, int64_t ms)
+{
+	struct touched to = { touched, NULL, 0, NULL, ms };
+
+	return diff_tips(repo, a, b, &to);
+}
+
+int amp_store_diff_tasks_whole(git_repository *repo, amp_store *skip, git_tree *a, git_tree *b,
+			       json_t *touched)
+{
+	struct touched to = { touched, NULL, 1, skip, -1 };
+
+	return diff_tips(repo, a, b, &to);
+}
+
+int amp_store_diff_times(git_repository *repo, git_tree *a, git_tree *b,
+			 amp_record_times *times, int64_t ms)
+{
+	struct touched to = { NULL, times, 0, NULL, ms };
+
+	/* Only ms < 0 writes JSON of its own (null, {}). */
+	if (ms < 0 || !times)
+		return -1;
+	return diff_tips(repo, a, b, &to);
+}

@@ -1,0 +1,180 @@
+/*
+ * sync_git.c - the fetch and the push of amp sync, driven through the
+ * user's own `git` (sync_git.h).
+ *
+ * Transport is the user's own `git` program, run with an argv (never a
+ * shell): ssh agents, credential helpers, insteadOf and proxies work as
+ * they do for the user's other repositories.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/proc.h"
+#include "base/util.h"
+#include "store/store.h"
+#include "sync.h"
+#include "sync_git.h"
+
+/* ---- running git ---------------------------------------------------------- */
+
+/*
+ * Runs `git --git-dir=<repo> <args...>` (args NULL-terminated) as amp_run
+ * does (proc.h): stdout into *out when out is not NULL, else to stderr;
+ * stderr to errfd (-1: amp's own).
+ */
+static int run_git(amp_store *st, const char *const *args, char **out, int errfd,
+		   int *code, amp_error *err)
+{
+	const char *argv[32];
+	char gitdir[4096 + 16];
+	size_t n = 0;
+
+	snprintf(gitdir, sizeof(gitdir), "--git-dir=%s",
+		 git_repository_path(amp_store_repo(st)));
+	argv[n++] = "git";
+	argv[n++] = gitdir;
+	while (*args && n < sizeof(argv) / sizeof(argv[0]) - 1)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	return amp_run_errfd(argv, NULL, 0, out, NULL, errfd, code, err);
+}
+
+int amp_sync_fetch(amp_store *st, const char *remote, const char *key, amp_error *err)
+{
+	char refspec[600];
+	int code, status;
+	/* No auto maintenance: a sync is a hot path, and the clone's git gc
+	 * is the user's (or a cron's) to run. */
+	const char *args[] = { "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+			       "--no-auto-maintenance", "--prune", remote, refspec, NULL };
+
+	snprintf(refspec, sizeof(refspec), "+refs/amp/*:%s%s/*", AMP_SYNC_NAMESPACE, key);
+	if ((status = run_git(st, args, NULL, -1, &code, err)) < 0)
+		return status;
+	if (code != 0)
+		return amp_error_set(err, AMP_EIO, "",
+				     "git fetch from %s failed (exit %d, git's reason above); nothing changed locally",
+				     remote, code);
+	return AMP_OK;
+}
+
+/* The most of git push's stderr read for the hook's refusals. */
+#define AMP_SYNC_PUSH_ERR_MAX (1024 * 1024)
+
+/*
+ * The records the hub's amp hook refused in an update of `dst`, read from
+ * git push's stderr: each line "remote: amp hook: refused <dst>: commit
+ * <hex>: <record path>: <reason>" (amp hook pre-receive's refusal) into
+ * `paths` as {path: reason}.  A line that names no record file (a refusal
+ * of the commit, a signature) is not one.
+ */
+static void hook_refusals(char *text, const char *dst, json_t *paths)
+{
+	char prefix[700], *line, *save = NULL;
+
+	snprintf(prefix, sizeof(prefix), "amp hook: refused %s: commit ", dst);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *p = strstr(line, prefix), *file, *end, *why;
+		size_t len = strlen(line);
+
+		/* git pads the remote's lines (sideband.c): cut the blanks. */
+		while (len && (line[len - 1] == ' ' || line[len - 1] == '\r'))
+			line[--len] = '\0';
+		if (!p)
+			continue;
+		file = p + strlen(prefix);
+		while (isxdigit((unsigned char)*file))
+			file++;
+		if (file == p + strlen(prefix) || strncmp(file, ": tasks/", 8))
+			continue;
+		file += 2;
+		if (!(end = strstr(file, ": ")) || end - file < 6 || strncmp(end - 5, ".json", 5))
+			continue;
+		*end = '\0';
+		why = end + 2;
+		if (!json_object_get(paths, file))
+			json_object_set_new(paths, file, json_string(why));
+	}
+}
+
+/*
+ * Pushes the messages ref (and the errors ref when `errors`) to `dst` and
+ * `edst` on the remote: non-forced to the same names (amp.syncPush ref),
+ * or forced to the clone's own inbox (amp.syncPush inbox: nobody else
+ * writes there).  Returns PUSHED, PUSH_RACED (someone pushed first: fetch
+ * and join again), PUSH_REFUSED (the hub's amp hook refused records,
+ * named in `refused` as {path: reason}; err filled), or a negative status
+ * (err filled; git's reason went to stderr).
+ */
+int amp_sync_push(amp_store *st, const char *remote, const char *dst, const char *edst,
+		  int force, int errors, json_t *refused, amp_error *err)
+{
+	const char *ref = amp_store_messages_ref(st), *eref = amp_store_errors_ref(st);
+	char spec[1300], espec[1300], shown[1300], *out = NULL, *line, *save = NULL;
+	char *said = NULL;
+	int code, status, found = 0;
+	size_t got = 0;
+	FILE *f = tmpfile();
+	const char *args[] = { "-c", "advice.pushUpdateRejected=false", "push", "--porcelain",
+			       remote, spec, errors ? espec : NULL, NULL };
+
+	snprintf(spec, sizeof(spec), "%s%s:%s", force ? "+" : "", ref, dst);
+	snprintf(espec, sizeof(espec), "%s%s:%s", force ? "+" : "", eref, edst);
+	/* --porcelain names the refs without the "+" */
+	snprintf(shown, sizeof(shown), "%s:%s", ref, dst);
+	json_object_clear(refused);
+	/* git's stderr is kept to read the hook's refusals, then shown. */
+	status = run_git(st, args, &out, f ? fileno(f) : -1, &code, err);
+	if (f && fseek(f, 0, SEEK_SET) == 0 && (said = malloc(AMP_SYNC_PUSH_ERR_MAX + 1))) {
+		got = fread(said, 1, AMP_SYNC_PUSH_ERR_MAX, f);
+		said[got] = '\0';
+		fwrite(said, 1, got, stderr);
+	}
+	if (f)
+		fclose(f);
+	if (status < 0)
+		goto cleanup;
+	status = PUSHED;
+	/* --porcelain: "<flag>\t<from>:<to>\t<summary>" per ref; "!" is a
+	 * refusal, "[rejected]" the remote's ref moved first, "[remote
+	 * rejected]" a hook or the server said no. */
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *summary;
+
+		if (!line[0] || line[1] != '\t' || strncmp(line + 2, shown, strlen(shown)) ||
+		    line[2 + strlen(shown)] != '\t')
+			continue;
+		found = 1;
+		summary = line + 3 + strlen(shown);
+		if (line[0] != '!')
+			break;
+		/* "[rejected]": the remote's ref had moved when git compared;
+		 * "failed to update ref" / "failed to lock": it moved between
+		 * that check and the server's own compare-and-swap.  Both are
+		 * someone pushing first. */
+		if (!strncmp(summary, "[rejected]", 10) ||
+		    (!strncmp(summary, "[remote rejected]", 17) &&
+		     (strstr(summary, "failed to update ref") || strstr(summary, "failed to lock"))))
+			status = PUSH_RACED;
+		else
+			status = amp_error_set(err, AMP_EIO, "", "%s refused the push of %s: %s",
+					       remote, ref, amp_term(summary));
+		/* The hub's amp hook names the records it refused. */
+		if (status == AMP_EIO && !strncmp(summary, "[remote rejected]", 17) && said) {
+			hook_refusals(said, dst, refused);
+			if (json_object_size(refused))
+				status = PUSH_REFUSED;
+		}
+		break;
+	}
+	if (!found)
+		status = amp_error_set(err, AMP_EIO, "",
+				       "git push to %s failed (exit %d, git's reason above); nothing lost: the local history stays on %s",
+				       remote, code, ref);
+cleanup:
+	free(said);
+	free(out);
+	return status;
+}
