@@ -100,7 +100,7 @@ DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	python3 python3-jsonschema procps openssh-server openssh-client \
 	cmake dpkg-dev libhttp-parser-dev zlib1g-dev libkrb5-dev libgpg-error-dev strace time gnuplot-nox zsh \
 	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq libpcre2-dev nettle-dev \
-	nodejs npm
+	nodejs npm gitolite3
 
 .PHONY: all deps deps-list test check check-layers bench-compare installcheck prune-bin demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
 
@@ -263,7 +263,7 @@ check-layers: all
 # end-to-end suites against that tree, with its bin/ alone on PATH
 # (test/helpers.bash: AMP_INSTALLED_PREFIX), then removes it.
 INSTALLCHECK_SUITES = test/30-installed.bats test/30-authors.bats test/30-names.bats test/30-strict.bats test/57-readme-tour.bats test/80-sync.bats \
-	test/81-hooks.bats test/82-work-hooks.bats test/83-hub.bats test/84-join.bats \
+	test/81-hooks.bats test/82-work-hooks.bats test/83-hub.bats test/84-join.bats test/32-hubs.bats test/32-partitions.bats \
 	test/85-sync-options.bats test/90-demo.bats test/93-man-install.bats test/94-completion.bats \
 	test/34-mcp.bats
 installcheck: all

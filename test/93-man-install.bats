@@ -165,6 +165,7 @@ bad_config() {
 	bad_config amp.syncInterval 3601 amp wait executor --sync --timeout 1
 	bad_config amp.syncRetries 101 amp sync
 	bad_config amp.syncPush both amp sync
+	bad_config amp.syncVerify maybe amp sync
 	git config amp.syncPush inbox
 	bad_config amp.syncId 'a b' amp sync
 	git config --unset amp.syncPush
