@@ -281,7 +281,9 @@ message     $X"
 	assert_failure 2
 	run amp show --help
 	assert_success
-	assert_output "usage: amp show <msg_id> [--context] [--json] [--utc] [--color[=<when>] | --no-color] [--no-pager] [--repo <dir>]"
+	# issue 34: the usage line, then each option on a line of its own
+	assert_line --index 0 "usage: amp show <msg_id> [--context] [--json] [--utc] [--color[=<when>] | --no-color] [--no-pager] [--repo <dir>]"
+	assert_line --partial "	--context "
 }
 
 @test "show reads its message's task directory only: another task's, and (with --json) the task's other records, may be unreadable" {
@@ -471,7 +473,9 @@ msg $D2"
 	run --separate-stderr amp log --json
 	assert_failure 4
 	[[ $stderr == *"amp log: error: commit "*": cannot read tree tasks/2026/0/T-2026-045"* ]] || fail "$stderr"
-	[ "$(printf '%s\n' "$output" | $PY -c 'import json,sys; print(len([l for l in sys.stdin]))')" -eq 9 ]
+	# the 9 records, then (issue 34) the error as one JSON object
+	[ "$(printf '%s\n' "$output" | $PY -c 'import json,sys; print(len([l for l in sys.stdin]))')" -eq 10 ]
+	[[ $(tail -n 1 <<< "$output") == '{"format":1,"error":{"code":'*'"exit":4'* ]] || fail "$(tail -n 1 <<< "$output")"
 	restore_objects
 }
 
