@@ -22,7 +22,7 @@
 #include "watch_rules.h"
 #include "watch_timers.h"
 
-#define STATE_VERSION 2
+#define STATE_VERSION 3
 
 /* ---- passes --------------------------------------------------------------- */
 
@@ -52,11 +52,11 @@ static json_t *fresh_state(struct watch *w)
 
 /*
  * The saved state:
- *   {"version":2, "ref":..., "policy":{"build","lock_threshold",
+ *   {"version":3, "ref":..., "policy":{"build","lock_threshold",
  *    "max_clock_skew_ms","approval_levels"}, "tip":"<commit>"|null,
- *    "last_write":{"<role>":{"ms":..,"msg":..|"path":..}},
+ *    "last_write":{"<task> <role>[/<instance>]":{"ms":..,"msg":..|"path":..}},
  *    "tasks":{"<task_id>":{"acks":[{"msg","deadline","from","to","arrival"}],
- *                          "holders":[{"role","by","since","arrival"}],
+ *                          "holders":[{"role","agent"?,"by","since","arrival"}],
  *                          "fired":[<heartbeat causes>],
  *                          "leases":[{"claim","agent","expires"}],
  *                          "deadline":<ms>}},

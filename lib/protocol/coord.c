@@ -171,6 +171,17 @@ void amp_coord_leases(const amp_task_log *log, amp_leases *out)
 			apply(out, &log->entries[i]);
 }
 
+/* 1 when instance `agent` holds a lease in force at at_ms. */
+static int own_lease(const amp_leases *ls, const char *agent, int64_t at_ms)
+{
+	size_t i;
+
+	for (i = 0; i < ls->n; i++)
+		if (amp_lease_in_force(&ls->v[i], at_ms) && !strcmp(ls->v[i].agent, agent))
+			return 1;
+	return 0;
+}
+
 int amp_coord_check_write(const amp_task_log *log, const char *from, const char *agent,
 			  int64_t at_ms, char *why, size_t whysz)
 {
@@ -182,6 +193,11 @@ int amp_coord_check_write(const amp_task_log *log, const char *from, const char 
 		return AMP_OK;
 	amp_coord_leases(log, &ls);
 	if (!(l = amp_coord_conflict(&ls, NULL, agent, at_ms)))
+		return AMP_OK;
+	/* An instance holding a subtask writes to its task while another
+	 * holds another subtask (issue 33: two executors, one task): the
+	 * lease in force that is its own admits it. */
+	if (agent && l->subtask[0] && own_lease(&ls, agent, at_ms))
 		return AMP_OK;
 	snprintf(why, whysz, "task %s is claimed by %s%s%s until %s: only %s may write to it as the executor (you are %s)",
 		 log->task_id, l->agent, l->subtask[0] ? " for subtask " : "", l->subtask,

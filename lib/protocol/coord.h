@@ -23,7 +23,8 @@
  *     record of the task while it runs: a message or ACK from the
  *     executor, a heartbeat from the executor (naming the agent, or not);
  *     while a lease runs amp refuses executor writes to the task from any
- *     other instance, so those records are the holder's;
+ *     other instance (but one that holds another subtask's lease in force
+ *     then: two executors on one task), so those records are the holders';
  *   - it ends with a release naming it, or with a task_result of its
  *     subtask (a whole-task lease: any task_result);
  *   - it is expired at time t when t > renewed + ttl; an expired lease is

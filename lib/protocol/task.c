@@ -605,8 +605,14 @@ int64_t amp_task_ack_deadline(const amp_task_log *log, const amp_task_state *s,
 	return base + (deadline - sent);
 }
 
+/* 1 when a and b are both NULL or the same string. */
+static int same_name(const char *a, const char *b)
+{
+	return a && b ? !strcmp(a, b) : a == b;
+}
+
 size_t amp_task_holders(const amp_task_log *log, const amp_task_state *s,
-			amp_time_of_fn time_of, void *ctx,
+			amp_time_of_fn time_of, amp_instance_of_fn instance_of, void *ctx,
 			amp_holder out[AMP_MAX_HOLDERS])
 {
 	size_t i, j, n = 0;
@@ -616,7 +622,7 @@ size_t amp_task_holders(const amp_task_log *log, const amp_task_state *s,
 	for (i = 0; i < s->nsubtasks; i++) {
 		const amp_subtask *sub = &s->subtasks[i];
 		const json_t *by = NULL;
-		const char *role;
+		const char *role, *instance;
 		int64_t since;
 
 		if (!strcmp(sub->state, "dispatched") || !strcmp(sub->state, "in_progress"))
@@ -641,12 +647,15 @@ size_t amp_task_holders(const amp_task_log *log, const amp_task_state *s,
 			if (approval)
 				since = later(since, amp_record_time(approval));
 		}
-		for (j = 0; j < n && strcmp(out[j].role, role); j++)
+		instance = instance_of ? instance_of(sub, role, ctx) : NULL;
+		for (j = 0; j < n && (strcmp(out[j].role, role) || !same_name(out[j].instance, instance));
+		     j++)
 			;
 		if (j == n) {
 			if (n == AMP_MAX_HOLDERS)
 				continue;
 			out[n].role = role;
+			out[n].instance = instance;
 			out[n].handed_by = by;
 			out[n].since_ms = since;
 			n++;
