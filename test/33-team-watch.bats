@@ -63,3 +63,49 @@ dispatch_to() {
 	assert_output ""
 	assert_equal "$(escalation_count heartbeat_timeout)" 1
 }
+
+@test "scenario 6: a hard dependency on an aborted task is escalated once, naming both tasks, with what the admin can do" {
+	dispatch_to T-2026-001; D1=$D
+	run -0 amp depend T-2026-002 --on T-2026-001 --from coordinator
+	at 60
+	run -0 amp watch --once
+	assert_output ""
+	at 120; amp abort T-2026-001 --from admin --reason "the spec changed" > /dev/null
+	at 86400
+	run -0 amp watch --once
+	assert_output --regexp "^escalated unknown T-2026-002 "
+	refute_output --partial "T-2026-001 "
+	E=$(the_escalation unknown T-2026-002)
+	assert_escalation "$E" unknown warning "[]" new 0 false
+	run escalation_file "$E"
+	assert_output --partial "T-2026-002 depends hard on T-2026-001, which was aborted by the admin"
+	assert_output --partial '(\"the spec changed\")'
+	assert_output --partial "amp depend T-2026-002 --on T-2026-001 --soft"
+	# Once: neither a later pass, nor a full rescan, nor the dependent's
+	# own new records escalate it again.
+	at 172800
+	run -0 amp watch --once
+	assert_output ""
+	run -0 amp watch --once --full
+	assert_output ""
+	amp plan T-2026-002 --from coordinator --priority P1 > /dev/null
+	run -0 amp watch --once
+	assert_output ""
+	assert_equal "$(escalation_count unknown T-2026-002)" 1
+	assert_equal "$(escalation_count unknown T-2026-001)" 0
+}
+
+@test "scenario 6: a dependency declared hard after the abort is escalated at the next pass; a soft one is not" {
+	dispatch_to T-2026-001
+	at 60; amp abort T-2026-001 --from admin --reason "dropped" > /dev/null
+	run -0 amp depend T-2026-003 --on T-2026-001 --soft --from coordinator
+	at 120
+	run -0 amp watch --once
+	assert_output ""
+	run -0 amp depend T-2026-002 --on T-2026-001 --from coordinator
+	at 180
+	run -0 amp watch --once
+	assert_output --regexp "^escalated unknown T-2026-002 "
+	refute_output --partial T-2026-003
+	assert_equal "$(escalation_count unknown T-2026-003)" 0
+}

@@ -43,6 +43,10 @@ const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz)
 	 * that set the deadline. */
 	if (cause_path(d, AMP_DEADLINE_CAUSE, buf, bufsz))
 		return buf;
+	/* amp watch's hard dependency on an aborted task: its cause is the
+	 * abort record. */
+	if (cause_path(d, AMP_BLOCKED_CAUSE, buf, bufsz))
+		return buf;
 	/* A heartbeat_timeout whose holder last wrote a heartbeat, a record
 	 * with no msg_id: its cause is that record. */
 	if (kind && !strcmp(kind, "heartbeat_timeout") &&

@@ -175,6 +175,10 @@ int64_t amp_record_time(const json_t *doc);
 /* The same for amp watch's missed deadline (coord.h): its description
  * begins with AMP_DEADLINE_CAUSE "<path>: ", the plan record's path. */
 #define AMP_DEADLINE_CAUSE "deadline missed: "
+/* The same for amp watch's hard dependency on an aborted task (issue 33):
+ * its description begins with AMP_BLOCKED_CAUSE "<path>: ", the path of
+ * the abort record of the task depended on. */
+#define AMP_BLOCKED_CAUSE "blocked by the abort "
 const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz);
 
 /* The first escalation of the log of `type` written by `from` whose cause
