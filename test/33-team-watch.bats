@@ -109,3 +109,39 @@ dispatch_to() {
 	refute_output --partial T-2026-003
 	assert_equal "$(escalation_count unknown T-2026-003)" 0
 }
+
+@test "scenario 5: the admin dispatches a plan subtask to the coordinator, the coordinator S1 and S2 to the executor; when both are approved, the plan subtask and the task are approved" {
+	p=$BATS_TEST_TMPDIR/p
+	$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); d["subtasks"]=[{"subtask_id": "T-2026-044-P1", "description": "Plan and split the engine rework", "estimated_lines": 90}]; json.dump(d, open(sys.argv[2], "w"))' "$p/dispatch.json" "$p/plan.json"
+	P=$(amp send task_dispatch --task $T --from admin --to coordinator --payload "$p/plan.json")
+	at 5; amp ack "$P" --from coordinator > /dev/null
+	at 10; dispatch_to $T dispatch2
+	at 15; amp ack "$D" --from executor > /dev/null
+	at 20
+	R1=$(amp send task_result --task $T --from executor --payload "$p/result.json")
+	R2=$(amp send task_result --task $T --from executor --payload "$p/result2.json")
+	amp ack "$R1" --from coordinator > /dev/null; amp ack "$R2" --from coordinator > /dev/null
+	at 25
+	Q1=$(amp send review_request --task $T --from coordinator --payload "$(review_payload "$D" "$R1")")
+	Q2=$(amp send review_request --task $T --from coordinator --payload "$(review_payload "$D" "$R2")")
+	amp ack "$Q1" --from reviewer > /dev/null; amp ack "$Q2" --from reviewer > /dev/null
+	at 30
+	V1=$(amp verdict $T --decision approved --confidence 0.9 --payload "$p/verdict.json" --context-ref "$Q1")
+	amp ack "$V1" --from coordinator > /dev/null
+	run -0 amp status $T --json
+	assert_equal "$(echo "$output" | json_get '{s["subtask_id"]: s["state"] for s in d["subtasks"]}')" \
+		'{"T-2026-044-P1": "in_progress", "T-2026-044-S1": "approved", "T-2026-044-S2": "in_review"}'
+	V2=$(amp verdict $T --decision approved --confidence 0.9 --payload "$p/verdict.json" --context-ref "$Q2")
+	amp ack "$V2" --from coordinator > /dev/null
+	run -0 amp status $T --json
+	assert_equal "$(echo "$output" | json_get '{s["subtask_id"]: s["state"] for s in d["subtasks"]}')" \
+		'{"T-2026-044-P1": "approved", "T-2026-044-S1": "approved", "T-2026-044-S2": "approved"}'
+	assert_equal "$(echo "$output" | json_get 'd["state"]')" approved
+	# Done is done: the plan subtask takes no new round, and amp watch
+	# sees nobody holding the ball.
+	run -3 amp send task_dispatch --task $T --from admin --to coordinator --payload "$p/plan.json"
+	assert_output --partial "it is approved, hence done"
+	at 99999
+	run -0 amp watch --once
+	assert_output ""
+}

@@ -402,6 +402,45 @@ static void apply_verdict(const amp_task_log *log, amp_task_state *s, const json
 	sub->rejects += rejected;
 }
 
+/* 1 when dispatch doc is from `from` to `to`. */
+static int dispatch_between(const json_t *doc, const char *from, const char *to)
+{
+	const char *f = amp_json_str(doc, "from"), *t = amp_json_str(doc, "to");
+
+	return f && t && !strcmp(f, from) && !strcmp(t, to);
+}
+
+/*
+ * AMP/1.0's diagram: ADMIN -> dispatch -> COORDINATOR -> dispatch ->
+ * EXECUTOR <- result, COORDINATOR -> review_req -> REVIEWER <- verdict.
+ * The admin's dispatch to the coordinator hands it a plan subtask, which
+ * the coordinator breaks into subtasks of its own (§01 "subtasks[]") that
+ * it dispatches to the executor; nobody sends a result for the plan
+ * subtask (§02: the executor's).  So a subtask whose current round is a
+ * dispatch from the admin to the coordinator (dispatched or in progress)
+ * is approved when the task has subtasks the coordinator dispatched and
+ * every one of them is approved (issue 33, scenario 5).
+ */
+static void close_delegations(amp_task_state *s)
+{
+	size_t i, j, spawned, approved;
+
+	for (i = 0; i < s->nsubtasks; i++) {
+		amp_subtask *plan = &s->subtasks[i];
+
+		if (!dispatch_between(plan->dispatch, "admin", "coordinator") ||
+		    (strcmp(plan->state, "dispatched") && strcmp(plan->state, "in_progress")))
+			continue;
+		for (j = spawned = approved = 0; j < s->nsubtasks; j++)
+			if (j != i && dispatch_between(s->subtasks[j].dispatch, "coordinator", "executor")) {
+				spawned++;
+				approved += !strcmp(s->subtasks[j].state, "approved");
+			}
+		if (spawned && approved == spawned)
+			plan->state = "approved";
+	}
+}
+
 static const char *flow_of(const amp_task_state *s)
 {
 	size_t i, approved = 0;
@@ -507,6 +546,7 @@ void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
 						     "decision");
 
 			apply_verdict(log, s, e->doc);
+			close_delegations(s);
 			if (d && !strcmp(d, "rejected"))
 				continue; /* a rejection is not a success */
 		} else if (!strcmp(type, "escalation")) {
