@@ -145,3 +145,28 @@ dispatch_to() {
 	run -0 amp watch --once
 	assert_output ""
 }
+
+@test "the holder is told: after amp watch released its expired lease, the instance's next heartbeat says so and the task is claimable again" {
+	dispatch_to $T
+	at 5; amp claim $T --agent alice --ttl 600 > /dev/null
+	amp ack "$D" --from executor --agent alice > /dev/null
+	C=$(amp status $T --json | json_get 'd["claims"][0]["claim"]')
+	# While it holds the lease, a heartbeat says nothing more.
+	at 300
+	run -0 --separate-stderr amp heartbeat $T --from executor --agent alice --json
+	assert_equal "$stderr" ""
+	refute_output --partial lost_claim
+	at 1000
+	run -0 amp watch --once
+	assert_output --regexp "^escalated heartbeat_timeout $T $C "
+	at 1100
+	run -0 --separate-stderr amp heartbeat $T --from executor --agent alice
+	assert_equal "$stderr" "amp heartbeat: warning: /agent: alice: the lease of $T ($C) ran out and amp watch released it; the task is claimable again: claim it before working on it"
+	run -0 --separate-stderr amp heartbeat $T --from executor --agent alice --json
+	assert_equal "$(echo "$output" | json_get 'd["lost_claim"]')" "$C"
+	# Another instance's heartbeat is not told of alice's lease.
+	run -0 --separate-stderr amp heartbeat $T --from executor --agent bob
+	assert_equal "$stderr" ""
+	# Re-queued: bob may claim it.
+	run -0 amp claim $T --agent bob
+}

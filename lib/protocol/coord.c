@@ -206,6 +206,44 @@ int amp_coord_check_write(const amp_task_log *log, const char *from, const char 
 	return AMP_ERULE;
 }
 
+const char *amp_coord_lost_lease(const amp_task_log *log, const char *agent, int64_t at_ms)
+{
+	amp_leases *ls = malloc(sizeof(*ls));
+	const amp_lease *newest = NULL;
+	const char *lost = NULL;
+	size_t i;
+
+	if (!ls || !agent)
+		goto cleanup;
+	amp_coord_leases(log, ls);
+	for (i = 0; i < ls->n; i++) {
+		if (strcmp(ls->v[i].agent, agent))
+			continue;
+		if (amp_lease_in_force(&ls->v[i], at_ms))
+			goto cleanup;
+		if (!newest || ls->v[i].since_ms >= newest->since_ms)
+			newest = &ls->v[i];
+	}
+	for (i = 0; newest && newest->released && i < log->count; i++) {
+		const json_t *d = log->entries[i].doc;
+		const char *type = amp_json_str(d, "type"), *from = amp_json_str(d, "from");
+		const char *rel = amp_json_str(d, "releases");
+
+		if (log->entries[i].kind == AMP_ENTRY_CTL && type && !strcmp(type, "release") &&
+		    from && !strcmp(from, "system") && rel && !strcmp(rel, newest->claim))
+			lost = log->entries[i].id;
+	}
+	/* the claim's name, borrowed from the log */
+	if (lost) {
+		const amp_entry *claim = amp_task_log_find(log, AMP_ENTRY_CTL, newest->claim);
+
+		lost = claim ? claim->id : NULL;
+	}
+cleanup:
+	free(ls);
+	return lost;
+}
+
 const char *amp_coord_record_instance(const json_t *doc)
 {
 	const char *type = amp_json_str(doc, "type"), *from = amp_json_str(doc, "from");
