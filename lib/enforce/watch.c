@@ -18,11 +18,12 @@
 #include "record/record.h"
 #include "store/store.h"
 #include "watch.h"
+#include "watch_deps.h"
 #include "watch_fire.h"
 #include "watch_rules.h"
 #include "watch_timers.h"
 
-#define STATE_VERSION 2
+#define STATE_VERSION 3
 
 /* ---- passes --------------------------------------------------------------- */
 
@@ -45,22 +46,23 @@ static json_t *policy_key(struct watch *w)
 
 static json_t *fresh_state(struct watch *w)
 {
-	return json_pack("{s:i,s:s,s:o,s:n,s:{},s:{},s:{}}", "version", STATE_VERSION,
+	return json_pack("{s:i,s:s,s:o,s:n,s:{},s:{},s:{},s:{}}", "version", STATE_VERSION,
 			 "ref", amp_store_messages_ref(w->st), "policy", policy_key(w),
-			 "tip", "last_write", "tasks", "broken");
+			 "tip", "last_write", "tasks", "broken", "deps");
 }
 
 /*
  * The saved state:
- *   {"version":2, "ref":..., "policy":{"build","lock_threshold",
+ *   {"version":3, "ref":..., "policy":{"build","lock_threshold",
  *    "max_clock_skew_ms","approval_levels"}, "tip":"<commit>"|null,
- *    "last_write":{"<role>":{"ms":..,"msg":..|"path":..}},
+ *    "last_write":{"<task> <role>[/<instance>]":{"ms":..,"msg":..|"path":..}},
  *    "tasks":{"<task_id>":{"acks":[{"msg","deadline","from","to","arrival"}],
- *                          "holders":[{"role","by","since","arrival"}],
+ *                          "holders":[{"role","agent"?,"by","since","arrival"}],
  *                          "fired":[<heartbeat causes>],
  *                          "leases":[{"claim","agent","expires"}],
  *                          "deadline":<ms>}},
- *    "broken":{"<task_id>":"<why its directory cannot be read>"}}
+ *    "broken":{"<task_id>":"<why its directory cannot be read>"},
+ *    "deps":{"<task_id>":[<the tasks it depends on hard, not approved>]}}
  * ("arrival": when the SSOT first held the message, when known.)
  * Anything else (missing, not a regular file, too big, unreadable, other
  * version, ref, build or settings) means a fresh state, hence a full
@@ -81,6 +83,7 @@ static void load_state(struct watch *w)
 	    !ref || strcmp(ref, amp_store_messages_ref(w->st)) ||
 	    !json_equal(json_object_get(s, "policy"), key) ||
 	    !json_is_object(json_object_get(s, "tasks")) ||
+	    !json_is_object(json_object_get(s, "deps")) ||
 	    !json_is_object(json_object_get(s, "last_write"))) {
 		json_decref(s);
 		s = fresh_state(w);
@@ -165,6 +168,7 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 	}
 	amp_task_state_compute(&log, &s);
 	amp_watch_check_lock(w, &log, &s);
+	amp_watch_check_deps(&t, &s);
 	if ((timers = amp_watch_derive_timers(&t, &s)))
 		json_object_set_new(tasks, task, timers);
 	else

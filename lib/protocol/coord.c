@@ -171,6 +171,17 @@ void amp_coord_leases(const amp_task_log *log, amp_leases *out)
 			apply(out, &log->entries[i]);
 }
 
+/* 1 when instance `agent` holds a lease in force at at_ms. */
+static int own_lease(const amp_leases *ls, const char *agent, int64_t at_ms)
+{
+	size_t i;
+
+	for (i = 0; i < ls->n; i++)
+		if (amp_lease_in_force(&ls->v[i], at_ms) && !strcmp(ls->v[i].agent, agent))
+			return 1;
+	return 0;
+}
+
 int amp_coord_check_write(const amp_task_log *log, const char *from, const char *agent,
 			  int64_t at_ms, char *why, size_t whysz)
 {
@@ -183,11 +194,54 @@ int amp_coord_check_write(const amp_task_log *log, const char *from, const char 
 	amp_coord_leases(log, &ls);
 	if (!(l = amp_coord_conflict(&ls, NULL, agent, at_ms)))
 		return AMP_OK;
+	/* An instance holding a subtask writes to its task while another
+	 * holds another subtask (issue 33: two executors, one task): the
+	 * lease in force that is its own admits it. */
+	if (agent && l->subtask[0] && own_lease(&ls, agent, at_ms))
+		return AMP_OK;
 	snprintf(why, whysz, "task %s is claimed by %s%s%s until %s: only %s may write to it as the executor (you are %s)",
 		 log->task_id, l->agent, l->subtask[0] ? " for subtask " : "", l->subtask,
 		 amp_time_format(amp_lease_expires(l), until), l->agent,
 		 agent ? agent : "an unnamed executor: --agent");
 	return AMP_ERULE;
+}
+
+const char *amp_coord_lost_lease(const amp_task_log *log, const char *agent, int64_t at_ms)
+{
+	amp_leases *ls = malloc(sizeof(*ls));
+	const amp_lease *newest = NULL;
+	const char *lost = NULL;
+	size_t i;
+
+	if (!ls || !agent)
+		goto cleanup;
+	amp_coord_leases(log, ls);
+	for (i = 0; i < ls->n; i++) {
+		if (strcmp(ls->v[i].agent, agent))
+			continue;
+		if (amp_lease_in_force(&ls->v[i], at_ms))
+			goto cleanup;
+		if (!newest || ls->v[i].since_ms >= newest->since_ms)
+			newest = &ls->v[i];
+	}
+	for (i = 0; newest && newest->released && i < log->count; i++) {
+		const json_t *d = log->entries[i].doc;
+		const char *type = amp_json_str(d, "type"), *from = amp_json_str(d, "from");
+		const char *rel = amp_json_str(d, "releases");
+
+		if (log->entries[i].kind == AMP_ENTRY_CTL && type && !strcmp(type, "release") &&
+		    from && !strcmp(from, "system") && rel && !strcmp(rel, newest->claim))
+			lost = log->entries[i].id;
+	}
+	/* the claim's name, borrowed from the log */
+	if (lost) {
+		const amp_entry *claim = amp_task_log_find(log, AMP_ENTRY_CTL, newest->claim);
+
+		lost = claim ? claim->id : NULL;
+	}
+cleanup:
+	free(ls);
+	return lost;
 }
 
 const char *amp_coord_record_instance(const json_t *doc)

@@ -23,7 +23,8 @@
  *     record of the task while it runs: a message or ACK from the
  *     executor, a heartbeat from the executor (naming the agent, or not);
  *     while a lease runs amp refuses executor writes to the task from any
- *     other instance, so those records are the holder's;
+ *     other instance (but one that holds another subtask's lease in force
+ *     then: two executors on one task), so those records are the holders';
  *   - it ends with a release naming it, or with a task_result of its
  *     subtask (a whole-task lease: any task_result);
  *   - it is expired at time t when t > renewed + ttl; an expired lease is
@@ -92,6 +93,16 @@ const amp_lease *amp_coord_holder(const amp_leases *ls, int64_t at_ms);
  */
 int amp_coord_check_write(const amp_task_log *log, const char *from, const char *agent,
 			  int64_t at_ms, char *why, size_t whysz);
+
+/*
+ * The holder told (issue 33, RepoMesh ACP "recovered"): the claim record
+ * name of the newest lease of instance `agent` on the task when amp watch
+ * released it (a release from system: it expired) and the instance holds
+ * no lease of the task in force at at_ms; NULL otherwise.  Borrowed from
+ * log.  amp heartbeat tells the instance, which must claim the task again
+ * before it works on it: its lease is gone and the task is re-queued.
+ */
+const char *amp_coord_lost_lease(const amp_task_log *log, const char *agent, int64_t at_ms);
 
 /* The instance a record says wrote it: the "agent" of a claim, a
  * heartbeat or the holder's own release (the admin's or the coordinator's

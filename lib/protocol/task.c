@@ -43,6 +43,10 @@ const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz)
 	 * that set the deadline. */
 	if (cause_path(d, AMP_DEADLINE_CAUSE, buf, bufsz))
 		return buf;
+	/* amp watch's hard dependency on an aborted task: its cause is the
+	 * abort record. */
+	if (cause_path(d, AMP_BLOCKED_CAUSE, buf, bufsz))
+		return buf;
 	/* A heartbeat_timeout whose holder last wrote a heartbeat, a record
 	 * with no msg_id: its cause is that record. */
 	if (kind && !strcmp(kind, "heartbeat_timeout") &&
@@ -398,6 +402,45 @@ static void apply_verdict(const amp_task_log *log, amp_task_state *s, const json
 	sub->rejects += rejected;
 }
 
+/* 1 when dispatch doc is from `from` to `to`. */
+static int dispatch_between(const json_t *doc, const char *from, const char *to)
+{
+	const char *f = amp_json_str(doc, "from"), *t = amp_json_str(doc, "to");
+
+	return f && t && !strcmp(f, from) && !strcmp(t, to);
+}
+
+/*
+ * AMP/1.0's diagram: ADMIN -> dispatch -> COORDINATOR -> dispatch ->
+ * EXECUTOR <- result, COORDINATOR -> review_req -> REVIEWER <- verdict.
+ * The admin's dispatch to the coordinator hands it a plan subtask, which
+ * the coordinator breaks into subtasks of its own (§01 "subtasks[]") that
+ * it dispatches to the executor; nobody sends a result for the plan
+ * subtask (§02: the executor's).  So a subtask whose current round is a
+ * dispatch from the admin to the coordinator (dispatched or in progress)
+ * is approved when the task has subtasks the coordinator dispatched and
+ * every one of them is approved (issue 33, scenario 5).
+ */
+static void close_delegations(amp_task_state *s)
+{
+	size_t i, j, spawned, approved;
+
+	for (i = 0; i < s->nsubtasks; i++) {
+		amp_subtask *plan = &s->subtasks[i];
+
+		if (!dispatch_between(plan->dispatch, "admin", "coordinator") ||
+		    (strcmp(plan->state, "dispatched") && strcmp(plan->state, "in_progress")))
+			continue;
+		for (j = spawned = approved = 0; j < s->nsubtasks; j++)
+			if (j != i && dispatch_between(s->subtasks[j].dispatch, "coordinator", "executor")) {
+				spawned++;
+				approved += !strcmp(s->subtasks[j].state, "approved");
+			}
+		if (spawned && approved == spawned)
+			plan->state = "approved";
+	}
+}
+
 static const char *flow_of(const amp_task_state *s)
 {
 	size_t i, approved = 0;
@@ -503,6 +546,7 @@ void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
 						     "decision");
 
 			apply_verdict(log, s, e->doc);
+			close_delegations(s);
 			if (d && !strcmp(d, "rejected"))
 				continue; /* a rejection is not a success */
 		} else if (!strcmp(type, "escalation")) {
@@ -605,8 +649,14 @@ int64_t amp_task_ack_deadline(const amp_task_log *log, const amp_task_state *s,
 	return base + (deadline - sent);
 }
 
+/* 1 when a and b are both NULL or the same string. */
+static int same_name(const char *a, const char *b)
+{
+	return a && b ? !strcmp(a, b) : a == b;
+}
+
 size_t amp_task_holders(const amp_task_log *log, const amp_task_state *s,
-			amp_time_of_fn time_of, void *ctx,
+			amp_time_of_fn time_of, amp_instance_of_fn instance_of, void *ctx,
 			amp_holder out[AMP_MAX_HOLDERS])
 {
 	size_t i, j, n = 0;
@@ -616,7 +666,7 @@ size_t amp_task_holders(const amp_task_log *log, const amp_task_state *s,
 	for (i = 0; i < s->nsubtasks; i++) {
 		const amp_subtask *sub = &s->subtasks[i];
 		const json_t *by = NULL;
-		const char *role;
+		const char *role, *instance;
 		int64_t since;
 
 		if (!strcmp(sub->state, "dispatched") || !strcmp(sub->state, "in_progress"))
@@ -641,12 +691,15 @@ size_t amp_task_holders(const amp_task_log *log, const amp_task_state *s,
 			if (approval)
 				since = later(since, amp_record_time(approval));
 		}
-		for (j = 0; j < n && strcmp(out[j].role, role); j++)
+		instance = instance_of ? instance_of(sub, role, ctx) : NULL;
+		for (j = 0; j < n && (strcmp(out[j].role, role) || !same_name(out[j].instance, instance));
+		     j++)
 			;
 		if (j == n) {
 			if (n == AMP_MAX_HOLDERS)
 				continue;
 			out[n].role = role;
+			out[n].instance = instance;
 			out[n].handed_by = by;
 			out[n].since_ms = since;
 			n++;

@@ -172,6 +172,12 @@ static int build_control(amp_store *st, git_tree *tip, void *vctx,
 		status = REFUSE(c, err, "/from", "%s", why);
 		goto cleanup;
 	}
+	c->res->lost[0] = '\0';
+	if (!strcmp(c->type, "heartbeat") && amp_store_agent(st)) {
+		const char *lost = amp_coord_lost_lease(&log, amp_store_agent(st), c->now_ms);
+
+		snprintf(c->res->lost, sizeof(c->res->lost), "%s", lost ? lost : "");
+	}
 	snprintf(c->res->was, sizeof(c->res->was), "%s", s.state);
 	if (!strcmp(c->type, "resume")) {
 		/* A lock that is due (a rejecting verdict that came by fetch,
