@@ -75,8 +75,12 @@ ids() {
 @test "amp claim --wait 0..3600 is range-checked (exit 2)" {
 	send_dispatch
 	run -2 amp claim "$T" --agent bob --wait 3601
-	assert_output --partial "--wait"
+	assert_line --index 0 "amp claim: error: --wait: 3601 is out of range (0..3600)"
 	run -2 amp claim "$T" --agent bob --wait -1
+	assert_line --index 0 --partial "amp claim: error: --wait: "
+	# 0: one try, as without --wait.
+	run amp claim "$T" --agent bob --wait 0
+	assert_success
 }
 
 @test "amp claim --wait: two processes, the second waits for the first's release and then holds the task" {
