@@ -39,12 +39,10 @@ static int role_may(const char *type, const char *from)
 		return !strcmp(from, "executor");
 	if (!strcmp(type, "release"))
 		return amp_role_in(from, "executor coordinator admin system");
-	if (!strcmp(type, "depend") || !strcmp(type, "plan") || !strcmp(type, "answer"))
+	if (!strcmp(type, "depend") || !strcmp(type, "plan"))
 		return amp_role_in(from, "coordinator admin");
 	if (!strcmp(type, "progress"))
 		return !strcmp(from, "executor");
-	if (!strcmp(type, "question"))
-		return amp_role_in(from, "coordinator executor reviewer");
 	return amp_role_in(from, "coordinator executor reviewer");
 }
 
@@ -107,7 +105,7 @@ int amp_control_allowed(const amp_task_log *log, const char *type, const char *f
 		return 0;
 	}
 	amp_task_state_compute(log, &s);
-	if (amp_role_in(type, "claim release depend plan progress question answer")) {
+	if (amp_role_in(type, "claim release depend plan progress")) {
 		char closed[512];
 
 		/* Leases are coord.h's (amp_coord_check_record); like a
