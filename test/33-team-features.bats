@@ -141,10 +141,12 @@ ids() {
 @test "amp progress is refused from an instance that does not hold the task (exit 3, logged), and --percent is checked (0..100, exit 2)" {
 	send_dispatch
 	amp claim "$T" --agent bob > /dev/null
-	before=$(commit_count)
+	before=$(commit_count) errors=$(error_count)
 	run -3 amp progress "$T" --percent 50 --agent alice
 	assert_output "amp progress: error: /task_id: alice holds no claim of task $T in force: the holder reports progress (amp claim)"
 	[ "$(commit_count)" -eq "$before" ]
+	# The refusal is on the errors ref.
+	[ "$(error_count)" -eq $((errors + 1)) ]
 	run -2 amp progress "$T" --percent 101 --agent bob
 	assert_line --index 0 "amp progress: error: --percent: 101 is out of range (0..100)"
 	run -2 amp progress "$T" --agent bob
