@@ -249,6 +249,7 @@ const char *amp_coord_record_instance(const json_t *doc)
 	const char *type = amp_json_str(doc, "type"), *from = amp_json_str(doc, "from");
 
 	if (!type || !(!strcmp(type, "claim") || !strcmp(type, "heartbeat") ||
+		       !strcmp(type, "progress") ||
 		       (!strcmp(type, "release") && from && !strcmp(from, "executor"))))
 		return NULL;
 	return amp_json_str(doc, "agent");

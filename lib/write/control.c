@@ -41,6 +41,8 @@ static int role_may(const char *type, const char *from)
 		return amp_role_in(from, "executor coordinator admin system");
 	if (!strcmp(type, "depend") || !strcmp(type, "plan"))
 		return amp_role_in(from, "coordinator admin");
+	if (!strcmp(type, "progress"))
+		return !strcmp(from, "executor");
 	return amp_role_in(from, "coordinator executor reviewer");
 }
 
@@ -91,7 +93,7 @@ int amp_control_allowed(const amp_task_log *log, const char *type, const char *f
 	amp_task_state s;
 	int ok;
 
-	if (type && !strcmp(type, "idempotency_key"))
+	if (type && (!strcmp(type, "idempotency_key") || !strcmp(type, "address")))
 		return 1; /* written with its message, by amp_send_message */
 	/* amp sync's bookkeeping: it changes no state, and the hook checks
 	 * that it sets aside a record of its own commit only. */
@@ -103,8 +105,7 @@ int amp_control_allowed(const amp_task_log *log, const char *type, const char *f
 		return 0;
 	}
 	amp_task_state_compute(log, &s);
-	if (!strcmp(type, "claim") || !strcmp(type, "release") || !strcmp(type, "depend") ||
-	    !strcmp(type, "plan")) {
+	if (amp_role_in(type, "claim release depend plan progress")) {
 		char closed[512];
 
 		/* Leases are coord.h's (amp_coord_check_record); like a

@@ -126,6 +126,35 @@ static int add_key_record(struct message_ctx *c, amp_store_write *w,
 	return status;
 }
 
+/* amp send --to NAME@ROLE: the address record of the message, next in
+ * the commit after it (and its escalations).  Its name is
+ * "address-<unix_ms of the message>" (the next free millisecond). */
+static int add_address_record(struct message_ctx *c, amp_store_write *w,
+			      const amp_task_log *log, amp_error *err)
+{
+	char name[64];
+	int64_t ms = amp_msg_id_ms(c->res->msg_id);
+	json_t *doc;
+	int status;
+
+	do
+		snprintf(name, sizeof(name), "address-%lld", (long long)ms++);
+	while (amp_task_log_find(log, AMP_ENTRY_CTL, name));
+	doc = json_pack("{s:s,s:s,s:s,s:s,s:O,s:s,s:s}", "protocol_version", AMP_PROTOCOL,
+			"type", "address", "task_id", log->task_id,
+			"from", amp_json_str(c->msg, "from"),
+			"timestamp", json_object_get(c->msg, "timestamp"),
+			"msg_id", c->res->msg_id, "agent", c->opts->to_agent);
+	if (!doc)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	if ((status = amp_control_validate(c->set, doc, c->errors)) < 0)
+		status = amp_write_first_error(c->errors, c->errors_base, status, err);
+	else
+		status = amp_write_add_record(w, log, AMP_ENTRY_CTL, name, doc, err);
+	json_decref(doc);
+	return status;
+}
+
 /* The sender's clock: a timestamp further than amp.maxClockSkew from this
  * machine's would move every deadline measured from it.  Checked after the
  * look-up of a stored copy, so that re-sending a stored envelope stays a
@@ -313,8 +342,14 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 		if ((status = add_key_record(c, w, &after, key_name, key_content, err)) < 0)
 			goto cleanup;
 	}
-	snprintf(w->subject, sizeof(w->subject), "%s %s %s -> %s%s", type, task,
-		 amp_json_str(c->msg, "from"), amp_json_str(c->msg, "to"),
+	if (c->opts->to_agent) {
+		after.next_seq = log.next_seq + (int)w->nfiles;
+		if ((status = add_address_record(c, w, &after, err)) < 0)
+			goto cleanup;
+	}
+	snprintf(w->subject, sizeof(w->subject), "%s %s %s -> %s%s%s%s", type, task,
+		 amp_json_str(c->msg, "from"), c->opts->to_agent ? c->opts->to_agent : "",
+		 c->opts->to_agent ? "@" : "", amp_json_str(c->msg, "to"),
 		 lock ? " (locks the task)" : "");
 	/* One trailer per escalation this commit writes with the message. */
 	snprintf(w->trailers, sizeof(w->trailers),
@@ -341,7 +376,7 @@ int amp_send_read_json(amp_store *st, const char *command, const char *file,
 		       const char *pointer, json_t **doc, char **raw,
 		       size_t *raw_len, amp_errlist *errors)
 {
-	amp_send_opts opts = { command, file, NULL, 0, 0, NULL, 0 };
+	amp_send_opts opts = { command, file, NULL, 0, 0, NULL, 0, NULL };
 	amp_error err;
 	struct stat sb;
 	char *data = NULL;
@@ -543,7 +578,7 @@ int amp_send_escalation(amp_store *st, amp_schema_set *set,
 			amp_send_result *res, amp_errlist *errors)
 {
 	amp_message_fields f = { 0 };
-	amp_send_opts opts = { "escalate", "built", NULL, 0, 1, NULL, 0 };
+	amp_send_opts opts = { "escalate", "built", NULL, 0, 1, NULL, 0, NULL };
 	amp_error err;
 	json_t *payload = NULL, *msg = NULL;
 	int status, by_system;
@@ -735,7 +770,7 @@ int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
 {
 	struct ack_ctx c = { set, msg_id, from, now_ms, "", res, errors,
 			     errors->count, NULL, "", 0, 0 };
-	amp_send_opts opts = { "ack", "built", NULL, 0, 0, NULL, 0 };
+	amp_send_opts opts = { "ack", "built", NULL, 0, 0, NULL, 0, NULL };
 	amp_error err;
 	int status;
 
@@ -823,7 +858,7 @@ int amp_send_import_record(amp_store *st, amp_schema_set *set, git_tree *tip,
 			   amp_store_write *w, amp_send_result *res,
 			   amp_errlist *errors, amp_error *err)
 {
-	amp_send_opts opts = { "import", "import", NULL, 0, 0, NULL, 0 };
+	amp_send_opts opts = { "import", "import", NULL, 0, 0, NULL, 0, NULL };
 	struct message_ctx c = { set, rec, &opts, res, errors, errors->count,
 				 NULL, 0, 0, check_repo, "", 1, now_ms };
 	const char *type = amp_json_str(rec, "type");
