@@ -184,7 +184,7 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
  */
 static void walk_arrivals(struct watch *w, const git_oid *from, const git_oid *to)
 {
-	amp_watch_walk_records(amp_store_repo(w->st), from, to, w->arrivals, 1);
+	amp_watch_walk_arrivals(amp_store_repo(w->st), from, to, w->arrivals, 1, w->vouched);
 }
 
 /*
@@ -362,6 +362,7 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 	}
 	/* Without it (out of memory), records count from their timestamps. */
 	w->arrivals = amp_record_times_new();
+	w->vouched = amp_record_times_new();
 	walk_arrivals(w, from, to);
 	/* Tasks that were unreadable are tried again, whole. */
 	json_object_foreach(json_object_get(w->state, "broken"), task, files)
@@ -378,6 +379,8 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 cleanup:
 	amp_record_times_free(w->arrivals);
 	w->arrivals = NULL;
+	amp_record_times_free(w->vouched);
+	w->vouched = NULL;
 	git_tree_free(w->tree);
 	w->tree = NULL;
 	git_tree_free(old_t);
@@ -558,7 +561,7 @@ int amp_watch_pass(amp_store *st, amp_schema_set **set, const amp_watch_opts *o,
 		   amp_watch_report_fn report, void *ctx, amp_watch_stats *stats,
 		   amp_errlist *errors)
 {
-	struct watch w = { st, set, o, report, ctx, stats, errors, NULL, NULL, NULL, 0, 0, 0 };
+	struct watch w = { st, set, o, report, ctx, stats, errors, NULL, NULL, NULL, NULL, 0, 0, 0 };
 	char *before = NULL;
 	git_oid tip, last, seen, intact_tip;
 	int iter, rc, status = AMP_OK, fired, have_seen = 0, intact = 0;
@@ -635,28 +638,48 @@ int amp_watch_diff_records(git_repository *repo, git_tree *a, git_tree *b, json_
 	return amp_store_diff_tasks(repo, a, b, touched, -1);
 }
 
+/* The hub's clock for a walk by time (store/arrivals.h): the note of the
+ * nearest noted commit seen so far, newest first, stands for the commits
+ * below it; `vouched` gets the records it covers. */
+struct walk_clock {
+	amp_arrivals notes;
+	int64_t hub;               /* -1: no noted commit above yet */
+	amp_record_times *vouched; /* may be NULL */
+};
+
 /* Puts the records commit c adds to its first parent into `times`, with
- * time `ms` (by_time: its committer time).  A commit whose trees cannot be
- * read adds nothing: its records count from their timestamps. */
+ * time `ms` (with a clock: the hub's arrival of c, else its committer time,
+ * which the writer chose).  A commit whose trees cannot be read adds
+ * nothing: its records count from their timestamps. */
 static void walk_one(git_repository *repo, git_commit *c, amp_record_times *times, int64_t ms,
-		     int by_time)
+		     struct walk_clock *clock)
 {
 	git_commit *parent = NULL;
 	git_tree *tree = NULL, *ptree = NULL;
 
+	if (clock) {
+		int64_t noted = amp_arrivals_get(&clock->notes, git_commit_id(c));
+
+		if (noted >= 0)
+			clock->hub = noted;
+		ms = clock->hub >= 0 ? clock->hub : (int64_t)git_commit_time(c) * 1000;
+	}
 	if (git_commit_tree(&tree, c) == 0 &&
 	    (!git_commit_parentcount(c) ||
-	     (git_commit_parent(&parent, c, 0) == 0 && git_commit_tree(&ptree, parent) == 0)))
-		amp_store_diff_times(repo, ptree, tree, times,
-				     by_time ? (int64_t)git_commit_time(c) * 1000 : ms);
+	     (git_commit_parent(&parent, c, 0) == 0 && git_commit_tree(&ptree, parent) == 0))) {
+		amp_store_diff_times(repo, ptree, tree, times, ms);
+		if (clock && clock->hub >= 0 && clock->vouched)
+			amp_store_diff_times(repo, ptree, tree, clock->vouched, ms);
+	}
 	git_error_clear();
 	git_tree_free(ptree);
 	git_tree_free(tree);
 	git_commit_free(parent);
 }
 
-int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_oid *to,
-			   amp_record_times *times, int by_time)
+/* amp_watch_walk_records, with the hub's clock when `clock` is not NULL. */
+static int walk_records(git_repository *repo, const git_oid *from, const git_oid *to,
+			amp_record_times *times, struct walk_clock *clock)
 {
 	amp_first_parents chain;
 	git_revwalk *walk = NULL;
@@ -679,7 +702,7 @@ int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_
 	if (!from) {
 		amp_first_parents_start(&chain, repo, to);
 		while ((rc = amp_first_parents_next(&chain, &c)) == 0 && git_commit_parentcount(c) < 2) {
-			walk_one(repo, c, times, AMP_WATCH_WALK_LAST - index++, by_time);
+			walk_one(repo, c, times, AMP_WATCH_WALK_LAST - index++, clock);
 			git_commit_free(c);
 		}
 		git_error_clear();
@@ -689,6 +712,8 @@ int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_
 		c = NULL;
 		index = 0;
 		rc = -1;
+		if (clock)
+			clock->hub = -1;
 	}
 	/* Newest first, each commit's parent next: libgit2's object cache
 	 * then reads each tree once. */
@@ -698,7 +723,7 @@ int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_
 	while (git_revwalk_next(&id, walk) == 0) {
 		amp_store_walk_step();
 		if (git_commit_lookup(&c, repo, &id) == 0)
-			walk_one(repo, c, times, AMP_WATCH_WALK_LAST - index, by_time);
+			walk_one(repo, c, times, AMP_WATCH_WALK_LAST - index, clock);
 		index++;
 		git_commit_free(c);
 		c = NULL;
@@ -707,5 +732,25 @@ int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_
 cleanup:
 	git_error_clear();
 	git_revwalk_free(walk);
+	return rc;
+}
+
+int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_oid *to,
+			   amp_record_times *times, int by_time)
+{
+	return amp_watch_walk_arrivals(repo, from, to, times, by_time, NULL);
+}
+
+int amp_watch_walk_arrivals(git_repository *repo, const git_oid *from, const git_oid *to,
+			    amp_record_times *times, int by_time, amp_record_times *vouched)
+{
+	struct walk_clock clock = { .hub = -1, .vouched = vouched };
+	int rc;
+
+	if (!by_time)
+		return walk_records(repo, from, to, times, NULL);
+	amp_arrivals_open(&clock.notes, repo);
+	rc = walk_records(repo, from, to, times, &clock);
+	amp_arrivals_close(&clock.notes);
 	return rc;
 }

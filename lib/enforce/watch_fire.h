@@ -23,6 +23,8 @@ struct watch {
 	git_tree *tree;   /* the tree being processed */
 	amp_record_times *arrivals; /* when the commits of the range being
 				     * processed first held each record */
+	amp_record_times *vouched;  /* those of them the hub's arrival
+				     * notes vouch for (store/arrivals.h) */
 	int failed;       /* an escalation could not be written, or nothing
 			   * could be checked: keep no state */
 	int no_schemas;   /* they could not be loaded (reported once) */
@@ -54,6 +56,10 @@ int amp_watch_is_type(const json_t *doc, const char *type);
 
 /* When the SSOT first held record e (ms), -1 when unknown. */
 int64_t amp_watch_arrival_of(const struct task_pass *t, const amp_entry *e);
+
+/* Who vouches for the arrival of record e: "the hub's arrival notes" or
+ * "the commit time its writer chose". */
+const char *amp_watch_arrival_source(const struct task_pass *t, const amp_entry *e);
 
 /* The time record e counts from (amp_task_trusted_time). */
 int64_t amp_watch_trusted_time(const struct task_pass *t, const amp_entry *e, int *skewed);

@@ -20,7 +20,8 @@
  *   sign.c       signing, trust                -> history
  *   history.c    first-parent walks            -> process
  *   tasklog.c    the task log                  -> names
- *   names.c, doccache.c, sweep.c, packwrite.c, process.c: nothing of the folder
+ *   names.c, doccache.c, sweep.c, packwrite.c, process.c, arrivals.c (the
+ *   hub's arrival notes): nothing of the folder
  */
 #ifndef AMP_STORE_INT_H
 #define AMP_STORE_INT_H

@@ -57,7 +57,11 @@ int amp_sync_fetch(amp_store *st, const char *remote, const char *key, amp_error
 		return amp_error_set(err, AMP_EIO, "",
 				     "git fetch from %s failed (exit %d, git's reason above); nothing changed locally",
 				     remote, code);
-	return AMP_OK;
+	/* The hub's arrival notes (store/arrivals.h), where amp watch reads
+	 * them. */
+	snprintf(refspec, sizeof(refspec), "%s%s/%s", AMP_SYNC_NAMESPACE, key,
+		 AMP_ARRIVALS_REF + strlen("refs/amp/"));
+	return amp_arrivals_take(amp_store_repo(st), refspec, err);
 }
 
 /* The most of git push's stderr read for the hook's refusals. */
