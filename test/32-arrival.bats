@@ -27,8 +27,8 @@ iso() {
 # hookwatch: with amp.hookWatch and system's key from the ACK's push on);
 # clones c (admin, coordinator), e (the executor, whose clock
 # lies) and w (system, the watcher).  $D is a dispatch of $T with a 5 s ACK
-# deadline, written at $D0 (now - 8 s) and pushed then; strict mode is on
-# for the hub and for c and w.  Then e writes the ACK with its timestamp
+# deadline, written at $D0 (now - 8 s) and pushed then, and fetched by w
+# at $D0 + 6 s; strict mode is on for the hub and for c and w.  Then e writes the ACK with its timestamp
 # and commit dates at $D0 + 1 s (AMP_NOW, GIT_AUTHOR_DATE,
 # GIT_COMMITTER_DATE), signed with the executor's key, and pushes it now:
 # the push's output is in $PUSHED.
@@ -53,8 +53,10 @@ backdated_setup() {
 	D1=$(iso $((now - 7)))
 	# 1. before strict mode: the dispatch, written and pushed at D0
 	on c env AMP_NOW="$D0" amp init > /dev/null
-	D=$(on c env AMP_NOW="$D0" amp send task_dispatch --task $T --from coordinator --to executor --ack-timeout 5 --no-sync --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	D=$(on c env AMP_NOW="$D0" amp send task_dispatch --task "$T" --from coordinator --to executor --ack-timeout 5 --no-sync --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
 	on c env AMP_NOW="$D0" amp sync > /dev/null
+	# w fetches it at D0 + 6 s: after the ACK's deadline, before the ACK
+	on w env AMP_NOW="$(iso $((now - 2)))" amp sync > /dev/null
 	# 2. strict mode on: the hub, c and w; the admin says where trust starts
 	git -C "$HUB" config amp.requireSigned true
 	git -C "$HUB" config amp.allowedSigners "$K/signers"
@@ -106,17 +108,17 @@ the_late_ack() {
 
 @test "backdating: amp watch on another clone escalates the backdated ACK as late, from its arrival by the hub's clock, and names who vouches for it" {
 	backdated_setup
-	# the hub's hook noted the push's arrival: the hub's time, not D1
-	run -0 hub_note "$ACK_COMMIT"
-	assert_line --regexp '^Amp-Arrived-Ms: [0-9]+$'
-	arrived=$(sed -n 's/^Amp-Arrived-Ms: //p' <<< "$output")
-	[ "$arrived" -ge $(( ($(date -d "$D0" +%s) + 8) * 1000 )) ]
 	# amp sync brings the hub's notes along
 	on w amp sync > /dev/null
 	[ "$(git -C w rev-parse refs/amp/arrivals)" = "$(git -C "$HUB" rev-parse refs/amp/arrivals)" ]
 	run -0 --separate-stderr on w amp watch --once
 	assert_output --regexp "^escalated ack_timeout $T $D \(escalation-$T-[0-9]+\)$"
 	[ -z "$stderr" ]
+	# the hub's hook noted the push's arrival: the hub's time, not D1
+	run -0 hub_note "$ACK_COMMIT"
+	assert_line --regexp '^Amp-Arrived-Ms: [0-9]+$'
+	arrived=$(sed -n 's/^Amp-Arrived-Ms: //p' <<< "$output")
+	[ "$arrived" -ge $(( ($(date -d "$D0" +%s) + 8) * 1000 )) ]
 	run -0 the_late_ack w
 	assert_output --partial "required an ACK by $(date -u -d "@$(( $(date -d "$D0" +%s) + 5 ))" '+%Y-%m-%dT%H:%M:%S')"
 	assert_output --partial "(its arrival at the hub, by the hub's clock (refs/amp/arrivals))"
@@ -125,6 +127,9 @@ the_late_ack() {
 	# once
 	run -0 on w amp watch --once
 	assert_output ""
+	# the notes are no SSOT ref: amp fsck is clean with them
+	run -0 on w amp fsck
+	assert_output --regexp "^amp fsck: [0-9]+ commits checked: clean$"
 }
 
 @test "backdating: the strict hub's hook (amp.hookWatch) escalates the backdated ACK as late itself, from the arrival it noted, signed with the hub's key; a clone may not push the hub's arrival notes" {
@@ -147,4 +152,31 @@ the_late_ack() {
 	run -1 on e git push origin +refs/amp/arrivals:refs/amp/arrivals
 	assert_output --partial "amp defines no such ref"
 	[ "$(hub_note "$ACK_COMMIT" | sed -n 's/^Amp-Arrived-Ms: //p')" = "$arrived" ]
+}
+
+@test "a hook-less hub vouches for nothing: a clone that fetched after the deadline and before the backdated ACK escalates it from its own fetches; a clone that fetched both at once counts from the writer's date; amp fsck does not flag an SSOT without arrival notes" {
+	backdated_setup none
+	run -1 git -C "$HUB" rev-parse -q --verify refs/amp/arrivals
+	[ "$(git -C "$HUB" rev-parse refs/amp/messages)" = "$ACK_COMMIT" ]
+	on w amp sync > /dev/null
+	run -0 --separate-stderr on w amp watch --once
+	assert_output --regexp "^escalated ack_timeout $T $D \(escalation-$T-[0-9]+\)$"
+	[ -z "$stderr" ]
+	run -0 the_late_ack w
+	assert_output --partial "no earlier than this clone's last fetch without it, by this clone's clock (refs/amp-first-seen)"
+	assert_output --partial "at $(date -u -d "@$(( $(date -d "$D0" +%s) + 6 ))" '+%Y-%m-%dT%H:%M:%S')"
+	# a clone that saw nothing before: the ACK's own date counts
+	git clone -q "$HUB" x 2> /dev/null
+	git -C x config amp.allowedSigners "$K/signers"
+	git -C x config amp.signingKey "$K/system"
+	on x amp sync > /dev/null
+	run -0 on x amp watch --once
+	refute_output --partial ack_timeout
+	# old SSOTs: no notes anywhere, and amp fsck is clean
+	run -1 git -C x rev-parse -q --verify refs/amp-first-seen
+	git -C x config amp.requireSigned true
+	run -0 on x amp fsck
+	assert_output --regexp "^amp fsck: [0-9]+ commits checked: clean$"
+	run -0 on w amp fsck
+	assert_output --regexp "^amp fsck: [0-9]+ commits checked: clean$"
 }

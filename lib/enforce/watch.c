@@ -638,38 +638,59 @@ int amp_watch_diff_records(git_repository *repo, git_tree *a, git_tree *b, json_
 	return amp_store_diff_tasks(repo, a, b, touched, -1);
 }
 
-/* The hub's clock for a walk by time (store/arrivals.h): the note of the
- * nearest noted commit seen so far, newest first, stands for the commits
- * below it; `vouched` gets the records it covers. */
+/* The clocks of a walk by time (store/arrivals.h), walked newest first:
+ * the hub's note of the nearest noted commit seen so far stands for the
+ * commits below it; so does this clone's first-seen note, down to the
+ * local tip it names (below that the commits were this clone's already).
+ * `vouched` gets the records they cover: 1 when the hub's note does, 2
+ * when this clone's does (amp_watch_arrival_source). */
 struct walk_clock {
-	amp_arrivals notes;
+	amp_arrivals hub_notes, seen_notes;
 	int64_t hub;               /* -1: no noted commit above yet */
+	int64_t unseen;            /* -1: none, or not for these commits */
+	git_oid local;             /* where `unseen` stops */
 	amp_record_times *vouched; /* may be NULL */
 };
 
+/* The time the records of commit c count from, by the clocks (and which
+ * one into *by: 0 when it is the commit's own date). */
+static int64_t clock_time(struct walk_clock *clock, git_commit *c, int64_t *by)
+{
+	int64_t noted = amp_arrivals_get(&clock->hub_notes, git_commit_id(c)), unseen;
+	int64_t committed = (int64_t)git_commit_time(c) * 1000;
+	git_oid local;
+
+	if (noted >= 0)
+		clock->hub = noted;
+	if (amp_arrivals_get_seen(&clock->seen_notes, git_commit_id(c), &unseen, &local)) {
+		clock->unseen = unseen;
+		git_oid_cpy(&clock->local, &local);
+	}
+	if (clock->unseen >= 0 && git_oid_equal(&clock->local, git_commit_id(c)))
+		clock->unseen = -1;
+	*by = clock->hub >= 0 ? 1 : clock->unseen > committed ? 2 : 0;
+	return clock->hub >= 0 ? clock->hub : clock->unseen > committed ? clock->unseen : committed;
+}
+
 /* Puts the records commit c adds to its first parent into `times`, with
- * time `ms` (with a clock: the hub's arrival of c, else its committer time,
- * which the writer chose).  A commit whose trees cannot be read adds
- * nothing: its records count from their timestamps. */
+ * time `ms` (with a clock: clock_time, else the committer time, which the
+ * writer chose).  A commit whose trees cannot be read adds nothing: its
+ * records count from their timestamps. */
 static void walk_one(git_repository *repo, git_commit *c, amp_record_times *times, int64_t ms,
 		     struct walk_clock *clock)
 {
 	git_commit *parent = NULL;
 	git_tree *tree = NULL, *ptree = NULL;
+	int64_t by = 0;
 
-	if (clock) {
-		int64_t noted = amp_arrivals_get(&clock->notes, git_commit_id(c));
-
-		if (noted >= 0)
-			clock->hub = noted;
-		ms = clock->hub >= 0 ? clock->hub : (int64_t)git_commit_time(c) * 1000;
-	}
+	if (clock)
+		ms = clock_time(clock, c, &by);
 	if (git_commit_tree(&tree, c) == 0 &&
 	    (!git_commit_parentcount(c) ||
 	     (git_commit_parent(&parent, c, 0) == 0 && git_commit_tree(&ptree, parent) == 0))) {
 		amp_store_diff_times(repo, ptree, tree, times, ms);
-		if (clock && clock->hub >= 0 && clock->vouched)
-			amp_store_diff_times(repo, ptree, tree, clock->vouched, ms);
+		if (by && clock->vouched)
+			amp_store_diff_times(repo, ptree, tree, clock->vouched, by);
 	}
 	git_error_clear();
 	git_tree_free(ptree);
@@ -713,7 +734,7 @@ static int walk_records(git_repository *repo, const git_oid *from, const git_oid
 		index = 0;
 		rc = -1;
 		if (clock)
-			clock->hub = -1;
+			clock->hub = clock->unseen = -1;
 	}
 	/* Newest first, each commit's parent next: libgit2's object cache
 	 * then reads each tree once. */
@@ -744,13 +765,15 @@ int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_
 int amp_watch_walk_arrivals(git_repository *repo, const git_oid *from, const git_oid *to,
 			    amp_record_times *times, int by_time, amp_record_times *vouched)
 {
-	struct walk_clock clock = { .hub = -1, .vouched = vouched };
+	struct walk_clock clock = { .hub = -1, .unseen = -1, .vouched = vouched };
 	int rc;
 
 	if (!by_time)
 		return walk_records(repo, from, to, times, NULL);
-	amp_arrivals_open(&clock.notes, repo);
+	amp_arrivals_open(&clock.hub_notes, repo, AMP_ARRIVALS_REF);
+	amp_arrivals_open(&clock.seen_notes, repo, AMP_FIRST_SEEN_REF);
 	rc = walk_records(repo, from, to, times, &clock);
-	amp_arrivals_close(&clock.notes);
+	amp_arrivals_close(&clock.hub_notes);
+	amp_arrivals_close(&clock.seen_notes);
 	return rc;
 }

@@ -91,9 +91,12 @@ const char *amp_watch_arrival_source(const struct task_pass *t, const amp_entry 
 {
 	char name[300];
 
+	int64_t by;
+
 	amp_watch_entry_name(e, name, sizeof(name));
-	return amp_record_times_get(t->w->vouched, t->log->task_id, name) >= 0 ?
-	       "its arrival at the hub, by the hub's clock (" AMP_ARRIVALS_REF ")" :
+	by = amp_record_times_get(t->w->vouched, t->log->task_id, name);
+	return by == 1 ? "its arrival at the hub, by the hub's clock (" AMP_ARRIVALS_REF ")" :
+	       by == 2 ? "no earlier than this clone's last fetch without it, by this clone's clock (" AMP_FIRST_SEEN_REF ")" :
 	       "the commit that brought it, whose date its writer chose";
 }
 

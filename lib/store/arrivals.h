@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "store.h"
 
 #define AMP_ARRIVALS_REF "refs/amp/arrivals"
 
@@ -31,20 +32,46 @@
  * AMP_OK or AMP_EIO (err filled). */
 int amp_arrivals_note(git_repository *repo, const git_oid *commit, int64_t ms, amp_error *err);
 
-/* The notes of AMP_ARRIVALS_REF as read once; NULL members when there are
+/*
+ * A clone's own memory of what its fetches brought (a clone without a hub
+ * that notes arrivals trusts its own clock): AMP_FIRST_SEEN_REF, outside
+ * refs/amp/ so that no sync or hook carries it.  Each fetch that brings a
+ * new tip of the messages ref notes on it the time of this clone's fetch
+ * before ("Amp-Unseen-Ms": what the new commits were not there at) and
+ * the local tip then ("Amp-Local": from there down, the commits were this
+ * clone's already).  A record fetched counts from no earlier than that:
+ * a backdated commit date cannot move it before a fetch that did not see
+ * it.
+ */
+#define AMP_FIRST_SEEN_REF "refs/amp-first-seen"
+
+/* After a fetch from the remote named `key` (the sync's mirror key):
+ * notes `mirror_tip` (what the fetch brought) when it is new since this
+ * clone's last fetch of that remote, then remembers this fetch (`now`) in
+ * <state dir>/first-seen.json.  `local_tip` may be NULL (no local ref).
+ * AMP_OK or AMP_EIO. */
+int amp_arrivals_fetched(amp_store *st, const char *key, const git_oid *mirror_tip,
+			 const git_oid *local_tip, int64_t now, amp_error *err);
+
+/* The notes of a notes ref as read once; NULL members when there are
  * none.  Free with amp_arrivals_close. */
 typedef struct amp_arrivals {
 	git_repository *repo;
 	git_commit *notes;
 } amp_arrivals;
 
-/* Opens the notes (none when the ref is missing or unreadable: an old
- * SSOT, or a hub without amp's hook). */
-void amp_arrivals_open(amp_arrivals *a, git_repository *repo);
+/* Opens the notes of ref `name` (none when the ref is missing or
+ * unreadable: an old SSOT, or a hub without amp's hook). */
+void amp_arrivals_open(amp_arrivals *a, git_repository *repo, const char *name);
 void amp_arrivals_close(amp_arrivals *a);
 
 /* The hub's arrival time (ms) noted on `commit`, or -1. */
 int64_t amp_arrivals_get(const amp_arrivals *a, const git_oid *commit);
+
+/* The first-seen note on `commit` (AMP_FIRST_SEEN_REF): 1 with *unseen
+ * and *local (zero when the clone had no tip), or 0 when it has none. */
+int amp_arrivals_get_seen(const amp_arrivals *a, const git_oid *commit, int64_t *unseen,
+			  git_oid *local);
 
 /* Sets local AMP_ARRIVALS_REF to `mirror` (what a fetch brought of the
  * hub's), when it exists: the hub's notes replace the clone's, which only

@@ -12,6 +12,7 @@
  *   objects.c    a write's odb, then a pack    -> doccache packwrite
  *   pack.c       the maintenance of the packs  -> repo sweep packwrite
  *   seen.c       amp watch's marker ref        -> treediff names repo
+ *   arrivals.c   arrival and first-seen notes  -> repo
  *   treediff.c   the one tree walker           -> records
  *   records.c    reading tasks and listings    -> reccache tasklog names doccache process
  *   reccache.c   the record caches             -> cache
@@ -20,8 +21,7 @@
  *   sign.c       signing, trust                -> history
  *   history.c    first-parent walks            -> process
  *   tasklog.c    the task log                  -> names
- *   names.c, doccache.c, sweep.c, packwrite.c, process.c, arrivals.c (the
- *   hub's arrival notes): nothing of the folder
+ *   names.c, doccache.c, sweep.c, packwrite.c, process.c: nothing of the folder
  */
 #ifndef AMP_STORE_INT_H
 #define AMP_STORE_INT_H
