@@ -99,7 +99,8 @@ DEBIAN_PACKAGES = build-essential pkg-config git libgit2-dev libjansson-dev \
 	bats bats-support bats-assert bats-file json-schema-test-suite \
 	python3 python3-jsonschema procps openssh-server openssh-client \
 	cmake dpkg-dev libhttp-parser-dev zlib1g-dev libkrb5-dev libgpg-error-dev strace time gnuplot-nox zsh \
-	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq libpcre2-dev nettle-dev
+	scdoc shellcheck man-db chromium curl libmicrohttpd-dev jq libpcre2-dev nettle-dev \
+	nodejs npm gitolite3
 
 .PHONY: all deps deps-list test check check-layers bench-compare installcheck prune-bin demo asan bench bench-all install uninstall clean libgit2 man dist FORCE screenshots
 
@@ -211,10 +212,17 @@ $(BUILD)/test/%: $(BUILD)/test/c/%.o $(LIBAMP) $(BUILD)/tls_ca.o $(BUILD)/tls_ca
 	$(CC) $(CFLAGS) $(AMP_LDFLAGS) $(LDFLAGS) -o $@ $< $(LIBAMP) $(TLS_CA) $(PKG_LIBS)
 
 # Installs only what is missing, so a machine that has everything is not
-# touched (and needs no root).
+# touched (and needs no root).  A package is there when an installed one
+# provides it too (a nodejs of another origin that brings its own npm).
+# Then the Node packages the tests drive from their package-lock.json files:
+# test/mcp's MCP clients (34-mcp) and test/web's puppeteer-core, axe-core
+# and lighthouse (36-dashboard-admin, make screenshots,
+# share/bench-dashboard-browser.sh).
 deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || \
+		dpkg-query -W -f='$${Status} $${Provides}\n' 2>/dev/null | grep 'ok installed' | \
+			grep -qE "[ ,]$$p( |,|$$)" || echo $$p; \
 	done); \
 	if [ -n "$$missing" ]; then \
 		echo "make deps: installing" $$missing; \
@@ -222,6 +230,18 @@ deps:
 		$$sudo apt-get update -q && \
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+	@$(MAKE) --no-print-directory test/mcp/node_modules/.package-lock.json
+	@$(MAKE) --no-print-directory test/web/node_modules/.package-lock.json
+
+# npm ci when node_modules is missing or older than the lock file (npm
+# writes node_modules/.package-lock.json as it installs).
+test/mcp/node_modules/.package-lock.json: test/mcp/package-lock.json test/mcp/package.json
+	cd test/mcp && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+test/web/node_modules/.package-lock.json: test/web/package-lock.json test/web/package.json
+	cd test/web && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 # The packages `make deps` installs, for test/deps-check.
 deps-list:
@@ -243,8 +263,9 @@ check-layers: all
 # end-to-end suites against that tree, with its bin/ alone on PATH
 # (test/helpers.bash: AMP_INSTALLED_PREFIX), then removes it.
 INSTALLCHECK_SUITES = test/30-installed.bats test/30-authors.bats test/30-names.bats test/30-strict.bats test/57-readme-tour.bats test/80-sync.bats \
-	test/81-hooks.bats test/82-work-hooks.bats test/83-hub.bats test/84-join.bats \
-	test/85-sync-options.bats test/90-demo.bats test/93-man-install.bats test/94-completion.bats
+	test/81-hooks.bats test/82-work-hooks.bats test/83-hub.bats test/84-join.bats test/32-hubs.bats test/32-partitions.bats \
+	test/85-sync-options.bats test/90-demo.bats test/93-man-install.bats test/94-completion.bats \
+	test/34-mcp.bats
 installcheck: all
 	@dest=$$(mktemp -d "$${TMPDIR:-/tmp}/amp-installcheck.XXXXXX") && \
 	$(MAKE) --no-print-directory -s install DESTDIR=$$dest > $$dest.log 2>&1 || { cat $$dest.log; rm -rf $$dest $$dest.log; exit 1; }; \
@@ -293,21 +314,22 @@ bench-compare: all
 bench-all: bench
 	@AMP_BIN=$(CURDIR)/$(BIN) share/bench.sh
 
-# The pictures of the dashboard (share/doc/img/, named in amp-dashboard(1)): the site of
-# make demo's SSOT, taken by headless Chromium.
+# The README's pictures of the dashboard (share/doc/img/): the site of an
+# admin's morning (share/dashboard-shots.sh) -- the overview, a task page,
+# the agents page -- taken by headless Chromium (test/web/drive.js) at
+# 1400x900 and at a phone's 390x844.
 SHOTS = $(BUILD)/screenshots
 screenshots: deps
 	@$(MAKE) --no-print-directory all
 	@rm -rf $(SHOTS) && mkdir -p $(SHOTS) share/doc/img
-	@AMP_BIN=$(CURDIR)/$(BIN) AMP_DEMO_DASHBOARD=$(CURDIR)/$(SHOTS)/site TMPDIR=$(CURDIR)/$(SHOTS) \
-		share/demo.sh > $(SHOTS)/demo.log 2>&1 || { cat $(SHOTS)/demo.log; exit 1; }
-	@for shot in overview:index.html task:tasks/T-2026-044.html; do \
-		chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,1250 \
-			--user-data-dir=$(CURDIR)/$(SHOTS)/chromium \
-			--screenshot=$(CURDIR)/share/doc/img/dashboard-$${shot%%:*}.png \
-			file://$(CURDIR)/$(SHOTS)/site/$${shot#*:} 2> $(SHOTS)/chromium.log || \
-			{ cat $(SHOTS)/chromium.log; exit 1; }; \
-		echo "share/doc/img/dashboard-$${shot%%:*}.png"; \
+	@AMP_BIN=$(CURDIR)/$(BIN) TMPDIR=$(CURDIR)/$(SHOTS) share/dashboard-shots.sh $(CURDIR)/$(SHOTS)/site
+	@for shot in overview:index.html task:tasks/T-2026-102.html agents:agents.html; do \
+		for size in 1400x900 390x844; do \
+			png=share/doc/img/dashboard-$${shot%%:*}-$${size%%x*}.png; \
+			node test/web/drive.js shot file://$(CURDIR)/$(SHOTS)/site/$${shot#*:} $(CURDIR)/$$png \
+				$${size%%x*} $${size#*x} || exit 1; \
+			echo $$png; \
+		done; \
 	done
 
 # ---- fuzzing and valgrind (test/fuzz/README.md) ---------------------------
@@ -369,8 +391,8 @@ valgrind:
 # when the tree has one.
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) \
-		$(DESTDIR)$(DATADIR)/schemas $(DESTDIR)$(DATADIR)/doc \
-		$(DESTDIR)$(DATADIR)/json-schema $(DESTDIR)$(BASHCOMPDIR)
+		$(DESTDIR)$(DATADIR)/schemas $(DESTDIR)$(DATADIR)/schemas/output \
+		$(DESTDIR)$(DATADIR)/doc $(DESTDIR)$(DATADIR)/json-schema $(DESTDIR)$(BASHCOMPDIR)
 	install -m 755 $(BIN)/amp $(DESTDIR)$(BINDIR)/amp
 	@set -e; rel=$$(realpath -m --relative-to=$(LIBEXECDIR) $(BINDIR)/amp); \
 	for c in $(CMD_NAMES); do \
@@ -378,6 +400,7 @@ install: all
 		ln -sf $$rel $(DESTDIR)$(LIBEXECDIR)/amp-$$c; \
 	done
 	install -m 644 schemas/*.json schemas/README.md $(DESTDIR)$(DATADIR)/schemas/
+	install -m 644 schemas/output/*.json $(DESTDIR)$(DATADIR)/schemas/output/
 	install -m 644 share/doc/* $(DESTDIR)$(DATADIR)/doc/ 2>/dev/null || true
 	install -m 644 share/json-schema/*.json $(DESTDIR)$(DATADIR)/json-schema/
 	install -m 644 completions/amp.bash $(DESTDIR)$(BASHCOMPDIR)/amp

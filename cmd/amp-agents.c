@@ -48,9 +48,9 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("agents", usage, opts);
 		default:
-			return amp_cli_usage_error("agents", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			return amp_cli_bad_option("agents", usage, opts, argv[optind - 1]);
 		}
 	}
 	if ((code = amp_cli_check_args("agents", argc, argv, "h", opts)))

@@ -70,9 +70,9 @@ int main(int argc, char **argv)
 			break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("dashboard", usage, opts);
 		default:
-			return amp_cli_usage_error("dashboard", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			return amp_cli_bad_option("dashboard", usage, opts, argv[optind - 1]);
 		}
 	}
 	if ((code = amp_cli_check_args("dashboard", argc, argv, "h", opts)))

@@ -183,13 +183,13 @@ int main(int argc, char **argv)
 			break;
 		case 'R': raw = optarg; break;
 		case 'r': repo = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("errors", usage, opts);
 		default:
 			if ((code = amp_human_option(&h, c, optarg, &err)) > 0)
 				break;
 			if (code < 0)
 				return amp_cli_usage_error("errors", usage, "%s", err.message);
-			return amp_cli_usage_error("errors", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			return amp_cli_bad_option("errors", usage, opts, argv[optind - 1]);
 		}
 	}
 	if ((code = amp_cli_check_args("errors", argc, argv, "hn:", opts)))

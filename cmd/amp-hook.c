@@ -238,10 +238,9 @@ static int install(int argc, char **argv)
 			commands = c == 's' ? ssot_server : work;
 			break;
 		case 'r': repo = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("hook", usage, opts);
 		default:
-			return amp_cli_usage_error("hook", usage, "unknown option or missing value: '%s'",
-						   argv[optind - 1]);
+			return amp_cli_bad_option("hook", usage, opts, argv[optind - 1]);
 		}
 	}
 	if ((code = amp_cli_check_args("hook", argc, argv, "h", opts)))

@@ -33,9 +33,9 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
-		case 'h': fputs(usage, stdout); goto cleanup;
+		case 'h': code = amp_cli_help("import", usage, opts); goto cleanup;
 		default:
-			code = amp_cli_usage_error("import", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			code = amp_cli_bad_option("import", usage, opts, argv[optind - 1]);
 			goto cleanup;
 		}
 	}

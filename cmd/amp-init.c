@@ -24,7 +24,7 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r': repo = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("init", usage, opts);
 		default:
 			return amp_cli_usage_error("init", usage, "unknown option '%s'", argv[optind - 1]);
 		}

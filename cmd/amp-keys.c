@@ -33,9 +33,9 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'a': agent = optarg; break;
 		case 'r': repo = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("keys", usage, opts);
 		default:
-			return amp_cli_usage_error("keys", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			return amp_cli_bad_option("keys", usage, opts, argv[optind - 1]);
 		}
 	}
 	if ((code = amp_cli_check_args("keys", argc, argv, "h", opts)))

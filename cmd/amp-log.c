@@ -195,13 +195,13 @@ int main(int argc, char **argv)
 		case 'n': limit = optarg; break;
 		case 'j': o.json = 1; break;
 		case 'r': repo = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("log", usage, opts);
 		default:
 			if ((code = amp_human_option(&o.h, c, optarg, &err)) > 0)
 				break;
 			if (code < 0)
 				return amp_cli_usage_error("log", usage, "%s", err.message);
-			return amp_cli_usage_error("log", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			return amp_cli_bad_option("log", usage, opts, argv[optind - 1]);
 		}
 	}
 	if ((code = amp_cli_check_args("log", argc, argv, "hn:", opts)))

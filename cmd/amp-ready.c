@@ -40,9 +40,9 @@ int main(int argc, char **argv)
 		case 'a': agent = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("ready", usage, opts);
 		default:
-			return amp_cli_usage_error("ready", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			return amp_cli_bad_option("ready", usage, opts, argv[optind - 1]);
 		}
 	}
 	if ((code = amp_cli_check_args("ready", argc, argv, "h", opts)))

@@ -32,9 +32,9 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'r': raw = 1; break;
 		case 'j': json_out = 1; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("schema", usage, opts);
 		default:
-			return amp_cli_usage_error("schema", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			return amp_cli_bad_option("schema", usage, opts, argv[optind - 1]);
 		}
 	}
 	if ((code = amp_cli_check_args("schema", argc, argv, "h", opts)))

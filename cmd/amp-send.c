@@ -20,10 +20,11 @@ static const char usage[] =
 	"                [--repo <dir>]\n"
 	"   or: amp send <type> --template [--task <id>] [--repo <dir>]\n"
 	"types: task_dispatch task_result review_request review_verdict escalation\n"
-	"--template prints an example payload for <type>, made from its schema, that\n"
-	"amp send takes as it is; with --task its references, snapshot and repo are\n"
-	"the task's in the SSOT. Fill it in and pass it to --payload. Each field's\n"
-	"meaning, type and bounds: amp schema <type>.\n";
+	"--template prints an example payload for <type>, made from its schema: its\n"
+	"placeholders start with example- (the repo is /example-repo); filled in, amp\n"
+	"send takes it. With --task, what the SSOT knows is filled in: references,\n"
+	"snapshot, the dispatch's repo, its first subtask, one entry per criterion.\n"
+	"Pass it to --payload. Each field's meaning, type and bounds: amp schema <type>.\n";
 
 /* --template: the example payload of argv[optind], with the facts of
  * `task` when given; `other` says another message option was given. */
@@ -46,6 +47,15 @@ static int print_template(int argc, char **argv, const char *task,
 	    (task && ((code = amp_cli_check_id("send", set, "--task", task, "task_id")) ||
 		      (code = amp_cli_open_ssot("send", repo, &st)))))
 		goto cleanup;
+	/* Without a task, the work repository is a placeholder like the
+	 * others ("example-..."): "/" (the shortest path the schema takes)
+	 * is no repository, and amp send refused it. */
+	if (!task && !(facts = json_pack("{s:[], s:{s:s}}", "msg_ids", "values",
+					 "repo", "/example-repo"))) {
+		amp_error_set(&err, AMP_EIO, "", "out of memory");
+		code = amp_cli_fail("send", &err);
+		goto cleanup;
+	}
 	if ((task && amp_template_facts(st, task, &facts, &err) < 0) ||
 	    amp_template_build(set, uri, facts, &payload, &err) < 0) {
 		code = amp_cli_fail("send", &err);
@@ -115,9 +125,9 @@ static int parse_options(int argc, char **argv, struct send_args *a)
 		AMP_CLI_AGENT_CASE;
 		AMP_CLI_SYNC_CASES(a->sync);
 		case 'T': a->template = 1; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("send", usage, opts);
 		default:
-			return amp_cli_usage_error("send", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			return amp_cli_bad_option("send", usage, opts, argv[optind - 1]);
 		}
 	}
 	if ((code = amp_cli_check_args("send", argc, argv, "h", opts)) ||

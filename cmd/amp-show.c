@@ -158,13 +158,13 @@ int main(int argc, char **argv)
 		case 'c': context = 1; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("show", usage, opts);
 		default:
 			if ((code = amp_human_option(&h, c, optarg, &err)) > 0)
 				break;
 			if (code < 0)
 				return amp_cli_usage_error("show", usage, "%s", err.message);
-			return amp_cli_usage_error("show", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			return amp_cli_bad_option("show", usage, opts, argv[optind - 1]);
 		}
 	}
 	if ((code = amp_cli_check_args("show", argc, argv, "h", opts)))

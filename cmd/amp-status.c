@@ -338,13 +338,13 @@ int main(int argc, char **argv)
 		case 'j': json_out = 1; break;
 		case 'a': all = 1; break;
 		case 'r': repo = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("status", usage, opts);
 		default:
 			if ((code = amp_human_option(&h, c, optarg, &err)) > 0)
 				break;
 			if (code < 0)
 				return amp_cli_usage_error("status", usage, "%s", err.message);
-			return amp_cli_usage_error("status", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			return amp_cli_bad_option("status", usage, opts, argv[optind - 1]);
 		}
 	}
 	if ((code = amp_cli_check_args("status", argc, argv, "h", opts)))

@@ -55,7 +55,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("sync", usage, opts);
 		default:
 			return amp_cli_usage_error("sync", usage, "unknown option '%s'", argv[optind - 1]);
 		}

@@ -95,13 +95,13 @@ int main(int argc, char **argv)
 		case 'j': json_out = 1; break;
 		AMP_CLI_SYNC_CASES(sync);
 		case 'r': repo = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("wait", usage, opts);
 		default:
 			if ((code = amp_human_option(&h, c, optarg, &err)) > 0)
 				break;
 			if (code < 0)
 				return amp_cli_usage_error("wait", usage, "%s", err.message);
-			return amp_cli_usage_error("wait", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			return amp_cli_bad_option("wait", usage, opts, argv[optind - 1]);
 		}
 	}
 	if ((code = amp_cli_inbox_open("wait", usage, argc, argv, opts, task, repo, &role, &st)))

@@ -229,9 +229,9 @@ int main(int argc, char **argv)
 		AMP_CLI_SYNC_CASES(sync);
 		case 'D': dashboard = optarg; break;
 		case 'r': repo = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': return amp_cli_help("watch", usage, opts);
 		default:
-			return amp_cli_usage_error("watch", usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			return amp_cli_bad_option("watch", usage, opts, argv[optind - 1]);
 		}
 	}
 	if ((code = amp_cli_check_args("watch", argc, argv, "h", opts)))

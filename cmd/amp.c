@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/errout.h"
 #include "base/similar.h"
 #include "base/util.h"
 
@@ -94,6 +95,7 @@ static const struct {
 	{ NULL, "share it" },
 	{ "sync", "fetch, join and push the SSOT through a git remote" },
 	{ "keys", "the keys that may speak as each role (signed records)" },
+	{ "mcp", "serve one agent's tools to an MCP client on stdio" },
 	{ NULL, "administer it" },
 	{ "init", "prepare the SSOT in a git repository" },
 	{ "approve", "approve a dispatch whose risk level needs it (admin only)" },
@@ -324,7 +326,8 @@ static int run_command(const char *name, int argc, char **argv, int *code)
 	}
 	if (self) {
 		argv[0] = prog;
-		*code = self->run(argc, argv);
+		amp_errout_begin(argc, argv);
+		*code = amp_errout_end(self->run(argc, argv));
 		return 1;
 	}
 	/* PATH, as execvp searches it, passing over builds of amp (the build
@@ -374,8 +377,10 @@ int main(int argc, char **argv)
 	/* Run as amp-<name>: that command. */
 	base = base ? base + 1 : argv[0];
 	if (base && !strncmp(base, "amp-", 4)) {
-		if ((self = builtin_named(base + 4)))
-			return self->run(argc, argv);
+		if ((self = builtin_named(base + 4))) {
+			amp_errout_begin(argc, argv);
+			return amp_errout_end(self->run(argc, argv));
+		}
 		return not_a_command(base + 4);
 	}
 	/* git's --no-pager: for the command it runs, and user amp-* too. */

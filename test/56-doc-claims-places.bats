@@ -25,7 +25,7 @@ claims() {
 	share/man/amp.1.scd | a bidirectional override or isolate (U+202A..U+202E, U+2066..U+2069) as \uHHHH, a byte that is not UTF-8 as \xHH, and a backslash as \\ | 56-doc-claims.bats | human output escapes bidi overrides and isolates, a tab, DEL and a backslash; --json keeps them
 	share/man/amp.1.scd | the rejected messages, newest first, with their reasons | 56-doc-claims.bats | amp errors lists the rejected messages newest first
 	README.md | Colour only on a terminal, never with NO_COLOR set | 56-doc-claims.bats | amp status colours only on a terminal, and never with NO_COLOR set
-	share/doc/validator.md | Matching is by code point: when no UTF-8 locale is active, creating a set switches LC_CTYPE to C.UTF-8 | 56-doc-claims.bats | patterns match code points, not bytes, also when the locale is C
+	share/doc/validator.md | code points, not bytes, whatever the locale | 56-doc-claims.bats | patterns match code points, not bytes, also when the locale is C
 	share/man/amp.1.scd | Every command takes --repo DIR (default: the repository found from the current directory, as git finds it; bare repositories work) | 56-doc-claims.bats | without --repo, amp finds the repository from a subdirectory, as git does
 	README.md | Errors go to stderr as amp <cmd>: error: <json pointer>: <reason>; results go to stdout. | 56-doc-claims.bats | results go to stdout and errors to stderr, never the other way
 	share/man/amp-config.7.scd | ISO 8601 with offset, or 0..253402300799 s | 56-doc-claims.bats | AMP_NOW in Unix seconds is the same instant as its ISO 8601 form

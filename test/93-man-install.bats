@@ -165,6 +165,7 @@ bad_config() {
 	bad_config amp.syncInterval 3601 amp wait executor --sync --timeout 1
 	bad_config amp.syncRetries 101 amp sync
 	bad_config amp.syncPush both amp sync
+	bad_config amp.syncVerify maybe amp sync
 	git config amp.syncPush inbox
 	bad_config amp.syncId 'a b' amp sync
 	git config --unset amp.syncPush
@@ -282,15 +283,15 @@ bad_config() {
 
 # Every shell script of the tree, found by its shebang (sh, bash, dash,
 # directly or through env) or, for the files that are only sourced, by the
-# extension .sh or .bash.  The bats files are left out: shellcheck reads
+# extension .sh or .bash (not npm's packages under test/*/node_modules).  The bats files are left out: shellcheck reads
 # them only as plain bash, and flags each @test's variables (SC2030/SC2031)
 # and each bare $T of a test id.
 shell_scripts() {
-	(cd "$AMP_SRC" && find . \( -path ./build -o -path ./bin -o -path ./.git -o -path ./test/fuzz/corpus \) -prune \
+	(cd "$AMP_SRC" && find . \( -path ./build -o -path ./bin -o -path ./.git -o -path ./test/fuzz/corpus -o -name node_modules \) -prune \
 		-o -type f ! -name '*.bats' -print | sort | while IFS= read -r f; do
 		case $f in
 		*.sh | *.bash) echo "${f#./}" ;;
-		*) head -n 1 "$f" | grep -qE '^#! *(/usr)?/bin/(env +)?(ba|da)?sh( |$)' && echo "${f#./}" ;;
+		*) head -n 1 "$f" | grep -qE '^#! *(/usr)?/bin/(env +)?(ba|da)?sh( |$)' && echo "${f#./}" || : ;;
 		esac
 	done)
 }

@@ -1,4 +1,5 @@
 #include "util.h"
+#include "errout.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -172,6 +173,7 @@ int amp_json_dumpf(const json_t *v, FILE *f, size_t flags)
 
 void amp_print_error(const char *cmd, const amp_error *err)
 {
+	amp_errout_record(err->status, err->path, err->message);
 	/* Messages quote user values (ids, option values, file contents). */
 	if (err->path[0])
 		fprintf(stderr, "amp %s: error: %s: %s\n", cmd,

@@ -252,6 +252,8 @@ struct ctx {
 	int fatal;
 	amp_error first_fatal;	/* kept when anyOf & co. roll back */
 	int silent;		/* only valid or not: no reasons kept */
+	json_t *cond;		/* the "if" whose "then" is checked ... */
+	json_t *cond_of;	/* ... on this instance, for check_required */
 };
 
 static int validate(struct ctx *c, json_t *s, const char *scope, json_t *v);
@@ -712,8 +714,14 @@ static int check_additional(struct ctx *c, json_t *s, json_t *extra,
 		    matches_any_pattern(c, patterns, key))
 			continue;
 		if (json_is_false(extra)) {
-			bad |= fail(c, AMP_ESCHEMA, "unexpected property \"%s\"",
-				    key);
+			const char *near = schema_hint_property(props, v, key);
+
+			if (near)
+				bad |= fail(c, AMP_ESCHEMA, "unexpected property \"%s\" "
+					    "(did you mean \"%s\"?)", key, near);
+			else
+				bad |= fail(c, AMP_ESCHEMA, "unexpected property \"%s\"",
+					    key);
 			continue;
 		}
 		mark = push_key(c, key);
@@ -723,18 +731,52 @@ static int check_additional(struct ctx *c, json_t *s, json_t *extra,
 	return bad;
 }
 
+/* if/then/else; a "then" checked knows its condition (check_required). */
+static int check_if(struct ctx *c, json_t *s, json_t *cond, const char *scope, json_t *v)
+{
+	int met = !quiet(c, cond, scope, v), bad;
+	json_t *sub = json_object_get(s, met ? "then" : "else");
+	json_t *saved = c->cond, *saved_of = c->cond_of;
+
+	if (!sub)
+		return 0;
+	if (met) {
+		c->cond = cond;
+		c->cond_of = v;
+	}
+	bad = validate(c, sub, scope, v);
+	c->cond = saved;
+	c->cond_of = saved_of;
+	return bad;
+}
+
 static int check_required(struct ctx *c, json_t *required, json_t *v)
 {
 	json_t *name;
 	size_t i;
 	int bad = 0;
 
-	json_array_foreach(required, i, name)
-		if (json_is_string(name) &&
-		    !json_object_get(v, json_string_value(name)))
+	char because[256] = "";
+	size_t mark;
+
+	/* Required by a condition (an if/then on this very object): the
+	 * error is the member's, and says the condition. */
+	if (c->cond && c->cond_of == v)
+		schema_hint_condition(c->cond, because, sizeof(because));
+	json_array_foreach(required, i, name) {
+		if (!json_is_string(name) ||
+		    json_object_get(v, json_string_value(name)))
+			continue;
+		if (!because[0]) {
 			bad |= fail(c, AMP_ESCHEMA,
 				    "missing required property \"%s\"",
 				    json_string_value(name));
+			continue;
+		}
+		mark = push_key(c, json_string_value(name));
+		bad |= fail(c, AMP_ESCHEMA, "required because %s", because);
+		pop(c, mark);
+	}
 	return bad;
 }
 
@@ -949,11 +991,8 @@ static int check_keyword(struct ctx *c, json_t *s, const char *key,
 	case 'i':
 		if (!strcmp(key, "items") && json_is_array(v))
 			return check_items(c, s, val, scope, v);
-		if (!strcmp(key, "if")) {
-			sub = json_object_get(s, quiet(c, val, scope, v) ?
-					      "else" : "then");
-			return sub ? validate(c, sub, scope, v) : 0;
-		}
+		if (!strcmp(key, "if"))
+			return check_if(c, s, val, scope, v);
 		return 0;
 	case 'm':
 		if (!strcmp(key, "minimum") || !strcmp(key, "maximum"))

@@ -7,6 +7,7 @@
  *   pattern.c   "pattern" regular expressions, by PCRE2
  *   formats.c   the "format"s amp checks
  *   set.c       a schema set: documents, "$id" index, lookups (uri, pattern)
+ *   hints.c     what an error says more: a misspelt property, a condition
  *   keywords.c  validation: the draft-07 keywords (set, pattern, formats)
  *
  * Each file calls only those listed before it (share/check-layers holds
@@ -97,5 +98,18 @@ json_t *schema_lookup_entry(amp_schema_set *set, const char *uri);
  * lives as long as the set; NULL when out of memory. */
 const char *schema_resolve_cached(amp_schema_set *set, json_t *table,
 				  const char *scope, const char *ref, int strip);
+
+/* --- hints.c --- */
+
+/* The property of `props` (a "properties" object) that the unexpected
+ * `key` of `instance` probably meant: one the instance lacks, near it
+ * (base/similar.h) or sharing a long prefix with it; NULL when none is
+ * clearly the one.  Borrowed from props. */
+const char *schema_hint_property(json_t *props, json_t *instance, const char *key);
+
+/* The "if" schema `cond` in words, into buf: `decision is "rejected"`,
+ * `completion_status is one of "partial", "failed"`; "" when it holds
+ * more than consts and enums of properties, or does not fit. */
+void schema_hint_condition(json_t *cond, char *buf, size_t bufsz);
 
 #endif

@@ -24,6 +24,7 @@
 #include "sync_index.h"
 #include "sync_join.h"
 #include "sync_tell.h"
+#include "verify.h"
 
 /* ---- names ------------------------------------------------------------------ */
 
@@ -408,6 +409,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	unsigned rng;
 	char id[80] = "", who[400];
 	git_oid start_remote;
+	amp_sync_checked checked;
 	int status, have_start, rc, inbox, delivered = 0, have_start_remote = 0;
 	unsigned long replayed = 0, superseded = 0;
 	unsigned rounds = 0;
@@ -435,6 +437,9 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	}
 	if (have_start && (status = tree_of(repo, &start, &before, err)) < 0)
 		goto cleanup;
+	if ((status = amp_sync_checked_init(st, t.mirror, have_start ? &start : NULL, &checked,
+					    err)) < 0)
+		goto cleanup;
 	if (inbox && have_start) {
 		if ((status = push_first(st, remote, &t, paths, aside, seen, &rounds, &start_remote,
 					 &have_start_remote, &delivered, err)) < 0)
@@ -450,6 +455,12 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 			amp_sync_log_conflict(st, set, remote, &c, err);
 		if (status < 0)
 			goto cleanup;
+		/* A hub without amp's hook takes anything: what it brought
+		 * is checked once (verify.h); the escalations go with this
+		 * sync's push, as below. */
+		if (j.have_remote && amp_sync_check_new(st, set, remote, &checked, &j.remote) &&
+		    !delivered)
+			continue;
 		/* Set aside: told once, and the escalations go with this
 		 * push (the next join finds the remote behind). */
 		if (json_array_size(refused)) {

@@ -13,6 +13,7 @@
 #include "read/read.h"
 #include "store/store.h"
 #include "base/util.h"
+#include "base/errout.h"
 
 int amp_cli_fail(const char *cmd, const amp_error *err)
 {
@@ -150,6 +151,7 @@ int amp_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...
 	va_start(ap, fmt);
 	vsnprintf(reason, sizeof(reason), fmt, ap);
 	va_end(ap);
+	amp_errout_record(AMP_EUSAGE, "", reason);
 	/* The reason quotes argv. */
 	fprintf(stderr, "amp %s: error: %s\n%s", cmd, amp_term(reason), usage);
 	return AMP_EXIT_USAGE;
@@ -368,6 +370,7 @@ void amp_cli_print_json(const json_t *value, int pretty)
 	amp_json_dumpf(value, stdout, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |
 		       JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
 	putchar('\n');
+	amp_errout_result_printed();
 }
 
 int amp_cli_idempotency_key(const char *cmd, const char **key)
@@ -379,9 +382,11 @@ int amp_cli_idempotency_key(const char *cmd, const char **key)
 	if (!*key)
 		return 0;
 	if (!**key || strlen(*key) > AMP_IDEMPOTENCY_KEY_MAX || !amp_utf8_valid(*key)) {
-		fprintf(stderr, "amp %s: error: --idempotency-key: '%s' is not a key (1..%d bytes of UTF-8)\n",
-			cmd, amp_term(*key), AMP_IDEMPOTENCY_KEY_MAX);
-		return AMP_EXIT_USAGE;
+		amp_error err;
+
+		amp_error_set(&err, AMP_EUSAGE, "", "--idempotency-key: '%s' is not a key (1..%d bytes of UTF-8)",
+			      *key, AMP_IDEMPOTENCY_KEY_MAX);
+		return amp_cli_fail(cmd, &err);
 	}
 	return 0;
 }

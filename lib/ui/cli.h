@@ -65,6 +65,16 @@ int amp_cli_fail(const char *cmd, const amp_error *err);
 int amp_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* -h of a command: prints `usage`, then each option of `opts` with one
+ * line (lib/ui/cli_help.c holds the lines); returns 0. */
+int amp_cli_help(const char *cmd, const char *usage, const struct option *opts);
+
+/* An unknown option `arg` (argv[optind - 1] after getopt_long's '?'):
+ * amp_cli_usage_error, then git's hint of the most similar options of
+ * `opts` when some are near.  Returns 2. */
+int amp_cli_bad_option(const char *cmd, const char *usage, const struct option *opts,
+		       const char *arg);
+
 /*
  * The caller's role: `given` (--from) when not NULL, else $AMP_ROLE, else
  * git config amp.role (st may be NULL).  The role is checked against the

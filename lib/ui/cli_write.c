@@ -39,12 +39,12 @@ static int parse(amp_cli_writer *w, int argc, char **argv, const struct option *
 		case 'r': w->repo = optarg; break;
 		AMP_CLI_AGENT_CASE;
 		AMP_CLI_SYNC_CASES(w->sync);
-		case 'h': fputs(w->usage, stdout); return 0;
+		case 'h': return amp_cli_help(w->cmd, w->usage, opts);
 		case '?': case ':':
-			return amp_cli_usage_error(w->cmd, w->usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+			return amp_cli_bad_option(w->cmd, w->usage, opts, argv[optind - 1]);
 		default:
 			if (!w->option)
-				return amp_cli_usage_error(w->cmd, w->usage, "unknown option or missing value: '%s'", argv[optind - 1]);
+				return amp_cli_bad_option(w->cmd, w->usage, opts, argv[optind - 1]);
 			if ((code = w->option(w, c)))
 				return code;
 		}

@@ -1,15 +1,25 @@
 /*
  * dashboard.h - the admin's dashboard: the SSOT as a static web site
  * (plain HTML and CSS, no JavaScript), regenerated incrementally, and a
- * small read-only HTTP/1.0 server for it.
+ * small read-only HTTP/1.0 server for it, which adds filters as query
+ * parameters and live refresh (dashboard_live.c).  The files of each
+ * page kind: dashboard_int.h.
  *
  * Layout of the output directory DIR:
  *
- *   index.html              the overview: the tasks needing the admin first
- *                           (50 at most), messages per hour and open
- *                           escalations, the 100 most recently active
- *                           tasks, a link to each group page
- *   needs.html              every task needing the admin
+ *   index.html              the overview: a header of what the admin wants
+ *                           (open tasks, overdue ACKs, open escalations,
+ *                           agents active in the hour), the tasks needing
+ *                           the admin first (50 at most) as cards with the
+ *                           command to run, the 100 most recently active
+ *                           tasks, messages per hour and open escalations,
+ *                           the age of the open tasks, a link to each
+ *                           group page
+ *   needs.html              every task needing the admin; overdue.html,
+ *                           escalated.html, approval.html: one filter each
+ *   tasks.html              --serve's filtered listing (as a file: links)
+ *   agents.html             every named agent instance
+ *   favicon.svg             the site's icon
  *   groups/<YYYY>-<S>.html  one page per shard of the task tree
  *                           (tasks/<YYYY>/<S>/, at most 100 tasks): the
  *                           row of each of its tasks
@@ -35,9 +45,9 @@
  * the overview (and needs.html when what needs the admin changed); what
  * still grows with the history is one line per shard (100 tasks) in the
  * state and in the overview's list of groups.  Pages do not depend on the
- * time (deadlines are shown as dates) but for the overview's and
- * needs.html's "needs the admin" (overdue ACKs), rebuilt on every pass; a
- * page is written only when its bytes changed.  When the aggregate cannot
+ * time (deadlines are shown as dates) but for the overview (times in words,
+ * the time it was generated) and the filter pages (overdue ACKs), rebuilt
+ * on every pass; a page is written only when its bytes changed.  When the aggregate cannot
  * follow (a rewritten history: the newest hour went back, a recent task
  * left with nothing to replace it; a shard's state not the one it was made
  * from) it is made anew from every shard's state.  The state is keyed by

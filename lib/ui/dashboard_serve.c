@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "dashboard.h"
+#include "dashboard_int.h"
 #include "base/util.h"
 
 #define REQUEST_MAX 8192
@@ -58,6 +58,7 @@ static struct mhd_api {
 	__typeof__(MHD_add_response_header) *add_response_header;
 	__typeof__(MHD_queue_response) *queue_response;
 	__typeof__(MHD_destroy_response) *destroy_response;
+	__typeof__(MHD_lookup_connection_value) *lookup_connection_value;
 } mhd;
 
 /* One open connection: its socket, the monotonic time it must end by, and
@@ -97,6 +98,7 @@ static int load_mhd(amp_error *err)
 	LOAD(add_response_header);
 	LOAD(queue_response);
 	LOAD(destroy_response);
+	LOAD(lookup_connection_value);
 	LOAD(start_daemon); /* last: it marks the table complete */
 #undef LOAD
 	return AMP_OK;
@@ -137,6 +139,8 @@ static const char *content_type(const char *path)
 		return "image/png";
 	if (n > 4 && !strcmp(path + n - 4, ".svg"))
 		return "image/svg+xml";
+	if (n > 3 && !strcmp(path + n - 3, ".js"))
+		return "text/javascript; charset=utf-8";
 	return "application/octet-stream";
 }
 
@@ -157,8 +161,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int code, const 
 	}
 	ok = mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) &&
 	     mhd.add_response_header(r, "X-Content-Type-Options", "nosniff") &&
-	     mhd.add_response_header(r, "Content-Security-Policy",
-				     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'") &&
+	     mhd.add_response_header(r, "Content-Security-Policy", dash_live_csp) &&
+	     mhd.add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") &&
 	     /* one request per connection, as before: no client keeps one open */
 	     mhd.add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close") &&
 	     (!extra || mhd.add_response_header(r, extra, extra_value)) ?
@@ -212,6 +216,47 @@ static size_t unescape_none(void *cls, struct MHD_Connection *c, char *s)
 	return strlen(s);
 }
 
+/* A query parameter of the request, for dash_serve_query. */
+static const char *query_arg(void *ctx, const char *name)
+{
+	return mhd.lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* The ids of the messages ref and the errors ref: what live.js polls to
+ * learn that the SSOT moved, without a pass. */
+static enum MHD_Result reply_tip(struct server *sv, struct MHD_Connection *c)
+{
+	char body[2 * GIT_OID_HEXSZ + 4];
+	git_oid a, b;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	git_reference_name_to_id(&a, amp_store_repo(sv->st), amp_store_messages_ref(sv->st));
+	git_reference_name_to_id(&b, amp_store_repo(sv->st), amp_store_errors_ref(sv->st));
+	git_error_clear();
+	git_oid_tostr(body, GIT_OID_HEXSZ + 1, &a);
+	body[GIT_OID_HEXSZ] = ' ';
+	git_oid_tostr(body + GIT_OID_HEXSZ + 1, GIT_OID_HEXSZ + 1, &b);
+	return reply(c, MHD_HTTP_OK, "text/plain; charset=utf-8", NULL, NULL, body, strlen(body), 0);
+}
+
+/* A file of the site (taken, freed here): an HTML page with live.js. */
+static enum MHD_Result reply_page(struct MHD_Connection *c, const char *path, char *body, size_t blen)
+{
+	char *live = NULL;
+	size_t llen = 0;
+
+	if (strcmp(content_type(path), "text/html; charset=utf-8"))
+		return reply(c, MHD_HTTP_OK, content_type(path), NULL, NULL, body, blen, 1);
+	if (dash_live_page(body, blen, &live, &llen) < 0) {
+		free(body);
+		free(live);
+		return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "Internal Server Error", NULL, NULL);
+	}
+	free(body);
+	return reply(c, MHD_HTTP_OK, content_type(path), NULL, NULL, live, llen, 1);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **con_cls)
@@ -240,13 +285,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return reply_error(c, MHD_HTTP_BAD_REQUEST, "Bad Request", NULL, NULL);
 	if (!*path)
 		path = "index.html";
+	if (!strcmp(path, "live.js"))
+		return reply(c, MHD_HTTP_OK, content_type(path), NULL, NULL, (char *)dash_live_js,
+			     dash_live_js_len, 0);
+	if (!strcmp(path, "amp-tip"))
+		return reply_tip(sv, c);
 	/* The pages as of now: a pass costs what changed since the last. */
 	if (amp_clock_now_ms(&now, &err) < 0 || amp_dashboard_write(sv->st, sv->dir, now, NULL, &err) < 0)
 		return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "Internal Server Error", NULL, NULL);
-	if ((size_t)snprintf(file, sizeof(file), "%s/%s", sv->dir, path) >= sizeof(file) ||
-	    stat(file, &sb) < 0 || !S_ISREG(sb.st_mode) || amp_read_file(file, &body, &blen, &err) < 0)
+	if (!strcmp(path, "tasks.html")) {
+		if (dash_serve_query(sv->st, sv->dir, query_arg, c, now, &body, &blen) < 0) {
+			free(body);
+			return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "Internal Server Error", NULL, NULL);
+		}
+	} else if ((size_t)snprintf(file, sizeof(file), "%s/%s", sv->dir, path) >= sizeof(file) ||
+		   stat(file, &sb) < 0 || !S_ISREG(sb.st_mode) || amp_read_file(file, &body, &blen, &err) < 0) {
 		return reply_error(c, MHD_HTTP_NOT_FOUND, "Not Found", NULL, NULL);
-	return reply(c, MHD_HTTP_OK, content_type(path), NULL, NULL, body, blen, 1);
+	}
+	return reply_page(c, path, body, blen);
 }
 
 /* Keeps the table of open connections and their deadlines. */

@@ -655,10 +655,16 @@ int amp_template_resolve(amp_schema_set *set, const char *uri, json_t **out,
 {
 	walk w = { set, NULL, err };
 	const json_t *schema = amp_schema_set_lookup(set, uri);
+	char base[AMP_PATH_MAX], *hash;
 
 	if (!schema)
 		return *out = NULL, amp_error_set(err, AMP_EUSAGE, "", "no schema %s", uri);
-	return (*out = inline_refs(&w, schema, uri, 0)) ? AMP_OK : err->status;
+	/* A subschema ("...#/definitions/x") resolves its "$ref"s against
+	 * its document. */
+	snprintf(base, sizeof(base), "%s", uri);
+	if ((hash = strchr(base, '#')))
+		*hash = '\0';
+	return (*out = inline_refs(&w, schema, base, 0)) ? AMP_OK : err->status;
 }
 
 /* ---- facts ------------------------------------------------------------- */
@@ -694,6 +700,7 @@ int amp_template_facts(amp_store *st, const char *task_id, json_t **out,
 	if (workdir && (n = strlen(workdir)) > 1)
 		json_object_set_new(values, "repo",
 				    json_stringn(workdir, workdir[n - 1] == '/' ? n - 1 : n));
+	amp_template_dispatch_facts(&log, values);
 	*out = json_pack("{s:O,s:o}", "msg_ids", ids, "values", values);
 cleanup:
 	json_decref(ids);

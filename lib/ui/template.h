@@ -43,6 +43,13 @@ int amp_template_resolve(amp_schema_set *set, const char *uri, json_t **out,
 int amp_template_facts(amp_store *st, const char *task_id, json_t **out,
 		       amp_error *err);
 
+/* Adds to `values` what the task's dispatch in force in `log` says: "repo"
+ * (the work repository it names), "subtask_id" (its first subtask),
+ * "criteria_met" (one true per acceptance criterion) and
+ * "criteria_results" (one passed result per criterion).  Nothing when the
+ * task has no dispatch. */
+void amp_template_dispatch_facts(const amp_task_log *log, json_t *values);
+
 /*
  * Builds an example instance of the schema `uri`, walking its properties:
  * only the required members, each with a value its own subschema accepts

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "cli_write.h"
 #include "dashboard.h"
+#include "mcp.h"
 #include "template.h"
 
 #endif
