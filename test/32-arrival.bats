@@ -44,9 +44,10 @@ backdated_setup() {
 	git init -q --bare "$HUB"
 	[ "${1:-}" = none ] || amp hook install --server --repo "$HUB" > /dev/null
 	cd "$BATS_TEST_TMPDIR" || return 1
+	# the clones know the keys from step 2 on: amp sync checks what it
+	# fetches against them, and before the admin's marker nothing is signed
 	for r in c e w; do
 		git clone -q "$HUB" $r 2> /dev/null
-		git -C $r config amp.allowedSigners "$K/signers"
 	done
 	now=$(date +%s)
 	D0=$(iso $((now - 8)))
@@ -60,6 +61,9 @@ backdated_setup() {
 	# 2. strict mode on: the hub, c and w; the admin says where trust starts
 	git -C "$HUB" config amp.requireSigned true
 	git -C "$HUB" config amp.allowedSigners "$K/signers"
+	for r in c e w; do
+		git -C $r config amp.allowedSigners "$K/signers"
+	done
 	git -C c config amp.requireSigned true
 	git -C c config amp.signingKey "$K/admin"
 	on c amp init > /dev/null
