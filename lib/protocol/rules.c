@@ -243,6 +243,7 @@ static int check_request_round(const amp_task_log *log, const amp_task_state *s,
 {
 	const char *result_id = amp_json_str(payload, "task_result_ref");
 	const char *dispatch_id = amp_json_str(payload, "original_dispatch_ref");
+	const char *scope = amp_json_str(payload, "review_scope");
 	const amp_entry *r = result_id ? amp_task_log_find(log, AMP_ENTRY_MSG, result_id) : NULL;
 	const char *subtask = r ? amp_json_str(json_object_get(r->doc, "payload"), "subtask_id") : NULL;
 	const amp_subtask *sub = amp_task_subtask(s, subtask);
@@ -268,6 +269,12 @@ static int check_request_round(const amp_task_log *log, const amp_task_state *s,
 		return amp_errlist_add(errors, AMP_ERULE, "/payload/original_dispatch_ref",
 				       "%s is not the dispatch of subtask %s's current round (%s)",
 				       dispatch_id, subtask, current);
+	/* AMP/1.0 §03 review_scope: "incremental: Only new diffs since the
+	 * last verdict are reviewed", so there must have been one. */
+	if (scope && !strcmp(scope, "incremental") && !sub->rejects && !sub->verdict)
+		return amp_errlist_add(errors, AMP_ERULE, "/payload/review_scope",
+				       "is \"incremental\", but subtask %s has no earlier verdict to review from: its first review is \"full\"",
+				       subtask);
 	return AMP_OK;
 }
 

@@ -1,0 +1,68 @@
+#!/usr/bin/env bats
+# Issue 33, a team and not one agent per role: who may do what when several
+# instances share a role.  A result comes from the executor instance that
+# holds the claim (a released holder is refused and told who released it);
+# an abort refuses the reviewer's verdict and the executor's result naming
+# the abort, tells the admin once, and the admin reopens the task with a new
+# round; a verdict that contradicts itself is refused naming its field.
+# Time moves with AMP_NOW only.
+
+bats_require_minimum_version 1.5.0
+load helpers
+load conversation
+load enforcer
+load transitions
+
+setup() {
+	make_ssot
+}
+
+teardown() {
+	fsck_teardown
+}
+
+# ---- 7. verdicts that contradict themselves --------------------------------------
+
+@test "an approved verdict with a criterion passed: false is refused (exit 1, the schema) naming /payload/criteria_results/1/passed; so is approved_with_fix; null passes" {
+	to_in_review
+	at 20
+	sed '0,/"passed": true, "evidence": "CI green"/s//"passed": false, "evidence": "CI red"/' "$(P verdict.json)" > "$(P contradicts.json)"
+	grep -q '"passed": false' "$(P contradicts.json)"
+	m=$(commit_count)
+	# the schema's rule (review_verdict.schema.json): exit 1, like any
+	# message that does not conform
+	run --separate-stderr amp verdict $T --decision approved --confidence 0.9 --payload "$(P contradicts.json)"
+	assert_equal "$status" 1
+	assert_equal "$stderr" "amp verdict: error: /payload/criteria_results/1/passed: must not be false"
+	$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); d["decision"]="approved_with_fix"; d["direct_fixes"]=[{"file":"a.swift","change_type":"typo","diff_lines":1}]; json.dump(d, open(sys.argv[2], "w"))' "$(P contradicts.json)" "$(P fix.json)"
+	run --separate-stderr amp verdict $T --decision approved_with_fix --confidence 0.9 --payload "$(P fix.json)"
+	assert_equal "$status" 1
+	assert_equal "$stderr" "amp verdict: error: /payload/criteria_results/1/passed: must not be false"
+	assert_equal "$(commit_count)" "$m"
+	assert_sub $S1 in_review 1
+	# not verified (null) is no contradiction
+	sed '0,/"passed": true, "evidence": "CI green"/s//"passed": null, "evidence": "CI still running"/' "$(P verdict.json)" > "$(P unknown.json)"
+	allowed amp verdict $T --decision approved --confidence 0.9 --payload "$(P unknown.json)"
+	assert_sub $S1 approved 1
+}
+
+@test "review_scope incremental on a subtask's first review is refused naming /payload/review_scope; after a rejected verdict it is taken" {
+	to_submitted
+	amp ack "$R" --from coordinator > /dev/null
+	at 15
+	sed 's/"review_scope": "full"/"review_scope": "incremental"/' "$(review_payload "$D" "$R")" > "$(P incremental.json)"
+	refused "/payload/review_scope" "" amp send review_request --task $T --from coordinator --payload "$(P incremental.json)"
+	assert_equal "$stderr" "amp send: error: /payload/review_scope: is \"incremental\", but subtask $S1 has no earlier verdict to review from: its first review is \"full\""
+	assert_sub $S1 submitted 1
+	request "$D" "$R"
+	amp ack "$Q" --from reviewer > /dev/null
+	at 20; verdict rejected
+	at 30; dispatch
+	at 35; amp ack "$D" --from executor > /dev/null
+	at 40; result
+	amp ack "$R" --from coordinator > /dev/null
+	at 45
+	sed -e 's/"review_scope": "full"/"review_scope": "incremental"/' -e 's/"reject_count": 0/"reject_count": 1/' "$(review_payload "$D" "$R")" > "$(P incremental.json)"
+	allowed amp send review_request --task $T --from coordinator --payload "$(P incremental.json)"
+	assert_sub $S1 in_review 2
+}
