@@ -66,3 +66,33 @@ teardown() {
 	allowed amp send review_request --task $T --from coordinator --payload "$(P incremental.json)"
 	assert_sub $S1 in_review 2
 }
+
+# ---- 2. a dead executor overwrites the live one -----------------------------------
+
+@test "amp watch releases a silent holder's claim with ONE heartbeat_timeout; the released holder's later result is refused (exit 3), told who released it and who holds it" {
+	send_dispatch
+	at 5
+	amp ack "$D" --from executor --agent alice > /dev/null
+	amp claim $T --agent alice > /dev/null
+	C=$(amp status $T --json | json_get 'd["claims"][0]["claim"]')
+	at 1900
+	run -0 amp watch --once
+	assert_output --regexp "^escalated heartbeat_timeout $T "
+	assert_equal "${#lines[@]}" 1
+	assert_equal "$(escalation_count heartbeat_timeout)" 1
+	run -0 amp watch --once
+	assert_output ""
+	assert_equal "$(escalation_count heartbeat_timeout)" 1
+	at 1910
+	amp claim $T --agent bob > /dev/null
+	at 1920
+	AMP_AGENT=bob run -0 amp send task_result --task $T --from executor --context-ref "$D" --payload "$(P result.json)"
+	B=$output
+	at 1930
+	m=$(commit_count)
+	AMP_AGENT=alice run --separate-stderr amp send task_result --task $T --from executor --context-ref "$D" --payload "$(P result.json)"
+	assert_equal "$status" 3
+	assert_equal "$stderr" "amp send: error: /from: your claim on $T ($C) was released at 2026-02-26T15:03:47+00:00 by system (\"the lease of alice ran out at 2026-02-26T15:02:12+00:00\"); bob claimed it after you (claim-1772118237000): claim it again before you write to it as the executor (you are alice)"
+	assert_equal "$(commit_count)" "$m"
+	assert_equal "$(sub $S1 result)" "$B"
+}
