@@ -96,3 +96,52 @@ teardown() {
 	assert_equal "$(commit_count)" "$m"
 	assert_equal "$(sub $S1 result)" "$B"
 }
+
+# ---- 3. abort mid-review ------------------------------------------------------------
+
+@test "abort mid-review: the verdict and the result are refused saying the task is aborted, the admin hears it once (a conflict escalation), resume is refused saying what the admin can do, and the admin's re-dispatch reopens the task with a new round" {
+	to_in_review
+	at 60
+	amp abort $T --from coordinator --reason "plan changed" > /dev/null
+	why="task $T was aborted by the coordinator at 2026-02-26T14:33:07+00:00 (\"plan changed\"): it takes no more writes from the"
+	at 70
+	MSG_COMMITS=1 refused "$why reviewer (the admin may reopen it with a new task_dispatch)" "" amp verdict $T --decision approved --confidence 0.9 --payload "$(P verdict.json)"
+	[[ $stderr != *"only the admin may write to it"* ]]
+	assert_equal "$(escalation_count conflict)" 1
+	E=$(the_escalation conflict)
+	run -0 escalation_file "$E"
+	assert_output --partial "\"from\": \"system\""
+	assert_output --partial "\"to\": \"admin\""
+	assert_output --partial "\"affected_msgs\": [
+      \"$D\""
+	assert_equal "$(escalation_file "$E" | json_get 'd["payload"]["description"]')" "The reviewer's review_verdict was refused: $why reviewer (the admin may reopen it with a new task_dispatch). Agents still write to it: reopen it with a new task_dispatch from the admin, or tell them it ended."
+	# once: the executor's refused result adds no second escalation
+	at 80
+	refused "$why executor" "" amp send task_result --task $T --from executor --payload "$(P result.json)"
+	refused "$why reviewer" "" amp verdict $T --decision approved --confidence 0.9 --payload "$(P verdict.json)"
+	refused "$why reviewer" "" amp escalate $T --from reviewer --type conflict --severity warning --description "my verdict was refused"
+	assert_equal "$(escalation_count conflict)" 1
+	# resume is not for an aborted task
+	run --separate-stderr amp resume $T --from admin --reason "carry on"
+	assert_equal "$status" 3
+	assert_equal "$stderr" "amp resume: error: /task_id: a resume is refused while task $T is aborted: an abort is not a suspension: the admin reopens the task with a new task_dispatch, or leaves it ended"
+	# the coordinator cannot reopen it; the admin can, even with S1 in review
+	refused "$why coordinator" "" amp send task_dispatch --task $T --from coordinator --to executor --payload "$(P dispatch.json)"
+	assert_sub $S1 in_review 1
+	at 90
+	allowed amp send task_dispatch --task $T --from admin --to executor --payload "$(P dispatch.json)"
+	D2=$output
+	assert_sub $S1 dispatched 2
+	[ "$(task_field state)" = dispatched ]
+	[ "$(task_field aborted)" = false ]
+	# the new round runs: ACK, result, review, verdict
+	at 95; amp ack "$D2" --from executor > /dev/null
+	at 100; result
+	amp ack "$R" --from coordinator > /dev/null
+	at 105; request "$D2" "$R"
+	amp ack "$Q" --from reviewer > /dev/null
+	at 110; verdict approved
+	assert_sub $S1 approved 2
+	[ "$(task_field state)" = approved ]
+	run -0 amp fsck
+}

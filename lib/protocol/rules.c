@@ -323,6 +323,10 @@ static int check_dispatch_round(const amp_task_log *log, const amp_task_state *s
 
 		if (!sub || amp_transition_find("task_dispatch", sub->state)->allowed)
 			continue;
+		/* The admin reopens an aborted task with a new round (task.h). */
+		if (s->aborted && !strcmp(sub->state, "in_review") &&
+		    !strcmp(amp_or_none(amp_json_str(msg, "from")), "admin"))
+			continue;
 		snprintf(path, sizeof(path), "/payload/subtasks/%zu/subtask_id", i);
 		status = refuse_transition(errors, path, "task_dispatch", sub->id, sub->state);
 	}
@@ -644,6 +648,28 @@ const char *amp_rules_unapproved_dispatch(const amp_task_log *log, const amp_tas
 	}
 	amp_task_state_free(&computed);
 	return found;
+}
+
+int amp_rules_aborted_refusal(const amp_task_log *log, const json_t *msg,
+			      char *desc, size_t descsz, char *cause, size_t causesz)
+{
+	const char *from = amp_json_str(msg, "from"), *type = amp_json_str(msg, "type");
+	const char *last;
+	amp_task_state s;
+	char why[512];
+	int refused;
+
+	amp_task_state_compute(log, &s);
+	last = amp_json_str(s.last_dispatch, "msg_id");
+	refused = last && from && strcmp(from, "system") &&
+		  amp_task_closed_to(&s, from, why, sizeof(why)) == 2;
+	if (refused) {
+		snprintf(desc, descsz, "The %.20s's %.40s was refused: task %s %s. Agents still write to it: reopen it with a new task_dispatch from the admin, or tell them it ended.",
+			 from, amp_or_none(type), log->task_id, why);
+		snprintf(cause, causesz, "%s", last);
+	}
+	amp_task_state_free(&s);
+	return refused;
 }
 
 int amp_rules_check_ack(const amp_task_log *log, size_t i, amp_errlist *errors)

@@ -67,6 +67,17 @@ int amp_rules_check_replayed(amp_store *st, git_tree *tree, const amp_task_log *
 			     const json_t *msg, const char *agent, amp_errlist *errors);
 
 /*
+ * Issue 33, abort mid-review: when `msg` (by a role other than the admin or
+ * system) is refused because its task is aborted, the escalation the admin
+ * gets once (a `conflict` from system): its description into desc and the
+ * msg_id of the task's last dispatch, its cause (the admin hears once per
+ * abort, whoever keeps writing), into cause.  Returns 1, or 0 when msg is
+ * not refused for that.
+ */
+int amp_rules_aborted_refusal(const amp_task_log *log, const json_t *msg,
+			      char *desc, size_t descsz, char *cause, size_t causesz);
+
+/*
  * The rules `amp ack` applies, for an ACK record that is entry i of `log`
  * (a fetched or pushed one): it is in its place (amp_task_entry_in_place),
  * acknowledges a message that is in the SSOT before it, comes from that
