@@ -145,3 +145,26 @@ teardown() {
 	[ "$(task_field state)" = approved ]
 	run -0 amp fsck
 }
+
+@test "amp watch re-checks a fetched review_request: incremental on a subtask's first review is escalated once, naming /payload/review_scope" {
+	to_submitted
+	amp ack "$R" --from coordinator > /dev/null
+	at 15
+	id=review_request-$T-1772116342000
+	$PY - "$D" "$R" "$id" "$AMP_NOW" > "$(P fetched.json)" <<'PY'
+import json, sys
+d, r, i, now = sys.argv[1:5]
+print(json.dumps({"msg_id": i, "protocol_version": "AMP/1.0", "type": "review_request",
+  "from": "coordinator", "to": "reviewer", "task_id": "T-2026-044", "timestamp": now,
+  "requires_ack": True, "ack_timeout_sec": 600,
+  "payload": {"original_dispatch_ref": d, "task_result_ref": r, "review_scope": "incremental",
+              "diff_url": "https://example.invalid/compare/main...feature/watch-breath-v2", "reject_count": 0}}, indent=2))
+PY
+	plant "$(next_path $T "$id")" < "$(P fetched.json)"
+	run -0 amp watch --once
+	assert_output --regexp "^escalated unknown $T "
+	run -0 amp watch --once
+	assert_output ""
+	assert_equal "$(escalation_count unknown)" 1
+	[[ "$(escalation_file "$(the_escalation unknown)" | json_get 'd["payload"]["description"]')" == *"/payload/review_scope: is \"incremental\", but subtask $S1 has no earlier verdict"* ]]
+}
