@@ -30,13 +30,15 @@
  *     dispatch ACKed and approved when it had to be; not in review,
  *     approved or rejected), with one criteria_met entry per acceptance
  *     criterion of that dispatch; a review_request names the current round
- *     of a submitted subtask (its dispatch, its latest result, complete);
+ *     of a submitted subtask (its dispatch, its latest result, complete),
+ *     and asks for an incremental review only of a subtask that had a
+ *     verdict before;
  *     a review_verdict answers an open review_request (named in
  *     context_ref, or the only one open), with one criteria_results entry
  *     per acceptance criterion of the dispatch under review;
  *   - an aborted task takes only the admin's writes (and system's
- *     escalations); a task due to lock (amp.lockThreshold reached) is
- *     treated as locked;
+ *     escalations), and the admin's dispatch reopens it (task.h); a task
+ *     due to lock (amp.lockThreshold reached) is treated as locked;
  *   - an escalation's affected_msgs are in the SSOT and its snapshot is
  *     the SSOT's (reject_count, last_successful_msg_id; task_status the
  *     task's state, or suspended/locked when it is critical);
@@ -49,7 +51,9 @@
  *     holder's (amp_coord_check_write): `agent` is the named instance that
  *     writes msg (NULL: an unnamed one) -- the writer's own for amp send,
  *     the Amp-Agent trailer of the commit that brought it for a record
- *     written elsewhere, never the reader's.
+ *     written elsewhere, never the reader's; and a task_result from an
+ *     instance whose lease someone else released is refused until it
+ *     claims again (amp_coord_check_result).
  * It does not look at the file system: the watcher runs it on messages
  * fetched from other machines.  Repository existence is amp_rules_check_repo.
  */
