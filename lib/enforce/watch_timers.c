@@ -80,6 +80,7 @@ json_t *amp_watch_derive_timers(const struct task_pass *t, const amp_task_state 
 	amp_holder holders[AMP_MAX_HOLDERS];
 	struct holder_ctx hc = { .t = t };
 	json_t *acks, *held, *fired, *out;
+	int64_t released = -1; /* the latest lease amp watch released */
 	size_t i, n;
 
 	if (s->aborted || s->suspended || s->lock_due)
@@ -127,8 +128,12 @@ json_t *amp_watch_derive_timers(const struct task_pass *t, const amp_task_state 
 		char buf[1024];
 
 		if (e->kind == AMP_ENTRY_MSG && kind && !strcmp(kind, "heartbeat_timeout") &&
-		    by && !strcmp(by, "system") && amp_escalation_cause(e->doc, buf, sizeof(buf)))
+		    by && !strcmp(by, "system") && amp_escalation_cause(e->doc, buf, sizeof(buf))) {
 			json_array_append_new(fired, json_string(buf));
+			if (strstr(buf, ".ctl.claim-"))
+				released = amp_record_time(e->doc) > released ?
+					   amp_record_time(e->doc) : released;
+		}
 	}
 	out = json_object();
 	/* Leases (coord.h) run out on the clock too: amp watch releases them. */
@@ -158,6 +163,8 @@ json_t *amp_watch_derive_timers(const struct task_pass *t, const amp_task_state 
 	if (json_array_size(held)) {
 		json_object_set(out, "holders", held);
 		json_object_set(out, "fired", fired);
+		if (released >= 0)
+			json_object_set_new(out, "lease_expired", json_integer(released));
 	}
 	json_decref(acks);
 	json_decref(held);
@@ -292,6 +299,11 @@ static void evaluate_holders(struct watch *w, const char *task, json_t *t, int *
 			continue;
 		json_array_foreach(fired_list, j, f)
 			seen |= json_string_value(f) && !strcmp(json_string_value(f), cause);
+		/* An executor's silence that ran its lease out was told with the
+		 * lease's release (evaluate_leases): one event, one escalation. */
+		seen |= !strcmp(role, "executor") &&
+			json_integer_value(json_object_get(t, "lease_expired")) >= base &&
+			json_is_integer(json_object_get(t, "lease_expired"));
 		if (seen || now <= base + w->o->heartbeat_ms)
 			continue;
 		prefix[0] = '\0';
@@ -342,6 +354,7 @@ static void evaluate_leases(struct watch *w, const char *task, json_t *t, int *f
 		json_object_del(t, "leases");
 		*fired = 1;
 		if (res.escalation_id[0]) {
+			json_object_set_new(t, "lease_expired", json_integer(w->o->now_ms));
 			w->stats->escalated++;
 			if (w->report) {
 				a.action = "escalated";

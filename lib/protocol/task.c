@@ -160,6 +160,7 @@ const amp_transition amp_transitions[] = {
 	{ "heartbeat", "*", 1, "the writer is alive on the task (heartbeat_timeout)" },
 	{ "resume", "suspended", 1, "the state it had before" },
 	{ "resume", "locked", 1, "the state it had before; the lock count starts again" },
+	{ "resume", "aborted", 0, "an abort is not a suspension: the admin reopens the task with a new task_dispatch, or leaves it ended" },
 	{ "resume", "*", 0, "it is not suspended or locked: nothing to resume" },
 	{ NULL, NULL, 0, NULL },
 };
@@ -292,8 +293,11 @@ const json_t *amp_task_verdict_request(const amp_task_log *log,
 	return q;
 }
 
+/* A dispatch; `reopen`: the admin's, after an abort (amp-protocol(7)
+ * ABORT): the task is open again and a subtask still in review starts a
+ * new round too, its review_request left without a verdict. */
 static void apply_dispatch(amp_task_state *s, size_t *alloc, const amp_policy *p,
-			   const json_t *doc)
+			   const json_t *doc, int reopen)
 {
 	json_t *subtasks = json_object_get(json_object_get(doc, "payload"), "subtasks"), *v;
 	int waits = needs_approval(p, doc);
@@ -305,7 +309,8 @@ static void apply_dispatch(amp_task_state *s, size_t *alloc, const amp_policy *p
 		amp_subtask *sub;
 
 		if (!id || !(sub = subtask_add(s, alloc, id)) ||
-		    !allowed("task_dispatch", sub->state))
+		    (!allowed("task_dispatch", sub->state) &&
+		     !(reopen && !strcmp(sub->state, "in_review"))))
 			continue;
 		sub->round++;
 		sub->dispatch = doc;
@@ -536,7 +541,11 @@ void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
 		if (!type)
 			continue;
 		if (!strcmp(type, "task_dispatch")) {
-			apply_dispatch(s, &alloc, policy, e->doc);
+			int reopen = s->aborted && !strcmp(amp_or_none(amp_json_str(e->doc, "from")), "admin");
+
+			apply_dispatch(s, &alloc, policy, e->doc, reopen);
+			if (reopen)
+				s->aborted = NULL;
 		} else if (!strcmp(type, "task_result")) {
 			apply_result(s, e->doc);
 		} else if (!strcmp(type, "review_request")) {
@@ -588,10 +597,10 @@ int amp_task_closed_to(const amp_task_state *s, const char *role, char *why,
 	if (role && !strcmp(role, "admin"))
 		return 0;
 	if (s->aborted) {
-		snprintf(why, whysz, "was aborted by the %.20s at %.40s (\"%.200s\"): only the admin may write to it",
+		snprintf(why, whysz, "was aborted by the %.20s at %.40s (\"%.200s\"): it takes no more writes from the %.20s (the admin may reopen it with a new task_dispatch)",
 			 amp_or_none(amp_json_str(s->aborted, "from")),
 			 amp_or_none(amp_json_str(s->aborted, "timestamp")),
-			 amp_or_none(amp_json_str(s->aborted, "reason")));
+			 amp_or_none(amp_json_str(s->aborted, "reason")), amp_or_none(role));
 		return 2;
 	}
 	if (s->suspended) {

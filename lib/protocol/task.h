@@ -15,7 +15,8 @@
  * approve record.  The task is approved when every subtask it ever
  * dispatched is approved; a critical escalation suspends it (a
  * hallucination_lock locks it) until the admin's resume; an abort record
- * ends it.
+ * ends it, until the admin's task_dispatch reopens it (a new round of every
+ * subtask it lists, one in review included).
  *
  * Nothing here is stored: the state is always recomputed from the task's
  * records, so it cannot drift from the audit trail.  The same table decides

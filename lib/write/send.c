@@ -26,6 +26,9 @@ struct message_ctx {
 	char denied[256]; /* the unapproved dispatch a refused result acts on */
 	int import; /* amp import: check_history instead of check_clock */
 	int64_t now_ms; /* amp import: this machine's clock */
+	char aborted[1024]; /* a refusal because the task is aborted: the
+			     * admin's escalation (amp_rules_aborted_refusal) */
+	char aborted_cause[256];
 };
 
 
@@ -296,6 +299,10 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 				     amp_rules_unapproved_dispatch(&log, NULL, c->msg, NULL) : NULL;
 
 		snprintf(c->denied, sizeof(c->denied), "%s", denied ? denied : "");
+		c->aborted[0] = '\0';
+		if (status == AMP_ERULE)
+			amp_rules_aborted_refusal(&log, c->msg, c->aborted, sizeof(c->aborted),
+						  c->aborted_cause, sizeof(c->aborted_cause));
 		amp_write_first_error(c->errors, c->errors_base, status, err);
 		goto cleanup;
 	}
@@ -515,7 +522,7 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 		     int snapshot)
 {
 	struct message_ctx ctx = { set, msg, opts, res, errors, errors->count,
-				   extra_trailers, once, snapshot, 0, "", 0, 0 };
+				   extra_trailers, once, snapshot, 0, "", 0, 0, "", "" };
 	amp_error err;
 	int status;
 
@@ -560,6 +567,13 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 						 amp_or_none(amp_json_str(msg, "from")),
 						 !strcmp(amp_or_none(amp_json_str(msg, "type")), "task_dispatch") ?
 						 "dispatch" : "report a task_result for", ctx.denied, res, errors);
+		if (ctx.aborted[0]) {
+			json_t *affected = json_pack("[s]", ctx.aborted_cause);
+
+			record_refusal_escalation(st, set, amp_json_str(msg, "task_id"), "conflict",
+						  ctx.aborted, affected, 1, res, errors);
+			json_decref(affected);
+		}
 	} else if (status < 0 && errors->count == ctx.errors_base) {
 		amp_errlist_add(errors, status, err.path, "%s", err.message);
 	}
@@ -860,7 +874,7 @@ int amp_send_import_record(amp_store *st, amp_schema_set *set, git_tree *tip,
 {
 	amp_send_opts opts = { "import", "import", NULL, 0, 0, NULL, 0, NULL };
 	struct message_ctx c = { set, rec, &opts, res, errors, errors->count,
-				 NULL, 0, 0, check_repo, "", 1, now_ms };
+				 NULL, 0, 0, check_repo, "", 1, now_ms, "", "" };
 	const char *type = amp_json_str(rec, "type");
 	int ack = type && !strcmp(type, "ack"), status;
 
