@@ -217,13 +217,44 @@ static int check_history(amp_store *st, const amp_task_log *log, const json_t *r
 	return AMP_OK;
 }
 
+/* The message's msg_id against those of the task: an agent re-sending its
+ * own envelope is a no-op (AMP_NOOP); another message under the id is
+ * refused; an id amp assigned moves to the next free millisecond. */
+static int settle_msg_id(struct message_ctx *c, const amp_task_log *log, const char *type,
+			 const char *task, amp_error *err)
+{
+	const amp_entry *existing;
+
+	while (amp_task_log_id_taken(log, c->res->msg_id)) {
+		existing = amp_task_log_find(log, AMP_ENTRY_MSG, c->res->msg_id);
+		/* An agent re-sending its own envelope is a no-op; amp's own
+		 * ids are fresh messages, so they move on instead. */
+		if (!c->opts->assign_msg_id && existing && json_equal(existing->doc, c->msg)) {
+			c->res->duplicate = 1;
+			return AMP_NOOP;
+		}
+		if (!c->opts->assign_msg_id) {
+			amp_errlist_add(c->errors, AMP_ERULE, "/msg_id",
+					"%s is already in the SSOT with other content (messages are never modified)",
+					c->res->msg_id);
+			return amp_write_first_error(c->errors, c->errors_base, AMP_ERULE, err);
+		}
+		/* Same type, task and millisecond as another message: the
+		 * next free millisecond keeps msg_id unique and in order. */
+		if (amp_msg_id_format(c->res->msg_id, sizeof(c->res->msg_id), type, task,
+				      amp_msg_id_ms(c->res->msg_id) + 1) < 0)
+			return amp_error_set(err, AMP_EIO, "/msg_id", "no free msg_id");
+		json_object_set_new(c->msg, "msg_id", json_string(c->res->msg_id));
+	}
+	return AMP_OK;
+}
+
 static int build_message(amp_store *st, git_tree *tip, void *vctx,
 			 amp_store_write *w, amp_error *err)
 {
 	struct message_ctx *c = vctx;
 	const char *task = amp_json_str(c->msg, "task_id");
 	const char *type = amp_json_str(c->msg, "type");
-	const amp_entry *existing;
 	amp_task_log log, after = { 0 };
 	char cause[1024], key_name[48], key_content[41], description[1024];
 	char doubt[256] = "";
@@ -244,31 +275,8 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 			goto cleanup;
 		}
 	}
-	while (amp_task_log_id_taken(&log, c->res->msg_id)) {
-		existing = amp_task_log_find(&log, AMP_ENTRY_MSG, c->res->msg_id);
-		/* An agent re-sending its own envelope is a no-op; amp's own
-		 * ids are fresh messages, so they move on instead. */
-		if (!c->opts->assign_msg_id && existing && json_equal(existing->doc, c->msg)) {
-			c->res->duplicate = 1;
-			status = AMP_NOOP;
-			goto cleanup;
-		}
-		if (!c->opts->assign_msg_id) {
-			amp_errlist_add(c->errors, AMP_ERULE, "/msg_id",
-					"%s is already in the SSOT with other content (messages are never modified)",
-					c->res->msg_id);
-			status = amp_write_first_error(c->errors, c->errors_base, AMP_ERULE, err);
-			goto cleanup;
-		}
-		/* Same type, task and millisecond as another message: the
-		 * next free millisecond keeps msg_id unique and in order. */
-		if (amp_msg_id_format(c->res->msg_id, sizeof(c->res->msg_id), type, task,
-				      amp_msg_id_ms(c->res->msg_id) + 1) < 0) {
-			status = amp_error_set(err, AMP_EIO, "/msg_id", "no free msg_id");
-			goto cleanup;
-		}
-		json_object_set_new(c->msg, "msg_id", json_string(c->res->msg_id));
-	}
+	if ((status = settle_msg_id(c, &log, type, task, err)) != AMP_OK)
+		goto cleanup;
 	if (c->opts->idempotency_key &&
 	    (key_names(c->opts->idempotency_key, c->msg, key_name, key_content) < 0 ||
 	     (status = check_key(c, &log, key_name, key_content, err)) != AMP_OK)) {
