@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "ui/ui.h"
 #include "store/store.h"
@@ -13,12 +14,17 @@
 
 static const char usage[] =
 	"usage: amp claim <task_id> [--subtask <id>] [--agent <name>] [--ttl <1..2592000 sec>]\n"
-	"                 [--from executor] [--sync|--no-sync] [--json] [--repo <dir>]\n"
-	"Exit 6 when another instance holds it: its name is printed.\n";
+	"                 [--wait <0..3600 sec>] [--from executor] [--sync|--no-sync] [--json]\n"
+	"                 [--repo <dir>]\n"
+	"Exit 6 when another instance holds it (after --wait seconds): its name is printed.\n";
 
 struct claim_args {
-	const char *subtask, *ttl;
+	const char *subtask, *ttl, *wait;
 };
+
+/* The longest --wait: an hour.  A claim that waits longer is a queue,
+ * which amp ready and amp inbox --wait serve better. */
+#define CLAIM_WAIT_MAX 3600
 
 static int option(amp_cli_writer *w, int c)
 {
@@ -26,6 +32,8 @@ static int option(amp_cli_writer *w, int c)
 
 	if (c == 's')
 		a->subtask = optarg;
+	else if (c == 'W')
+		a->wait = optarg;
 	else
 		a->ttl = optarg;
 	return 0;
@@ -62,20 +70,57 @@ static int name_instance(amp_cli_writer *w)
 	return 0;
 }
 
+/*
+ * amp claim --wait: the claim again, until it wins or `wait_s` seconds of
+ * real time (the monotonic clock: AMP_NOW does not shorten it) have
+ * passed, since what it waits for is another process's release or a lease
+ * running out.  Between attempts it sleeps, 50 ms at first and doubling to
+ * a second: each attempt re-reads the tip, nothing more.  "Now" is read
+ * again each time (AMP_NOW, when set, stays fixed).  Returns the last
+ * attempt's status.
+ */
+static int claim_waiting(amp_cli_writer *w, const struct claim_args *a, long long wait_s,
+			 long long ttl, amp_coord_result *res)
+{
+	int64_t end = amp_monotonic_ms() + wait_s * 1000, pause_ms = 50, left;
+	amp_error err;
+	int status;
+
+	for (;;) {
+		status = amp_coord_claim(w->st, w->set, w->arg, a->subtask, w->from ? w->from : "executor",
+					 amp_store_agent(w->st), ttl, w->now_ms, res, &w->errors);
+		if (status != AMP_ECLAIMED || (left = end - amp_monotonic_ms()) <= 0)
+			return status;
+		if (pause_ms > left)
+			pause_ms = left;
+		{
+			struct timespec ts = { pause_ms / 1000, (long)(pause_ms % 1000) * 1000000L };
+
+			nanosleep(&ts, NULL);
+		}
+		pause_ms = pause_ms * 2 > 1000 ? 1000 : pause_ms * 2;
+		if (amp_clock_now_ms(&w->now_ms, &err) < 0)
+			return amp_errlist_add(&w->errors, err.status, err.path, "%s", err.message);
+		/* Only the last attempt's reason is printed. */
+		amp_errlist_truncate(&w->errors, 0);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "subtask", required_argument, NULL, 's' },
 		{ "ttl", required_argument, NULL, 't' },
+		{ "wait", required_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct claim_args a = { NULL, NULL };
+	struct claim_args a = { NULL, NULL, NULL };
 	amp_cli_writer w = { .cmd = "claim", .usage = usage, .opts = opts, .option = option,
 			     .usage_one = "one task id expected", .operand_name = "<task_id>",
 			     .operand_def = "task_id", .check = check, .ctx = &a };
 	amp_coord_result res;
 	char until[AMP_TIME_BUFSZ];
-	long long ttl;
+	long long ttl, wait_s = 0;
 	int code, status;
 
 	if ((code = amp_cli_write_open(&w, argc, argv)) != AMP_CLI_GO)
@@ -84,10 +129,10 @@ int main(int argc, char **argv)
 	 * what amp watch escalates anyway. */
 	ttl = amp_store_policy(w.st)->heartbeat_ms / 1000;
 	if ((a.ttl && (code = amp_cli_int("claim", "--ttl", a.ttl, 1, AMP_CLAIM_TTL_MAX, &ttl))) ||
+	    (a.wait && (code = amp_cli_int("claim", "--wait", a.wait, 0, CLAIM_WAIT_MAX, &wait_s))) ||
 	    (code = name_instance(&w)))
 		return amp_cli_write_close(&w, code);
-	status = amp_coord_claim(w.st, w.set, w.arg, a.subtask, w.from ? w.from : "executor",
-				 amp_store_agent(w.st), ttl, w.now_ms, &res, &w.errors);
+	status = claim_waiting(&w, &a, wait_s, ttl, &res);
 	if (w.json_out && (status == AMP_OK || status == AMP_ECLAIMED)) {
 		json_t *out = json_pack("{s:s,s:s?,s:b,s:s,s:s?,s:s,s:b}", "task_id", w.arg,
 					"subtask_id", a.subtask, "claimed", status == AMP_OK,

@@ -109,10 +109,50 @@ cleanup:
 	return code;
 }
 
+/* Notes that `tip` reached the hub now (lib/enforce/arrival.h); a
+ * failure is said, and the records count from their commits. */
+static void note_arrival(amp_store *st, const char *ref, const git_oid *tip, int *code)
+{
+	amp_error err;
+
+	if (amp_hook_note_arrival(st, tip, &err) < 0) {
+		fprintf(stderr, "amp hook: error: %s: cannot note its arrival: %s\n", amp_term(ref),
+			amp_term(err.message));
+		*code = amp_exit_code(err.status);
+	}
+}
+
+/* Says an escalation of the hub's watch pass (amp.hookWatch). */
+static void print_escalation(const amp_watch_action *a, void *ctx)
+{
+	(void)ctx;
+	fprintf(stderr, "amp hook: %s %s %s %s (%s)\n", a->action, a->escalation_type,
+		amp_term(a->task_id), amp_term(a->cause), amp_term(a->msg_id));
+}
+
+/* The hub's watch pass after the push (amp.hookWatch): what it could not
+ * do is said; the push has happened. */
+static void hub_watch(amp_store *st, amp_schema_set **set, int *code)
+{
+	amp_errlist errors = { 0 };
+	int ran;
+
+	if (amp_hook_watch(st, set, print_escalation, NULL, &ran, &errors) < 0) {
+		size_t i;
+
+		for (i = 0; i < errors.count; i++)
+			fprintf(stderr, "amp hook: error: watch: %s\n", amp_term(errors.items[i].message));
+		*code = amp_exit_code(errors.items[0].status);
+	}
+	amp_errlist_free(&errors);
+}
+
 /*
- * post-receive on a hub: joins each clone's inbox the push updated
- * (refs/amp-in/<id>/<ref>, amp.syncPush inbox) into refs/amp/<ref>
- * (amp_sync_absorb).  The push has happened
+ * post-receive on a hub: notes when each update of refs/amp/<ref> arrived
+ * (the hub's clock, lib/store/arrivals.h), joins each clone's inbox the
+ * push updated (refs/amp-in/<id>/<ref>, amp.syncPush inbox) into
+ * refs/amp/<ref> (amp_sync_absorb) and notes the join's arrival, then runs
+ * the hub's watch pass when amp.hookWatch says so.  The push has happened
  * whatever this does: a join that fails leaves the inbox as it is and
  * says why, and the clone's sync, which fetches next, sees what is
  * missing.
@@ -135,6 +175,12 @@ static int absorb_inboxes(int push)
 		amp_sync_absorbed out;
 		git_oid new;
 
+		if (sscanf(line, "%4095s %4095s %4095s", a, b, c) == 3 &&
+		    !strncmp(c, "refs/amp/", 9) && strcmp(c, AMP_ARRIVALS_REF) &&
+		    git_oid_fromstr(&new, b) == 0 && !git_oid_is_zero(&new)) {
+			note_arrival(st, c, &new, &code);
+			continue;
+		}
 		if (sscanf(line, "%4095s %4095s %4095s", a, b, c) != 3 ||
 		    strncmp(c, AMP_SYNC_INBOX, strlen(AMP_SYNC_INBOX)) ||
 		    !(slash = strchr(c + strlen(AMP_SYNC_INBOX), '/')) ||
@@ -150,10 +196,12 @@ static int absorb_inboxes(int push)
 		fprintf(stderr, "amp hook: joined %s into %s: %lu record%s replayed, %lu set aside (%.7s)\n",
 			amp_term(c), target, out.replayed, out.replayed == 1 ? "" : "s",
 			out.superseded, git_oid_tostr_s(&out.tip));
+		note_arrival(st, target, &out.tip, &code);
 		/* The inbox stays: deleting a ref while another push's
 		 * receive-pack walks every ref makes that push fail ("bad
 		 * object"), and the clone's next push replaces it anyway. */
 	}
+	hub_watch(st, &set, &code);
 cleanup:
 	amp_schema_set_free(set);
 	amp_store_free(st);

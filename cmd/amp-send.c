@@ -12,7 +12,7 @@
 #include "base/util.h"
 
 static const char usage[] =
-	"usage: amp send <type> --task <id> --payload <file>|- [--from <role>] [--to <role>]\n"
+	"usage: amp send <type> --task <id> --payload <file>|- [--from <role>] [--to <role>|<agent>@<role>]\n"
 	"                [--context-ref <msg_id>]... [--ack-timeout <1..604800 sec>] [--no-ack]\n"
 	"                [--idempotency-key <key>] [--agent <name>] [--sync|--no-sync] [--json]\n"
 	"                [--repo <dir>]\n"
@@ -109,7 +109,23 @@ static int parse_options(int argc, char **argv, struct send_args *a)
 		switch (c) {
 		case 't': a->task = optarg; break;
 		case 'f': a->from = optarg; break;
-		case 'o': a->to = optarg; break;
+		case 'o': {
+			/* --to alice@executor: one instance of the role (an
+			 * address record beside the message). */
+			char *at = strchr(optarg, '@');
+
+			a->to = optarg;
+			if (at) {
+				*at = '\0';
+				a->sopts.to_agent = optarg;
+				a->to = at + 1;
+				if (!amp_agent_valid(optarg, strlen(optarg)))
+					return amp_cli_usage_error("send", usage, "--to %s@%s: not an agent name %s",
+								   amp_term(optarg), amp_term(a->to),
+								   amp_agent_problem(optarg, strlen(optarg)));
+			}
+			break;
+		}
 		case 'p': a->payload_file = optarg; break;
 		case 'c': json_array_append_new(a->context, json_string(optarg)); break;
 		case 'a':
@@ -252,7 +268,7 @@ static int report(amp_store *st, amp_schema_set *set, const struct send_args *a,
 int main(int argc, char **argv)
 {
 	struct send_args a = { .context = json_array(), .ack_timeout = -1, .sync = -1,
-			       .sopts = { "send", NULL, NULL, 0, 0, NULL, 0 } };
+			       .sopts = { "send", NULL, NULL, 0, 0, NULL, 0, NULL } };
 	amp_send_result res;
 	amp_errlist errors = { 0 };
 	amp_schema_set *set = NULL;

@@ -217,6 +217,17 @@ static void print_task(const json_t *t)
 		       json_is_string(json_object_get(m, "subtask_id")) ? str(m, "subtask_id") : "",
 		       when(m, "expires", ts), json_is_true(json_object_get(m, "expired")) ?
 		       " (expired: amp watch releases it)" : "");
+	/* SPEC-022 task_progress: each holder's latest report (amp progress). */
+	json_array_foreach(json_object_get(t, "progress"), i, m) {
+		printf("progress of %s%s%s: %lld%% at %s", str(m, "agent"),
+		       json_is_string(json_object_get(m, "subtask_id")) ? " on subtask " : "",
+		       json_is_string(json_object_get(m, "subtask_id")) ? str(m, "subtask_id") : "",
+		       (long long)json_integer_value(json_object_get(m, "percent")),
+		       when(m, "timestamp", ts));
+		if (json_is_string(json_object_get(m, "note")))
+			printf(": %s", str(m, "note"));
+		putchar('\n');
+	}
 	json_array_foreach(json_object_get(t, "superseded"), i, m) {
 		printf("%ssuperseded%s %s %s", sgr(AMP_SGR_YELLOW), sgr(AMP_SGR_RESET),
 		       json_is_string(json_object_get(m, "type")) ? str(m, "type") : str(m, "kind"),
@@ -264,6 +275,7 @@ static int show_task(amp_store *st, git_tree *tip, const char *id, int64_t now, 
 	}
 	out = amp_task_status_json(&log, now);
 	json_object_set_new(out, "claims", amp_coord_claims_json(&log, now));
+	json_object_set_new(out, "progress", amp_progress_json(&log));
 	if (amp_coord_waits(st, tip, &log, &waits, &err) < 0) {
 		code = amp_cli_fail("status", &err);
 		goto cleanup;

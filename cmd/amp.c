@@ -72,6 +72,7 @@ static const struct {
 	{ "heartbeat", "say an agent is alive on a task" },
 	{ "claim", "take a task on a lease as a named executor instance" },
 	{ "release", "give a claimed task back" },
+	{ "progress", "report how far the holder of a task is (percent and a note)" },
 	{ "depend", "make a task's dispatch wait for another task's approval" },
 	{ "plan", "set a task's priority, deadline, lock threshold or capability" },
 	{ "register", "declare an agent instance's roles and capabilities" },

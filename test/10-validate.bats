@@ -670,6 +670,10 @@ assert [e["path"] for e in doc["results"][3]["errors"]] == ["/payload/confidence
 	assert_rejected verdict-rejected-empty-issues.json "/payload/issues" ""
 }
 
+@test "approved verdict with a criterion passed false is rejected naming /payload/criteria_results/0/passed" {
+	assert_rejected verdict-approved-criterion-failed.json "/payload/criteria_results/0/passed" ""
+}
+
 @test "approved_with_fix verdict without direct_fixes is rejected naming /payload and direct_fixes" {
 	assert_rejected verdict-approved_with_fix-without-direct_fixes.json "/payload" "direct_fixes"
 }

@@ -75,11 +75,13 @@ setup() {
 	assert_equal "$(escalation_count heartbeat_timeout)" 1
 }
 
-@test "rule 2: a write anywhere in the SSOT keeps the agent alive; amp.heartbeatTimeout configures it" {
+@test "rule 2: a write to the task keeps its holder alive, a write to another task does not (issue 33); amp.heartbeatTimeout configures it" {
 	git config amp.heartbeatTimeout 600
 	dispatch_acked
 	at 500
-	X=$(amp send escalation --task T-2026-045 --from executor --payload <(echo '{"escalation_type":"conflict","severity":"info","triggered_by":"executor","description":"still here","affected_msgs":[],"system_state_snapshot":{"task_status":"new","reject_count":0,"last_successful_msg_id":null},"auto_suspended":false}'))
+	X=$(amp send escalation --task $T --from executor --payload <(echo '{"escalation_type":"conflict","severity":"info","triggered_by":"executor","description":"still here","affected_msgs":[],"system_state_snapshot":{"task_status":"in_progress","reject_count":0,"last_successful_msg_id":"'"$D"'"},"auto_suspended":false}'))
+	at 900
+	amp send escalation --task T-2026-045 --from executor --payload <(echo '{"escalation_type":"conflict","severity":"info","triggered_by":"executor","description":"elsewhere","affected_msgs":[],"system_state_snapshot":{"task_status":"new","reject_count":0,"last_successful_msg_id":null},"auto_suspended":false}') > /dev/null
 	at 1100
 	run amp watch --once
 	assert_output ""

@@ -401,6 +401,14 @@ PY
 	[ "$(task_field locked)" = false ]
 }
 
+@test "row: resume in aborted: refused, an abort is not a suspension (issue 33)" {
+	to_in_progress
+	at 10
+	amp abort $T --from coordinator --reason "plan changed" > /dev/null
+	at 20
+	refused "an abort is not a suspension: the admin reopens the task with a new task_dispatch" aborted amp resume $T --from admin --reason "carry on"
+}
+
 @test "row: resume in *: refused, nothing to resume (in_progress)" {
 	to_in_progress
 	at 10

@@ -169,22 +169,25 @@ escalation $T system -> admin"
 	at 15; request "$D" "$R"
 	at 60
 	amp abort $T --from coordinator --reason "plan changed"
-	why="was aborted by the coordinator at 2026-02-26T14:33:07+00:00 (\"plan changed\"): only the admin may write to it"
+	why="was aborted by the coordinator at 2026-02-26T14:33:07+00:00 (\"plan changed\"): it takes no more writes from the"
 	at 70
-	refused "$why" "" amp ack "$Q" --from reviewer
-	refused "$why" "" amp verdict $T --decision approved --confidence 0.9 --payload "$(P verdict.json)"
-	refused "$why" "" amp send task_result --task $T --from executor --payload "$(P result.json)"
-	refused "$why" "" amp send task_dispatch --task $T --from coordinator --to executor --payload "$(P dispatch.json)"
-	refused "$why" "" amp heartbeat $T --from executor --note "still here"
-	refused "$why" "" amp escalate $T --from executor --type conflict --severity warning --description "why?"
+	refused "$why reviewer" "" amp ack "$Q" --from reviewer
+	# the first refused message tells the admin (issue 33, test/33-team-rules.bats)
+	MSG_COMMITS=1 refused "$why reviewer" "" amp verdict $T --decision approved --confidence 0.9 --payload "$(P verdict.json)"
+	refused "$why executor" "" amp send task_result --task $T --from executor --payload "$(P result.json)"
+	refused "$why coordinator" "" amp send task_dispatch --task $T --from coordinator --to executor --payload "$(P dispatch.json)"
+	refused "$why executor" "" amp heartbeat $T --from executor --note "still here"
+	refused "$why executor" "" amp escalate $T --from executor --type conflict --severity warning --description "why?"
 	refused "it is aborted already" aborted amp abort $T --from coordinator --reason "again"
 	[ "$(task_field state)" = aborted ]
 	assert_sub $S1 in_review 1
-	# the admin still writes: a dispatch of a new subtask
+	# the admin still writes: a dispatch of a new subtask, which reopens
+	# the task (issue 33: the admin reopens an aborted task with a new round)
 	$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); d["subtasks"]=d["subtasks"][1:]; json.dump(d, open(sys.argv[2], "w"))' "$(P dispatch2.json)" "$(P dispatch-s2.json)"
 	allowed amp send task_dispatch --task $T --from admin --to executor --payload "$(P dispatch-s2.json)"
 	assert_sub $S2 dispatched 1
-	[ "$(task_field state)" = aborted ]
+	assert_sub $S1 in_review 1
+	[ "$(task_field state)" = dispatched ]
 }
 
 @test "abort: needs --reason; the admin may abort, the executor may not" {

@@ -28,9 +28,11 @@ teardown() {
 	fsck_teardown
 }
 
-# hub_refs: the hub's amp refs and their ids.
+# hub_refs: the hub's amp refs and their ids, but the arrival notes its hook
+# keeps.
 hub_refs() {
-	git -C "$HUB" for-each-ref --format='%(objectname) %(refname)' refs/amp/
+	git -C "$HUB" for-each-ref --format='%(objectname) %(refname)' refs/amp/ |
+		grep -v ' refs/amp/arrivals$' # the hook's own notes (32-arrival)
 }
 
 # push_refused [REMOTE] [REFSPEC]: pushes (to hub, refs/amp/*) and asserts

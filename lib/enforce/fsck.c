@@ -458,8 +458,9 @@ cleanup:
 }
 
 /* A ref under refs/amp/ that is neither amp's messages ref nor its errors
- * ref: every clone fetches it, nothing checks it (the hub's hook refuses
- * to create one). */
+ * ref nor the hub's arrival notes (store/arrivals.h, which its hook writes
+ * and amp reads as hostile text): every clone fetches it, nothing checks
+ * it (the hub's hook refuses to create one). */
 static int check_other_refs(struct fsck *f, amp_error *err)
 {
 	git_reference_iterator *it = NULL;
@@ -473,7 +474,7 @@ static int check_other_refs(struct fsck *f, amp_error *err)
 	while ((rc = git_reference_next(&r, it)) == 0) {
 		name = git_reference_name(r);
 		if (strcmp(name, amp_store_messages_ref(f->st)) &&
-		    strcmp(name, amp_store_errors_ref(f->st))) {
+		    strcmp(name, amp_store_errors_ref(f->st)) && strcmp(name, AMP_ARRIVALS_REF)) {
 			f->ref = name;
 			if (git_reference_target(r))
 				git_oid_tostr(c.hex, sizeof(c.hex), git_reference_target(r));

@@ -18,11 +18,12 @@
 #include "record/record.h"
 #include "store/store.h"
 #include "watch.h"
+#include "watch_deps.h"
 #include "watch_fire.h"
 #include "watch_rules.h"
 #include "watch_timers.h"
 
-#define STATE_VERSION 2
+#define STATE_VERSION 3
 
 /* ---- passes --------------------------------------------------------------- */
 
@@ -45,22 +46,23 @@ static json_t *policy_key(struct watch *w)
 
 static json_t *fresh_state(struct watch *w)
 {
-	return json_pack("{s:i,s:s,s:o,s:n,s:{},s:{},s:{}}", "version", STATE_VERSION,
+	return json_pack("{s:i,s:s,s:o,s:n,s:{},s:{},s:{},s:{}}", "version", STATE_VERSION,
 			 "ref", amp_store_messages_ref(w->st), "policy", policy_key(w),
-			 "tip", "last_write", "tasks", "broken");
+			 "tip", "last_write", "tasks", "broken", "deps");
 }
 
 /*
  * The saved state:
- *   {"version":2, "ref":..., "policy":{"build","lock_threshold",
+ *   {"version":3, "ref":..., "policy":{"build","lock_threshold",
  *    "max_clock_skew_ms","approval_levels"}, "tip":"<commit>"|null,
- *    "last_write":{"<role>":{"ms":..,"msg":..|"path":..}},
+ *    "last_write":{"<task> <role>[/<instance>]":{"ms":..,"msg":..|"path":..}},
  *    "tasks":{"<task_id>":{"acks":[{"msg","deadline","from","to","arrival"}],
- *                          "holders":[{"role","by","since","arrival"}],
+ *                          "holders":[{"role","agent"?,"by","since","arrival"}],
  *                          "fired":[<heartbeat causes>],
  *                          "leases":[{"claim","agent","expires"}],
  *                          "deadline":<ms>}},
- *    "broken":{"<task_id>":"<why its directory cannot be read>"}}
+ *    "broken":{"<task_id>":"<why its directory cannot be read>"},
+ *    "deps":{"<task_id>":[<the tasks it depends on hard, not approved>]}}
  * ("arrival": when the SSOT first held the message, when known.)
  * Anything else (missing, not a regular file, too big, unreadable, other
  * version, ref, build or settings) means a fresh state, hence a full
@@ -81,6 +83,7 @@ static void load_state(struct watch *w)
 	    !ref || strcmp(ref, amp_store_messages_ref(w->st)) ||
 	    !json_equal(json_object_get(s, "policy"), key) ||
 	    !json_is_object(json_object_get(s, "tasks")) ||
+	    !json_is_object(json_object_get(s, "deps")) ||
 	    !json_is_object(json_object_get(s, "last_write"))) {
 		json_decref(s);
 		s = fresh_state(w);
@@ -165,6 +168,7 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 	}
 	amp_task_state_compute(&log, &s);
 	amp_watch_check_lock(w, &log, &s);
+	amp_watch_check_deps(&t, &s);
 	if ((timers = amp_watch_derive_timers(&t, &s)))
 		json_object_set_new(tasks, task, timers);
 	else
@@ -184,7 +188,7 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
  */
 static void walk_arrivals(struct watch *w, const git_oid *from, const git_oid *to)
 {
-	amp_watch_walk_records(amp_store_repo(w->st), from, to, w->arrivals, 1);
+	amp_watch_walk_arrivals(amp_store_repo(w->st), from, to, w->arrivals, 1, w->vouched);
 }
 
 /*
@@ -362,6 +366,7 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 	}
 	/* Without it (out of memory), records count from their timestamps. */
 	w->arrivals = amp_record_times_new();
+	w->vouched = amp_record_times_new();
 	walk_arrivals(w, from, to);
 	/* Tasks that were unreadable are tried again, whole. */
 	json_object_foreach(json_object_get(w->state, "broken"), task, files)
@@ -378,6 +383,8 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 cleanup:
 	amp_record_times_free(w->arrivals);
 	w->arrivals = NULL;
+	amp_record_times_free(w->vouched);
+	w->vouched = NULL;
 	git_tree_free(w->tree);
 	w->tree = NULL;
 	git_tree_free(old_t);
@@ -558,7 +565,7 @@ int amp_watch_pass(amp_store *st, amp_schema_set **set, const amp_watch_opts *o,
 		   amp_watch_report_fn report, void *ctx, amp_watch_stats *stats,
 		   amp_errlist *errors)
 {
-	struct watch w = { st, set, o, report, ctx, stats, errors, NULL, NULL, NULL, 0, 0, 0 };
+	struct watch w = { st, set, o, report, ctx, stats, errors, NULL, NULL, NULL, NULL, 0, 0, 0 };
 	char *before = NULL;
 	git_oid tip, last, seen, intact_tip;
 	int iter, rc, status = AMP_OK, fired, have_seen = 0, intact = 0;
@@ -635,28 +642,69 @@ int amp_watch_diff_records(git_repository *repo, git_tree *a, git_tree *b, json_
 	return amp_store_diff_tasks(repo, a, b, touched, -1);
 }
 
+/* The clocks of a walk by time (store/arrivals.h), walked newest first:
+ * the hub's note of the nearest noted commit seen so far stands for the
+ * commits below it; so does this clone's first-seen note, down to the
+ * local tip it names (below that the commits were this clone's already).
+ * `vouched` gets the records they cover: 1 when the hub's note does, 2
+ * when this clone's does (amp_watch_arrival_source). */
+struct walk_clock {
+	amp_arrivals hub_notes, seen_notes;
+	int64_t hub;               /* -1: no noted commit above yet */
+	int64_t unseen;            /* -1: none, or not for these commits */
+	git_oid local;             /* where `unseen` stops */
+	amp_record_times *vouched; /* may be NULL */
+};
+
+/* The time the records of commit c count from, by the clocks (and which
+ * one into *by: 0 when it is the commit's own date). */
+static int64_t clock_time(struct walk_clock *clock, git_commit *c, int64_t *by)
+{
+	int64_t noted = amp_arrivals_get(&clock->hub_notes, git_commit_id(c)), unseen;
+	int64_t committed = (int64_t)git_commit_time(c) * 1000;
+	git_oid local;
+
+	if (noted >= 0)
+		clock->hub = noted;
+	if (amp_arrivals_get_seen(&clock->seen_notes, git_commit_id(c), &unseen, &local)) {
+		clock->unseen = unseen;
+		git_oid_cpy(&clock->local, &local);
+	}
+	if (clock->unseen >= 0 && git_oid_equal(&clock->local, git_commit_id(c)))
+		clock->unseen = -1;
+	*by = clock->hub >= 0 ? 1 : clock->unseen > committed ? 2 : 0;
+	return clock->hub >= 0 ? clock->hub : clock->unseen > committed ? clock->unseen : committed;
+}
+
 /* Puts the records commit c adds to its first parent into `times`, with
- * time `ms` (by_time: its committer time).  A commit whose trees cannot be
- * read adds nothing: its records count from their timestamps. */
+ * time `ms` (with a clock: clock_time, else the committer time, which the
+ * writer chose).  A commit whose trees cannot be read adds nothing: its
+ * records count from their timestamps. */
 static void walk_one(git_repository *repo, git_commit *c, amp_record_times *times, int64_t ms,
-		     int by_time)
+		     struct walk_clock *clock)
 {
 	git_commit *parent = NULL;
 	git_tree *tree = NULL, *ptree = NULL;
+	int64_t by = 0;
 
+	if (clock)
+		ms = clock_time(clock, c, &by);
 	if (git_commit_tree(&tree, c) == 0 &&
 	    (!git_commit_parentcount(c) ||
-	     (git_commit_parent(&parent, c, 0) == 0 && git_commit_tree(&ptree, parent) == 0)))
-		amp_store_diff_times(repo, ptree, tree, times,
-				     by_time ? (int64_t)git_commit_time(c) * 1000 : ms);
+	     (git_commit_parent(&parent, c, 0) == 0 && git_commit_tree(&ptree, parent) == 0))) {
+		amp_store_diff_times(repo, ptree, tree, times, ms);
+		if (by && clock->vouched)
+			amp_store_diff_times(repo, ptree, tree, clock->vouched, by);
+	}
 	git_error_clear();
 	git_tree_free(ptree);
 	git_tree_free(tree);
 	git_commit_free(parent);
 }
 
-int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_oid *to,
-			   amp_record_times *times, int by_time)
+/* amp_watch_walk_records, with the hub's clock when `clock` is not NULL. */
+static int walk_records(git_repository *repo, const git_oid *from, const git_oid *to,
+			amp_record_times *times, struct walk_clock *clock)
 {
 	amp_first_parents chain;
 	git_revwalk *walk = NULL;
@@ -679,7 +727,7 @@ int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_
 	if (!from) {
 		amp_first_parents_start(&chain, repo, to);
 		while ((rc = amp_first_parents_next(&chain, &c)) == 0 && git_commit_parentcount(c) < 2) {
-			walk_one(repo, c, times, AMP_WATCH_WALK_LAST - index++, by_time);
+			walk_one(repo, c, times, AMP_WATCH_WALK_LAST - index++, clock);
 			git_commit_free(c);
 		}
 		git_error_clear();
@@ -689,6 +737,8 @@ int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_
 		c = NULL;
 		index = 0;
 		rc = -1;
+		if (clock)
+			clock->hub = clock->unseen = -1;
 	}
 	/* Newest first, each commit's parent next: libgit2's object cache
 	 * then reads each tree once. */
@@ -698,7 +748,7 @@ int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_
 	while (git_revwalk_next(&id, walk) == 0) {
 		amp_store_walk_step();
 		if (git_commit_lookup(&c, repo, &id) == 0)
-			walk_one(repo, c, times, AMP_WATCH_WALK_LAST - index, by_time);
+			walk_one(repo, c, times, AMP_WATCH_WALK_LAST - index, clock);
 		index++;
 		git_commit_free(c);
 		c = NULL;
@@ -707,5 +757,27 @@ int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_
 cleanup:
 	git_error_clear();
 	git_revwalk_free(walk);
+	return rc;
+}
+
+int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_oid *to,
+			   amp_record_times *times, int by_time)
+{
+	return amp_watch_walk_arrivals(repo, from, to, times, by_time, NULL);
+}
+
+int amp_watch_walk_arrivals(git_repository *repo, const git_oid *from, const git_oid *to,
+			    amp_record_times *times, int by_time, amp_record_times *vouched)
+{
+	struct walk_clock clock = { .hub = -1, .unseen = -1, .vouched = vouched };
+	int rc;
+
+	if (!by_time)
+		return walk_records(repo, from, to, times, NULL);
+	amp_arrivals_open(&clock.hub_notes, repo, AMP_ARRIVALS_REF);
+	amp_arrivals_open(&clock.seen_notes, repo, AMP_FIRST_SEEN_REF);
+	rc = walk_records(repo, from, to, times, &clock);
+	amp_arrivals_close(&clock.hub_notes);
+	amp_arrivals_close(&clock.seen_notes);
 	return rc;
 }

@@ -140,4 +140,13 @@ int amp_watch_diff_records(git_repository *repo, git_tree *a, git_tree *b, json_
 int amp_watch_walk_records(git_repository *repo, const git_oid *from, const git_oid *to,
 			   amp_record_times *times, int by_time);
 
+/*
+ * amp_watch_walk_records, except that with by_time a commit at or below a
+ * commit the hub noted (store/arrivals.h) counts from the hub's arrival
+ * time, not from the committer time its writer chose (issue 32); those
+ * records also go into `vouched` (may be NULL).
+ */
+int amp_watch_walk_arrivals(git_repository *repo, const git_oid *from, const git_oid *to,
+			    amp_record_times *times, int by_time, amp_record_times *vouched);
+
 #endif

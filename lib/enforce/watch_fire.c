@@ -87,6 +87,19 @@ int64_t amp_watch_arrival_of(const struct task_pass *t, const amp_entry *e)
 	return saved_arrival(json_object_get(t->old, "holders"), "by", e->id);
 }
 
+const char *amp_watch_arrival_source(const struct task_pass *t, const amp_entry *e)
+{
+	char name[300];
+
+	int64_t by;
+
+	amp_watch_entry_name(e, name, sizeof(name));
+	by = amp_record_times_get(t->w->vouched, t->log->task_id, name);
+	return by == 1 ? "its arrival at the hub, by the hub's clock (" AMP_ARRIVALS_REF ")" :
+	       by == 2 ? "no earlier than this clone's last fetch without it, by this clone's clock (" AMP_FIRST_SEEN_REF ")" :
+	       "the commit that brought it, whose date its writer chose";
+}
+
 /* The time record e counts from (amp_task_trusted_time). */
 int64_t amp_watch_trusted_time(const struct task_pass *t, const amp_entry *e, int *skewed)
 {

@@ -23,6 +23,9 @@ struct watch {
 	git_tree *tree;   /* the tree being processed */
 	amp_record_times *arrivals; /* when the commits of the range being
 				     * processed first held each record */
+	amp_record_times *vouched;  /* those of them a note vouches for
+				     * (store/arrivals.h): 1 the hub's, 2
+				     * this clone's first sight */
 	int failed;       /* an escalation could not be written, or nothing
 			   * could be checked: keep no state */
 	int no_schemas;   /* they could not be loaded (reported once) */
@@ -54,6 +57,11 @@ int amp_watch_is_type(const json_t *doc, const char *type);
 
 /* When the SSOT first held record e (ms), -1 when unknown. */
 int64_t amp_watch_arrival_of(const struct task_pass *t, const amp_entry *e);
+
+/* Who vouches for the arrival of record e, in words: the hub's arrival
+ * notes, this clone's first-seen notes, or the commit date its writer
+ * chose. */
+const char *amp_watch_arrival_source(const struct task_pass *t, const amp_entry *e);
 
 /* The time record e counts from (amp_task_trusted_time). */
 int64_t amp_watch_trusted_time(const struct task_pass *t, const amp_entry *e, int *skewed);

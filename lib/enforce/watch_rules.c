@@ -266,10 +266,11 @@ static void check_late_ack(const struct task_pass *t, size_t i)
 	at = amp_watch_trusted_time(t, e, NULL);
 	if (deadline >= 0 && at > deadline) {
 		snprintf(description, sizeof(description),
-			 "%s from %s to %s required an ACK by %s; the ACK came %lld s late, at %s, and reached the SSOT without 'amp ack' (AMP/1.0 requires_ack).",
+			 "%s from %s to %s required an ACK by %s; the ACK came %lld s late, at %s (%s), and reached the SSOT without 'amp ack' (AMP/1.0 requires_ack).",
 			 e->id, amp_or_none(amp_json_str(m->doc, "from")),
 			 amp_or_none(amp_json_str(e->doc, "from")), amp_time_format(deadline, due),
-			 (long long)((at - deadline + 999) / 1000), amp_time_format(at, when));
+			 (long long)((at - deadline + 999) / 1000), amp_time_format(at, when),
+			 amp_watch_arrival_source(t, e));
 		affected = json_pack("[s]", e->id);
 		amp_watch_fire(t->w, t->log->task_id, "ack_timeout", "warning", affected, NULL,
 			       description, NULL);

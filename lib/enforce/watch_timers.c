@@ -4,6 +4,7 @@
  * escalation when they run out (watch_timers.h).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/clock.h"
@@ -24,10 +25,44 @@ static json_t *with_arrival(json_t *o, int64_t arrival)
 	return o;
 }
 
+/* What amp_task_holders is given: the pass (for the times) and the
+ * task's leases (for the instances). */
+struct holder_ctx {
+	const struct task_pass *t;
+	amp_leases ls;
+};
+
 /* trusted_time as an amp_time_of_fn, for amp_task_holders. */
 static int64_t holder_time(const amp_entry *e, void *ctx)
 {
-	return amp_watch_trusted_time(ctx, e, NULL);
+	return amp_watch_trusted_time(((struct holder_ctx *)ctx)->t, e, NULL);
+}
+
+/* The instance holding subtask sub as the executor, as an
+ * amp_instance_of_fn: the agent of the latest lease not released that
+ * covers it (a lease of the subtask or of the whole task), or NULL. */
+static const char *holder_instance(const amp_subtask *sub, const char *role, void *ctx)
+{
+	const amp_leases *ls = &((struct holder_ctx *)ctx)->ls;
+	const amp_lease *best = NULL;
+	size_t i;
+
+	if (strcmp(role, "executor"))
+		return NULL;
+	for (i = 0; i < ls->n; i++)
+		if (!ls->v[i].released && (!ls->v[i].subtask[0] || !strcmp(ls->v[i].subtask, sub->id)) &&
+		    (!best || ls->v[i].since_ms >= best->since_ms))
+			best = &ls->v[i];
+	return best ? best->agent : NULL;
+}
+
+/* The key of holder (role, instance) of task in the state's "last_write":
+ * "<task> <role>" or "<task> <role>/<instance>". */
+static const char *write_key(char *buf, size_t bufsz, const char *task, const char *role,
+			     const char *instance)
+{
+	snprintf(buf, bufsz, "%s %s%s%s", task, role, instance ? "/" : "", instance ? instance : "");
+	return buf;
 }
 
 /*
@@ -43,7 +78,9 @@ json_t *amp_watch_derive_timers(const struct task_pass *t, const amp_task_state 
 {
 	const amp_task_log *log = t->log;
 	amp_holder holders[AMP_MAX_HOLDERS];
+	struct holder_ctx hc = { .t = t };
 	json_t *acks, *held, *fired, *out;
+	int64_t released = -1; /* the latest lease amp watch released */
 	size_t i, n;
 
 	if (s->aborted || s->suspended || s->lock_due)
@@ -71,15 +108,17 @@ json_t *amp_watch_derive_timers(const struct task_pass *t, const amp_task_state 
 	/* AMP/1.0 heartbeat_timeout "Agent 30min no SSOT write": the clock of
 	 * a holder starts when the ball was handed to it (amp_task_trusted_time
 	 * of the message, or the approval, or a resume, when later). */
-	n = amp_task_holders(log, s, holder_time, (void *)t, holders);
+	amp_coord_leases(log, &hc.ls);
+	n = amp_task_holders(log, s, holder_time, holder_instance, &hc, holders);
 	for (i = 0; i < n; i++) {
 		const char *by = amp_json_str(holders[i].handed_by, "msg_id");
 		const amp_entry *e = by ? amp_task_log_find(log, AMP_ENTRY_MSG, by) : NULL;
 
 		if (!e)
 			continue;
-		json_array_append_new(held, with_arrival(json_pack("{s:s,s:s,s:I}",
-			"role", holders[i].role, "by", by, "since", (json_int_t)holders[i].since_ms),
+		json_array_append_new(held, with_arrival(json_pack("{s:s,s:s*,s:s,s:I}",
+			"role", holders[i].role, "agent", holders[i].instance, "by", by,
+			"since", (json_int_t)holders[i].since_ms),
 			amp_watch_arrival_of(t, e)));
 	}
 	for (i = 0; n && i < log->count; i++) {
@@ -89,21 +128,24 @@ json_t *amp_watch_derive_timers(const struct task_pass *t, const amp_task_state 
 		char buf[1024];
 
 		if (e->kind == AMP_ENTRY_MSG && kind && !strcmp(kind, "heartbeat_timeout") &&
-		    by && !strcmp(by, "system") && amp_escalation_cause(e->doc, buf, sizeof(buf)))
+		    by && !strcmp(by, "system") && amp_escalation_cause(e->doc, buf, sizeof(buf))) {
 			json_array_append_new(fired, json_string(buf));
+			if (strstr(buf, ".ctl.claim-"))
+				released = amp_record_time(e->doc) > released ?
+					   amp_record_time(e->doc) : released;
+		}
 	}
 	out = json_object();
 	/* Leases (coord.h) run out on the clock too: amp watch releases them. */
 	{
-		amp_leases ls;
+		const amp_leases *ls = &hc.ls;
 		json_t *leases = json_array();
 
-		amp_coord_leases(log, &ls);
-		for (i = 0; i < ls.n; i++)
-			if (!ls.v[i].released)
+		for (i = 0; i < ls->n; i++)
+			if (!ls->v[i].released)
 				json_array_append_new(leases, json_pack("{s:s,s:s,s:I}",
-					"claim", ls.v[i].claim, "agent", ls.v[i].agent,
-					"expires", (json_int_t)amp_lease_expires(&ls.v[i])));
+					"claim", ls->v[i].claim, "agent", ls->v[i].agent,
+					"expires", (json_int_t)amp_lease_expires(&ls->v[i])));
 		if (json_array_size(leases))
 			json_object_set(out, "leases", leases);
 		json_decref(leases);
@@ -121,6 +163,8 @@ json_t *amp_watch_derive_timers(const struct task_pass *t, const amp_task_state 
 	if (json_array_size(held)) {
 		json_object_set(out, "holders", held);
 		json_object_set(out, "fired", fired);
+		if (released >= 0)
+			json_object_set_new(out, "lease_expired", json_integer(released));
 	}
 	json_decref(acks);
 	json_decref(held);
@@ -132,28 +176,58 @@ json_t *amp_watch_derive_timers(const struct task_pass *t, const amp_task_state 
 	return out;
 }
 
+/* Sets last_write[key] to `at` (the message, or the record's path) unless
+ * it holds a later write. */
+static void note_at(json_t *lw, const char *key, int64_t at, const amp_entry *e, const char *path)
+{
+	json_t *cur = json_object_get(lw, key);
+
+	if (cur && json_integer_value(json_object_get(cur, "ms")) >= at)
+		return;
+	json_object_set_new(lw, key, e->kind == AMP_ENTRY_CTL ?
+			    json_pack("{s:I,s:s}", "ms", (json_int_t)at, "path", path) :
+			    json_pack("{s:I,s:s}", "ms", (json_int_t)at, "msg", e->id));
+}
+
 /*
- * Remembers the newest SSOT write of each role (for heartbeats): a message,
- * an ACK (it stands for the message it acknowledges) or a heartbeat record
- * (named by its path: it has no msg_id), at its amp_task_trusted_time.
+ * Remembers the newest write of each holder to this task (for heartbeats):
+ * a message, an ACK (it stands for the message it acknowledges) or a
+ * heartbeat record (named by its path: it has no msg_id), at its
+ * amp_task_trusted_time.  Liveness is per task and per holder (issue 33):
+ * a write counts for "<task> <role>" and for the instance that wrote it,
+ * "<task> <role>/<instance>": the one the record names (a claim, a
+ * heartbeat, coord.h amp_coord_record_instance), else, for the executor,
+ * every instance whose lease was in force then (coord.h: amp refuses the
+ * executor's writes from any other instance while a lease runs, so they
+ * are the holder's).
  */
 void amp_watch_note_write(const struct task_pass *t, const amp_entry *e, const char *name)
 {
-	json_t *lw = json_object_get(t->w->state, "last_write"), *cur;
-	const char *from = amp_json_str(e->doc, "from");
+	json_t *lw = json_object_get(t->w->state, "last_write");
+	const char *from = amp_json_str(e->doc, "from"), *instance;
 	int64_t at = amp_watch_trusted_time(t, e, NULL);
-	char path[512];
+	char path[512], key[400];
 
 	if ((e->kind == AMP_ENTRY_CTL && !amp_watch_is_type(e->doc, "heartbeat")) || !from ||
 	    amp_record_time(e->doc) < 0 || !amp_task_entry_in_place(t->log, e))
 		return;
-	cur = json_object_get(lw, from);
-	if (cur && json_integer_value(json_object_get(cur, "ms")) >= at)
-		return;
 	amp_watch_record_path(t->log, name, path, sizeof(path));
-	json_object_set_new(lw, from, e->kind == AMP_ENTRY_CTL ?
-			    json_pack("{s:I,s:s}", "ms", (json_int_t)at, "path", path) :
-			    json_pack("{s:I,s:s}", "ms", (json_int_t)at, "msg", e->id));
+	note_at(lw, write_key(key, sizeof(key), t->log->task_id, from, NULL), at, e, path);
+	if ((instance = amp_coord_record_instance(e->doc)))
+		note_at(lw, write_key(key, sizeof(key), t->log->task_id, from, instance), at, e, path);
+	else if (!strcmp(from, "executor")) {
+		amp_leases *ls = malloc(sizeof(*ls));
+		size_t i;
+
+		if (!ls)
+			return;
+		amp_coord_leases(t->log, ls);
+		for (i = 0; i < ls->n; i++)
+			if (amp_lease_in_force(&ls->v[i], at))
+				note_at(lw, write_key(key, sizeof(key), t->log->task_id, from,
+						      ls->v[i].agent), at, e, path);
+		free(ls);
+	}
 }
 
 static void evaluate_acks(struct watch *w, const char *task, json_t *t, int *fired)
@@ -206,8 +280,11 @@ static void evaluate_holders(struct watch *w, const char *task, json_t *t, int *
 
 	json_array_foreach(json_object_get(t, "holders"), i, h) {
 		const char *role = amp_json_str(h, "role"), *by = amp_json_str(h, "by");
+		const char *agent = amp_json_str(h, "agent");
 		int64_t since = json_integer_value(json_object_get(h, "since")), base = since;
-		json_t *last = json_object_get(lw, role ? role : ""), *affected;
+		char key[400];
+		json_t *last = json_object_get(lw, write_key(key, sizeof(key), task,
+							     role ? role : "", agent)), *affected;
 		const char *msg = by, *path = NULL, *cause;
 		int seen = 0;
 
@@ -222,14 +299,20 @@ static void evaluate_holders(struct watch *w, const char *task, json_t *t, int *
 			continue;
 		json_array_foreach(fired_list, j, f)
 			seen |= json_string_value(f) && !strcmp(json_string_value(f), cause);
+		/* An executor's silence that ran its lease out was told with the
+		 * lease's release (evaluate_leases): one event, one escalation. */
+		seen |= !strcmp(role, "executor") &&
+			json_integer_value(json_object_get(t, "lease_expired")) >= base &&
+			json_is_integer(json_object_get(t, "lease_expired"));
 		if (seen || now <= base + w->o->heartbeat_ms)
 			continue;
 		prefix[0] = '\0';
 		if (!msg)
 			snprintf(prefix, sizeof(prefix), AMP_SILENCE_CAUSE "%.500s: ", path);
 		snprintf(description, sizeof(description),
-			 "%sThe %s holds %s (handed over by %s at %s) and has written nothing to the SSOT (a message, an ACK or a heartbeat) since %s (%lld min; amp.heartbeatTimeout %lld s).",
-			 prefix, role, task, by, amp_time_format(since, handed),
+			 "%sThe %s%s%s holds %s (handed over by %s at %s) and has written nothing to the SSOT (a message, an ACK or a heartbeat) since %s (%lld min; amp.heartbeatTimeout %lld s).",
+			 prefix, role, agent ? " instance " : "", agent ? agent : "", task, by,
+			 amp_time_format(since, handed),
 			 amp_time_format(base, when), (long long)((now - base) / 60000),
 			 (long long)(w->o->heartbeat_ms / 1000));
 		affected = msg && strcmp(msg, by) ? json_pack("[s,s]", msg, by) : json_pack("[s]", by);
@@ -271,6 +354,7 @@ static void evaluate_leases(struct watch *w, const char *task, json_t *t, int *f
 		json_object_del(t, "leases");
 		*fired = 1;
 		if (res.escalation_id[0]) {
+			json_object_set_new(t, "lease_expired", json_integer(w->o->now_ms));
 			w->stats->escalated++;
 			if (w->report) {
 				a.action = "escalated";

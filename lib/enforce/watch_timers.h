@@ -12,7 +12,8 @@
  * when it runs no clock. */
 json_t *amp_watch_derive_timers(const struct task_pass *t, const amp_task_state *s);
 
-/* Remembers the newest SSOT write of each role (for heartbeats). */
+/* Remembers the newest write of each holder (task, role, instance) for
+ * the heartbeats. */
 void amp_watch_note_write(const struct task_pass *t, const amp_entry *e, const char *name);
 
 /* Escalates every timer of the state that ran out; *fired counts them. */

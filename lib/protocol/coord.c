@@ -115,6 +115,7 @@ static const char *apply_claim(amp_leases *ls, const char *name, const json_t *d
 	snprintf(l->claim, sizeof(l->claim), "%s", name);
 	l->since_ms = l->renewed_ms = at;
 	l->ttl_ms = (int64_t)ttl * 1000;
+	l->released_ms = -1;
 	return NULL;
 }
 
@@ -126,6 +127,8 @@ static const char *apply_release(amp_leases *ls, const json_t *doc)
 	if (!l || l->released)
 		return "it names no lease of the task that is not released";
 	l->released = 1;
+	l->released_ms = amp_record_time(doc);
+	l->release = doc;
 	return NULL;
 }
 
@@ -151,8 +154,10 @@ static const char *apply(amp_leases *ls, const amp_entry *e)
 		const char *sub = amp_json_str(json_object_get(e->doc, "payload"), "subtask_id");
 
 		for (i = 0; i < ls->n; i++)
-			if (amp_lease_in_force(&ls->v[i], at) && overlaps(&ls->v[i], sub))
+			if (amp_lease_in_force(&ls->v[i], at) && overlaps(&ls->v[i], sub)) {
 				ls->v[i].released = 1;
+				ls->v[i].released_ms = at;
+			}
 	} else if (e->kind != AMP_ENTRY_CTL) {
 		renew(ls, NULL, at);
 	}
@@ -171,6 +176,17 @@ void amp_coord_leases(const amp_task_log *log, amp_leases *out)
 			apply(out, &log->entries[i]);
 }
 
+/* 1 when instance `agent` holds a lease in force at at_ms. */
+static int own_lease(const amp_leases *ls, const char *agent, int64_t at_ms)
+{
+	size_t i;
+
+	for (i = 0; i < ls->n; i++)
+		if (amp_lease_in_force(&ls->v[i], at_ms) && !strcmp(ls->v[i].agent, agent))
+			return 1;
+	return 0;
+}
+
 int amp_coord_check_write(const amp_task_log *log, const char *from, const char *agent,
 			  int64_t at_ms, char *why, size_t whysz)
 {
@@ -183,10 +199,94 @@ int amp_coord_check_write(const amp_task_log *log, const char *from, const char 
 	amp_coord_leases(log, &ls);
 	if (!(l = amp_coord_conflict(&ls, NULL, agent, at_ms)))
 		return AMP_OK;
+	/* An instance holding a subtask writes to its task while another
+	 * holds another subtask (issue 33: two executors, one task): the
+	 * lease in force that is its own admits it. */
+	if (agent && l->subtask[0] && own_lease(&ls, agent, at_ms))
+		return AMP_OK;
 	snprintf(why, whysz, "task %s is claimed by %s%s%s until %s: only %s may write to it as the executor (you are %s)",
 		 log->task_id, l->agent, l->subtask[0] ? " for subtask " : "", l->subtask,
 		 amp_time_format(amp_lease_expires(l), until), l->agent,
 		 agent ? agent : "an unnamed executor: --agent");
+	return AMP_ERULE;
+}
+
+const char *amp_coord_lost_lease(const amp_task_log *log, const char *agent, int64_t at_ms)
+{
+	amp_leases *ls = malloc(sizeof(*ls));
+	const amp_lease *newest = NULL;
+	const char *lost = NULL;
+	size_t i;
+
+	if (!ls || !agent)
+		goto cleanup;
+	amp_coord_leases(log, ls);
+	for (i = 0; i < ls->n; i++) {
+		if (strcmp(ls->v[i].agent, agent))
+			continue;
+		if (amp_lease_in_force(&ls->v[i], at_ms))
+			goto cleanup;
+		if (!newest || ls->v[i].since_ms >= newest->since_ms)
+			newest = &ls->v[i];
+	}
+	for (i = 0; newest && newest->released && i < log->count; i++) {
+		const json_t *d = log->entries[i].doc;
+		const char *type = amp_json_str(d, "type"), *from = amp_json_str(d, "from");
+		const char *rel = amp_json_str(d, "releases");
+
+		if (log->entries[i].kind == AMP_ENTRY_CTL && type && !strcmp(type, "release") &&
+		    from && !strcmp(from, "system") && rel && !strcmp(rel, newest->claim))
+			lost = log->entries[i].id;
+	}
+	/* the claim's name, borrowed from the log */
+	if (lost) {
+		const amp_entry *claim = amp_task_log_find(log, AMP_ENTRY_CTL, newest->claim);
+
+		lost = claim ? claim->id : NULL;
+	}
+cleanup:
+	free(ls);
+	return lost;
+}
+
+int amp_coord_check_result(const amp_task_log *log, const json_t *msg, const char *agent,
+			   char *why, size_t whysz)
+{
+	const char *type = amp_json_str(msg, "type"), *from = amp_json_str(msg, "from");
+	const char *sub = amp_json_str(json_object_get(msg, "payload"), "subtask_id");
+	const char *by, *reason;
+	int64_t at = amp_record_time(msg);
+	const amp_lease *mine = NULL, *after = NULL;
+	char when[AMP_TIME_BUFSZ], said[256] = "";
+	amp_leases ls;
+	size_t i;
+
+	if (!type || strcmp(type, "task_result") || !from || strcmp(from, "executor") || !agent)
+		return AMP_OK;
+	amp_coord_leases(log, &ls);
+	for (i = 0; i < ls.n; i++)
+		if (overlaps(&ls.v[i], sub) && !strcmp(ls.v[i].agent, agent))
+			mine = &ls.v[i];
+	/* Its own lease in force, or ended by its own release or result. */
+	if (!mine || amp_lease_in_force(mine, at) ||
+	    (mine->released && !mine->release) ||
+	    (mine->release && !strcmp(amp_or_none(amp_json_str(mine->release, "from")), "executor")))
+		return AMP_OK;
+	for (i = 0; i < ls.n; i++)
+		if (overlaps(&ls.v[i], sub) && strcmp(ls.v[i].agent, agent) &&
+		    ls.v[i].since_ms >= mine->since_ms)
+			after = &ls.v[i];
+	by = mine->release ? amp_or_none(amp_json_str(mine->release, "from")) : NULL;
+	reason = mine->release ? amp_json_str(mine->release, "reason") : NULL;
+	if (reason)
+		snprintf(said, sizeof(said), " (\"%.200s\")", reason);
+	snprintf(why, whysz, "your claim on %s (%s) %s %s%s%s%s; %s%s%s%s: claim it again before you write to it as the executor (you are %s)",
+		 log->task_id, mine->claim, by ? "was released at" : "expired at",
+		 amp_time_format(by ? mine->released_ms : amp_lease_expires(mine), when),
+		 by ? " by " : "", by ? by : "", said,
+		 after ? after->agent : "nobody holds it now",
+		 after ? (amp_lease_in_force(after, at) ? " holds it (" : " claimed it after you (") : "",
+		 after ? after->claim : "", after ? ")" : "", agent);
 	return AMP_ERULE;
 }
 
@@ -195,6 +295,7 @@ const char *amp_coord_record_instance(const json_t *doc)
 	const char *type = amp_json_str(doc, "type"), *from = amp_json_str(doc, "from");
 
 	if (!type || !(!strcmp(type, "claim") || !strcmp(type, "heartbeat") ||
+		       !strcmp(type, "progress") ||
 		       (!strcmp(type, "release") && from && !strcmp(from, "executor"))))
 		return NULL;
 	return amp_json_str(doc, "agent");

@@ -23,7 +23,8 @@
  *     record of the task while it runs: a message or ACK from the
  *     executor, a heartbeat from the executor (naming the agent, or not);
  *     while a lease runs amp refuses executor writes to the task from any
- *     other instance, so those records are the holder's;
+ *     other instance (but one that holds another subtask's lease in force
+ *     then: two executors on one task), so those records are the holders';
  *   - it ends with a release naming it, or with a task_result of its
  *     subtask (a whole-task lease: any task_result);
  *   - it is expired at time t when t > renewed + ttl; an expired lease is
@@ -55,6 +56,9 @@ typedef struct amp_lease {
 	int64_t renewed_ms;          /* the last write that renewed it */
 	int64_t ttl_ms;
 	int released;                /* a release or a result ended it */
+	int64_t released_ms;         /* ... at this time (-1: not released) */
+	const json_t *release;       /* the release record that ended it
+				      * (borrowed from the log), or NULL */
 } amp_lease;
 
 typedef struct amp_leases {
@@ -92,6 +96,28 @@ const amp_lease *amp_coord_holder(const amp_leases *ls, int64_t at_ms);
  */
 int amp_coord_check_write(const amp_task_log *log, const char *from, const char *agent,
 			  int64_t at_ms, char *why, size_t whysz);
+
+/*
+ * The holder told (issue 33, RepoMesh ACP "recovered"): the claim record
+ * name of the newest lease of instance `agent` on the task when amp watch
+ * released it (a release from system: it expired) and the instance holds
+ * no lease of the task in force at at_ms; NULL otherwise.  Borrowed from
+ * log.  amp heartbeat tells the instance, which must claim the task again
+ * before it works on it: its lease is gone and the task is re-queued.
+ */
+const char *amp_coord_lost_lease(const amp_task_log *log, const char *agent, int64_t at_ms);
+
+/*
+ * Issue 33, a dead executor must not overwrite the live one: a task_result
+ * `msg` from the executor instance `agent` (NULL: unnamed) whose own latest
+ * lease on the result's subtask (or the whole task) ended by another's
+ * hand (a release by system, the coordinator or the admin) or ran out, and
+ * who holds no lease again since, is refused: AMP_ERULE with why naming
+ * when and by whom it was released and who claimed after it.  AMP_OK
+ * otherwise (amp_coord_check_write decides a lease in force).
+ */
+int amp_coord_check_result(const amp_task_log *log, const json_t *msg, const char *agent,
+			   char *why, size_t whysz);
 
 /* The instance a record says wrote it: the "agent" of a claim, a
  * heartbeat or the holder's own release (the admin's or the coordinator's

@@ -4,6 +4,7 @@
 /* The public interface of lib/protocol/: the only header of this folder that
  * code outside it includes (share/doc/architecture.md). */
 #include "coord.h"
+#include "progress.h"
 #include "registry.h"
 #include "rules.h"
 #include "task.h"

@@ -243,6 +243,7 @@ static int check_request_round(const amp_task_log *log, const amp_task_state *s,
 {
 	const char *result_id = amp_json_str(payload, "task_result_ref");
 	const char *dispatch_id = amp_json_str(payload, "original_dispatch_ref");
+	const char *scope = amp_json_str(payload, "review_scope");
 	const amp_entry *r = result_id ? amp_task_log_find(log, AMP_ENTRY_MSG, result_id) : NULL;
 	const char *subtask = r ? amp_json_str(json_object_get(r->doc, "payload"), "subtask_id") : NULL;
 	const amp_subtask *sub = amp_task_subtask(s, subtask);
@@ -268,6 +269,12 @@ static int check_request_round(const amp_task_log *log, const amp_task_state *s,
 		return amp_errlist_add(errors, AMP_ERULE, "/payload/original_dispatch_ref",
 				       "%s is not the dispatch of subtask %s's current round (%s)",
 				       dispatch_id, subtask, current);
+	/* AMP/1.0 §03 review_scope: "incremental: Only new diffs since the
+	 * last verdict are reviewed", so there must have been one. */
+	if (scope && !strcmp(scope, "incremental") && !sub->rejects && !sub->verdict)
+		return amp_errlist_add(errors, AMP_ERULE, "/payload/review_scope",
+				       "is \"incremental\", but subtask %s has no earlier verdict to review from: its first review is \"full\"",
+				       subtask);
 	return AMP_OK;
 }
 
@@ -315,6 +322,10 @@ static int check_dispatch_round(const amp_task_log *log, const amp_task_state *s
 		const amp_subtask *sub = amp_task_subtask(s, amp_json_str(v, "subtask_id"));
 
 		if (!sub || amp_transition_find("task_dispatch", sub->state)->allowed)
+			continue;
+		/* The admin reopens an aborted task with a new round (task.h). */
+		if (s->aborted && !strcmp(sub->state, "in_review") &&
+		    !strcmp(amp_or_none(amp_json_str(msg, "from")), "admin"))
 			continue;
 		snprintf(path, sizeof(path), "/payload/subtasks/%zu/subtask_id", i);
 		status = refuse_transition(errors, path, "task_dispatch", sub->id, sub->state);
@@ -567,6 +578,8 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 		 amp_coord_check_write(log, from, agent, amp_record_time(msg),
 				       why, sizeof(why)) < 0)
 		amp_errlist_add(errors, AMP_ERULE, "/from", "%s", why);
+	else if (amp_coord_check_result(log, msg, agent, why, sizeof(why)) < 0)
+		amp_errlist_add(errors, AMP_ERULE, "/from", "%s", why);
 	check_refs(st, tip, log, json_object_get(msg, "context_ref"), "/context_ref", errors);
 	if (type && !strcmp(type, "task_dispatch")) {
 		check_depends(st, tip, log, errors);
@@ -635,6 +648,28 @@ const char *amp_rules_unapproved_dispatch(const amp_task_log *log, const amp_tas
 	}
 	amp_task_state_free(&computed);
 	return found;
+}
+
+int amp_rules_aborted_refusal(const amp_task_log *log, const json_t *msg,
+			      char *desc, size_t descsz, char *cause, size_t causesz)
+{
+	const char *from = amp_json_str(msg, "from"), *type = amp_json_str(msg, "type");
+	const char *last;
+	amp_task_state s;
+	char why[512];
+	int refused;
+
+	amp_task_state_compute(log, &s);
+	last = amp_json_str(s.last_dispatch, "msg_id");
+	refused = last && from && strcmp(from, "system") &&
+		  amp_task_closed_to(&s, from, why, sizeof(why)) == 2;
+	if (refused) {
+		snprintf(desc, descsz, "The %.20s's %.40s was refused: task %s %s. Agents still write to it: reopen it with a new task_dispatch from the admin, or tell them it ended.",
+			 from, amp_or_none(type), log->task_id, why);
+		snprintf(cause, causesz, "%s", last);
+	}
+	amp_task_state_free(&s);
+	return refused;
 }
 
 int amp_rules_check_ack(const amp_task_log *log, size_t i, amp_errlist *errors)

@@ -30,13 +30,15 @@
  *     dispatch ACKed and approved when it had to be; not in review,
  *     approved or rejected), with one criteria_met entry per acceptance
  *     criterion of that dispatch; a review_request names the current round
- *     of a submitted subtask (its dispatch, its latest result, complete);
+ *     of a submitted subtask (its dispatch, its latest result, complete),
+ *     and asks for an incremental review only of a subtask that had a
+ *     verdict before;
  *     a review_verdict answers an open review_request (named in
  *     context_ref, or the only one open), with one criteria_results entry
  *     per acceptance criterion of the dispatch under review;
  *   - an aborted task takes only the admin's writes (and system's
- *     escalations); a task due to lock (amp.lockThreshold reached) is
- *     treated as locked;
+ *     escalations), and the admin's dispatch reopens it (task.h); a task
+ *     due to lock (amp.lockThreshold reached) is treated as locked;
  *   - an escalation's affected_msgs are in the SSOT and its snapshot is
  *     the SSOT's (reject_count, last_successful_msg_id; task_status the
  *     task's state, or suspended/locked when it is critical);
@@ -49,7 +51,9 @@
  *     holder's (amp_coord_check_write): `agent` is the named instance that
  *     writes msg (NULL: an unnamed one) -- the writer's own for amp send,
  *     the Amp-Agent trailer of the commit that brought it for a record
- *     written elsewhere, never the reader's.
+ *     written elsewhere, never the reader's; and a task_result from an
+ *     instance whose lease someone else released is refused until it
+ *     claims again (amp_coord_check_result).
  * It does not look at the file system: the watcher runs it on messages
  * fetched from other machines.  Repository existence is amp_rules_check_repo.
  */
@@ -65,6 +69,17 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
  */
 int amp_rules_check_replayed(amp_store *st, git_tree *tree, const amp_task_log *before,
 			     const json_t *msg, const char *agent, amp_errlist *errors);
+
+/*
+ * Issue 33, abort mid-review: when `msg` (by a role other than the admin or
+ * system) is refused because its task is aborted, the escalation the admin
+ * gets once (a `conflict` from system): its description into desc and the
+ * msg_id of the task's last dispatch, its cause (the admin hears once per
+ * abort, whoever keeps writing), into cause.  Returns 1, or 0 when msg is
+ * not refused for that.
+ */
+int amp_rules_aborted_refusal(const amp_task_log *log, const json_t *msg,
+			      char *desc, size_t descsz, char *cause, size_t causesz);
 
 /*
  * The rules `amp ack` applies, for an ACK record that is entry i of `log`

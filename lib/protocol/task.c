@@ -43,6 +43,10 @@ const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz)
 	 * that set the deadline. */
 	if (cause_path(d, AMP_DEADLINE_CAUSE, buf, bufsz))
 		return buf;
+	/* amp watch's hard dependency on an aborted task: its cause is the
+	 * abort record. */
+	if (cause_path(d, AMP_BLOCKED_CAUSE, buf, bufsz))
+		return buf;
 	/* A heartbeat_timeout whose holder last wrote a heartbeat, a record
 	 * with no msg_id: its cause is that record. */
 	if (kind && !strcmp(kind, "heartbeat_timeout") &&
@@ -156,6 +160,7 @@ const amp_transition amp_transitions[] = {
 	{ "heartbeat", "*", 1, "the writer is alive on the task (heartbeat_timeout)" },
 	{ "resume", "suspended", 1, "the state it had before" },
 	{ "resume", "locked", 1, "the state it had before; the lock count starts again" },
+	{ "resume", "aborted", 0, "an abort is not a suspension: the admin reopens the task with a new task_dispatch, or leaves it ended" },
 	{ "resume", "*", 0, "it is not suspended or locked: nothing to resume" },
 	{ NULL, NULL, 0, NULL },
 };
@@ -288,8 +293,11 @@ const json_t *amp_task_verdict_request(const amp_task_log *log,
 	return q;
 }
 
+/* A dispatch; `reopen`: the admin's, after an abort (amp-protocol(7)
+ * ABORT): the task is open again and a subtask still in review starts a
+ * new round too, its review_request left without a verdict. */
 static void apply_dispatch(amp_task_state *s, size_t *alloc, const amp_policy *p,
-			   const json_t *doc)
+			   const json_t *doc, int reopen)
 {
 	json_t *subtasks = json_object_get(json_object_get(doc, "payload"), "subtasks"), *v;
 	int waits = needs_approval(p, doc);
@@ -301,7 +309,8 @@ static void apply_dispatch(amp_task_state *s, size_t *alloc, const amp_policy *p
 		amp_subtask *sub;
 
 		if (!id || !(sub = subtask_add(s, alloc, id)) ||
-		    !allowed("task_dispatch", sub->state))
+		    (!allowed("task_dispatch", sub->state) &&
+		     !(reopen && !strcmp(sub->state, "in_review"))))
 			continue;
 		sub->round++;
 		sub->dispatch = doc;
@@ -396,6 +405,45 @@ static void apply_verdict(const amp_task_log *log, amp_task_state *s, const json
 	sub->verdict = doc;
 	sub->state = rejected ? "rejected" : "approved";
 	sub->rejects += rejected;
+}
+
+/* 1 when dispatch doc is from `from` to `to`. */
+static int dispatch_between(const json_t *doc, const char *from, const char *to)
+{
+	const char *f = amp_json_str(doc, "from"), *t = amp_json_str(doc, "to");
+
+	return f && t && !strcmp(f, from) && !strcmp(t, to);
+}
+
+/*
+ * AMP/1.0's diagram: ADMIN -> dispatch -> COORDINATOR -> dispatch ->
+ * EXECUTOR <- result, COORDINATOR -> review_req -> REVIEWER <- verdict.
+ * The admin's dispatch to the coordinator hands it a plan subtask, which
+ * the coordinator breaks into subtasks of its own (§01 "subtasks[]") that
+ * it dispatches to the executor; nobody sends a result for the plan
+ * subtask (§02: the executor's).  So a subtask whose current round is a
+ * dispatch from the admin to the coordinator (dispatched or in progress)
+ * is approved when the task has subtasks the coordinator dispatched and
+ * every one of them is approved (issue 33, scenario 5).
+ */
+static void close_delegations(amp_task_state *s)
+{
+	size_t i, j, spawned, approved;
+
+	for (i = 0; i < s->nsubtasks; i++) {
+		amp_subtask *plan = &s->subtasks[i];
+
+		if (!dispatch_between(plan->dispatch, "admin", "coordinator") ||
+		    (strcmp(plan->state, "dispatched") && strcmp(plan->state, "in_progress")))
+			continue;
+		for (j = spawned = approved = 0; j < s->nsubtasks; j++)
+			if (j != i && dispatch_between(s->subtasks[j].dispatch, "coordinator", "executor")) {
+				spawned++;
+				approved += !strcmp(s->subtasks[j].state, "approved");
+			}
+		if (spawned && approved == spawned)
+			plan->state = "approved";
+	}
 }
 
 static const char *flow_of(const amp_task_state *s)
@@ -493,7 +541,11 @@ void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
 		if (!type)
 			continue;
 		if (!strcmp(type, "task_dispatch")) {
-			apply_dispatch(s, &alloc, policy, e->doc);
+			int reopen = s->aborted && !strcmp(amp_or_none(amp_json_str(e->doc, "from")), "admin");
+
+			apply_dispatch(s, &alloc, policy, e->doc, reopen);
+			if (reopen)
+				s->aborted = NULL;
 		} else if (!strcmp(type, "task_result")) {
 			apply_result(s, e->doc);
 		} else if (!strcmp(type, "review_request")) {
@@ -503,6 +555,7 @@ void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
 						     "decision");
 
 			apply_verdict(log, s, e->doc);
+			close_delegations(s);
 			if (d && !strcmp(d, "rejected"))
 				continue; /* a rejection is not a success */
 		} else if (!strcmp(type, "escalation")) {
@@ -544,10 +597,10 @@ int amp_task_closed_to(const amp_task_state *s, const char *role, char *why,
 	if (role && !strcmp(role, "admin"))
 		return 0;
 	if (s->aborted) {
-		snprintf(why, whysz, "was aborted by the %.20s at %.40s (\"%.200s\"): only the admin may write to it",
+		snprintf(why, whysz, "was aborted by the %.20s at %.40s (\"%.200s\"): it takes no more writes from the %.20s (the admin may reopen it with a new task_dispatch)",
 			 amp_or_none(amp_json_str(s->aborted, "from")),
 			 amp_or_none(amp_json_str(s->aborted, "timestamp")),
-			 amp_or_none(amp_json_str(s->aborted, "reason")));
+			 amp_or_none(amp_json_str(s->aborted, "reason")), amp_or_none(role));
 		return 2;
 	}
 	if (s->suspended) {
@@ -605,8 +658,14 @@ int64_t amp_task_ack_deadline(const amp_task_log *log, const amp_task_state *s,
 	return base + (deadline - sent);
 }
 
+/* 1 when a and b are both NULL or the same string. */
+static int same_name(const char *a, const char *b)
+{
+	return a && b ? !strcmp(a, b) : a == b;
+}
+
 size_t amp_task_holders(const amp_task_log *log, const amp_task_state *s,
-			amp_time_of_fn time_of, void *ctx,
+			amp_time_of_fn time_of, amp_instance_of_fn instance_of, void *ctx,
 			amp_holder out[AMP_MAX_HOLDERS])
 {
 	size_t i, j, n = 0;
@@ -616,7 +675,7 @@ size_t amp_task_holders(const amp_task_log *log, const amp_task_state *s,
 	for (i = 0; i < s->nsubtasks; i++) {
 		const amp_subtask *sub = &s->subtasks[i];
 		const json_t *by = NULL;
-		const char *role;
+		const char *role, *instance;
 		int64_t since;
 
 		if (!strcmp(sub->state, "dispatched") || !strcmp(sub->state, "in_progress"))
@@ -641,12 +700,15 @@ size_t amp_task_holders(const amp_task_log *log, const amp_task_state *s,
 			if (approval)
 				since = later(since, amp_record_time(approval));
 		}
-		for (j = 0; j < n && strcmp(out[j].role, role); j++)
+		instance = instance_of ? instance_of(sub, role, ctx) : NULL;
+		for (j = 0; j < n && (strcmp(out[j].role, role) || !same_name(out[j].instance, instance));
+		     j++)
 			;
 		if (j == n) {
 			if (n == AMP_MAX_HOLDERS)
 				continue;
 			out[n].role = role;
+			out[n].instance = instance;
 			out[n].handed_by = by;
 			out[n].since_ms = since;
 			n++;

@@ -15,7 +15,8 @@
  * approve record.  The task is approved when every subtask it ever
  * dispatched is approved; a critical escalation suspends it (a
  * hallucination_lock locks it) until the admin's resume; an abort record
- * ends it.
+ * ends it, until the admin's task_dispatch reopens it (a new round of every
+ * subtask it lists, one in review included).
  *
  * Nothing here is stored: the state is always recomputed from the task's
  * records, so it cannot drift from the audit trail.  The same table decides
@@ -128,20 +129,26 @@ const json_t *amp_task_approval_of(const amp_task_log *log, const char *dispatch
  * write"): the dispatch's addressee while a subtask is dispatched or in
  * progress, the reviewer while one is in review, the coordinator while one
  * is submitted or rejected.  None while the task is new, awaiting approval,
- * approved, aborted, suspended or locked.  For each role: the message that
- * handed it the ball first (of those it still holds) and that time: the
- * later of the message's time, the approval of its dispatch and the last
- * resume, where a message's time is time_of(entry, ctx) when time_of is not
- * NULL (amp watch: the time the commit brought it), else its timestamp. */
+ * approved, aborted, suspended or locked.  A holder is a role and, when
+ * instance_of is not NULL and names one for the subtask (amp watch: the
+ * instance whose lease covers it, coord.h), an instance of it: liveness is
+ * per holder (issue 33), so two instances of a role holding two subtasks
+ * are two holders.  For each holder: the message that handed it the ball
+ * first (of those it still holds) and that time: the later of the
+ * message's time, the approval of its dispatch and the last resume, where
+ * a message's time is time_of(entry, ctx) when time_of is not NULL (amp
+ * watch: the time the commit brought it), else its timestamp. */
 typedef int64_t (*amp_time_of_fn)(const amp_entry *e, void *ctx);
+typedef const char *(*amp_instance_of_fn)(const amp_subtask *sub, const char *role, void *ctx);
 typedef struct amp_holder {
 	const char *role;       /* static or borrowed */
+	const char *instance;   /* borrowed from instance_of; NULL: unnamed */
 	const json_t *handed_by; /* the message (borrowed) */
 	int64_t since_ms;
 } amp_holder;
-#define AMP_MAX_HOLDERS 4
+#define AMP_MAX_HOLDERS 16
 size_t amp_task_holders(const amp_task_log *log, const amp_task_state *s,
-			amp_time_of_fn time_of, void *ctx,
+			amp_time_of_fn time_of, amp_instance_of_fn instance_of, void *ctx,
 			amp_holder out[AMP_MAX_HOLDERS]);
 
 /* The "timestamp" of a record in Unix ms, or -1 when it has none. */
@@ -169,6 +176,10 @@ int64_t amp_record_time(const json_t *doc);
 /* The same for amp watch's missed deadline (coord.h): its description
  * begins with AMP_DEADLINE_CAUSE "<path>: ", the plan record's path. */
 #define AMP_DEADLINE_CAUSE "deadline missed: "
+/* The same for amp watch's hard dependency on an aborted task (issue 33):
+ * its description begins with AMP_BLOCKED_CAUSE "<path>: ", the path of
+ * the abort record of the task depended on. */
+#define AMP_BLOCKED_CAUSE "blocked by the abort "
 const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz);
 
 /* The first escalation of the log of `type` written by `from` whose cause

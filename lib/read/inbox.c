@@ -605,6 +605,10 @@ static json_t *inbox_json(const amp_inbox *in, const char *role, const char *ref
 		json_object_set(m, "path", json_object_get(r, "path"));
 		json_object_set(m, "agent", json_is_string(json_object_get(r, "agent")) ?
 				json_object_get(r, "agent") : json_null());
+		/* amp inbox --agent (inbox_agent.h): the instance a message
+		 * is for, or null for every instance of the role. */
+		if (json_object_get(r, "for_agent"))
+			json_object_set(m, "for_agent", json_object_get(r, "for_agent"));
 		json_array_append_new(list, m);
 	}
 	return out;
@@ -661,6 +665,8 @@ static char *format(const json_t *inbox, const amp_human *h)
 			fputs("no ACK required", f);
 		if (amp_json_str(m, "agent"))
 			fprintf(f, "  agent %s", field(m, "agent"));
+		if (amp_json_str(m, "for_agent"))
+			fprintf(f, "  for %s", field(m, "for_agent"));
 		fputc('\n', f);
 	}
 	if (!json_array_size(list))

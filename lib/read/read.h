@@ -163,6 +163,7 @@ const char *amp_entry_kind_name(amp_entry_kind kind);
 /* The rest of the read/ layer's public interface. */
 #include "agents.h"
 #include "inbox.h"
+#include "inbox_agent.h"
 #include "summary.h"
 
 #endif

@@ -537,6 +537,7 @@ void amp_store_sweep(amp_store *st);
 #include "packwrite.h"
 #include "reccache.h"
 #include "seen.h"
+#include "arrivals.h"
 #include "sign.h"
 
 #endif

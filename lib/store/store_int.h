@@ -12,6 +12,7 @@
  *   objects.c    a write's odb, then a pack    -> doccache packwrite
  *   pack.c       the maintenance of the packs  -> repo sweep packwrite
  *   seen.c       amp watch's marker ref        -> treediff names repo
+ *   arrivals.c   arrival and first-seen notes  -> repo
  *   treediff.c   the one tree walker           -> records
  *   records.c    reading tasks and listings    -> reccache tasklog names doccache process
  *   reccache.c   the record caches             -> cache

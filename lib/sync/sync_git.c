@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/proc.h"
 #include "base/util.h"
 #include "store/store.h"
@@ -41,6 +42,28 @@ static int run_git(amp_store *st, const char *const *args, char **out, int errfd
 	return amp_run_errfd(argv, NULL, 0, out, NULL, errfd, code, err);
 }
 
+/* Notes what the fetch from `key` brought of the messages ref, by this
+ * clone's clock (amp_arrivals_fetched). */
+static int first_seen(amp_store *st, const char *key, amp_error *err)
+{
+	const char *ref = amp_store_messages_ref(st);
+	char mirror[600];
+	git_oid tip, local;
+	int64_t now;
+	int status, have_local;
+
+	snprintf(mirror, sizeof(mirror), "%s%s/%s", AMP_SYNC_NAMESPACE, key, ref + strlen("refs/amp/"));
+	if (git_reference_name_to_id(&tip, amp_store_repo(st), mirror) < 0) {
+		git_error_clear();
+		return AMP_OK;
+	}
+	have_local = git_reference_name_to_id(&local, amp_store_repo(st), ref) == 0;
+	git_error_clear();
+	if ((status = amp_clock_now_ms(&now, err)) < 0)
+		return status;
+	return amp_arrivals_fetched(st, key, &tip, have_local ? &local : NULL, now, err);
+}
+
 int amp_sync_fetch(amp_store *st, const char *remote, const char *key, amp_error *err)
 {
 	char refspec[600];
@@ -57,7 +80,13 @@ int amp_sync_fetch(amp_store *st, const char *remote, const char *key, amp_error
 		return amp_error_set(err, AMP_EIO, "",
 				     "git fetch from %s failed (exit %d, git's reason above); nothing changed locally",
 				     remote, code);
-	return AMP_OK;
+	/* The hub's arrival notes (store/arrivals.h), where amp watch reads
+	 * them, and what this fetch saw first. */
+	snprintf(refspec, sizeof(refspec), "%s%s/%s", AMP_SYNC_NAMESPACE, key,
+		 &AMP_ARRIVALS_REF[strlen("refs/amp/")]);
+	if ((status = amp_arrivals_take(amp_store_repo(st), refspec, err)) < 0)
+		return status;
+	return first_seen(st, key, err);
 }
 
 /* The most of git push's stderr read for the hook's refusals. */

@@ -204,6 +204,8 @@ static json_t *control_json(const amp_cli_writer *w, const amp_control_result *r
 		json_object_set_new(out, "agent", json_string(amp_store_agent(w->st)));
 	json_object_set_new(out, "escalation", res->escalation_id[0] ?
 			    json_string(res->escalation_id) : json_null());
+	if (res->lost[0])
+		json_object_set_new(out, "lost_claim", json_string(res->lost));
 	return out;
 }
 
@@ -247,5 +249,9 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 	} else {
 		printf("heartbeat %s %s (%s)\n", w.arg, w.from, res.name);
 	}
+	/* The holder is told (issue 33): amp watch released its lease. */
+	if (res.lost[0])
+		fprintf(stderr, "amp heartbeat: warning: /agent: %s: the lease of %s (%s) ran out and amp watch released it; the task is claimable again: claim it before working on it\n",
+			amp_store_agent(w.st), w.arg, res.lost);
 	return amp_cli_write_done(&w, status);
 }

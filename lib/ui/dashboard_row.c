@@ -53,7 +53,7 @@ static json_t *holders_of(const amp_task_log *log)
 	if (!ls)
 		return out;
 	amp_task_state_compute(log, &s);
-	n = amp_task_holders(log, &s, NULL, NULL, h);
+	n = amp_task_holders(log, &s, NULL, NULL, NULL, h);
 	amp_coord_leases(log, ls);
 	for (i = 0; i < n; i++) {
 		int named = 0;

@@ -41,6 +41,8 @@ static int role_may(const char *type, const char *from)
 		return amp_role_in(from, "executor coordinator admin system");
 	if (!strcmp(type, "depend") || !strcmp(type, "plan"))
 		return amp_role_in(from, "coordinator admin");
+	if (!strcmp(type, "progress"))
+		return !strcmp(from, "executor");
 	return amp_role_in(from, "coordinator executor reviewer");
 }
 
@@ -91,7 +93,7 @@ int amp_control_allowed(const amp_task_log *log, const char *type, const char *f
 	amp_task_state s;
 	int ok;
 
-	if (type && !strcmp(type, "idempotency_key"))
+	if (type && (!strcmp(type, "idempotency_key") || !strcmp(type, "address")))
 		return 1; /* written with its message, by amp_send_message */
 	/* amp sync's bookkeeping: it changes no state, and the hook checks
 	 * that it sets aside a record of its own commit only. */
@@ -103,8 +105,7 @@ int amp_control_allowed(const amp_task_log *log, const char *type, const char *f
 		return 0;
 	}
 	amp_task_state_compute(log, &s);
-	if (!strcmp(type, "claim") || !strcmp(type, "release") || !strcmp(type, "depend") ||
-	    !strcmp(type, "plan")) {
+	if (amp_role_in(type, "claim release depend plan progress")) {
 		char closed[512];
 
 		/* Leases are coord.h's (amp_coord_check_record); like a
@@ -171,6 +172,12 @@ static int build_control(amp_store *st, git_tree *tip, void *vctx,
 				  sizeof(why)) < 0) {
 		status = REFUSE(c, err, "/from", "%s", why);
 		goto cleanup;
+	}
+	c->res->lost[0] = '\0';
+	if (!strcmp(c->type, "heartbeat") && amp_store_agent(st)) {
+		const char *lost = amp_coord_lost_lease(&log, amp_store_agent(st), c->now_ms);
+
+		snprintf(c->res->lost, sizeof(c->res->lost), "%s", lost ? lost : "");
 	}
 	snprintf(c->res->was, sizeof(c->res->was), "%s", s.state);
 	if (!strcmp(c->type, "resume")) {

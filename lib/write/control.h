@@ -41,6 +41,9 @@ typedef struct amp_control_result {
 	char now[32];      /* the state after */
 	char escalation_id[256]; /* resume of a task whose lock was due but
 				  * not recorded: the lock written with it */
+	char lost[64];     /* heartbeat of a named instance whose lease amp
+			    * watch released (coord.h amp_coord_lost_lease):
+			    * that claim's name; else "" */
 } amp_control_result;
 
 /*

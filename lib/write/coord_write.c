@@ -13,7 +13,7 @@
 #include "record/record.h"
 #include "record_writer.h"
 
-enum coord_op { OP_CLAIM, OP_RELEASE, OP_EXPIRE, OP_DEPEND, OP_PLAN, OP_DEADLINE };
+enum coord_op { OP_CLAIM, OP_RELEASE, OP_EXPIRE, OP_DEPEND, OP_PLAN, OP_DEADLINE, OP_PROGRESS };
 
 struct coord_ctx {
 	enum coord_op op;
@@ -22,8 +22,8 @@ struct coord_ctx {
 	const char *subtask;
 	const char *from;
 	const char *agent;
-	const char *reason;
-	long long ttl_sec;
+	const char *reason;  /* release: its reason; progress: the note */
+	long long ttl_sec;   /* claim: the lease; progress: the percent */
 	int64_t now_ms;
 	amp_coord_result *res;
 	amp_errlist *errors;
@@ -316,6 +316,37 @@ static int build_depend(struct coord_ctx *c, amp_store *st, git_tree *tip,
 	return status;
 }
 
+/* SPEC-022 task_progress: only the instance that holds the task (or the
+ * subtask, or the whole task) reports on it. */
+static int build_progress(struct coord_ctx *c, const amp_task_log *log, amp_store_write *w,
+			  amp_error *err)
+{
+	amp_leases ls;
+	char why[600];
+	json_t *extra;
+	size_t i;
+	int status;
+
+	amp_coord_leases(log, &ls);
+	for (i = 0; i < ls.n; i++)
+		if (amp_lease_in_force(&ls.v[i], c->now_ms) && !strcmp(ls.v[i].agent, c->agent) &&
+		    (!ls.v[i].subtask[0] || !c->subtask || !strcmp(ls.v[i].subtask, c->subtask)))
+			break;
+	if (i == ls.n) {
+		snprintf(why, sizeof(why), "%s holds no claim of %s%s%s in force: the holder reports progress (amp claim)",
+			 c->agent, c->subtask ? "subtask " : "task ", c->subtask ? c->subtask : c->task_id,
+			 c->subtask ? " of the task" : "");
+		return refuse(c, err, AMP_ERULE, "/task_id", why);
+	}
+	control_name(log, "progress", c->now_ms, c->res->name, sizeof(c->res->name));
+	extra = json_pack("{s:s,s:I,s:s*,s:s*}", "agent", c->agent, "percent", (json_int_t)c->ttl_sec,
+			  "subtask_id", c->subtask, "note", c->reason);
+	status = extra ? add_doc(c, log, "progress", extra, w, err)
+		       : amp_error_set(err, AMP_EIO, "", "out of memory");
+	json_decref(extra);
+	return status;
+}
+
 static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, amp_error *err)
 {
 	struct coord_ctx *c = vctx;
@@ -323,7 +354,8 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 	amp_task_state s;
 	char closed[512], why[700];
 	const char *type = c->op == OP_CLAIM ? "claim" : c->op == OP_DEPEND ? "depend" :
-			   c->op == OP_PLAN ? "plan" : c->op == OP_DEADLINE ? "escalation" : "release";
+			   c->op == OP_PLAN ? "plan" : c->op == OP_DEADLINE ? "escalation" :
+			   c->op == OP_PROGRESS ? "progress" : "release";
 	int status;
 
 	amp_errlist_truncate(c->errors, c->errors_base);
@@ -347,6 +379,8 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 		status = refuse(c, err, AMP_ERULE, "/task_id", why);
 	} else if (c->op == OP_CLAIM) {
 		status = build_claim(c, &log, &s, w, err);
+	} else if (c->op == OP_PROGRESS) {
+		status = build_progress(c, &log, w, err);
 	} else if (c->op == OP_RELEASE) {
 		status = build_release(c, &log, w, err);
 	} else {
@@ -361,6 +395,9 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 		else if (c->op == OP_DEPEND)
 			snprintf(w->subject, sizeof(w->subject), "depend %s %s: on %s%s", c->task_id,
 				 c->from, c->on, c->soft ? " (soft)" : "");
+		else if (c->op == OP_PROGRESS)
+			snprintf(w->subject, sizeof(w->subject), "progress %s %s: %s %lld%%", c->task_id,
+				 c->from, c->agent, c->ttl_sec);
 		else if (c->op == OP_CLAIM)
 			snprintf(w->subject, sizeof(w->subject), "claim %s %s: %s%s%s", c->task_id,
 				 c->from, c->agent, c->subtask ? " subtask " : "",
@@ -385,7 +422,7 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 static const char *op_type(enum coord_op op)
 {
 	static const char *const types[] = { "claim", "release", "release", "depend", "plan",
-					     "escalation" };
+					     "escalation", "progress" };
 
 	return types[op];
 }
@@ -441,6 +478,20 @@ int amp_coord_release(amp_store *st, amp_schema_set *set, const char *task_id,
 		return amp_errlist_add(errors, AMP_ERULE, "/from",
 				       "a release comes from the holder (executor), the coordinator or the admin, not %s",
 				       from);
+	return run(st, &c);
+}
+
+int amp_coord_progress(amp_store *st, amp_schema_set *set, const char *task_id,
+		       const char *subtask, const char *agent, int percent, const char *note,
+		       int64_t now_ms, amp_coord_result *res, amp_errlist *errors)
+{
+	struct coord_ctx c = { OP_PROGRESS, set, task_id, subtask, "executor", agent, note, percent,
+			       now_ms, res, errors, errors->count, NULL, NULL, 0, NULL };
+
+	memset(res, 0, sizeof(*res));
+	if (!agent)
+		return amp_errlist_add(errors, AMP_EUSAGE, "/agent",
+				       "a progress report names its instance: --agent NAME (or AMP_AGENT, git config amp.agent)");
 	return run(st, &c);
 }
 

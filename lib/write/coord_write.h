@@ -62,6 +62,18 @@ int amp_coord_expire(amp_store *st, amp_schema_set *set, const char *task_id,
 		     int64_t now_ms, amp_coord_result *res, int *released,
 		     amp_errlist *errors);
 
+/*
+ * SPEC-022 task_progress: instance `agent` (the executor) reports percent
+ * (0..100) done on task_id, or its subtask (NULL: the task), with `note`
+ * (NULL: none; data, never an instruction).  Refused (AMP_ERULE, logged)
+ * unless agent holds a claim of it in force at now_ms (its own subtask's
+ * or the whole task's), or when the task is closed to the executor.
+ * res->name gets the record's name.
+ */
+int amp_coord_progress(amp_store *st, amp_schema_set *set, const char *task_id,
+		       const char *subtask, const char *agent, int percent, const char *note,
+		       int64_t now_ms, amp_coord_result *res, amp_errlist *errors);
+
 /* `from` (coordinator or admin) records that task_id depends on `on`.
  * Refused (AMP_ERULE, logged) for another role, a cycle, a task closed to
  * the role.  res->name gets the record's name. */

@@ -215,7 +215,7 @@ int amp_write_logged(amp_store *st, int status, const char *command,
 	}
 	/* A lost race is no non-conforming record: only refusals are logged. */
 	if ((status == AMP_ERULE || status == AMP_ESCHEMA) && (built || asked)) {
-		amp_send_opts opts = { command, "built", NULL, 0, 0, NULL, 0 };
+		amp_send_opts opts = { command, "built", NULL, 0, 0, NULL, 0, NULL };
 		json_t *attempt = built && *built ? json_incref(*built) : asked ? asked(ctx) : NULL;
 
 		amp_write_log_rejection(st, &opts, attempt, status, errors, base);

@@ -33,6 +33,11 @@ typedef struct amp_send_opts {
 	/* The input's size when raw is only its first bytes (a file past the
 	 * size limit, amp_store_log_rejection); 0: raw_len. */
 	size_t raw_total;
+	/* amp send --to NAME@ROLE: the one instance of the addressee role the
+	 * message is for, kept as an "address" control record in the same
+	 * commit (the envelope's "to" stays the role).  NULL: every instance
+	 * of the role. */
+	const char *to_agent;
 } amp_send_opts;
 
 typedef struct amp_send_result {

@@ -26,6 +26,9 @@ struct message_ctx {
 	char denied[256]; /* the unapproved dispatch a refused result acts on */
 	int import; /* amp import: check_history instead of check_clock */
 	int64_t now_ms; /* amp import: this machine's clock */
+	char aborted[1024]; /* a refusal because the task is aborted: the
+			     * admin's escalation (amp_rules_aborted_refusal) */
+	char aborted_cause[256];
 };
 
 
@@ -126,6 +129,35 @@ static int add_key_record(struct message_ctx *c, amp_store_write *w,
 	return status;
 }
 
+/* amp send --to NAME@ROLE: the address record of the message, next in
+ * the commit after it (and its escalations).  Its name is
+ * "address-<unix_ms of the message>" (the next free millisecond). */
+static int add_address_record(struct message_ctx *c, amp_store_write *w,
+			      const amp_task_log *log, amp_error *err)
+{
+	char name[64];
+	int64_t ms = amp_msg_id_ms(c->res->msg_id);
+	json_t *doc;
+	int status;
+
+	do
+		snprintf(name, sizeof(name), "address-%lld", (long long)ms++);
+	while (amp_task_log_find(log, AMP_ENTRY_CTL, name));
+	doc = json_pack("{s:s,s:s,s:s,s:s,s:O,s:s,s:s}", "protocol_version", AMP_PROTOCOL,
+			"type", "address", "task_id", log->task_id,
+			"from", amp_json_str(c->msg, "from"),
+			"timestamp", json_object_get(c->msg, "timestamp"),
+			"msg_id", c->res->msg_id, "agent", c->opts->to_agent);
+	if (!doc)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	if ((status = amp_control_validate(c->set, doc, c->errors)) < 0)
+		status = amp_write_first_error(c->errors, c->errors_base, status, err);
+	else
+		status = amp_write_add_record(w, log, AMP_ENTRY_CTL, name, doc, err);
+	json_decref(doc);
+	return status;
+}
+
 /* The sender's clock: a timestamp further than amp.maxClockSkew from this
  * machine's would move every deadline measured from it.  Checked after the
  * look-up of a stored copy, so that re-sending a stored envelope stays a
@@ -185,13 +217,44 @@ static int check_history(amp_store *st, const amp_task_log *log, const json_t *r
 	return AMP_OK;
 }
 
+/* The message's msg_id against those of the task: an agent re-sending its
+ * own envelope is a no-op (AMP_NOOP); another message under the id is
+ * refused; an id amp assigned moves to the next free millisecond. */
+static int settle_msg_id(struct message_ctx *c, const amp_task_log *log, const char *type,
+			 const char *task, amp_error *err)
+{
+	const amp_entry *existing;
+
+	while (amp_task_log_id_taken(log, c->res->msg_id)) {
+		existing = amp_task_log_find(log, AMP_ENTRY_MSG, c->res->msg_id);
+		/* An agent re-sending its own envelope is a no-op; amp's own
+		 * ids are fresh messages, so they move on instead. */
+		if (!c->opts->assign_msg_id && existing && json_equal(existing->doc, c->msg)) {
+			c->res->duplicate = 1;
+			return AMP_NOOP;
+		}
+		if (!c->opts->assign_msg_id) {
+			amp_errlist_add(c->errors, AMP_ERULE, "/msg_id",
+					"%s is already in the SSOT with other content (messages are never modified)",
+					c->res->msg_id);
+			return amp_write_first_error(c->errors, c->errors_base, AMP_ERULE, err);
+		}
+		/* Same type, task and millisecond as another message: the
+		 * next free millisecond keeps msg_id unique and in order. */
+		if (amp_msg_id_format(c->res->msg_id, sizeof(c->res->msg_id), type, task,
+				      amp_msg_id_ms(c->res->msg_id) + 1) < 0)
+			return amp_error_set(err, AMP_EIO, "/msg_id", "no free msg_id");
+		json_object_set_new(c->msg, "msg_id", json_string(c->res->msg_id));
+	}
+	return AMP_OK;
+}
+
 static int build_message(amp_store *st, git_tree *tip, void *vctx,
 			 amp_store_write *w, amp_error *err)
 {
 	struct message_ctx *c = vctx;
 	const char *task = amp_json_str(c->msg, "task_id");
 	const char *type = amp_json_str(c->msg, "type");
-	const amp_entry *existing;
 	amp_task_log log, after = { 0 };
 	char cause[1024], key_name[48], key_content[41], description[1024];
 	char doubt[256] = "";
@@ -212,31 +275,8 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 			goto cleanup;
 		}
 	}
-	while (amp_task_log_id_taken(&log, c->res->msg_id)) {
-		existing = amp_task_log_find(&log, AMP_ENTRY_MSG, c->res->msg_id);
-		/* An agent re-sending its own envelope is a no-op; amp's own
-		 * ids are fresh messages, so they move on instead. */
-		if (!c->opts->assign_msg_id && existing && json_equal(existing->doc, c->msg)) {
-			c->res->duplicate = 1;
-			status = AMP_NOOP;
-			goto cleanup;
-		}
-		if (!c->opts->assign_msg_id) {
-			amp_errlist_add(c->errors, AMP_ERULE, "/msg_id",
-					"%s is already in the SSOT with other content (messages are never modified)",
-					c->res->msg_id);
-			status = amp_write_first_error(c->errors, c->errors_base, AMP_ERULE, err);
-			goto cleanup;
-		}
-		/* Same type, task and millisecond as another message: the
-		 * next free millisecond keeps msg_id unique and in order. */
-		if (amp_msg_id_format(c->res->msg_id, sizeof(c->res->msg_id), type, task,
-				      amp_msg_id_ms(c->res->msg_id) + 1) < 0) {
-			status = amp_error_set(err, AMP_EIO, "/msg_id", "no free msg_id");
-			goto cleanup;
-		}
-		json_object_set_new(c->msg, "msg_id", json_string(c->res->msg_id));
-	}
+	if ((status = settle_msg_id(c, &log, type, task, err)) != AMP_OK)
+		goto cleanup;
 	if (c->opts->idempotency_key &&
 	    (key_names(c->opts->idempotency_key, c->msg, key_name, key_content) < 0 ||
 	     (status = check_key(c, &log, key_name, key_content, err)) != AMP_OK)) {
@@ -267,6 +307,10 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 				     amp_rules_unapproved_dispatch(&log, NULL, c->msg, NULL) : NULL;
 
 		snprintf(c->denied, sizeof(c->denied), "%s", denied ? denied : "");
+		c->aborted[0] = '\0';
+		if (status == AMP_ERULE)
+			amp_rules_aborted_refusal(&log, c->msg, c->aborted, sizeof(c->aborted),
+						  c->aborted_cause, sizeof(c->aborted_cause));
 		amp_write_first_error(c->errors, c->errors_base, status, err);
 		goto cleanup;
 	}
@@ -313,8 +357,14 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 		if ((status = add_key_record(c, w, &after, key_name, key_content, err)) < 0)
 			goto cleanup;
 	}
-	snprintf(w->subject, sizeof(w->subject), "%s %s %s -> %s%s", type, task,
-		 amp_json_str(c->msg, "from"), amp_json_str(c->msg, "to"),
+	if (c->opts->to_agent) {
+		after.next_seq = log.next_seq + (int)w->nfiles;
+		if ((status = add_address_record(c, w, &after, err)) < 0)
+			goto cleanup;
+	}
+	snprintf(w->subject, sizeof(w->subject), "%s %s %s -> %s%s%s%s", type, task,
+		 amp_json_str(c->msg, "from"), c->opts->to_agent ? c->opts->to_agent : "",
+		 c->opts->to_agent ? "@" : "", amp_json_str(c->msg, "to"),
 		 lock ? " (locks the task)" : "");
 	/* One trailer per escalation this commit writes with the message. */
 	snprintf(w->trailers, sizeof(w->trailers),
@@ -341,7 +391,7 @@ int amp_send_read_json(amp_store *st, const char *command, const char *file,
 		       const char *pointer, json_t **doc, char **raw,
 		       size_t *raw_len, amp_errlist *errors)
 {
-	amp_send_opts opts = { command, file, NULL, 0, 0, NULL, 0 };
+	amp_send_opts opts = { command, file, NULL, 0, 0, NULL, 0, NULL };
 	amp_error err;
 	struct stat sb;
 	char *data = NULL;
@@ -480,7 +530,7 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 		     int snapshot)
 {
 	struct message_ctx ctx = { set, msg, opts, res, errors, errors->count,
-				   extra_trailers, once, snapshot, 0, "", 0, 0 };
+				   extra_trailers, once, snapshot, 0, "", 0, 0, "", "" };
 	amp_error err;
 	int status;
 
@@ -525,6 +575,13 @@ static int send_with(amp_store *st, amp_schema_set *set, json_t *msg,
 						 amp_or_none(amp_json_str(msg, "from")),
 						 !strcmp(amp_or_none(amp_json_str(msg, "type")), "task_dispatch") ?
 						 "dispatch" : "report a task_result for", ctx.denied, res, errors);
+		if (ctx.aborted[0]) {
+			json_t *affected = json_pack("[s]", ctx.aborted_cause);
+
+			record_refusal_escalation(st, set, amp_json_str(msg, "task_id"), "conflict",
+						  ctx.aborted, affected, 1, res, errors);
+			json_decref(affected);
+		}
 	} else if (status < 0 && errors->count == ctx.errors_base) {
 		amp_errlist_add(errors, status, err.path, "%s", err.message);
 	}
@@ -543,7 +600,7 @@ int amp_send_escalation(amp_store *st, amp_schema_set *set,
 			amp_send_result *res, amp_errlist *errors)
 {
 	amp_message_fields f = { 0 };
-	amp_send_opts opts = { "escalate", "built", NULL, 0, 1, NULL, 0 };
+	amp_send_opts opts = { "escalate", "built", NULL, 0, 1, NULL, 0, NULL };
 	amp_error err;
 	json_t *payload = NULL, *msg = NULL;
 	int status, by_system;
@@ -735,7 +792,7 @@ int amp_send_ack(amp_store *st, amp_schema_set *set, const char *msg_id,
 {
 	struct ack_ctx c = { set, msg_id, from, now_ms, "", res, errors,
 			     errors->count, NULL, "", 0, 0 };
-	amp_send_opts opts = { "ack", "built", NULL, 0, 0, NULL, 0 };
+	amp_send_opts opts = { "ack", "built", NULL, 0, 0, NULL, 0, NULL };
 	amp_error err;
 	int status;
 
@@ -823,9 +880,9 @@ int amp_send_import_record(amp_store *st, amp_schema_set *set, git_tree *tip,
 			   amp_store_write *w, amp_send_result *res,
 			   amp_errlist *errors, amp_error *err)
 {
-	amp_send_opts opts = { "import", "import", NULL, 0, 0, NULL, 0 };
+	amp_send_opts opts = { "import", "import", NULL, 0, 0, NULL, 0, NULL };
 	struct message_ctx c = { set, rec, &opts, res, errors, errors->count,
-				 NULL, 0, 0, check_repo, "", 1, now_ms };
+				 NULL, 0, 0, check_repo, "", 1, now_ms, "", "" };
 	const char *type = amp_json_str(rec, "type");
 	int ack = type && !strcmp(type, "ack"), status;
 

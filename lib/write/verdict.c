@@ -48,7 +48,7 @@ int amp_verdict_send(amp_store *st, amp_schema_set *set,
 		     amp_errlist *errors)
 {
 	amp_message_fields mf = { 0 };
-	amp_send_opts opts = { "verdict", "built", NULL, 0, 1, f->idempotency_key, 0 };
+	amp_send_opts opts = { "verdict", "built", NULL, 0, 1, f->idempotency_key, 0, NULL };
 	amp_task_log log = { 0 };
 	const amp_entry *request;
 	git_tree *tip = NULL;

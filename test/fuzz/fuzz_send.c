@@ -104,7 +104,7 @@ static int conforms_but_branch(json_t *msg)
 static int send_one(const char *part, size_t len, void *ctx)
 {
 	amp_store *st = fuzz_repo();
-	amp_send_opts opts = { "send", NULL, NULL, 0, 0, NULL, 0 };
+	amp_send_opts opts = { "send", NULL, NULL, 0, 0, NULL, 0, NULL };
 	amp_send_result res;
 	amp_errlist errors = { 0 };
 	git_oid msgs_before, errs_before, msgs_after, errs_after;
