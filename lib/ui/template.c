@@ -386,7 +386,10 @@ static int add_member(walk *w, json_t *obj, const json_t *props,
 	return AMP_OK;
 }
 
-/* How many of the object's if/then conditions obj meets. */
+/* What the object's if/then conditions that obj meets cost: first the
+ * members they require (a rejection needs issues), then how many they are
+ * (a restriction alone, such as an approval's "no criterion failed",
+ * costs less than any required member). */
 static int conditions_met(walk *w, const json_t *schema, const char *base,
 			  const json_t *obj)
 {
@@ -398,7 +401,8 @@ static int conditions_met(walk *w, const json_t *schema, const char *base,
 		const json_t *cond = json_object_get(c, "if");
 
 		if (cond && fits(w, cond, base, obj))
-			n++;
+			n += 1 + 1000 * (int)json_array_size(json_object_get(
+					json_object_get(c, "then"), "required"));
 	}
 	return n;
 }
@@ -536,6 +540,12 @@ static json_t *example(walk *w, const json_t *schema, const char *base_in,
 	type = json_object_get(schema, "type");
 	t = json_is_array(type) ? json_string_value(json_array_get(type, 0)) :
 	    json_string_value(type);
+	/* A tri-state (true, false, or null: "cannot be verified yet"):
+	 * AMP/1.0 §02 says mark null rather than guess, and null is what an
+	 * approval's criteria may hold besides true (review_verdict). */
+	if (json_is_array(type) && json_array_size(type) == 2 && t && !strcmp(t, "boolean") &&
+	    !strcmp(amp_or_none(json_string_value(json_array_get(type, 1))), "null"))
+		return json_null();
 	if (!t && json_object_get(schema, "properties"))
 		t = "object";
 	if (!t) {
