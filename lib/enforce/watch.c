@@ -126,6 +126,24 @@ static int is_new(const json_t *new_files, const char *name)
 	return !json_is_object(new_files) || json_object_get(new_files, name);
 }
 
+/* A task that runs no clock (finished, aborted, suspended, locked) needs
+ * none of its holders' last writes: a clock that starts again (a resume, a
+ * new round) runs from its own hand-off, later than every one of them.
+ * Without this the state kept every task's writes, finished or not (at
+ * 2,000 messages, 141 KB read and written at every pass: 50M instructions
+ * for an amp watch --once on an unchanged SSOT, against 1.5M). */
+static void forget_writes(struct watch *w, const char *task)
+{
+	json_t *lw = json_object_get(w->state, "last_write"), *v;
+	const char *key;
+	size_t len = strlen(task);
+	void *tmp;
+
+	json_object_foreach_safe(lw, tmp, key, v)
+		if (!strncmp(key, task, len) && key[len] == ' ')
+			json_object_del(lw, key);
+}
+
 static void process_task(struct watch *w, const char *task, const json_t *new_files)
 {
 	json_t *tasks = json_object_get(w->state, "tasks"), *timers;
@@ -169,10 +187,12 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 	amp_task_state_compute(&log, &s);
 	amp_watch_check_lock(w, &log, &s);
 	amp_watch_check_deps(&t, &s);
-	if ((timers = amp_watch_derive_timers(&t, &s)))
+	if ((timers = amp_watch_derive_timers(&t, &s))) {
 		json_object_set_new(tasks, task, timers);
-	else
+	} else {
 		json_object_del(tasks, task);
+		forget_writes(w, task);
+	}
 	amp_task_state_free(&s);
 	amp_task_log_free(&log);
 }

@@ -473,8 +473,8 @@ static long long limit_of(json_t *n)
 }
 
 /* The id of `source` compiled (set.c compiled the patterns of every
- * document it indexed); -1 with an AMP_EIO error recorded when it does not
- * compile. */
+ * document it indexed, or defers them to here for amp's own); -1 with an
+ * AMP_EIO error recorded when it does not compile. */
 static int compiled(struct ctx *c, const char *source, size_t n)
 {
 	const char *why = NULL;

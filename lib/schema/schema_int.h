@@ -81,6 +81,8 @@ struct amp_schema_set {
 	json_t *scopes;		/* scope "\x1f" $id -> scope inside it */
 	json_t *roots;		/* "%p" of a document -> its scope */
 	struct schema_patterns *patterns;
+	int defer_patterns;	/* amp's own set: compile a pattern when first
+				 * used, not when its document is added */
 	unsigned anon;
 	char *scratch;		/* key building for the tables */
 	size_t scratch_alloc;

@@ -17,7 +17,11 @@
  *
  * Every "pattern" of a document is compiled when the document is added
  * (pattern.c), so that a schema whose pattern does not compile is refused
- * there, naming where the pattern is.
+ * there, naming where the pattern is; but for amp's own schemas
+ * (amp_schema_set_load_amp), compiled when first used: every command loads
+ * them, and compiling all 16 patterns cost a command 0.26M instructions
+ * (8% of an amp inbox, 7.5% of a send) for the one or two it matches.  A
+ * bad one there is then an error where it is used.
  */
 #include "schema_int.h"
 
@@ -89,7 +93,7 @@ static int compile_patterns(amp_schema_set *set, json_t *node, struct walk *w)
 	size_t mark = w->ptr.len;
 	int status = AMP_OK;
 
-	if (json_object_get(node, "$ref"))
+	if (json_object_get(node, "$ref") || set->defer_patterns)
 		return AMP_OK;
 	if (json_is_string(pattern) &&
 	    schema_pattern_get(set->patterns, json_string_value(pattern),
@@ -437,6 +441,7 @@ int amp_schema_set_load_amp(amp_schema_set **out, const char *dir,
 	}
 	if (!(set = amp_schema_set_new()))
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	set->defer_patterns = 1;
 	/* schemas/<name> has the id AMP_SCHEMA_BASE<name> (test/15-crosscheck
 	 * checks it), so each is read when first needed. */
 	if ((status = amp_schema_set_add_lazy(set, AMP_SCHEMA_BASE, dir)) < 0) {
