@@ -66,3 +66,16 @@ setup() {
 	assert_output "amp validate: error: evil.json: /s: pattern ^(a+)+$ gave up on this string: more than 1,000,000 steps of backtracking (PCRE2's match limit)
 fine.json: ok"
 }
+
+@test "amp's own schemas compile a pattern when first used: a bad one is an error where a message reaches it, naming it" {
+	cp -r "$AMP_SCHEMAS" own
+	# the task_id pattern of common.schema.json, broken
+	sed -i 's/"\^T-\[0-9\]{4}-\[0-9\]{3,9}\$"/"^T-[0-9]{4}-([0-9]{3,9}$"/' own/common.schema.json
+	grep -qF '"^T-[0-9]{4}-([0-9]{3,9}$"' own/common.schema.json
+	cp "$AMP_SRC/test/fixtures/valid/dispatch-admin-to-coordinator-minimal.json" msg.json
+	AMP_SCHEMA_DIR=$PWD/own run --separate-stderr amp validate msg.json
+	assert_failure 4
+	assert_equal "$stderr" "amp validate: error: msg.json: /task_id: invalid pattern ^T-[0-9]{4}-([0-9]{3,9}\$: missing closing parenthesis"
+	# the same message against the intact schemas
+	AMP_SCHEMA_DIR=$AMP_SCHEMAS run -0 amp validate msg.json
+}
