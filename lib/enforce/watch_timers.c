@@ -325,6 +325,18 @@ static void evaluate_holders(struct watch *w, const char *task, json_t *t, int *
 	}
 }
 
+/* A lease or deadline write of watch's that failed: an error of the pass
+ * ("cannot <what> <task>: <why>"), unless the task itself is broken. */
+static void coord_write_failed(struct watch *w, const char *task, const char *what,
+			       const amp_errlist *errs)
+{
+	if (amp_watch_escalation_broke_task(w, task))
+		return;
+	amp_errlist_add(w->errors, AMP_EIO, "", "cannot %s %s: %s", what, task,
+			errs->count ? errs->items[0].message : "unknown error");
+	w->failed = 1;
+}
+
 /*
  * Claims (coord.h): a lease whose holder wrote nothing for its ttl ends:
  * amp_coord_expire writes its release from system with a heartbeat_timeout
@@ -345,11 +357,7 @@ static void evaluate_leases(struct watch *w, const char *task, json_t *t, int *f
 	if (!due || amp_watch_need_schemas(w) < 0)
 		return;
 	if (amp_coord_expire(w->st, *w->set, task, w->o->now_ms, &res, &released, &errs) < 0) {
-		if (!amp_watch_escalation_broke_task(w, task)) {
-			amp_errlist_add(w->errors, AMP_EIO, "", "cannot release the expired claims of %s: %s",
-					task, errs.count ? errs.items[0].message : "unknown error");
-			w->failed = 1;
-		}
+		coord_write_failed(w, task, "release the expired claims of", &errs);
 	} else if (released) {
 		json_object_del(t, "leases");
 		*fired = 1;
@@ -383,11 +391,7 @@ static void evaluate_deadline(struct watch *w, const char *task, json_t *t, int 
 	if (!json_is_integer(due) || w->o->now_ms <= json_integer_value(due) || amp_watch_need_schemas(w) < 0)
 		return;
 	if (amp_coord_deadline(w->st, *w->set, task, w->o->now_ms, &res, &escalated, &errs) < 0) {
-		if (!amp_watch_escalation_broke_task(w, task)) {
-			amp_errlist_add(w->errors, AMP_EIO, "", "cannot escalate the deadline of %s: %s",
-					task, errs.count ? errs.items[0].message : "unknown error");
-			w->failed = 1;
-		}
+		coord_write_failed(w, task, "escalate the deadline of", &errs);
 	} else {
 		json_object_del(t, "deadline");
 		if (escalated) {

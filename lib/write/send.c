@@ -103,13 +103,27 @@ static int check_key(struct message_ctx *c, const amp_task_log *log, const char 
 	return amp_write_first_error(c->errors, c->errors_base, AMP_ERULE, err);
 }
 
+/* Writes the control record `doc` (which it takes) of this message's
+ * commit once its schema accepts it: the idempotency key, the address. */
+static int add_control(struct message_ctx *c, amp_store_write *w, const amp_task_log *log,
+		       const char *name, json_t *doc, amp_error *err)
+{
+	int status;
+
+	if ((status = amp_control_validate(c->set, doc, c->errors)) < 0)
+		status = amp_write_first_error(c->errors, c->errors_base, status, err);
+	else
+		status = amp_write_add_record(w, log, AMP_ENTRY_CTL, name, doc, err);
+	json_decref(doc);
+	return status;
+}
+
 static int add_key_record(struct message_ctx *c, amp_store_write *w,
 			  const amp_task_log *log, const char *name,
 			  const char *content, amp_error *err)
 {
 	char when[AMP_TIME_BUFSZ];
 	json_t *doc;
-	int status;
 
 	doc = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "protocol_version", AMP_PROTOCOL,
 			"type", "idempotency_key", "task_id", log->task_id,
@@ -121,12 +135,7 @@ static int add_key_record(struct message_ctx *c, amp_store_write *w,
 	if (!doc)
 		return amp_error_set(err, AMP_ESCHEMA, "/idempotency_key",
 				     "the key must be valid UTF-8");
-	if ((status = amp_control_validate(c->set, doc, c->errors)) < 0)
-		status = amp_write_first_error(c->errors, c->errors_base, status, err);
-	else
-		status = amp_write_add_record(w, log, AMP_ENTRY_CTL, name, doc, err);
-	json_decref(doc);
-	return status;
+	return add_control(c, w, log, name, doc, err);
 }
 
 /* amp send --to NAME@ROLE: the address record of the message, next in
@@ -138,7 +147,6 @@ static int add_address_record(struct message_ctx *c, amp_store_write *w,
 	char name[64];
 	int64_t ms = amp_msg_id_ms(c->res->msg_id);
 	json_t *doc;
-	int status;
 
 	do
 		snprintf(name, sizeof(name), "address-%lld", (long long)ms++);
@@ -150,12 +158,7 @@ static int add_address_record(struct message_ctx *c, amp_store_write *w,
 			"msg_id", c->res->msg_id, "agent", c->opts->to_agent);
 	if (!doc)
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
-	if ((status = amp_control_validate(c->set, doc, c->errors)) < 0)
-		status = amp_write_first_error(c->errors, c->errors_base, status, err);
-	else
-		status = amp_write_add_record(w, log, AMP_ENTRY_CTL, name, doc, err);
-	json_decref(doc);
-	return status;
+	return add_control(c, w, log, name, doc, err);
 }
 
 /* The sender's clock: a timestamp further than amp.maxClockSkew from this
