@@ -49,6 +49,17 @@ int amp_store_record_sig_verify(struct amp_store *st, git_tree *tree, const char
 				size_t whysz, amp_error *err);
 
 /*
+ * What a writer acting on record `e` of task `task` at the tip (an ACK of
+ * it) checks in strict mode: when it has a record signature, that it
+ * verifies for its "from" role, its keys checked at its own timestamp.  1
+ * when it does, or when it has none (an SSOT written before record
+ * signatures: its commits proved it), or outside strict mode; 0 with why;
+ * AMP_EIO.
+ */
+int amp_store_record_sig_check_entry(struct amp_store *st, git_tree *tip, const char *task,
+				     const amp_entry *e, char *why, size_t whysz, amp_error *err);
+
+/*
  * Strict mode's check of a commit that arrives, with records' own
  * signatures: each record of recs (their path set) whose signature is in
  * the commit's tree is verified (a signature that fails: 0, naming the
