@@ -191,8 +191,8 @@ int amp_store_record_sig_verify(amp_store *st, git_tree *tree, const char *path,
 		status = amp_signing_verify_buffer(&st->signing, AMP_RECORD_SIG_NAMESPACE,
 						   git_blob_rawcontent(sig), (size_t)git_blob_rawsize(sig),
 						   git_blob_rawcontent(rec), (size_t)git_blob_rawsize(rec),
-						   when_s, "its commit time", NULL, principal, psz,
-						   reason, sizeof(reason), err);
+						   when_s, "its commit time", NULL, role, principal,
+						   psz, reason, sizeof(reason), err);
 		if (status == 0)
 			snprintf(why, whysz, "its record signature: %s", reason);
 		if (status != 1)

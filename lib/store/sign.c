@@ -346,8 +346,8 @@ static int time_opt(time_t t, char *opt, size_t optsz, char *when, size_t whensz
 
 int amp_signing_verify_buffer(const amp_signing *s, const char *ns, const char *sig,
 			      size_t siglen, const char *data, size_t len, int64_t when_s,
-			      const char *at, const char *role, char *principal, size_t psz, char *why,
-			      size_t whysz, amp_error *err)
+			      const char *at, const char *role, const char *hint, char *principal,
+			      size_t psz, char *why, size_t whysz, amp_error *err)
 {
 	char tmpl[] = "/tmp/amp-sig-XXXXXX", *out = NULL, *line, *save = NULL;
 	char when_opt[64], when[32], reason[512];
@@ -363,6 +363,25 @@ int amp_signing_verify_buffer(const amp_signing *s, const char *ns, const char *
 		status = amp_error_set(err, AMP_EIO, "", "cannot write a temporary file: %s",
 				       strerror(errno));
 		goto cleanup;
+	}
+	/* The common case in one run: the key's principal is the role itself
+	 * (ssh-keygen -Y verify -I checks that the key is the principal's);
+	 * else find its principals, then verify for one that grants it. */
+	if (!hint)
+		hint = role;
+	if (hint && (!role || amp_principal_grants(hint, role))) {
+		const char *direct[] = { "ssh-keygen", "-Y", "verify", "-n", ns, "-f", s->allowed,
+					 "-I", hint, "-s", tmpl, when_opt, NULL };
+
+		if ((status = amp_run_quiet(direct, data, len, &out, NULL, &code, NULL, 0, err)) < 0)
+			goto cleanup;
+		free(out);
+		out = NULL;
+		if (code == 0) {
+			snprintf(principal, psz, "%s", hint);
+			status = 1;
+			goto cleanup;
+		}
 	}
 	/* ssh-keygen's own words ("No principal matched.") are data for
 	 * amp's reason, never printed raw. */
@@ -411,6 +430,8 @@ int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const 
 {
 	git_buf sig = { 0 }, data = { 0 };
 	git_commit *c = NULL;
+	const char *email, *at;
+	char hint[32] = "";
 	int64_t when_s;
 	int rc, status;
 
@@ -435,8 +456,17 @@ int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const 
 		goto cleanup;
 	}
 	when_s = (int64_t)git_commit_committer(c)->when.time;
+	/* Tried first: the role the commit was written as (its author's
+	 * email keeps it, "<role>@amp.invalid"). */
+	if (!role && (email = git_commit_author(c)->email) && (at = strchr(email, '@')) &&
+	    (size_t)(at - email) < sizeof(hint)) {
+		snprintf(hint, sizeof(hint), "%.*s", (int)(at - email), email);
+		if (!amp_role_in(hint, "admin coordinator executor reviewer system"))
+			hint[0] = '\0';
+	}
 	status = amp_signing_verify_buffer(s, "git", sig.ptr, sig.size, data.ptr, data.size, when_s,
-					   "its commit time", role, principal, psz, why, whysz, err);
+					   "its commit time", role, hint[0] ? hint : NULL, principal,
+					   psz, why, whysz, err);
 cleanup:
 	git_commit_free(c);
 	git_buf_dispose(&sig);

@@ -63,12 +63,14 @@ int amp_sign_buffer(const amp_signing *s, const char *ns, const char *data, size
  * valid-after and valid-before are checked then; `at` names that time in
  * a reason, "its commit time").  Returns 1 (the principal, one granting
  * `role` unless role is NULL, in principal[0..psz)), 0 (why in
- * why[0..whysz)), or AMP_EIO.
+ * why[0..whysz)), or AMP_EIO.  The principal `hint` (NULL: `role`) is
+ * tried first with one `-Y verify -I hint` run: a signature by a key of
+ * the expected principal costs one ssh-keygen run, not two.
  */
 int amp_signing_verify_buffer(const amp_signing *s, const char *ns, const char *sig,
 			      size_t siglen, const char *data, size_t len, int64_t when_s,
-			      const char *at, const char *role, char *principal, size_t psz,
-			      char *why, size_t whysz, amp_error *err);
+			      const char *at, const char *role, const char *hint, char *principal,
+			      size_t psz, char *why, size_t whysz, amp_error *err);
 
 /*
  * Strict mode's write check: AMP_OK when s->key's public key has a line in
