@@ -690,9 +690,22 @@ int amp_read_writer(amp_store *st, const char *task, amp_entry_kind kind, const 
 			     .names_only = 1 };
 	amp_errlist problems = { 0 };
 	struct writer w = { kind, id, agent, agentsz, 0 };
+	git_oid commit;
 	int status;
 
 	agent[0] = '\0';
+	/* The record index names the commit (store/recindex.h): no history
+	 * is read.  Only when it cannot tell, the walk. */
+	if (amp_recindex_find(st, task, kind, id, &commit, NULL)) {
+		git_commit *c = NULL;
+
+		if (git_commit_lookup(&c, amp_store_repo(st), &commit) == 0) {
+			amp_commit_agent(c, agent, agentsz);
+			git_commit_free(c);
+			return 1;
+		}
+		git_error_clear();
+	}
 	status = amp_log_walk(st, &f, note_writer, &w, &problems, err);
 	amp_errlist_free(&problems);
 	return status < 0 ? status : w.found;

@@ -1,0 +1,113 @@
+#!/usr/bin/env bats
+# Issue 35, items 0 and 2: nothing reads history to answer a question about
+# one record (the record index, <git dir>/amp/recindex/: which commit brought
+# each record, kept up to date as the ref moves, rebuilt only when absent,
+# checked against the commit it names), and first runs that do not replay
+# the world.
+
+bats_require_minimum_version 1.5.0
+
+load helpers
+load conversation
+
+setup() {
+	make_ssot
+}
+
+teardown() {
+	fsck_teardown
+}
+
+# dispatch_by AGENT TASK: a dispatch into TASK written by instance AGENT;
+# prints its msg_id.
+dispatch_by() {
+	amp send task_dispatch --task "$2" --from coordinator --to executor --agent "$1" \
+		--payload "$BATS_TEST_TMPDIR/p/dispatch.json"
+}
+
+# drop_commits FROM TO: deletes the (loose) objects of the commits of the
+# messages ref after FROM and before TO: a history whose middle is gone,
+# which any walk from TO down to FROM fails to read.
+drop_commits() {
+	local c
+	loosen_objects
+	for c in $(git rev-list "$1..$2^"); do
+		rm .git/objects/"${c:0:2}"/"${c:2}"
+	done
+	fsck_exempt .
+}
+
+@test "amp show names who wrote a message from the record index, reading no history: the commits between the message's and the tip are gone" {
+	D=$(dispatch_by alice $T)
+	C=$(git rev-parse refs/amp/messages)
+	for i in 1 2 3 4 5; do
+		at $((i * 60))
+		dispatch_by bob T-2026-05$i > /dev/null
+	done
+	run -0 amp show "$D"
+	assert_line "agent       alice"
+	drop_commits "$C" refs/amp/messages
+	# the walk back from the tip cannot pass the gap: without the index
+	# this fails
+	run -0 amp show "$D"
+	assert_line "agent       alice"
+	assert_line "message     $D"
+	# the index is there, beside the other derived files
+	assert_file_exists .git/amp/recindex/head
+}
+
+@test "the record index follows the ref: a message sent after it was built is found by reading only the new commits" {
+	D=$(dispatch_by alice $T)
+	C=$(git rev-parse refs/amp/messages)
+	for i in 1 2 3; do
+		at $((i * 60))
+		dispatch_by bob T-2026-05$i > /dev/null
+	done
+	run -0 amp show "$D"
+	TIP=$(git rev-parse refs/amp/messages)
+	drop_commits "$C" "$TIP"
+	at 600
+	M=$(dispatch_by carol T-2026-060)
+	at 660
+	amp ack "$D" --from executor --agent dave > /dev/null
+	run -0 amp show "$M"
+	assert_line "agent       carol"
+	run -0 amp show "$D"
+	assert_line "agent       alice"
+	assert_line --partial "acked by executor"
+	grep -q "^tip $(git rev-parse refs/amp/messages)\$" .git/amp/recindex/head
+}
+
+@test "the record index is never trusted over the history: a rewritten ref, a deleted or damaged index" {
+	at 0
+	P=$(git rev-parse refs/amp/messages)
+	D=$(dispatch_by alice $T)
+	at 60
+	dispatch_by bob T-2026-051 > /dev/null
+	run -0 amp show "$D"
+	assert_line "agent       alice"
+	# The ref moved back and the same message written again by bob (same
+	# AMP_NOW, same msg_id): the index's entry names alice's commit, which
+	# still holds the record, but is no longer in the history.
+	git update-ref refs/amp/messages "$P"
+	at 0
+	[ "$(dispatch_by bob $T)" = "$D" ]
+	run -0 amp show "$D"
+	assert_line "agent       bob"
+	run -0 amp log --json --task $T
+	# deleted: rebuilt from the history
+	rm -rf .git/amp/recindex
+	run -0 amp show "$D"
+	assert_line "agent       bob"
+	assert_file_exists .git/amp/recindex/head
+	# damaged: every run file cut short, or the head not amp's
+	for f in .git/amp/recindex/run-*; do
+		head -c 10 "$f" > "$f.cut" && mv "$f.cut" "$f"
+	done
+	run -0 amp show "$D"
+	assert_line "agent       bob"
+	echo garbage > .git/amp/recindex/head
+	run -0 amp show "$D"
+	assert_line "agent       bob"
+	grep -q "^amp-recindex 1" .git/amp/recindex/head
+}
