@@ -76,6 +76,22 @@ drop_commits() {
 	assert_line "agent       alice"
 	assert_line --partial "acked by executor"
 	grep -q "^tip $(git rev-parse refs/amp/messages)\$" .git/amp/recindex/head
+	# one run per update, merged as they grow: every entry stays found
+	for k in $(seq 10 29); do
+		at $((700 + k))
+		ids[k]=$(dispatch_by "agent$k" T-2026-1$k)
+		amp show "${ids[k]}" > /dev/null
+	done
+	[ "$(grep -c '^run ' .git/amp/recindex/head)" -le 6 ]
+	# one entry per record of the SSOT, none lost in the merges
+	[ "$(awk '/^run / { n += $3 } END { print n }' .git/amp/recindex/head)" = \
+	  "$(git ls-tree -r --name-only refs/amp/messages tasks | wc -l)" ]
+	for k in $(seq 10 29); do
+		run -0 amp show "${ids[k]}"
+		assert_line "agent       agent$k"
+	done
+	run -0 amp show "$M"
+	assert_line "agent       carol"
 }
 
 @test "the record index is never trusted over the history: a rewritten ref, a deleted or damaged index" {

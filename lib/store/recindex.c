@@ -51,7 +51,10 @@ struct head {
 struct build {
 	amp_store *st;
 	char dir[4096];
-	struct head h;
+	struct head old; /* the index as found */
+	struct head h;   /* the runs this update wrote, newest first; the
+			  * old ones joined at the end unless rebuilt */
+	int last;        /* 1: h's oldest run is the index's oldest */
 	struct ent *v;
 	size_t n;
 	uint32_t order;
@@ -364,7 +367,7 @@ static int merge_runs(struct build *b)
 
 		m.a = run_open(b->dir, &b->h.runs[0]);
 		m.b = run_open(b->dir, &b->h.runs[1]);
-		m.drop_gone = b->h.n == 2;
+		m.drop_gone = b->last && b->h.n == 2;
 		if (m.a && m.b) {
 			m.ha = merge_read(m.a, &m.ea, &m.failed);
 			m.hb = merge_read(m.b, &m.eb, &m.failed);
@@ -563,23 +566,23 @@ static int walk_moves(struct build *b, const git_oid *tip, int *rebuild)
 	int rc;
 
 	git_oid_cpy(&from, tip);
-	*rebuild = !b->h.ok;
+	*rebuild = !b->old.ok;
 	if (*rebuild)
 		return walk(b, &from, NULL, 0, 0, NULL, NULL) < 0 ? -1 : 0;
-	rc = walk(b, &from, &b->h.tip, AMP_RECINDEX_FF_WALK, 0, seen, &nseen);
+	rc = walk(b, &from, &b->old.tip, AMP_RECINDEX_FF_WALK, 0, seen, &nseen);
 	/* 2: the old tip below the new one; 1: the whole new history walked
 	 * without meeting it, which is a rebuild */
 	if (rc != 0) {
 		*rebuild = rc == 1;
 		return rc < 0 ? -1 : 0;
 	}
-	if (git_merge_base(&base, repo, tip, &b->h.tip) < 0) {
+	if (git_merge_base(&base, repo, tip, &b->old.tip) < 0) {
 		git_error_clear();
 		*rebuild = 1;
 		return walk(b, &from, NULL, 0, 0, NULL, NULL) < 0 ? -1 : 0;
 	}
-	if (!git_oid_equal(&base, &b->h.tip)) {
-		git_oid_cpy(&old, &b->h.tip);
+	if (!git_oid_equal(&base, &b->old.tip)) {
+		git_oid_cpy(&old, &b->old.tip);
 		if (walk(b, &old, &base, 0, FLAG_GONE, NULL, NULL) < 0)
 			return -1;
 		for (i = 0; i < nseen; i++)
@@ -590,6 +593,25 @@ static int walk_moves(struct build *b, const git_oid *tip, int *rebuild)
 		return -1;
 	*rebuild = rc == 1;
 	return 0;
+}
+
+/* The last of the batch into a run, the old runs after those this update
+ * wrote (they are older) unless rebuilt, merged, and the head written.
+ * 0, or -1 with errno set. */
+static int finish(struct build *b, int rebuild)
+{
+	if (flush(b) < 0)
+		return -1;
+	if (!rebuild) {
+		if (b->h.n + b->old.n > MAX_RUNS) {
+			errno = EMFILE;
+			return -1;
+		}
+		memcpy(&b->h.runs[b->h.n], b->old.runs, b->old.n * sizeof(b->old.runs[0]));
+		b->h.n += b->old.n;
+	}
+	b->last = 1;
+	return merge_runs(b) < 0 || head_write(b->dir, &b->h) < 0 ? -1 : 0;
 }
 
 /* Takes the index's lock (without waiting: another process updating it is
@@ -634,18 +656,16 @@ int amp_recindex_update(amp_store *st, unsigned long *walked, amp_error *err)
 		git_error_clear();
 		goto cleanup; /* no ref: nothing to index */
 	}
-	head_read(b->dir, &b->h);
-	if (b->h.ok && git_oid_equal(&b->h.tip, &tip))
+	head_read(b->dir, &b->old);
+	if (b->old.ok && git_oid_equal(&b->old.tip, &tip))
 		goto cleanup;
 	if (walk_moves(b, &tip, &rebuild) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot index %s", amp_store_messages_ref(st));
 		goto cleanup;
 	}
-	if (rebuild)
-		b->h.n = 0;
 	b->h.ok = 1;
 	git_oid_cpy(&b->h.tip, &tip);
-	if (flush(b) < 0 || head_write(b->dir, &b->h) < 0) {
+	if (finish(b, rebuild) < 0) {
 		status = amp_error_set(err, AMP_EIO, "", "cannot write the record index in %s: %s",
 				       b->dir, strerror(errno));
 		goto cleanup;
