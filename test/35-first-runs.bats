@@ -42,10 +42,15 @@ drop_commits() {
 	C=$(git rev-parse refs/amp/messages)
 	for i in 1 2 3 4 5; do
 		at $((i * 60))
-		dispatch_by bob T-2026-05$i > /dev/null
+		N=$(dispatch_by bob T-2026-05$i)
 	done
+	# a first index reads the history down to the record asked only
+	run -0 amp show "$N"
+	assert_line "agent       bob"
+	grep -q "^bottom $(git rev-parse refs/amp/messages^)\$" .git/amp/recindex/head
 	run -0 amp show "$D"
 	assert_line "agent       alice"
+	grep -q "^bottom $(git rev-parse "$C^")\$" .git/amp/recindex/head
 	drop_commits "$C" refs/amp/messages
 	# the walk back from the tip cannot pass the gap: without the index
 	# this fails
@@ -122,8 +127,47 @@ drop_commits() {
 	done
 	run -0 amp show "$D"
 	assert_line "agent       bob"
+	# the damaged index is dropped, and the next lookup starts it again
+	assert_file_not_exists .git/amp/recindex/head
+	run -0 amp show "$D"
+	assert_line "agent       bob"
+	assert_file_exists .git/amp/recindex/head
+	# busy (another process updating it): the walk answers
+	at 120
+	X=$(dispatch_by carol T-2026-052)
+	run -0 flock .git/amp/recindex/lock amp show "$X"
+	assert_line "agent       carol"
 	echo garbage > .git/amp/recindex/head
 	run -0 amp show "$D"
 	assert_line "agent       bob"
 	grep -q "^amp-recindex 1" .git/amp/recindex/head
+}
+
+@test "the record index over a history longer than its first walk: a rewritten ref marks the old side's records gone and keeps the rest" {
+	git config amp.checkRepo false
+	at 100000
+	/usr/bin/python3 "$BATS_TEST_DIRNAME/../share/gen-traffic.py" 1200 "$BATS_TEST_TMPDIR/old.jsonl" /dev/null 0 100
+	amp import "$BATS_TEST_TMPDIR/old.jsonl" > /dev/null
+	OLDEST=$(head -1 "$BATS_TEST_TMPDIR/old.jsonl" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["msg_id"])')
+	at 100100
+	D=$(dispatch_by alice $T)
+	at 100160
+	dispatch_by alice T-2026-051 > /dev/null
+	run -0 amp show "$OLDEST"
+	# the history taken down to the first record: what is left is amp
+	# init's commit, which holds none
+	BOTTOM=$(grep "^bottom" .git/amp/recindex/head)
+	[ "$BOTTOM" = "bottom $(git rev-list --max-parents=0 refs/amp/messages)" ]
+	run -0 amp show "$D"
+	assert_line "agent       alice"
+	# the last two commits replaced by bob's: more than 1,024 commits below
+	git update-ref refs/amp/messages refs/amp/messages~2
+	at 100100
+	[ "$(dispatch_by bob $T)" = "$D" ]
+	run -0 amp show "$D"
+	assert_line "agent       bob"
+	# the old runs kept: the history was not walked again
+	grep -qx "$BOTTOM" .git/amp/recindex/head
+	[ "$(awk '/^run / { n += $3 } END { print n }' .git/amp/recindex/head)" -ge 1200 ]
+	run -0 amp show "$OLDEST"
 }

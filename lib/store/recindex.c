@@ -42,6 +42,8 @@ struct run {
 struct head {
 	int ok;
 	git_oid tip;
+	int partial;    /* 1: the commits from bottom down are not taken yet */
+	git_oid bottom; /* the next commit to take, when partial */
 	size_t n;
 	struct run runs[MAX_RUNS]; /* newest first */
 };
@@ -55,6 +57,8 @@ struct build {
 	struct head h;   /* the runs this update wrote, newest first; the
 			  * old ones joined at the end unless rebuilt */
 	int last;        /* 1: h's oldest run is the index's oldest */
+	const unsigned char *target; /* extend: the key looked for */
+	int found;       /* extend: the target was taken */
 	struct ent *v;
 	size_t n;
 	uint32_t order;
@@ -119,6 +123,10 @@ static void head_read(const char *dir, struct head *h)
 			if (strlen(line + 4) != GIT_OID_HEXSZ || git_oid_fromstr(&h->tip, line + 4) < 0)
 				goto cleanup;
 			h->ok = 1;
+		} else if (!strncmp(line, "bottom ", 7)) {
+			if (strlen(line + 7) != GIT_OID_HEXSZ || git_oid_fromstr(&h->bottom, line + 7) < 0)
+				goto cleanup;
+			h->partial = 1;
 		} else if (sscanf(line, "run %64s %llu", name, &count) == 2 && run_name_ok(name) &&
 			   h->n < MAX_RUNS) {
 			memcpy(h->runs[h->n].name, name, strlen(name) + 1);
@@ -149,6 +157,8 @@ static int head_write(const char *dir, const struct head *h)
 		return -1;
 	}
 	fprintf(fp, "%stip %s\n", MAGIC, git_oid_tostr(hex, sizeof(hex), &h->tip));
+	if (h->partial)
+		fprintf(fp, "bottom %s\n", git_oid_tostr(hex, sizeof(hex), &h->bottom));
 	for (i = 0; i < h->n; i++)
 		fprintf(fp, "run %s %llu\n", h->runs[i].name, (unsigned long long)h->runs[i].count);
 	return amp_tempfile_commit(&t) < 0 ? -1 : 0;
@@ -355,19 +365,26 @@ static int merge_next(void *ctx, struct ent *out)
 	}
 }
 
-/* Merges runs while the newest is at least half the next one's size (git
- * repack --geometric=2's rule): about log2(entries) runs, each entry
- * copied about log2 times over the index's life.  0, or -1. */
+/* Merges two neighbouring runs while one is at least half the size of
+ * the older one after it (git repack --geometric=2's rule): about
+ * log2(entries) runs, each entry copied about log2 times over the index's
+ * life.  0, or -1. */
 static int merge_runs(struct build *b)
 {
-	while (b->h.n >= 2 && b->h.runs[0].count * 2 >= b->h.runs[1].count) {
+	size_t i = 0;
+
+	while (i + 1 < b->h.n) {
 		struct merge m = { 0 };
 		struct run r;
 		int rc;
 
-		m.a = run_open(b->dir, &b->h.runs[0]);
-		m.b = run_open(b->dir, &b->h.runs[1]);
-		m.drop_gone = b->last && b->h.n == 2;
+		if (b->h.runs[i].count * 2 < b->h.runs[i + 1].count) {
+			i++;
+			continue;
+		}
+		m.a = run_open(b->dir, &b->h.runs[i]);
+		m.b = run_open(b->dir, &b->h.runs[i + 1]);
+		m.drop_gone = b->last && i + 2 == b->h.n && !b->h.partial;
 		if (m.a && m.b) {
 			m.ha = merge_read(m.a, &m.ea, &m.failed);
 			m.hb = merge_read(m.b, &m.eb, &m.failed);
@@ -379,9 +396,10 @@ static int merge_runs(struct build *b)
 			fclose(m.b);
 		if (rc < 0)
 			return -1;
-		memmove(&b->h.runs[1], &b->h.runs[2], (b->h.n - 2) * sizeof(b->h.runs[0]));
-		b->h.runs[0] = r;
+		b->h.runs[i] = r;
+		memmove(&b->h.runs[i + 1], &b->h.runs[i + 2], (b->h.n - i - 2) * sizeof(b->h.runs[0]));
 		b->h.n--;
+		i = i ? i - 1 : 0;
 	}
 	return 0;
 }
@@ -456,6 +474,8 @@ static int add(struct build *b, const char *task, const char *name, const git_oi
 	e = &b->v[b->n];
 	if (make_key(task, kind, idbuf, e->key) < 0)
 		return 0;
+	if (b->target && !memcmp(b->target, e->key, KEY_BYTES) && !flags)
+		b->found = 1;
 	git_oid_cpy(&e->commit, commit);
 	e->ms = ms;
 	e->flags = flags;
@@ -512,14 +532,16 @@ static int take_commit(struct build *b, git_commit *c, uint32_t flags)
 
 /*
  * Walks the first parents from *from, each commit's records into the
- * batch, until `stop` (not taken; NULL: none), the root, or `max` commits
- * (0: no bound).  *from becomes where to go on; returns 2 when `stop` was
- * reached, 1 when the root was (every commit below `from` taken), 0 when
- * `max` was, -1 when a commit cannot be read or out of memory.  `seen`,
- * when not NULL, gets the ids walked.
+ * batch, until `stop` or `stop2` (not taken; NULL: none), the root, or
+ * `max` commits (0: no bound).  *from becomes where to go on; returns 2
+ * when `stop` was reached, 3 when `stop2` was, 1 when the root was (every
+ * commit below the start taken), 0 when `max` was, -1 when a commit cannot
+ * be read or out of memory.  With b->target set, it also ends (0) after
+ * the commit that brought the target.  `seen`, when not NULL, gets the
+ * ids walked.
  */
-static int walk(struct build *b, git_oid *from, const git_oid *stop, size_t max, uint32_t flags,
-		git_oid *seen, size_t *nseen)
+static int walk(struct build *b, git_oid *from, const git_oid *stop, const git_oid *stop2,
+		size_t max, uint32_t flags, git_oid *seen, size_t *nseen)
 {
 	amp_first_parents chain;
 	git_commit *c = NULL;
@@ -532,7 +554,9 @@ static int walk(struct build *b, git_oid *from, const git_oid *stop, size_t max,
 			return 1;
 		if (stop && git_oid_equal(&chain.next, stop))
 			return 2;
-		if (max && k == max) {
+		if (stop2 && git_oid_equal(&chain.next, stop2))
+			return 3;
+		if ((max && k == max) || b->found) {
 			git_oid_cpy(from, &chain.next);
 			return 0;
 		}
@@ -550,64 +574,120 @@ static int walk(struct build *b, git_oid *from, const git_oid *stop, size_t max,
 	}
 }
 
-/*
- * The batch of what moved from the head's tip to `tip`: the commits from
- * tip down to the old one; when the old tip is not among the first
- * AMP_RECINDEX_FF_WALK of them, where the two histories meet (git's merge
- * base): the old side's records are marked gone down to there and the new
- * side walked down to it; when they do not meet, the whole history again
- * (*rebuild set: the old runs go).  0, or -1.
- */
-static int walk_moves(struct build *b, const git_oid *tip, int *rebuild)
+/* The new head's walk left to do: none (*rebuild: the old runs go), or
+ * from `bottom` down. */
+static void left(struct build *b, int partial, const git_oid *bottom)
 {
-	git_repository *repo = amp_store_repo(b->st);
-	git_oid from, base, old, seen[AMP_RECINDEX_FF_WALK];
-	size_t nseen = 0, i;
+	b->h.partial = partial;
+	if (partial)
+		git_oid_cpy(&b->h.bottom, bottom);
+}
+
+/*
+ * After a rewritten history: the old side's records, from the old tip down
+ * to `base` where the two histories meet, marked gone, then the new side
+ * walked from *from down to `base` (unless phase one passed it: `seen`).
+ * When the old index's own walk had stopped above base (partial), its
+ * runs hold only the old side: they go (*rebuild) and what is below base
+ * is left to extend.  0, or -1.
+ */
+static int walk_rewritten(struct build *b, git_oid *from, const git_oid *base,
+			  const git_oid *seen, size_t nseen, int *rebuild)
+{
+	git_oid old;
+	size_t i;
 	int rc;
 
-	git_oid_cpy(&from, tip);
-	*rebuild = !b->old.ok;
-	if (*rebuild)
-		return walk(b, &from, NULL, 0, 0, NULL, NULL) < 0 ? -1 : 0;
-	rc = walk(b, &from, &b->old.tip, AMP_RECINDEX_FF_WALK, 0, seen, &nseen);
-	/* 2: the old tip below the new one; 1: the whole new history walked
-	 * without meeting it, which is a rebuild */
-	if (rc != 0) {
-		*rebuild = rc == 1;
-		return rc < 0 ? -1 : 0;
-	}
-	if (git_merge_base(&base, repo, tip, &b->old.tip) < 0) {
-		git_error_clear();
-		*rebuild = 1;
-		return walk(b, &from, NULL, 0, 0, NULL, NULL) < 0 ? -1 : 0;
-	}
-	if (!git_oid_equal(&base, &b->old.tip)) {
-		git_oid_cpy(&old, &b->old.tip);
-		if (walk(b, &old, &base, 0, FLAG_GONE, NULL, NULL) < 0)
-			return -1;
-		for (i = 0; i < nseen; i++)
-			if (git_oid_equal(&seen[i], &base))
-				return 0; /* walked past it already: what is below is in both */
-	}
-	if ((rc = walk(b, &from, &base, 0, 0, NULL, NULL)) < 0)
+	git_oid_cpy(&old, &b->old.tip);
+	rc = walk(b, &old, base, b->old.partial ? &b->old.bottom : NULL, 0, FLAG_GONE, NULL, NULL);
+	if (rc < 0)
 		return -1;
-	*rebuild = rc == 1;
+	*rebuild = rc == 3;
+	if (rc == 3)
+		left(b, 1, base);
+	for (i = 0; i < nseen; i++)
+		if (git_oid_equal(&seen[i], base))
+			return 0; /* walked past it already: what is below is in both */
+	if ((rc = walk(b, from, base, NULL, 0, 0, NULL, NULL)) < 0)
+		return -1;
+	if (rc == 1) {
+		*rebuild = 1;
+		left(b, 0, NULL);
+	}
 	return 0;
 }
 
-/* The last of the batch into a run, the old runs after those this update
- * wrote (they are older) unless rebuilt, merged, and the head written.
- * 0, or -1 with errno set. */
-static int finish(struct build *b, int rebuild)
+/*
+ * The batch of what moved from the old head's tip to `tip`: the commits
+ * from tip down to the old one; when the old tip is not among the first
+ * AMP_RECINDEX_FF_WALK of them, where the two histories meet (git's merge
+ * base), walk_rewritten.  No index yet: an empty one, every commit left
+ * to extend (a lookup walks down only as far as the record it looks for).
+ * When the histories do not meet, what was walked, the rest left to
+ * extend.  Sets the new head's partial/bottom, and *rebuild when the old
+ * runs go.  0, or -1.
+ */
+static int walk_moves(struct build *b, const git_oid *tip, int *rebuild)
 {
+	git_oid from, base, seen[AMP_RECINDEX_FF_WALK];
+	size_t nseen = 0;
+	int rc;
+
+	git_oid_cpy(&from, tip);
+	*rebuild = 1;
+	if (!b->old.ok) {
+		left(b, 1, tip);
+		return 0;
+	}
+	left(b, b->old.partial, &b->old.bottom);
+	rc = walk(b, &from, &b->old.tip, NULL, AMP_RECINDEX_FF_WALK, 0, seen, &nseen);
+	if (rc < 0)
+		return -1;
+	if (rc == 2) {
+		*rebuild = 0; /* the old tip below the new one */
+		return 0;
+	}
+	if (rc == 1) {
+		left(b, 0, NULL); /* the whole new history, without the old tip */
+		return 0;
+	}
+	if (git_merge_base(&base, amp_store_repo(b->st), tip, &b->old.tip) < 0) {
+		git_error_clear();
+		left(b, 1, &from);
+		return 0;
+	}
+	if (!git_oid_equal(&base, &b->old.tip))
+		return walk_rewritten(b, &from, &base, seen, nseen, rebuild);
+	if ((rc = walk(b, &from, &base, NULL, 0, 0, NULL, NULL)) < 0)
+		return -1;
+	*rebuild = rc == 1;
+	if (rc == 1)
+		left(b, 0, NULL);
+	return 0;
+}
+
+/* The last of the batch into a run, the old runs joined (unless rebuilt:
+ * they go), merged, and the head written.  The old runs are newer than
+ * this update's unless `below` (an extension, which walked older
+ * commits).  0, or -1 with errno set. */
+static int finish(struct build *b, int rebuild, int below)
+{
+	size_t n = b->h.n;
+
 	if (flush(b) < 0)
 		return -1;
+	n = b->h.n;
 	if (!rebuild) {
-		if (b->h.n + b->old.n > MAX_RUNS) {
+		if (n + b->old.n > MAX_RUNS) {
 			errno = EMFILE;
 			return -1;
 		}
-		memcpy(&b->h.runs[b->h.n], b->old.runs, b->old.n * sizeof(b->old.runs[0]));
+		if (below) {
+			memmove(&b->h.runs[b->old.n], &b->h.runs[0], n * sizeof(b->h.runs[0]));
+			memcpy(&b->h.runs[0], b->old.runs, b->old.n * sizeof(b->old.runs[0]));
+		} else {
+			memcpy(&b->h.runs[n], b->old.runs, b->old.n * sizeof(b->old.runs[0]));
+		}
 		b->h.n += b->old.n;
 	}
 	b->last = 1;
@@ -633,30 +713,50 @@ static int lock_dir(const char *dir)
 	return fd;
 }
 
-int amp_recindex_update(amp_store *st, unsigned long *walked, amp_error *err)
+/* A build of st's index under its lock, its head read: NULL when out of
+ * memory or the lock is taken (*fd then -1). */
+static struct build *build_start(amp_store *st, int *fd)
 {
 	struct build *b = calloc(1, sizeof(*b));
+
+	*fd = -1;
+	if (!b || !(b->v = malloc(AMP_RECINDEX_BATCH * sizeof(*b->v))) ||
+	    path_of(b->dir, sizeof(b->dir), amp_store_state_dir(st), DIRNAME) < 0 ||
+	    (*fd = lock_dir(b->dir)) < 0) {
+		if (b)
+			free(b->v);
+		free(b);
+		return NULL;
+	}
+	b->st = st;
+	head_read(b->dir, &b->old);
+	return b;
+}
+
+static void build_end(struct build *b, int fd)
+{
+	if (fd >= 0)
+		close(fd);
+	if (b)
+		free(b->v);
+	free(b);
+}
+
+int amp_recindex_update(amp_store *st, unsigned long *walked, amp_error *err)
+{
+	int fd, rebuild = 0, status = AMP_OK;
+	struct build *b = build_start(st, &fd);
 	git_oid tip;
-	int fd = -1, rebuild = 0, status = AMP_OK;
 
 	if (walked)
 		*walked = 0;
-	if (!b || !(b->v = malloc(AMP_RECINDEX_BATCH * sizeof(*b->v)))) {
-		status = amp_error_set(err, AMP_EIO, "", "out of memory");
-		goto cleanup;
-	}
-	b->st = st;
-	if (path_of(b->dir, sizeof(b->dir), amp_store_state_dir(st), DIRNAME) < 0 ||
-	    (fd = lock_dir(b->dir)) < 0) {
-		status = amp_error_set(err, AMP_EIO, "", "cannot lock the record index in %s",
-				       amp_store_state_dir(st));
-		goto cleanup;
-	}
+	if (!b)
+		return amp_error_set(err, AMP_EIO, "", "cannot lock the record index in %s",
+				     amp_store_state_dir(st));
 	if (git_reference_name_to_id(&tip, amp_store_repo(st), amp_store_messages_ref(st)) < 0) {
 		git_error_clear();
 		goto cleanup; /* no ref: nothing to index */
 	}
-	head_read(b->dir, &b->old);
 	if (b->old.ok && git_oid_equal(&b->old.tip, &tip))
 		goto cleanup;
 	if (walk_moves(b, &tip, &rebuild) < 0) {
@@ -665,21 +765,47 @@ int amp_recindex_update(amp_store *st, unsigned long *walked, amp_error *err)
 	}
 	b->h.ok = 1;
 	git_oid_cpy(&b->h.tip, &tip);
-	if (finish(b, rebuild) < 0) {
+	if (finish(b, rebuild, 0) < 0) {
 		status = amp_error_set(err, AMP_EIO, "", "cannot write the record index in %s: %s",
 				       b->dir, strerror(errno));
 		goto cleanup;
 	}
 	sweep_runs(b->dir, &b->h);
 cleanup:
-	if (walked && b)
+	if (walked)
 		*walked = b->walked;
-	if (fd >= 0)
-		close(fd);
-	if (b)
-		free(b->v);
-	free(b);
+	build_end(b, fd);
 	return status;
+}
+
+/*
+ * Takes more of the history into a partial index: from its bottom down
+ * until the commit that brought `key` (or the root: then the index is
+ * whole), so that a question about a recent record on a fresh clone reads
+ * a few commits, and one about the oldest reads the history once.  1 when
+ * the index grew, 0 when there was nothing to take or it is busy.
+ */
+static int extend(amp_store *st, const unsigned char *key)
+{
+	int fd, rc, grew = 0;
+	struct build *b = build_start(st, &fd);
+	git_oid from;
+
+	if (!b || !b->old.ok || !b->old.partial)
+		goto cleanup;
+	b->target = key;
+	b->h = b->old;
+	b->h.n = 0;
+	git_oid_cpy(&from, &b->old.bottom);
+	if ((rc = walk(b, &from, NULL, NULL, 0, 0, NULL, NULL)) < 0)
+		goto cleanup;
+	left(b, rc != 1, &from);
+	grew = finish(b, 0, 1) == 0;
+	if (grew)
+		sweep_runs(b->dir, &b->h);
+cleanup:
+	build_end(b, fd);
+	return grew;
 }
 
 /* 1 when commit `id` adds (or changes) record id of kind in task to its
@@ -710,7 +836,7 @@ static int check(amp_store *st, const git_oid *commit, const char *task, amp_ent
 }
 
 /* A run that does not read back: when it is still there, the index is
- * damaged, and its head goes (the next update rebuilds). */
+ * damaged, and its head goes (the next update starts it again). */
 static void drop_damaged(const char *dir, const struct run *r)
 {
 	char path[4200];
@@ -721,16 +847,37 @@ static void drop_damaged(const char *dir, const struct run *r)
 		unlink(path);
 }
 
+/* The entry of key in dir's index: 1 with *e, 0 when none (*partial: the
+ * index's walk is not done), -1 when it cannot be read. */
+static int lookup(const char *dir, const unsigned char *key, struct ent *e, int *partial)
+{
+	struct head h;
+	size_t i;
+	int rc;
+
+	head_read(dir, &h);
+	*partial = h.ok && h.partial;
+	for (i = 0; h.ok && i < h.n; i++) {
+		if ((rc = run_find(dir, &h.runs[i], key, e)) < 0) {
+			/* damaged or gone (a concurrent update's merge): the
+			 * next update builds it again, when it is still so */
+			drop_damaged(dir, &h.runs[i]);
+			return -1;
+		}
+		if (rc)
+			return 1;
+	}
+	return 0;
+}
+
 int amp_recindex_find(amp_store *st, const char *task, amp_entry_kind kind, const char *id,
 		      git_oid *commit, int64_t *ms)
 {
 	unsigned char key[KEY_BYTES];
 	char dir[4096];
-	struct head h;
 	struct ent e;
 	amp_error err;
-	size_t i;
-	int rc = 0;
+	int rc, partial;
 
 	if (make_key(task, kind, id, key) < 0 ||
 	    path_of(dir, sizeof(dir), amp_store_state_dir(st), DIRNAME) < 0)
@@ -738,18 +885,9 @@ int amp_recindex_find(amp_store *st, const char *task, amp_entry_kind kind, cons
 	/* Best effort: a busy or failed update leaves what the head covers,
 	 * and an entry is checked whatever it says. */
 	amp_recindex_update(st, NULL, &err);
-	head_read(dir, &h);
-	for (i = 0; h.ok && i < h.n; i++) {
-		if ((rc = run_find(dir, &h.runs[i], key, &e)) < 0) {
-			/* damaged or gone (a concurrent update's merge): the
-			 * next update builds it again, when it is still so */
-			drop_damaged(dir, &h.runs[i]);
-			return 0;
-		}
-		if (rc)
-			break;
-	}
-	if (!rc || (e.flags & FLAG_GONE) || !check(st, &e.commit, task, kind, id))
+	while ((rc = lookup(dir, key, &e, &partial)) == 0 && partial && extend(st, key))
+		;
+	if (rc <= 0 || (e.flags & FLAG_GONE) || !check(st, &e.commit, task, kind, id))
 		return 0;
 	git_oid_cpy(commit, &e.commit);
 	if (ms)
