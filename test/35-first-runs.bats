@@ -9,6 +9,7 @@ bats_require_minimum_version 1.5.0
 
 load helpers
 load conversation
+load enforcer
 
 setup() {
 	make_ssot
@@ -170,4 +171,15 @@ drop_commits() {
 	grep -qx "$BOTTOM" .git/amp/recindex/head
 	[ "$(awk '/^run / { n += $3 } END { print n }' .git/amp/recindex/head)" -ge 1200 ]
 	run -0 amp show "$OLDEST"
+}
+
+@test "a record past the size bound is read in one pass and never inflated: a 256 MiB blob of zeros, fetched, is unreadable by its size under a 200 MB address-space limit" {
+	send_dispatch
+	head -c 268435456 /dev/zero | plant "$(next_path $T task_result-$T-1772116400001)"
+	run -0 bash -c "ulimit -v 200000 && amp status $T"
+	assert_output --partial "unreadable record 000002.msg.task_result-$T-1772116400001.json: 268435456 bytes, more than the 1048576-byte message size limit"
+	assert_output --partial "$D"
+	run -0 bash -c "ulimit -v 200000 && amp show --json $D"
+	run -4 bash -c "ulimit -v 200000 && amp show task_result-$T-1772116400001"
+	assert_output --partial "268435456 bytes, more than the 1048576-byte message size limit"
 }
