@@ -138,6 +138,12 @@ drop_commits() {
 	X=$(dispatch_by carol T-2026-052)
 	run -0 flock .git/amp/recindex/lock amp show "$X"
 	assert_line "agent       carol"
+	# what a killed update left goes once it is an hour old
+	touch -d '2 hours ago' .git/amp/recindex/run-1.4242.tmp
+	touch .git/amp/recindex/run-2.4243.tmp
+	run -0 amp show "$X"
+	assert_file_not_exists .git/amp/recindex/run-1.4242.tmp
+	assert_file_exists .git/amp/recindex/run-2.4243.tmp
 	echo garbage > .git/amp/recindex/head
 	run -0 amp show "$D"
 	assert_line "agent       bob"

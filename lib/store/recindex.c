@@ -164,7 +164,18 @@ static int head_write(const char *dir, const struct head *h)
 	return amp_tempfile_commit(&t) < 0 ? -1 : 0;
 }
 
-/* Deletes the run files the head does not name (merged or dropped). */
+/* A temporary file (amp_tempfile) an hour old: a killed update's. */
+static int stale_tmp(const char *path, const char *name)
+{
+	size_t n = strlen(name);
+	struct stat sb;
+
+	return n > 4 && !strcmp(name + n - 4, ".tmp") && lstat(path, &sb) == 0 &&
+	       sb.st_mtime + 3600 <= time(NULL);
+}
+
+/* Deletes the run files the head does not name (merged or dropped), and
+ * what a killed update left. */
 static void sweep_runs(const char *dir, const struct head *h)
 {
 	DIR *d = opendir(dir);
@@ -175,6 +186,10 @@ static void sweep_runs(const char *dir, const struct head *h)
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
+		if (path_of(path, sizeof(path), dir, de->d_name) == 0 && stale_tmp(path, de->d_name)) {
+			unlink(path);
+			continue;
+		}
 		if (!run_name_ok(de->d_name))
 			continue;
 		for (i = 0; i < h->n && strcmp(h->runs[i].name, de->d_name); i++)
