@@ -556,6 +556,7 @@ void amp_store_sweep(amp_store *st);
 #include "pack.h"
 #include "packwrite.h"
 #include "reccache.h"
+#include "recindex.h"
 #include "seen.h"
 #include "arrivals.h"
 #include "sign.h"
