@@ -591,9 +591,13 @@ static void check_sig_files(struct check *c, json_t *sigs, json_t *tasks, json_t
 
 			if (git_repository_odb(&odb, amp_store_repo(c->st)) == 0 &&
 			    git_odb_read_header(&len, &type, odb, git_tree_entry_id(e)) == 0 &&
-			    len > AMP_RECORD_SIG_MAX)
+			    len > AMP_RECORD_SIG_MAX) {
+				char max[16];
+
+				snprintf(max, sizeof(max), "%d", AMP_RECORD_SIG_MAX);
 				refuse(c, AMP_ESCHEMA, path, NULL,
-				       "a record signature larger than %s bytes%s", "8192", NULL);
+				       "a record signature larger than %s bytes%s", max, NULL);
+			}
 			git_odb_free(odb);
 		}
 		git_error_clear();
