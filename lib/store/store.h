@@ -252,6 +252,15 @@ void amp_first_parents_start(amp_first_parents *w, git_repository *repo, const g
  * commit cannot be read, which ends the walk.  Calls amp_store_walk_step. */
 int amp_first_parents_next(amp_first_parents *w, git_commit **out);
 
+/* Closes the packs libgit2 opened for the store's repository, with the
+ * delta bases it keeps per pack (release.c), reopened at the next lookup:
+ * for a long walk that holds no git_revwalk nor git_odb of the store
+ * (they would keep the packs open, or point at the odb it frees).  Does
+ * nothing during a batch.  A walk of the whole history calls it every
+ * AMP_STORE_RELEASE_EVERY commits. */
+void amp_store_release_packs(amp_store *st);
+#define AMP_STORE_RELEASE_EVERY 1024
+
 /* ==== Reading (records.c) =================================================== */
 
 /*
