@@ -14,7 +14,6 @@ load conversation
 load enforcer
 load dashboard
 
-
 # The SSOT of a team (T0 = 2026-02-26T14:32:07Z):
 #   alice (executor) claims T-2026-044, ACKs, sends a heartbeat at 60 s and
 #   her result at 200 s (which ends her lease);

@@ -127,7 +127,7 @@ int dash_render_agents(amp_store *st, FILE *f, int64_t now_ms, json_t **brief, a
 	amp_schema_set *set = NULL;
 	json_t *list = NULL;
 	const json_t *a;
-	size_t i;
+	size_t i, wrote;
 	int status;
 
 	*brief = json_object();
@@ -147,8 +147,14 @@ int dash_render_agents(amp_store *st, FILE *f, int64_t now_ms, json_t **brief, a
 	fputs("</table></div>\n", f);
 	fputs("<h2>Recent messages</h2>\n<p>The newest messages each instance wrote (at most "
 	      "five), newest first.</p>\n", f);
-	json_array_foreach(list, i, a)
+	wrote = 0;
+	json_array_foreach(list, i, a) {
 		put_recent(f, a);
+		wrote += json_array_size(json_object_get(a, "recent")) > 0;
+	}
+	if (!wrote && json_array_size(list))
+		fputs("<p>None has written a message yet (ACKs, claims and heartbeats are not "
+		      "messages).</p>\n", f);
 	if (!json_array_size(list))
 		fputs("<p>No named agent yet: agents name themselves with <code>--agent NAME</code> "
 		      "(or <code>amp register</code>).</p>\n", f);
