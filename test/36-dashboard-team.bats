@@ -91,7 +91,7 @@ text() {
 	assert_output '[["alice", "2026-02-26T14:33:07+00:00", 1, "task_result"], ["mallory", null, 5, "escalation"]]'
 }
 
-@test "the agents page follows new writes through amp agents' cache: a new heartbeat and a new message show on the next pass" {
+@test "the agents page follows new writes through amp agents' cache: a new heartbeat and a new message show on the next pass; a text is cut at its first line or 120 bytes" {
 	amp dashboard --out "$out" > /dev/null
 	at 1300; amp heartbeat T-2026-044 --from executor --agent alice > /dev/null
 	at 1310; amp escalate T-2026-044 --from executor --agent alice --type conflict --severity info --description "the spec is ambiguous" > /dev/null
@@ -103,6 +103,13 @@ text() {
 2026-02-26 14:53 UTC escalation on T-2026-044 escalation-T-2026-044-'
 	assert_output --partial ': the spec is ambiguous
 2026-02-26 14:35 UTC task_result on T-2026-044'
+	# a text is cut at its first line, or at 120 bytes at a character's
+	# start, "..." added
+	at 1320; amp escalate T-2026-044 --from executor --agent alice --type conflict --severity info --description "$(printf 'first line\nsecond')" > /dev/null
+	at 1330; amp escalate T-2026-044 --from executor --agent alice --type conflict --severity info --description "$($PY -c 'print("\u00e9" * 100)')" > /dev/null
+	run -0 amp agents --json
+	run -0 json_get '[r.get("text") for r in d[0]["recent"][:3]]' <<< "$output"
+	assert_output "$($PY -c 'import json; print(json.dumps(["\u00e9" * 60 + "...", "first line...", "the spec is ambiguous"]))')"
 }
 
 @test "the activity chart's window is the URL's fragment: the hours with activity by default, 6, 12, 24 or 48 hours when chosen, with no script" {
@@ -119,7 +126,11 @@ text() {
 	run -0 web visible "file://$out/index.html#hours-fit" 'svg[aria-label^="messages per hour"]' aria-label rect
 	assert_output --partial 'of activity, and open escalations'
 	# the 24 hours end at the newest message's hour: its messages are in
-	# the last bar
+	# the last bar; nothing runs
+	run -0 grep -o '<title>[^<]*</title>' <(sed -n '/id="hours-24"/,/<\/svg>/p' "$out/index.html")
+	[ "${#lines[@]}" -eq 24 ]
+	assert_line --index 23 '<title>10 message(s), 1 open escalation(s)</title>'
+	assert_line --index 22 '<title>0 message(s), 0 open escalation(s)</title>'
 	run -0 web text "file://$out/index.html#hours-24"
 	run -0 json_get '[d["scripts"], d["log"]]' <<< "$output"
 	assert_output '[[], []]'
