@@ -168,7 +168,8 @@ static void merge_agents(json_t *all, json_t *fresh)
 static int agents_seen(amp_store *st, const git_oid *tip, json_t **out, amp_error *err)
 {
 	git_repository *repo = amp_store_repo(st);
-	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX };
+	/* Its callers (amp agents, the dashboard's pass) hold no revwalk. */
+	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX, .release_packs = 1 };
 	amp_errlist problems = { 0 };
 	char path[AMP_PATH_MAX], hex[GIT_OID_HEXSZ + 1];
 	json_t *file, *all = NULL, *fresh = NULL;

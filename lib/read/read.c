@@ -607,7 +607,7 @@ int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
 			amp_store_walk_step();
 		/* What libgit2 keeps of the packs grows with the walk
 		 * (store.h); a revwalk holds the odb the release frees. */
-		else if (walked && walked % AMP_STORE_RELEASE_EVERY == 0)
+		else if (f->release_packs && walked && walked % AMP_STORE_RELEASE_EVERY == 0)
 			amp_store_release_packs(st);
 		walked++;
 		if (c)

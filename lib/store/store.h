@@ -254,10 +254,10 @@ int amp_first_parents_next(amp_first_parents *w, git_commit **out);
 
 /* Closes the packs libgit2 opened for the store's repository, with the
  * delta bases it keeps per pack (release.c), reopened at the next lookup:
- * for a long walk that holds no git_revwalk nor git_odb of the store
- * (they would keep the packs open, or point at the odb it frees).  Does
- * nothing during a batch.  A walk of the whole history calls it every
- * AMP_STORE_RELEASE_EVERY commits. */
+ * for a long walk whose caller holds no git_revwalk (it points at the odb
+ * this frees) nor git_odb of the store (it would keep the packs open).
+ * Does nothing during a batch.  amp_log_walk (read.h) calls it every
+ * AMP_STORE_RELEASE_EVERY commits when its caller says it may. */
 void amp_store_release_packs(amp_store *st);
 #define AMP_STORE_RELEASE_EVERY 1024
 
