@@ -600,6 +600,10 @@ int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
 			break;
 		if (walk)
 			amp_store_walk_step();
+		/* What libgit2 keeps of the packs grows with the walk
+		 * (store.h); a revwalk holds the odb the release frees. */
+		else if (f->release_packs && walked && walked % AMP_STORE_RELEASE_EVERY == 0)
+			amp_store_release_packs(st);
 		walked++;
 		if (c)
 			git_oid_cpy(&id, git_commit_id(c));

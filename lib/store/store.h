@@ -271,6 +271,15 @@ int amp_first_parents_next(amp_first_parents *w, git_commit **out);
 int amp_first_parents_ids(git_repository *repo, const git_oid *tip, git_oid **ids, size_t *n,
 			  amp_error *err);
 
+/* Closes the packs libgit2 opened for the store's repository, with the
+ * delta bases it keeps per pack (release.c), reopened at the next lookup:
+ * for a long walk whose caller holds no git_revwalk (it points at the odb
+ * this frees) nor git_odb of the store (it would keep the packs open).
+ * Does nothing during a batch.  amp_log_walk (read.h) calls it every
+ * AMP_STORE_RELEASE_EVERY commits when its caller says it may. */
+void amp_store_release_packs(amp_store *st);
+#define AMP_STORE_RELEASE_EVERY 1024
+
 /* ==== Reading (records.c) =================================================== */
 
 /*
