@@ -40,9 +40,10 @@ static int drain(int fd, char **buf, size_t *len, size_t *cap)
 	return 0;
 }
 
-/* amp_run with the program's stderr on errfd (-1: amp's own). */
-static int run(const char *const *argv, const char *in, size_t inlen, char **out,
-	       size_t *outlen, int errfd, int *code, amp_error *err)
+/* amp_run with the program's stderr on errfd (-1: amp's own) and, when
+ * `in` is NULL, its stdin from infd (-1: /dev/null). */
+static int run_fd(const char *const *argv, const char *in, size_t inlen, int infd, char **out,
+		  size_t *outlen, int errfd, int *code, amp_error *err)
 {
 	posix_spawn_file_actions_t fa;
 	int inpipe[2] = { -1, -1 }, outpipe[2] = { -1, -1 };
@@ -67,6 +68,8 @@ static int run(const char *const *argv, const char *in, size_t inlen, char **out
 		posix_spawn_file_actions_adddup2(&fa, inpipe[0], 0);
 		posix_spawn_file_actions_addclose(&fa, inpipe[0]);
 		posix_spawn_file_actions_addclose(&fa, inpipe[1]);
+	} else if (infd >= 0) {
+		posix_spawn_file_actions_adddup2(&fa, infd, 0);
 	} else {
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	}
@@ -167,6 +170,18 @@ cleanup:
 		close(outpipe[1]);
 	free(buf);
 	return status;
+}
+
+static int run(const char *const *argv, const char *in, size_t inlen, char **out,
+	       size_t *outlen, int errfd, int *code, amp_error *err)
+{
+	return run_fd(argv, in, inlen, -1, out, outlen, errfd, code, err);
+}
+
+int amp_run_stdin_fd(const char *const *argv, int infd, char **out, size_t *outlen, int *code,
+		     amp_error *err)
+{
+	return run_fd(argv, NULL, 0, infd, out, outlen, -1, code, err);
 }
 
 int amp_run(const char *const *argv, const char *in, size_t inlen, char **out,

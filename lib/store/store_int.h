@@ -10,7 +10,8 @@
  *   update.c     the write primitive (CAS)     -> commit objects pack sweep sign names
  *   commit.c     a write's trees and commit    -> objects recsig sign
  *   objects.c    a write's odb, then a pack    -> doccache packwrite
- *   pack.c       the maintenance of the packs  -> repo sweep packwrite
+ *   pack.c       the maintenance of the packs  -> repo sweep packgc packwrite
+ *   packgc.c     amp gc's repack              -> repo
  *   seen.c       amp watch's marker ref        -> treediff names repo
  *   arrivals.c   arrival and first-seen notes  -> repo
  *   treediff.c   the one tree walker           -> records
