@@ -248,6 +248,30 @@ plant_as() {
 	git -C "$HUB" fsck --strict
 }
 
+@test "through a hub: an unnamed executor's ACK lands first, bob's ACK of the same dispatch on another clone is set aside by his clone's join together with his acked record, even when the hub runs no hook" {
+	load hub
+	load clones
+	clones_setup
+	dispatched_on_both
+	# the hub takes anything: only the clone's join decides
+	rm -f "$HUB/hooks/pre-receive"
+	at 10
+	on a amp ack "$D" --from executor > /dev/null
+	at 11
+	on b amp ack "$D" --from executor --agent bob > /dev/null
+	run -0 on a amp sync
+	run -0 on b amp sync --json
+	assert_output --partial '"superseded":2,'
+	run -0 on b amp log --type superseded --json
+	assert_output --partial "which this join set aside"
+	# nobody is named as the ACKer: any executor may send the result
+	at 20
+	run -0 on b amp send task_result --task "$T" --from executor --agent carl --payload "$BATS_TEST_TMPDIR/p/result.json"
+	run -0 on b amp sync
+	run -0 on a amp sync
+	for r in a b; do run -0 on $r amp fsck; done
+}
+
 # ---- clarification questions and answers ------------------------------------------
 
 @test "amp ask: alice's question is a control record with an answer deadline; the coordinator's inbox lists it (text and --json) until dave answers; the answer shows in alice's inbox, not bob's, and in amp status" {
