@@ -60,8 +60,9 @@ int main(int argc, char **argv)
 	/* --agent: the instance's view of the role's messages
 	 * (inbox_agent.h), as of AMP_NOW. */
 	if (amp_inbox_read(st, role, task, all, &in, &err) < 0 ||
-	    (agent && (amp_clock_now_ms(&now, &err) < 0 ||
-		       amp_inbox_for_agent(st, agent, now, &in, &err) < 0))) {
+	    amp_clock_now_ms(&now, &err) < 0 ||
+	    (agent && amp_inbox_for_agent(st, agent, now, &in, &err) < 0) ||
+	    amp_inbox_team(st, role, agent, task, now, &in, &err) < 0) {
 		code = amp_cli_fail("inbox", &err);
 		goto cleanup;
 	}

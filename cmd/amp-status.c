@@ -228,6 +228,23 @@ static void print_task(const json_t *t)
 			printf(": %s", str(m, "note"));
 		putchar('\n');
 	}
+	/* SPEC-022 feedback: the clarification questions (amp ask), each
+	 * answered or due. */
+	json_array_foreach(json_object_get(t, "questions"), i, m) {
+		const json_t *a = json_object_get(m, "answer");
+
+		printf("question %s by %s%s%s: %s\n", str(m, "record"),
+		       json_is_string(json_object_get(m, "agent")) ? str(m, "agent") : "the executor",
+		       json_is_string(json_object_get(m, "subtask_id")) ? " on subtask " : "",
+		       json_is_string(json_object_get(m, "subtask_id")) ? str(m, "subtask_id") : "",
+		       str(m, "question"));
+		if (json_is_object(a))
+			printf("  answered by %s at %s: %s\n",
+			       json_is_string(json_object_get(a, "agent")) ? str(a, "agent") : str(a, "from"),
+			       when(a, "timestamp", ts), str(a, "answer"));
+		else
+			printf("  unanswered, due %s\n", when(m, "answer_due", ts));
+	}
 	json_array_foreach(json_object_get(t, "superseded"), i, m) {
 		printf("%ssuperseded%s %s %s", sgr(AMP_SGR_YELLOW), sgr(AMP_SGR_RESET),
 		       json_is_string(json_object_get(m, "type")) ? str(m, "type") : str(m, "kind"),
@@ -243,7 +260,7 @@ static void print_task(const json_t *t)
 static void print_holders(const json_t *s)
 {
 	const json_t *m;
-	size_t i;
+	size_t i, open;
 
 	json_array_foreach(json_object_get(s, "claims"), i, m)
 		printf("%s%s%s%s%s", i ? ", " : "  held by ", str(m, "agent"),
@@ -253,6 +270,15 @@ static void print_holders(const json_t *s)
 	json_array_foreach(json_object_get(s, "waits_for"), i, m)
 		printf("%s%s (%s%s)", i ? ", " : "  waits for ", str(m, "task_id"), str(m, "state"),
 		       json_is_true(json_object_get(m, "soft")) ? ", soft" : "");
+	/* What the team reports (issue 33): progress, questions unanswered. */
+	json_array_foreach(json_object_get(s, "progress"), i, m)
+		printf("%s%s %lld%%", i ? ", " : "  progress ", str(m, "agent"),
+		       (long long)json_integer_value(json_object_get(m, "percent")));
+	open = 0;
+	json_array_foreach(json_object_get(s, "questions"), i, m)
+		open += json_is_null(json_object_get(m, "answer"));
+	if (open)
+		printf("  %zu question%s unanswered", open, open == 1 ? "" : "s");
 }
 
 /* amp status TASK: the task's status, its claims and what it waits for.
@@ -276,6 +302,8 @@ static int show_task(amp_store *st, git_tree *tip, const char *id, int64_t now, 
 	out = amp_task_status_json(&log, now);
 	json_object_set_new(out, "claims", amp_coord_claims_json(&log, now));
 	json_object_set_new(out, "progress", amp_progress_json(&log));
+	json_object_set_new(out, "questions", amp_questions_json(&log));
+	json_object_set_new(out, "released", amp_coord_released_json(&log));
 	if (amp_coord_waits(st, tip, &log, &waits, &err) < 0) {
 		code = amp_cli_fail("status", &err);
 		goto cleanup;

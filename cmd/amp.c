@@ -73,6 +73,8 @@ static const struct {
 	{ "claim", "take a task on a lease as a named executor instance" },
 	{ "release", "give a claimed task back" },
 	{ "progress", "report how far the holder of a task is (percent and a note)" },
+	{ "ask", "ask the coordinator a clarification question about a task" },
+	{ "answer", "answer an executor's clarification question" },
 	{ "depend", "make a task's dispatch wait for another task's approval" },
 	{ "plan", "set a task's priority, deadline, lock threshold or capability" },
 	{ "register", "declare an agent instance's roles and capabilities" },

@@ -111,7 +111,8 @@ retip() {
 	assert_equal "$(trailer)" alice
 	bad=$(git rev-parse --short=7 refs/amp/messages)
 	run -3 amp fsck
-	assert_line "amp fsck: $bad: tasks/2026/0/$T/000004.msg.task_result-$T-1772116337000.json: rule: /from: task $T is claimed by bob until 2026-02-26T15:02:12+00:00: only bob may write to it as the executor (you are alice)"
+	# 000004 is bob's acked record, in his ACK's commit (issue 33)
+	assert_line "amp fsck: $bad: tasks/2026/0/$T/000005.msg.task_result-$T-1772116337000.json: rule: /from: task $T is claimed by bob until 2026-02-26T15:02:12+00:00: only bob may write to it as the executor (you are alice)"
 	run -0 amp watch --once
 	assert_output "escalated unknown $T task_result-$T-1772116337000 (escalation-$T-1772116337000)"
 }
@@ -135,7 +136,8 @@ retip() {
 	at 20
 	R=$(on b amp send task_result --task $T --from executor --to coordinator --context-ref "$D" --agent bob --payload "$BATS_TEST_TMPDIR/p/result.json")
 	run -0 on b amp sync --json
-	assert_output --partial '"replayed":2,'
+	# the ACK, bob's acked record beside it (issue 33), the result
+	assert_output --partial '"replayed":3,'
 	assert_output --partial '"superseded":0'
 	records "$HUB" | grep -qx "msg.$R"
 	records "$HUB" | grep -qx "ack.$D"

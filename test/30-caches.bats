@@ -257,7 +257,7 @@ AMP_SEVERITY=info"
 	inbox=$(amp inbox executor --json)
 	# 200 MB of garbage, far past 16 MiB + 16 times the packs
 	for f in status.cache inbox.json; do
-		$PY -c 'import sys; f = open(sys.argv[1], "wb"); f.truncate(200 << 20); f.seek(0); f.write(b"amp-status-cache 3\t")' \
+		$PY -c 'import sys; f = open(sys.argv[1], "wb"); f.truncate(200 << 20); f.seek(0); f.write(b"amp-status-cache 4\t")' \
 			".git/amp/$f"
 	done
 	run -0 /usr/bin/time -f 'maxrss=%M' amp status --json

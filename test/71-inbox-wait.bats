@@ -161,11 +161,13 @@ conversation() {
 	run amp inbox executor
 	assert_line --index 1 "as of $(git rev-parse --short=7 refs/amp/messages) (refs/amp/messages)"
 	run amp inbox executor --json
-	assert_equal "$(echo "$output" | json_get 'sorted(d)')" '["messages", "ref", "role", "tip"]'
+	# the executor's inbox adds what the team reports (issue 33)
+	assert_equal "$(echo "$output" | json_get 'sorted(d)')" '["answers", "messages", "ref", "released", "role", "tip"]'
 	assert_equal "$(echo "$output" | json_get 'd["tip"]')" "$(git rev-parse refs/amp/messages)"
 	assert_equal "$(echo "$output" | json_get 'd["ref"]')" refs/amp/messages
 	assert_equal "$(echo "$output" | json_get 'd["role"]')" executor
 	run amp inbox reviewer --json
+	assert_equal "$(echo "$output" | json_get 'sorted(d)')" '["messages", "ref", "role", "tip"]'
 	assert_equal "$(echo "$output" | json_get 'd["messages"]')" '[]'
 	assert_equal "$(echo "$output" | json_get 'd["tip"]')" "$(git rev-parse refs/amp/messages)"
 }

@@ -175,7 +175,7 @@ dispatch_task() {
 	E=$(the_escalation heartbeat_timeout)
 	assert_escalation "$E" heartbeat_timeout warning "[\"$D\"]" in_progress 0 false
 	run -0 escalation_file "$E"
-	assert_output --partial "\"description\": \"no write since tasks/2026/0/$T/000003.ctl.claim-1772116328000.json: alice claimed $T on a lease of 60 s"
+	assert_output --partial "\"description\": \"no write since tasks/2026/0/$T/000004.ctl.claim-1772116328000.json: alice claimed $T on a lease of 60 s"
 	# The release is system's, in the same commit as the escalation.
 	run -0 git show --stat --format='%an%n%B' refs/amp/messages
 	assert_output --partial "release $T system: $C of alice"

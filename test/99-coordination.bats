@@ -27,14 +27,16 @@ Amp-Agent: planner-1"
 	amp ack "$D" --from executor > /dev/null
 	run -0 git log -1 --format='%an <%ae>|%(trailers:key=Amp-Agent)|' refs/amp/messages
 	assert_output "executor <executor@amp.invalid>||"
-	run -0 amp log -n 2
+	# the dispatch's commit holds its round record too (issue 33)
+	run -0 amp log -n 3
 	assert_line --index 0 --regexp "  ack +executor +-> coordinator  $D$"
-	assert_line --index 1 --regexp "msg/task_dispatch +coordinator +-> executor +$D  agent planner-1$"
-	run -0 amp log -n 2 --json
+	assert_line --index 1 --regexp "ctl/round +coordinator +round-${D##*-}  agent planner-1$"
+	assert_line --index 2 --regexp "msg/task_dispatch +coordinator +-> executor +$D  agent planner-1$"
+	run -0 amp log -n 3 --json
 	run -0 json_get 'd["agent"]' <<< "${lines[0]}"
 	assert_output null
-	run -0 amp log -n 2 --json
-	run -0 json_get 'd["agent"]' <<< "${lines[1]}"
+	run -0 amp log -n 3 --json
+	run -0 json_get 'd["agent"]' <<< "${lines[2]}"
 	assert_output planner-1
 }
 

@@ -111,7 +111,9 @@ usage: amp register [--agent <name>] --role <role>... [--capability <name>]...
 	run -0 json_get 'd[0]["claims"]' <<< "$output"
 	assert_output '[{"agent": "alice", "subtask_id": null, "expires": "2026-02-26T14:50:27+00:00", "expired": true}]'
 	at 1110; amp release $T --agent alice --from executor > /dev/null
-	at 1120; review_round 0
+	# nobody holds it now and alice ACKed the round: the result is hers
+	# (issue 33; the round's other writes by alice's process too)
+	at 1120; AMP_AGENT=alice review_round 0
 	at 1130; amp verdict $T --decision approved --confidence 0.95 --payload "$BATS_TEST_TMPDIR/p/verdict.json" > /dev/null
 	run -0 amp status
 	assert_line --index 0 --regexp "^$T   approved +[0-9]+ msgs  0 rejects  ACK pending\$"
@@ -269,10 +271,11 @@ as of "
 	assert_output '["cached"]'
 	# A new message: only it is looked up, the others keep theirs.
 	at 6
-	H=$(amp send task_result --task $T --from executor --agent bob --payload "$BATS_TEST_TMPDIR/p/result.json")
+	# (alice's: she ACKed the round and nobody claims it, issue 33)
+	H=$(amp send task_result --task $T --from executor --agent alice --payload "$BATS_TEST_TMPDIR/p/result.json")
 	run -0 amp inbox coordinator --json
 	run -0 json_get '[m["agent"] for m in d["messages"]]' <<< "$output"
-	assert_output '["cached", "bob"]'
+	assert_output '["cached", "alice"]'
 	run -0 amp inbox executor --all --json
 	run -0 json_get '[m["agent"] for m in d["messages"]]' <<< "$output"
 	assert_output '["planner-1"]'

@@ -167,6 +167,10 @@ int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
 		if (type && (!strcmp(type, "claim") || !strcmp(type, "release")) &&
 		    amp_coord_check_record(&before, e->doc, why, sizeof(why)) < 0)
 			return amp_errlist_add(errors, AMP_ERULE, "/type", "%s", why);
+		/* Who started a round, who ACKed (round.h). */
+		if (amp_round_check_record(&before, e->doc, why, sizeof(why)) < 0 ||
+		    amp_question_check_record(&before, e->doc, why, sizeof(why)) < 0)
+			return amp_errlist_add(errors, AMP_ERULE, "/type", "%s", why);
 		/* A dependency cycle is refused however it arrives. */
 		if (type && !strcmp(type, "depend") && amp_json_str(e->doc, "on")) {
 			amp_error derr;
@@ -215,6 +219,23 @@ static void place(struct check *c, amp_errlist *found, const char *file)
 	amp_errlist_free(found);
 }
 
+/* 1 unless e is a round, acked or address record (round.h) whose record
+ * is not one the commit adds: an instance is named in the commit that
+ * writes what it names.  The record named goes to *named. */
+static int names_own_commit(const amp_task_log *log, const amp_entry *e, json_t *added,
+			    const char **named)
+{
+	amp_entry_kind kind;
+	const amp_entry *m;
+	char name[300];
+
+	if (e->kind != AMP_ENTRY_CTL || !(*named = amp_round_names(e->doc, &kind)))
+		return 1;
+	m = amp_task_log_find(log, kind, *named);
+	return m && amp_store_entry_name(m->seq, m->kind, m->id, name, sizeof(name)) == 0 &&
+	       json_object_get(added, name);
+}
+
 /* Checks the records `added` (names, as keys) of one task of the commit. */
 static int check_task(struct check *c, const char *task, json_t *added)
 {
@@ -258,7 +279,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 		}
 		{
 			amp_errlist found = { 0 };
-			const char *record;
+			const char *record, *named;
 
 			int rc = amp_hook_check_record(c->st, c->set, c->tree, &log, i, c->agent,
 						       &found);
@@ -275,6 +296,10 @@ static int check_task(struct check *c, const char *task, json_t *added)
 				amp_errlist_add(&found, AMP_ESCHEMA, "/record",
 						"%s is not the next record of this commit: a superseded marker sets aside only the record committed right after it",
 						record);
+			if (!names_own_commit(&log, e, added, &named))
+				amp_errlist_add(&found, AMP_ESCHEMA, "/type",
+						"names %s, which this commit does not write: a record naming the instance of a message or an ACK comes in the same commit",
+						named);
 			place(c, &found, file);
 		}
 		if (status < 0)

@@ -23,7 +23,9 @@
  *     of a message already in the SSOT, a second ACK, or an ACK of a
  *     dispatch awaiting the admin's approval;
  *   - a control record that fails the control schema or names another task,
- *     or that the transition table refuses;
+ *     or that the transition table refuses; a round, acked or address
+ *     record (protocol/round.h) that names a record its commit does not
+ *     write, or that names another instance than the commit's Amp-Agent;
  *   - a superseded marker (amp sync) that does not name the record
  *     committed right after it, in the same commit; the record it sets
  *     aside is checked for its form only (schema and place; a dispatch

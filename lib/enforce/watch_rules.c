@@ -119,10 +119,11 @@ static int ack_problem(const amp_task_log *log, size_t i, char *what, size_t wha
 	return broken;
 }
 
-/* The named instance that wrote executor record e, into buf, when a lease
- * was ever taken on the task before it (the only rule that asks, coord.h):
- * the Amp-Agent of the commit that added it, never the watcher's own.
- * NULL otherwise (unnamed, or not asked). */
+/* The named instance that wrote record e, into buf, when a rule asks: an
+ * executor record when a lease was ever taken on the task before it
+ * (coord.h), any record when an instance was named as a round's starter
+ * or ACKer before it (round.h): the Amp-Agent of the commit that added
+ * it, never the watcher's own.  NULL otherwise (unnamed, or not asked). */
 static const char *writer_of(struct watch *w, const amp_task_log *before, const amp_entry *e,
 			     char *buf, size_t bufsz)
 {
@@ -131,11 +132,15 @@ static const char *writer_of(struct watch *w, const amp_task_log *before, const 
 	amp_error err;
 
 	buf[0] = '\0';
-	if (!from || strcmp(from, "executor"))
+	if (!from)
 		return NULL;
-	amp_coord_leases(before, &ls);
-	if (!ls.n)
-		return NULL;
+	if (!amp_round_named(before)) {
+		if (strcmp(from, "executor"))
+			return NULL;
+		amp_coord_leases(before, &ls);
+		if (!ls.n)
+			return NULL;
+	}
 	if (amp_read_writer(w->st, before->task_id, e->kind, e->id, buf, bufsz, &err) < 0) {
 		amp_errlist_add(w->errors, AMP_EIO, "", "%s", err.message);
 		w->failed = 1;

@@ -211,6 +211,43 @@ int amp_coord_check_write(const amp_task_log *log, const char *from, const char 
 	return AMP_ERULE;
 }
 
+json_t *amp_coord_released_json(const amp_task_log *log)
+{
+	amp_leases *ls = malloc(sizeof(*ls));
+	json_t *out = json_array();
+	size_t i, j;
+
+	if (!ls || !out)
+		goto cleanup;
+	amp_coord_leases(log, ls);
+	for (i = 0; i < ls->n; i++) {
+		const amp_lease *l = &ls->v[i];
+		const char *by = l->release ? amp_json_str(l->release, "from") : NULL;
+		const amp_entry *rec = NULL;
+		size_t k;
+
+		if (!by || !strcmp(by, "executor"))
+			continue; /* ended by a result, or the holder's own release */
+		for (j = 0; j < ls->n; j++)
+			if (ls->v[j].since_ms > l->since_ms && !strcmp(ls->v[j].agent, l->agent) &&
+			    !strcmp(ls->v[j].subtask, l->subtask))
+				break;
+		if (j < ls->n)
+			continue; /* claimed again since */
+		for (k = 0; k < log->count && !rec; k++)
+			if (log->entries[k].doc == l->release)
+				rec = &log->entries[k];
+		json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:s?,s:s,s:s?,s:s?,s:s?}",
+			"task_id", log->task_id, "agent", l->agent, "claim", l->claim,
+			"subtask_id", l->subtask[0] ? l->subtask : NULL, "by", by,
+			"at", amp_json_str(l->release, "timestamp"),
+			"reason", amp_json_str(l->release, "reason"), "record", rec ? rec->id : NULL));
+	}
+cleanup:
+	free(ls);
+	return out;
+}
+
 const char *amp_coord_lost_lease(const amp_task_log *log, const char *agent, int64_t at_ms)
 {
 	amp_leases *ls = malloc(sizeof(*ls));
@@ -295,7 +332,7 @@ const char *amp_coord_record_instance(const json_t *doc)
 	const char *type = amp_json_str(doc, "type"), *from = amp_json_str(doc, "from");
 
 	if (!type || !(!strcmp(type, "claim") || !strcmp(type, "heartbeat") ||
-		       !strcmp(type, "progress") ||
+		       !strcmp(type, "progress") || !strcmp(type, "round") || !strcmp(type, "acked") ||
 		       (!strcmp(type, "release") && from && !strcmp(from, "executor"))))
 		return NULL;
 	return amp_json_str(doc, "agent");

@@ -119,6 +119,18 @@ const char *amp_coord_lost_lease(const amp_task_log *log, const char *agent, int
 int amp_coord_check_result(const amp_task_log *log, const json_t *msg, const char *agent,
 			   char *why, size_t whysz);
 
+/*
+ * The holder told at release time (issue 33): each lease of the task that
+ * someone else than its holder released (amp watch's system when it
+ * expired, the coordinator, the admin) and that its holder did not claim
+ * again since (no later lease of the same instance and subtask), as a new
+ * JSON array of {"task_id", "agent", "claim", "subtask_id" (or null),
+ * "by" (the release's role), "at" (its timestamp), "reason" (or null),
+ * "record" (the release record)}.  Time-free: the status cache keeps it,
+ * and the holder's inbox shows it.
+ */
+json_t *amp_coord_released_json(const amp_task_log *log);
+
 /* The instance a record says wrote it: the "agent" of a claim, a
  * heartbeat or the holder's own release (the admin's or the coordinator's
  * names the holder it takes the lease from); NULL for any other record.

@@ -5,7 +5,9 @@
  * code outside it includes (share/doc/architecture.md). */
 #include "coord.h"
 #include "progress.h"
+#include "question.h"
 #include "registry.h"
+#include "round.h"
 #include "rules.h"
 #include "task.h"
 

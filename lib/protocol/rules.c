@@ -1,5 +1,6 @@
 #include "rules.h"
 #include "coord.h"
+#include "round.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -578,7 +579,8 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 		 amp_coord_check_write(log, from, agent, amp_record_time(msg),
 				       why, sizeof(why)) < 0)
 		amp_errlist_add(errors, AMP_ERULE, "/from", "%s", why);
-	else if (amp_coord_check_result(log, msg, agent, why, sizeof(why)) < 0)
+	else if (amp_coord_check_result(log, msg, agent, why, sizeof(why)) < 0 ||
+		 amp_round_check_message(log, &s, msg, agent, why, sizeof(why)) < 0)
 		amp_errlist_add(errors, AMP_ERULE, "/from", "%s", why);
 	check_refs(st, tip, log, json_object_get(msg, "context_ref"), "/context_ref", errors);
 	if (type && !strcmp(type, "task_dispatch")) {

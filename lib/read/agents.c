@@ -109,7 +109,10 @@ static int note_agent(const amp_log_record *r, void *ctx)
 	/* A claim names its instance in the record too (a fetched one). */
 	if (!agent && type && !strcmp(type, "claim"))
 		agent = amp_json_str(r->doc, "agent");
-	if (!agent || !amp_agent_valid(agent, strlen(agent)) || !(a = agent_entry(all, agent)))
+	/* A record naming the writer of its commit's dispatch or ACK (round.h)
+	 * is part of that write, not one of its own. */
+	if (!agent || !amp_agent_valid(agent, strlen(agent)) ||
+	    (type && amp_role_in(type, "round acked")) || !(a = agent_entry(all, agent)))
 		return 0;
 	if (from && amp_role_in(from, "admin coordinator executor reviewer"))
 		json_object_set_new(json_object_get(a, "roles"), from, json_true());

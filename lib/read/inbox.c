@@ -585,6 +585,8 @@ void amp_inbox_free(amp_inbox *in)
 {
 	json_decref(in->messages);
 	in->messages = NULL;
+	json_decref(in->team);
+	in->team = NULL;
 }
 
 /* ---- output -------------------------------------------------------------- */
@@ -634,6 +636,10 @@ static json_t *inbox_json(const amp_inbox *in, const char *role, const char *ref
 			json_object_set(m, "for_agent", json_object_get(r, "for_agent"));
 		json_array_append_new(list, m);
 	}
+	/* What the team reports (inbox_team.h): progress, questions,
+	 * answers. */
+	if (in->team)
+		json_object_update(out, in->team);
 	return out;
 }
 
@@ -655,6 +661,56 @@ static int widest(const json_t *list, const char *key)
 		if (strlen(field(m, key)) > w)
 			w = strlen(field(m, key));
 	return (int)w;
+}
+
+/* The team's reports (inbox_team.h), one line each, escaped. */
+static void format_team(FILE *f, const json_t *inbox, const amp_human *h)
+{
+	const json_t *m, *a;
+	char t[AMP_HUMAN_TIME_BUFSZ], d[AMP_DURATION_BUFSZ];
+	size_t i;
+
+	json_array_foreach(json_object_get(inbox, "progress"), i, m) {
+		fprintf(f, "%-*s  progress       %s %s%s%s: %lld%%", AMP_HUMAN_TIME_WIDTH,
+			amp_human_time(h, amp_json_str(m, "timestamp"), t), field(m, "task_id"),
+			field(m, "agent"), amp_json_str(m, "subtask_id") ? " on " : "",
+			amp_json_str(m, "subtask_id") ? field(m, "subtask_id") : "",
+			(long long)json_integer_value(json_object_get(m, "percent")));
+		if (amp_json_str(m, "note"))
+			fprintf(f, " (%s)", field(m, "note"));
+		fputc('\n', f);
+	}
+	json_array_foreach(json_object_get(inbox, "questions"), i, m) {
+		json_int_t due = json_integer_value(json_object_get(m, "due_seconds"));
+
+		fprintf(f, "%-*s  question       %s %s by %s: %s  ", AMP_HUMAN_TIME_WIDTH,
+			amp_human_time(h, amp_json_str(m, "asked"), t), field(m, "task_id"),
+			field(m, "record"), amp_json_str(m, "agent") ? field(m, "agent") : "the executor",
+			field(m, "question"));
+		if (due >= 0)
+			fprintf(f, "answer due in %s\n", amp_duration_format(due, d));
+		else
+			fprintf(f, "%sanswer overdue %s%s\n", amp_human_sgr(h, AMP_SGR_RED),
+				amp_duration_format(due, d), amp_human_sgr(h, AMP_SGR_RESET));
+	}
+	json_array_foreach(json_object_get(inbox, "released"), i, m) {
+		fprintf(f, "%-*s  released       %s %s of %s%s%s by %s", AMP_HUMAN_TIME_WIDTH,
+			amp_human_time(h, amp_json_str(m, "at"), t), field(m, "task_id"),
+			field(m, "claim"), field(m, "agent"), amp_json_str(m, "subtask_id") ? " on " : "",
+			amp_json_str(m, "subtask_id") ? field(m, "subtask_id") : "", field(m, "by"));
+		if (amp_json_str(m, "reason"))
+			fprintf(f, ": %s", field(m, "reason"));
+		fputs("  (claim it again before you write to it)\n", f);
+	}
+	json_array_foreach(json_object_get(inbox, "answers"), i, m) {
+		a = json_object_get(m, "answer");
+		fprintf(f, "%-*s  answer         %s %s (%s): %s", AMP_HUMAN_TIME_WIDTH,
+			amp_human_time(h, amp_json_str(a, "timestamp"), t), field(m, "task_id"),
+			field(m, "record"), field(m, "question"), field(a, "answer"));
+		if (amp_json_str(a, "agent"))
+			fprintf(f, "  by %s", field(a, "agent"));
+		fputc('\n', f);
+	}
 }
 
 static char *format(const json_t *inbox, const amp_human *h)
@@ -692,6 +748,7 @@ static char *format(const json_t *inbox, const amp_human *h)
 			fprintf(f, "  for %s", field(m, "for_agent"));
 		fputc('\n', f);
 	}
+	format_team(f, inbox, h);
 	if (!json_array_size(list))
 		fprintf(f, "nothing for %s ", field(inbox, "role"));
 	fprintf(f, "as of %s (%s)\n", short_tip, field(inbox, "ref"));

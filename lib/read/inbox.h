@@ -55,6 +55,8 @@ typedef struct amp_inbox {
 			     * (the Amp-Agent of the commit that added it,
 			     * or null)} */
 	amp_inbox_source source;
+	json_t *team;       /* what the team reports (inbox_team.h), owned;
+			     * NULL: not asked */
 } amp_inbox;
 
 /*

@@ -306,7 +306,8 @@ int amp_log_type_valid(const char *type)
 	/* The types of control.schema.json's "type" enum. */
 	static const char *const controls[] = { "resume", "approve", "abort", "heartbeat", "superseded",
 						"idempotency_key", "claim", "release", "depend", "plan",
-						"register", "address", "progress" };
+						"register", "address", "progress", "round", "acked",
+						"question", "answer" };
 	size_t i;
 
 	if (amp_type_lookup(type) || !strcmp(type, "ack"))

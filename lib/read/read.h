@@ -169,6 +169,7 @@ const char *amp_entry_kind_name(amp_entry_kind kind);
 #include "agents.h"
 #include "inbox.h"
 #include "inbox_agent.h"
+#include "inbox_team.h"
 #include "summary.h"
 
 #endif

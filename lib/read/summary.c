@@ -8,12 +8,12 @@
  * MB of memory).  The first line says what the file is and the policy it
  * was made under:
  *
- *   amp-status-cache 3 <TAB> <build> <TAB> <policy>
+ *   amp-status-cache 4 <TAB> <build> <TAB> <policy>
  *
  * then, per task:
  *
  *   task  tree  state  rejects  suspended  locked  messages  unreadable
- *   last_timestamp  deadlines  leases  deps
+ *   last_timestamp  deadlines  leases  deps  team
  *
  * task (escaped: it is a tree entry's name, which may hold any byte but
  * NUL and '/'), the task directory's tree id (40 hex digits), the state
@@ -21,7 +21,10 @@
  * timestamp ("-" when there is none, "s" and the escaped string, or "j"
  * and its JSON text when it is not a string), the ACK deadlines in Unix ms
  * separated by commas, the leases and the dependencies as compact JSON
- * (empty when there are none: most tasks).  Escaped: '\' as "\\" and every
+ * (empty when there are none: most tasks), and what a team reports
+ * (issue 33) as compact JSON {"progress", "questions", "released"}
+ * (protocol/progress.h, question.h, coord.h; empty when the task has
+ * none).  Escaped: '\' as "\\" and every
  * byte below 0x20 and 0x7f as "\xHH", so that no field holds a tab or a
  * newline.  A line that does not read back is ignored (the task is read
  * from its records and the line written again); a file whose first line is
@@ -46,7 +49,7 @@
 #include "record/record.h"
 #include "summary.h"
 
-#define CACHE_MAGIC "amp-status-cache 3"
+#define CACHE_MAGIC "amp-status-cache 4"
 
 /* The time-free summary of one task. */
 struct sentry {
@@ -60,6 +63,8 @@ struct sentry {
 	size_t ndeadlines;
 	char *leases;       /* compact JSON, NULL when none */
 	char *deps;         /* compact JSON, NULL when none */
+	char *team;         /* compact JSON {"progress", "questions",
+			     * "released"}, NULL when the task has none */
 	/* Loaded and not read yet: the line's fields after the task, in the
 	 * cache's buffer (only task is set); read at the first lookup
 	 * (parsed()), written back as they are.  Parsing 25,000 lines was
@@ -123,6 +128,7 @@ static void sentry_free(struct sentry *e)
 	free(e->deadlines);
 	free(e->leases);
 	free(e->deps);
+	free(e->team);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -238,12 +244,12 @@ static size_t split_tabs(const char *line, size_t len, const char **f, size_t *f
  * what this file writes. */
 static int parse_rest(const char *rest, size_t len, struct sentry *e)
 {
-	const char *f[12];
-	size_t flen[12], i;
+	const char *f[13];
+	size_t flen[13], i;
 	long long v;
 
 	/* f[0], the task, is the caller's */
-	if (split_tabs(rest, len, f + 1, flen + 1, 11) != 11 || !flen[2] ||
+	if (split_tabs(rest, len, f + 1, flen + 1, 12) != 12 || !flen[2] ||
 	    flen[2] >= sizeof(e->state) || oid_of_hex(f[1], flen[1], &e->tree) < 0)
 		goto bad;
 	for (i = 0; i < flen[2]; i++)
@@ -284,7 +290,8 @@ static int parse_rest(const char *rest, size_t len, struct sentry *e)
 		}
 	}
 	if ((flen[10] && !(e->leases = unescaped(f[10], flen[10]))) ||
-	    (flen[11] && !(e->deps = unescaped(f[11], flen[11]))))
+	    (flen[11] && !(e->deps = unescaped(f[11], flen[11]))) ||
+	    (flen[12] && !(e->team = unescaped(f[12], flen[12]))))
 		goto bad;
 	return 0;
 bad:
@@ -312,6 +319,9 @@ static void put_line(FILE *f, const struct sentry *e)
 	putc('\t', f);
 	if (e->deps)
 		put_escaped(f, e->deps);
+	putc('\t', f);
+	if (e->team)
+		put_escaped(f, e->team);
 	putc('\n', f);
 }
 
@@ -599,6 +609,26 @@ static json_t *deps_of(const amp_task_log *log)
 	return out;
 }
 
+/* What a team reports on the task (issue 33): {"progress", "questions",
+ * "released"} as compact JSON, or NULL when it has none (or out of
+ * memory). */
+static char *team_of(const amp_task_log *log)
+{
+	json_t *p = amp_progress_json(log), *q = amp_questions_json(log), *t;
+	json_t *r = amp_coord_released_json(log);
+	char *text = NULL;
+
+	if (json_array_size(p) || json_array_size(q) || json_array_size(r)) {
+		t = json_pack("{s:O,s:O,s:O}", "progress", p, "questions", q, "released", r);
+		text = t ? json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+		json_decref(t);
+	}
+	json_decref(p);
+	json_decref(q);
+	json_decref(r);
+	return text;
+}
+
 /* The time-free summary of a task's log into e (e->task set by the
  * caller); -1 when out of memory. */
 static int summarize(const amp_task_log *log, int64_t now_ms, struct sentry *e)
@@ -639,6 +669,7 @@ static int summarize(const amp_task_log *log, int64_t now_ms, struct sentry *e)
 	if (!l || !d || (json_array_size(l) && !(e->leases = json_text_if_any(l))) ||
 	    (json_array_size(d) && !(e->deps = json_text_if_any(d))))
 		goto cleanup;
+	e->team = team_of(log);
 	status = 0;
 cleanup:
 	json_decref(t);
@@ -788,6 +819,17 @@ static void count_acks(const struct sentry *e, int64_t now_ms, size_t *pending,
 	}
 }
 
+/* Member `key` of the summary's team JSON (an array; [] when none). */
+static json_t *team_part(const struct sentry *e, const char *key)
+{
+	json_t *all = e->team ? json_loads(e->team, 0, NULL) : NULL, *part;
+
+	part = json_is_array(json_object_get(all, key)) ? json_incref(json_object_get(all, key))
+						       : json_array();
+	json_decref(all);
+	return part;
+}
+
 /* The summary e at now_ms, in the order amp status prints the fields. */
 static json_t *at_time(const char *task, const struct sentry *e, int64_t now_ms)
 {
@@ -808,7 +850,10 @@ static json_t *at_time(const char *task, const struct sentry *e, int64_t now_ms)
 	    json_object_set_new(out, "acks_overdue", json_integer((json_int_t)overdue)) < 0 ||
 	    json_object_set_new(out, "unreadable", json_integer(e->unreadable)) < 0 ||
 	    json_object_set(out, "last_timestamp", last) < 0 ||
-	    json_object_set_new(out, "claims", claims_at(e->leases, now_ms)) < 0) {
+	    json_object_set_new(out, "claims", claims_at(e->leases, now_ms)) < 0 ||
+	    json_object_set_new(out, "progress", team_part(e, "progress")) < 0 ||
+	    json_object_set_new(out, "questions", team_part(e, "questions")) < 0 ||
+	    json_object_set_new(out, "released", team_part(e, "released")) < 0) {
 		json_decref(out);
 		out = NULL;
 	}
@@ -832,7 +877,7 @@ int amp_summary_brief_get(amp_summaries *c, amp_store *st, git_tree *root, const
 	out->messages = s->messages;
 	out->unreadable = s->unreadable;
 	count_acks(s, now_ms, &out->acks_pending, &out->acks_overdue);
-	out->extras = s->leases || s->deps;
+	out->extras = s->leases || s->deps || s->team;
 	if (owned) {
 		sentry_free(owned);
 		free(owned);

@@ -158,6 +158,25 @@ static int set_aside_told(struct replay_ctx *r, amp_task_log *log, const char *d
  * 1).  AMP_ESCHEMA when it is not a well-formed record in that place
  * (left to the caller), AMP_EIO.
  */
+/* 1 when control record doc names the instance of a message or an ACK
+ * (protocol/round.h: round, acked, address) that this join set aside: the
+ * newest record of that kind and id in log is one set aside. */
+static int names_aside(const amp_task_log *log, const json_t *doc)
+{
+	amp_entry_kind kind;
+	const char *id = amp_round_names(doc, &kind);
+	const amp_entry *in_force;
+	size_t i = log->nsuperseded;
+
+	if (!id)
+		return 0;
+	in_force = amp_task_log_find(log, kind, id);
+	while (i--)
+		if (log->superseded[i].kind == kind && !strcmp(log->superseded[i].id, id))
+			return !in_force || log->superseded[i].seq > in_force->seq;
+	return 0;
+}
+
 int amp_sync_place_record(struct replay_ctx *r, amp_task_log *log, git_tree *base, const char *dir,
 			  amp_entry_kind kind, const char *id, const git_oid *blob,
 			  const char *name, int *aside, amp_error *err)
@@ -201,6 +220,17 @@ int amp_sync_place_record(struct replay_ctx *r, amp_task_log *log, git_tree *bas
 			 first->id, cause);
 		*aside = 1;
 		status = set_aside(r, log, dir, kind, id, doc, blob, first->id, reason, err);
+		goto cleanup;
+	}
+	/* Who wrote a record set aside names nothing in force: aside too. */
+	if (kind == AMP_ENTRY_CTL && names_aside(log, doc)) {
+		char reason[400];
+		amp_entry_kind k;
+
+		snprintf(reason, sizeof(reason), "it names %s, which this join set aside",
+			 amp_round_names(doc, &k));
+		*aside = 1;
+		status = set_aside(r, log, dir, kind, id, doc, blob, NULL, reason, err);
 		goto cleanup;
 	}
 	if (amp_task_log_append(log, seq, kind, id, json_incref(doc), 0) < 0) {

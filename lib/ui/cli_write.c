@@ -222,6 +222,8 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 			     .operand_def = "task_id", .role_required = 1, .check = control_check,
 			     .ctx = &a };
 	amp_control_result res;
+	json_t *recovered, *r;
+	size_t i;
 	int code, status;
 
 	amp_reccache_arena(); /* one message, then exit */
@@ -231,9 +233,13 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 				   &w.errors);
 	if (status < 0)
 		return amp_cli_write_done(&w, status);
+	/* Recovered (issue 33): what the instance still held is given back. */
+	recovered = res.lost[0] ? amp_cli_recover(&w, res.lost) : NULL;
 	if (w.json_out) {
 		json_t *out = control_json(&w, &res);
 
+		if (recovered)
+			json_object_set(out, "released", recovered);
 		amp_cli_print_json(out, 0);
 		json_decref(out);
 	} else if (!strcmp(type, "resume")) {
@@ -253,5 +259,9 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 	if (res.lost[0])
 		fprintf(stderr, "amp heartbeat: warning: /agent: %s: the lease of %s (%s) ran out and amp watch released it; the task is claimable again: claim it before working on it\n",
 			amp_store_agent(w.st), w.arg, res.lost);
+	json_array_foreach(recovered, i, r)
+		fprintf(stderr, "amp heartbeat: warning: /agent: %s: released %s of %s too (recovered: it was not renewed since); claim it again to go on\n",
+			amp_store_agent(w.st), amp_json_str(r, "claim"), amp_json_str(r, "task_id"));
+	json_decref(recovered);
 	return amp_cli_write_done(&w, status);
 }

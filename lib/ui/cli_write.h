@@ -74,6 +74,16 @@ struct amp_cli_writer {
  */
 int amp_cli_write_open(amp_cli_writer *w, int argc, char **argv);
 
+/*
+ * Issue 33, RepoMesh ACP "recovered" (cli_recover.c): after a heartbeat of
+ * w's instance found that amp watch released its lease `lost` of task
+ * w->arg, releases (as the holder) each lease the instance still holds in
+ * force on a task not finished and did not renew after that release.  A
+ * new JSON array of {"task_id", "claim"} released; failures go to
+ * w->errors.
+ */
+json_t *amp_cli_recover(amp_cli_writer *w, const char *lost);
+
 /* The result of a write that succeeded: `out` (a new reference, taken
  * over) printed as the --json result under --json, else the line of
  * `fmt` (printf, a newline added). */

@@ -41,8 +41,10 @@ static int role_may(const char *type, const char *from)
 		return amp_role_in(from, "executor coordinator admin system");
 	if (!strcmp(type, "depend") || !strcmp(type, "plan"))
 		return amp_role_in(from, "coordinator admin");
-	if (!strcmp(type, "progress"))
+	if (!strcmp(type, "progress") || !strcmp(type, "question"))
 		return !strcmp(from, "executor");
+	if (!strcmp(type, "answer"))
+		return amp_role_in(from, "coordinator admin");
 	return amp_role_in(from, "coordinator executor reviewer");
 }
 
@@ -93,8 +95,10 @@ int amp_control_allowed(const amp_task_log *log, const char *type, const char *f
 	amp_task_state s;
 	int ok;
 
-	if (type && (!strcmp(type, "idempotency_key") || !strcmp(type, "address")))
-		return 1; /* written with its message, by amp_send_message */
+	/* Written with its message, by amp_send_message and amp_send_ack; a
+	 * round or acked record is checked by amp_round_check_record. */
+	if (type && amp_role_in(type, "idempotency_key address round acked"))
+		return 1;
 	/* amp sync's bookkeeping: it changes no state, and the hook checks
 	 * that it sets aside a record of its own commit only. */
 	if (type && !strcmp(type, "superseded") && from && !strcmp(from, "system"))
@@ -105,7 +109,7 @@ int amp_control_allowed(const amp_task_log *log, const char *type, const char *f
 		return 0;
 	}
 	amp_task_state_compute(log, &s);
-	if (amp_role_in(type, "claim release depend plan progress")) {
+	if (amp_role_in(type, "claim release depend plan progress question answer")) {
 		char closed[512];
 
 		/* Leases are coord.h's (amp_coord_check_record); like a

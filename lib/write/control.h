@@ -16,6 +16,10 @@
  *   heartbeat  an agent proves it is alive on a task (AMP/1.0
  *              heartbeat_timeout "Agent 30min no SSOT write")
  *   idempotency_key  written by amp_send_message with a key (send.h)
+ *   round, acked  written by amp_send_message and amp_send_ack for a
+ *              named instance, with its dispatch or ACK (protocol/round.h)
+ *   question, answer  amp ask and amp answer (coord_write.h,
+ *              protocol/question.h)
  *   superseded  written by amp sync's join (sync.h), as system: the next
  *              record of the task is not in force (amp_store_read_task
  *              sets it aside)

@@ -13,7 +13,8 @@
 #include "record/record.h"
 #include "record_writer.h"
 
-enum coord_op { OP_CLAIM, OP_RELEASE, OP_EXPIRE, OP_DEPEND, OP_PLAN, OP_DEADLINE, OP_PROGRESS };
+enum coord_op { OP_CLAIM, OP_RELEASE, OP_EXPIRE, OP_DEPEND, OP_PLAN, OP_DEADLINE, OP_PROGRESS,
+		OP_QUESTION, OP_ANSWER };
 
 struct coord_ctx {
 	enum coord_op op;
@@ -22,14 +23,16 @@ struct coord_ctx {
 	const char *subtask;
 	const char *from;
 	const char *agent;
-	const char *reason;  /* release: its reason; progress: the note */
-	long long ttl_sec;   /* claim: the lease; progress: the percent */
+	const char *reason;  /* release: its reason; progress: the note;
+			      * question, answer: the text */
+	long long ttl_sec;   /* claim: the lease; progress: the percent;
+			      * question: seconds to answer */
 	int64_t now_ms;
 	amp_coord_result *res;
 	amp_errlist *errors;
 	size_t errors_base;
 	json_t *doc; /* the record of the last attempt */
-	const char *on; /* depend: the task waited for */
+	const char *on; /* depend: the task waited for; answer: the question */
 	int soft;
 	const amp_plan *plan; /* plan: the fields to write (-1, 0, NULL: none) */
 };
@@ -347,6 +350,41 @@ static int build_progress(struct coord_ctx *c, const amp_task_log *log, amp_stor
 	return status;
 }
 
+/* SPEC-022 feedback: a question, or its one answer (protocol/question.h). */
+static int build_feedback(struct coord_ctx *c, const amp_task_log *log, const amp_task_state *s,
+			  amp_store_write *w, amp_error *err)
+{
+	char why[600];
+	json_t *extra;
+	int status;
+
+	if (c->op == OP_QUESTION) {
+		if (c->subtask && !amp_task_subtask(s, c->subtask)) {
+			snprintf(why, sizeof(why), "task %s has no subtask %s", c->task_id, c->subtask);
+			return refuse(c, err, AMP_ERULE, "/subtask_id", why);
+		}
+		if (amp_coord_check_write(log, "executor", c->agent, c->now_ms, why, sizeof(why)) < 0)
+			return refuse(c, err, AMP_ERULE, "/from", why);
+		control_name(log, "question", c->now_ms, c->res->name, sizeof(c->res->name));
+		extra = json_pack("{s:s*,s:s*,s:s,s:I}", "agent", c->agent, "subtask_id", c->subtask,
+				  "question", c->reason, "ack_timeout_sec", (json_int_t)c->ttl_sec);
+	} else {
+		json_t *probe = json_pack("{s:s,s:s}", "type", "answer", "answers", c->on);
+
+		status = amp_question_check_record(log, probe, why, sizeof(why));
+		json_decref(probe);
+		if (status < 0)
+			return refuse(c, err, AMP_ERULE, "/answers", why);
+		control_name(log, "answer", c->now_ms, c->res->name, sizeof(c->res->name));
+		extra = json_pack("{s:s*,s:s,s:s}", "agent", c->agent, "answers", c->on,
+				  "answer", c->reason);
+	}
+	status = extra ? add_doc(c, log, c->op == OP_QUESTION ? "question" : "answer", extra, w, err)
+		       : amp_error_set(err, AMP_ESCHEMA, "", "the text must be valid UTF-8");
+	json_decref(extra);
+	return status;
+}
+
 static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, amp_error *err)
 {
 	struct coord_ctx *c = vctx;
@@ -355,7 +393,8 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 	char closed[512], why[700];
 	const char *type = c->op == OP_CLAIM ? "claim" : c->op == OP_DEPEND ? "depend" :
 			   c->op == OP_PLAN ? "plan" : c->op == OP_DEADLINE ? "escalation" :
-			   c->op == OP_PROGRESS ? "progress" : "release";
+			   c->op == OP_PROGRESS ? "progress" : c->op == OP_QUESTION ? "question" :
+			   c->op == OP_ANSWER ? "answer" : "release";
 	int status;
 
 	amp_errlist_truncate(c->errors, c->errors_base);
@@ -381,6 +420,8 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 		status = build_claim(c, &log, &s, w, err);
 	} else if (c->op == OP_PROGRESS) {
 		status = build_progress(c, &log, w, err);
+	} else if (c->op == OP_QUESTION || c->op == OP_ANSWER) {
+		status = build_feedback(c, &log, &s, w, err);
 	} else if (c->op == OP_RELEASE) {
 		status = build_release(c, &log, w, err);
 	} else {
@@ -398,6 +439,10 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 		else if (c->op == OP_PROGRESS)
 			snprintf(w->subject, sizeof(w->subject), "progress %s %s: %s %lld%%", c->task_id,
 				 c->from, c->agent, c->ttl_sec);
+		else if (c->op == OP_QUESTION || c->op == OP_ANSWER)
+			snprintf(w->subject, sizeof(w->subject), "%s %s %s%s%s%s%s", type, c->task_id,
+				 c->from, c->agent ? " " : "", c->agent ? c->agent : "",
+				 c->op == OP_ANSWER ? ": answers " : "", c->op == OP_ANSWER ? c->on : "");
 		else if (c->op == OP_CLAIM)
 			snprintf(w->subject, sizeof(w->subject), "claim %s %s: %s%s%s", c->task_id,
 				 c->from, c->agent, c->subtask ? " subtask " : "",
@@ -422,7 +467,7 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 static const char *op_type(enum coord_op op)
 {
 	static const char *const types[] = { "claim", "release", "release", "depend", "plan",
-					     "escalation", "progress" };
+					     "escalation", "progress", "question", "answer" };
 
 	return types[op];
 }
@@ -492,6 +537,33 @@ int amp_coord_progress(amp_store *st, amp_schema_set *set, const char *task_id,
 	if (!agent)
 		return amp_errlist_add(errors, AMP_EUSAGE, "/agent",
 				       "a progress report names its instance: --agent NAME (or AMP_AGENT, git config amp.agent)");
+	return run(st, &c);
+}
+
+int amp_coord_ask(amp_store *st, amp_schema_set *set, const char *task_id,
+		  const char *subtask, const char *agent, const char *question,
+		  long long timeout_sec, int64_t now_ms, amp_coord_result *res,
+		  amp_errlist *errors)
+{
+	struct coord_ctx c = { OP_QUESTION, set, task_id, subtask, "executor", agent, question,
+			       timeout_sec, now_ms, res, errors, errors->count, NULL, NULL, 0, NULL };
+
+	memset(res, 0, sizeof(*res));
+	return run(st, &c);
+}
+
+int amp_coord_answer(amp_store *st, amp_schema_set *set, const char *task_id,
+		     const char *question_name, const char *from, const char *agent,
+		     const char *answer, int64_t now_ms, amp_coord_result *res,
+		     amp_errlist *errors)
+{
+	struct coord_ctx c = { OP_ANSWER, set, task_id, NULL, from, agent, answer, 0,
+			       now_ms, res, errors, errors->count, NULL, question_name, 0, NULL };
+
+	memset(res, 0, sizeof(*res));
+	if (!amp_role_in(from, "coordinator admin"))
+		return amp_errlist_add(errors, AMP_ERULE, "/from",
+				       "a question is answered by the coordinator or the admin, not %s", from);
 	return run(st, &c);
 }
 

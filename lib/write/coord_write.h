@@ -74,6 +74,29 @@ int amp_coord_progress(amp_store *st, amp_schema_set *set, const char *task_id,
 		       const char *subtask, const char *agent, int percent, const char *note,
 		       int64_t now_ms, amp_coord_result *res, amp_errlist *errors);
 
+/*
+ * SPEC-022 feedback (issue 33, protocol/question.h): the executor (as
+ * instance `agent`, or unnamed: NULL) asks `question` (data) about task_id
+ * or its subtask (NULL: the task), to be answered within timeout_sec.
+ * Refused (AMP_ERULE, logged) when the task has no records, is closed to
+ * the executor, has no such subtask, or another instance holds it.
+ * res->name gets the record's name ("question-<unix_ms>").
+ */
+int amp_coord_ask(amp_store *st, amp_schema_set *set, const char *task_id,
+		  const char *subtask, const char *agent, const char *question,
+		  long long timeout_sec, int64_t now_ms, amp_coord_result *res,
+		  amp_errlist *errors);
+
+/* `from` (coordinator or admin; instance `agent` or NULL) answers question
+ * record `question_name` of task_id with `answer` (data).  Refused
+ * (AMP_ERULE, logged) for another role, a question the task does not hold
+ * or one answered already, a task closed to the role.  res->name gets the
+ * record's name. */
+int amp_coord_answer(amp_store *st, amp_schema_set *set, const char *task_id,
+		     const char *question_name, const char *from, const char *agent,
+		     const char *answer, int64_t now_ms, amp_coord_result *res,
+		     amp_errlist *errors);
+
 /* `from` (coordinator or admin) records that task_id depends on `on`.
  * Refused (AMP_ERULE, logged) for another role, a cycle, a task closed to
  * the role.  res->name gets the record's name. */

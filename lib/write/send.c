@@ -138,27 +138,47 @@ static int add_key_record(struct message_ctx *c, amp_store_write *w,
 	return add_control(c, w, log, name, doc, err);
 }
 
-/* amp send --to NAME@ROLE: the address record of the message, next in
- * the commit after it (and its escalations).  Its name is
- * "address-<unix_ms of the message>" (the next free millisecond). */
-static int add_address_record(struct message_ctx *c, amp_store_write *w,
-			      const amp_task_log *log, amp_error *err)
+/* A control record naming an instance for the message (or ACK) `id` of
+ * this commit, next in the commit after it: `type` "address" (amp send
+ * --to NAME@ROLE: the instance it is for), "round" (a dispatch's named
+ * sender), "acked" (an ACK's named writer; its field is ack_for), by
+ * `from` at `when`.  Its name is "<type>-<unix_ms>" (the next free
+ * millisecond from ms). */
+static int add_instance_record(amp_schema_set *set, amp_errlist *errors, size_t base,
+			       amp_store_write *w, const amp_task_log *log, const char *type,
+			       const char *id, const char *agent, const char *from,
+			       const char *when, int64_t ms, amp_error *err)
 {
 	char name[64];
-	int64_t ms = amp_msg_id_ms(c->res->msg_id);
 	json_t *doc;
+	int status;
 
 	do
-		snprintf(name, sizeof(name), "address-%lld", (long long)ms++);
+		snprintf(name, sizeof(name), "%s-%lld", type, (long long)ms++);
 	while (amp_task_log_find(log, AMP_ENTRY_CTL, name));
-	doc = json_pack("{s:s,s:s,s:s,s:s,s:O,s:s,s:s}", "protocol_version", AMP_PROTOCOL,
-			"type", "address", "task_id", log->task_id,
-			"from", amp_json_str(c->msg, "from"),
-			"timestamp", json_object_get(c->msg, "timestamp"),
-			"msg_id", c->res->msg_id, "agent", c->opts->to_agent);
+	doc = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "protocol_version", AMP_PROTOCOL,
+			"type", type, "task_id", log->task_id, "from", from, "timestamp", when,
+			strcmp(type, "acked") ? "msg_id" : "ack_for", id, "agent", agent);
 	if (!doc)
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
-	return add_control(c, w, log, name, doc, err);
+	if ((status = amp_control_validate(set, doc, errors)) < 0)
+		status = amp_write_first_error(errors, base, status, err);
+	else
+		status = amp_write_add_record(w, log, AMP_ENTRY_CTL, name, doc, err);
+	json_decref(doc);
+	return status;
+}
+
+/* The address (--to NAME@ROLE) or round (a dispatch by a named instance)
+ * record of the message. */
+static int add_message_instance(struct message_ctx *c, amp_store_write *w,
+				const amp_task_log *log, const char *type, const char *agent,
+				amp_error *err)
+{
+	return add_instance_record(c->set, c->errors, c->errors_base, w, log, type,
+				   c->res->msg_id, agent, amp_json_str(c->msg, "from"),
+				   amp_json_str(c->msg, "timestamp"), amp_msg_id_ms(c->res->msg_id),
+				   err);
 }
 
 /* The sender's clock: a timestamp further than amp.maxClockSkew from this
@@ -362,7 +382,15 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	}
 	if (c->opts->to_agent) {
 		after.next_seq = log.next_seq + (int)w->nfiles;
-		if ((status = add_address_record(c, w, &after, err)) < 0)
+		if ((status = add_message_instance(c, w, &after, "address", c->opts->to_agent,
+						   err)) < 0)
+			goto cleanup;
+	}
+	/* Issue 33: who started the round (round.h). */
+	if (!strcmp(type, "task_dispatch") && amp_store_agent(st)) {
+		after.next_seq = log.next_seq + (int)w->nfiles;
+		if ((status = add_message_instance(c, w, &after, "round", amp_store_agent(st),
+						   err)) < 0)
 			goto cleanup;
 	}
 	snprintf(w->subject, sizeof(w->subject), "%s %s %s -> %s%s%s%s", type, task,
@@ -783,6 +811,16 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 						       c->res, NULL, err);
 		json_decref(affected);
 		if (status < 0)
+			goto cleanup;
+	}
+	/* Issue 33: whose ACK it is (round.h). */
+	if (amp_store_agent(st)) {
+		amp_task_log named = log;
+
+		named.next_seq = log.next_seq + (int)w->nfiles;
+		if ((status = add_instance_record(c->set, c->errors, c->errors_base, w, &named,
+						  "acked", c->msg_id, amp_store_agent(st), c->from,
+						  when, c->now_ms, err)) < 0)
 			goto cleanup;
 	}
 	snprintf(w->subject, sizeof(w->subject), "ack %s %s -> %s%s", c->msg_id,

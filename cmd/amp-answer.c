@@ -1,0 +1,66 @@
+/* amp answer: the coordinator (or the admin) answers an executor's
+ * clarification question (amp ask), once, as a control record. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ui/ui.h"
+#include "store/store.h"
+#include "write/write.h"
+#include "base/util.h"
+
+static const char usage[] =
+	"usage: amp answer <task_id> --question <question-ms> --answer <text>\n"
+	"                  [--agent <name>] [--from coordinator|admin] [--sync|--no-sync] [--json] [--repo <dir>]\n";
+
+struct answer_args {
+	const char *question, *answer;
+};
+
+static int option(amp_cli_writer *w, int c)
+{
+	struct answer_args *a = w->ctx;
+
+	if (c == 'q')
+		a->question = optarg;
+	else
+		a->answer = optarg;
+	return 0;
+}
+
+static int check(amp_cli_writer *w)
+{
+	struct answer_args *a = w->ctx;
+
+	if (!a->question || !*a->question)
+		return amp_cli_usage_error("answer", usage, "--question (the question record, question-<ms>) is required");
+	if (!a->answer || !*a->answer)
+		return amp_cli_usage_error("answer", usage, "--answer is required and not empty");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "question", required_argument, NULL, 'q' },
+		{ "answer", required_argument, NULL, 'A' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct answer_args a = { NULL, NULL };
+	amp_cli_writer w = { .cmd = "answer", .usage = usage, .opts = opts, .option = option,
+			     .usage_one = "one task id expected", .operand_name = "<task_id>",
+			     .operand_def = "task_id", .check = check, .ctx = &a };
+	amp_coord_result res;
+	int code, status;
+
+	if ((code = amp_cli_write_open(&w, argc, argv)) != AMP_CLI_GO)
+		return amp_cli_write_close(&w, code);
+	status = amp_coord_answer(w.st, w.set, w.arg, a.question, w.from ? w.from : "coordinator",
+				  amp_store_agent(w.st), a.answer, w.now_ms, &res, &w.errors);
+	if (status >= 0)
+		amp_cli_write_print(&w, json_pack("{s:s,s:s,s:s?,s:s}", "task_id", w.arg,
+						  "answers", a.question, "agent", amp_store_agent(w.st),
+						  "record", res.name),
+				    "%s", res.name);
+	return amp_cli_write_done(&w, status);
+}

@@ -1,0 +1,115 @@
+#include "inbox_team.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/util.h"
+#include "record/record.h"
+#include "summary.h"
+
+/* Adds the task's reports of summary s to team, for role. */
+static void add_task(json_t *team, const json_t *s, const char *role, const char *agent,
+		     int64_t now_ms)
+{
+	const json_t *m;
+	size_t i;
+
+	if (!strcmp(role, "coordinator")) {
+		json_array_foreach(json_object_get(s, "progress"), i, m) {
+			json_t *p = json_deep_copy(m);
+
+			json_object_set(p, "task_id", json_object_get(s, "task_id"));
+			json_array_append_new(json_object_get(team, "progress"), p);
+		}
+	}
+	json_array_foreach(json_object_get(s, "questions"), i, m) {
+		int answered = json_is_object(json_object_get(m, "answer"));
+		int64_t due;
+		json_t *q;
+
+		if (!strcmp(role, "coordinator") && !answered) {
+			q = json_deep_copy(m);
+			json_object_del(q, "answer");
+			if (amp_time_parse(amp_or_none(amp_json_str(m, "answer_due")), &due) == 0)
+				json_object_set_new(q, "due_seconds",
+						    json_integer(due >= now_ms ? (due - now_ms) / 1000 :
+								 -((now_ms - due + 999) / 1000)));
+			json_array_append_new(json_object_get(team, "questions"), q);
+		} else if (!strcmp(role, "executor") && answered &&
+			   (!agent || !strcmp(amp_or_none(amp_json_str(m, "agent")), agent))) {
+			json_array_append_new(json_object_get(team, "answers"), json_deep_copy(m));
+		}
+	}
+	/* The holder told: its lease released by another's hand. */
+	json_array_foreach(json_object_get(s, "released"), i, m)
+		if (!strcmp(role, "executor") &&
+		    (!agent || !strcmp(amp_or_none(amp_json_str(m, "agent")), agent)))
+			json_array_append_new(json_object_get(team, "released"), json_deep_copy(m));
+}
+
+int amp_inbox_team(amp_store *st, const char *role, const char *agent, const char *task,
+		   int64_t now_ms, amp_inbox *in, amp_error *err)
+{
+	git_repository *repo = amp_store_repo(st);
+	amp_summaries *cache = NULL;
+	git_commit *commit = NULL;
+	git_tree *root = NULL;
+	git_oid tip, *trees = NULL;
+	char **ids = NULL;
+	size_t n = 0, finished, i;
+	json_t *team;
+	int status = AMP_OK;
+
+	if (strcmp(role, "coordinator") && strcmp(role, "executor"))
+		return AMP_OK;
+	team = !strcmp(role, "coordinator") ? json_pack("{s:[],s:[]}", "progress", "questions")
+					    : json_pack("{s:[],s:[]}", "answers", "released");
+	if (!team)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	/* No SSOT yet (nothing to read): nothing reported. */
+	if (!*in->tip || git_oid_fromstr(&tip, in->tip) < 0)
+		goto done;
+	if (git_commit_lookup(&commit, repo, &tip) < 0 || git_commit_tree(&root, commit) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read the tip %s", in->tip);
+		goto cleanup;
+	}
+	cache = amp_summaries_open(st);
+	if (task) {
+		ids = calloc(1, sizeof(*ids));
+		if (!ids || !(ids[0] = strdup(task))) {
+			status = amp_error_set(err, AMP_EIO, "", "out of memory");
+			goto cleanup;
+		}
+		n = 1;
+	} else if ((status = amp_summary_list_open(cache, st, root, now_ms, &ids, &trees, &n,
+						   &finished, err)) < 0) {
+		goto cleanup;
+	}
+	for (i = 0; i < n; i++) {
+		json_t *s = amp_summary_get(cache, st, root, ids[i], now_ms, err);
+
+		if (!s) {
+			status = AMP_EIO;
+			goto cleanup;
+		}
+		add_task(team, s, role, agent, now_ms);
+		json_decref(s);
+	}
+done:
+	json_decref(in->team);
+	in->team = team;
+	team = NULL;
+cleanup:
+	json_decref(team);
+	if (ids) {
+		for (i = 0; i < n; i++)
+			free(ids[i]);
+		free(ids);
+	}
+	free(trees);
+	amp_summaries_close(cache);
+	git_tree_free(root);
+	git_commit_free(commit);
+	return status;
+}
