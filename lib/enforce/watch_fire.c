@@ -26,8 +26,11 @@ void amp_watch_record_path(const amp_task_log *log, const char *name, char *buf,
 {
 	char dir[128];
 
-	amp_store_task_dir(log->task_id, dir, sizeof(dir));
 	/* a file name is any bytes; what amp writes of it is UTF-8 */
+	if (amp_task_log_record_path(log, name, buf, bufsz) == 0)
+		return;
+	amp_store_task_dir(log->layout > 0 ? log->layout : AMP_LAYOUT_FLAT, log->task_id, dir,
+			   sizeof(dir));
 	snprintf(buf, bufsz, "%s/%.300s", dir, amp_json_text(name));
 }
 

@@ -169,7 +169,8 @@ static int take_gc_lock(amp_store *st, int wait, int *busy, amp_error *err)
  */
 static int attributes(amp_store *st, char *opt, size_t size)
 {
-	static const char attrs[] = "tasks/*/*/*/*.json -delta\n";
+	/* Layout 1's records and layout 2's (store.h "Layout") */
+	static const char attrs[] = "tasks/*/*/*/*.json -delta\ntasks/*/*/*/*/*/*/*.json -delta\n";
 	char buf[sizeof(attrs)];
 	const char *path;
 	int fd;

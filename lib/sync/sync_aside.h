@@ -41,9 +41,10 @@ struct replay_ctx {
 				* refused, set aside wherever they land
 				* (NULL: none) */
 	git_tree *local_tree;  /* the local tip's */
+	int layout;            /* of the remote's tip: where records go */
 };
 
-/* Adds record `name` (blob) of task dir `dir` to the commit being built
+/* Adds record `name` (blob) of task `dir` (its id) to the commit being built
  * (r->u). */
 int amp_sync_add_update(struct replay_ctx *r, const char *dir, const char *name,
 			const git_oid *blob, amp_error *err);
