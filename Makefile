@@ -294,11 +294,13 @@ asan: deps
 		test/run
 
 # make bench: the table of share/bench-table.sh (1k, 10k, 100k messages;
-# under 20 minutes), written with its plot to build/bench.  make bench-all:
+# under 20 minutes), written with its plot to build/bench, and the long
+# tasks' table of share/bench-layout.sh (build/bench/layout.md).  make bench-all:
 # also every other share/bench-*.sh (hub, sync, watch, ...: much longer).
 bench: all
 	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(DEBIAN_PACKAGES) $(BENCH_PACKAGES)"
 	@AMP_BIN=$(CURDIR)/$(BIN) share/bench-table.sh
+	@AMP_BIN=$(CURDIR)/$(BIN) share/bench-layout.sh $(BUILD)/bench/layout.md && cat $(BUILD)/bench/layout.md
 
 # make bench-compare BASE=<rev>: the build of <rev> (built from `git
 # archive` under build/bench-base, with this tree's libgit2) against this
@@ -344,7 +346,7 @@ FUZZ_CFLAGS   = -std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 FUZZ_PACKAGES = clang libclang-rt-14-dev
 VALGRIND_PACKAGES = valgrind
-BENCH_PACKAGES =
+BENCH_PACKAGES = valgrind
 
 all: $(FUZZ_TARGETS:%=$(BUILD)/test/replay_%)
 

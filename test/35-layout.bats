@@ -233,3 +233,21 @@ new_tree_bytes() {
 	[ "$ack" -le $((fresh + 600)) ]
 	assert_all_acked T-2026-999999
 }
+
+@test "amp gc never stores a layout-2 record as a delta" {
+	cd "$BATS_TEST_TMPDIR/repo"
+	amp init > /dev/null
+	git config amp.autoPack 0
+	# two rounds: objects in two packs the second time (91-pack's test)
+	for round in 1 2; do
+		for ((i = 0; i < 12; i++)); do
+			at $((round * 1000 + i * 10))
+			amp send task_dispatch --task T-2026-044 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+		done
+		run -0 amp gc
+	done
+	records=$(git ls-tree -r refs/amp/messages | awk '$4 ~ /^tasks\/.*\/00\/00\// { print $3 }')
+	[ "$(echo "$records" | wc -l)" = 24 ]
+	run -0 git cat-file --batch-check='%(deltabase)' <<< "$records"
+	refute_output --regexp '[1-9a-f]'
+}
