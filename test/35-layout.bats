@@ -251,3 +251,16 @@ new_tree_bytes() {
 	run -0 git cat-file --batch-check='%(deltabase)' <<< "$records"
 	refute_output --regexp '[1-9a-f]'
 }
+
+@test "bash completion lists a layout-2 SSOT's task ids and a task's msg_ids" {
+	cd "$BATS_TEST_TMPDIR/repo"
+	amp init > /dev/null
+	D2=$(amp send task_dispatch --task T-2026-12345 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	send_dispatch
+	# shellcheck source=/dev/null
+	source "$AMP_BASH_COMPLETION"
+	run _amp_tasks
+	assert_output "$(printf 'T-2026-044\nT-2026-12345')"
+	run _amp_msg_ids T-2026-12345
+	assert_output "$D2"
+}
