@@ -5,7 +5,9 @@
 # and layout 2 (fanned out, store.h "Layout"), side by side in one run:
 # instructions counted by valgrind --tool=callgrind (deterministic, unlike
 # wall time on a loaded machine), and the bytes of the trees each write
-# adds.  The long tasks are planted with git fast-import
+# adds; then a send into a new task of an SSOT of 100,000 tasks (a 1M-message
+# SSOT's), where layout 1's year tree holds 1,000 entries.  The long tasks
+# and the tasks are planted with git fast-import
 # (share/gen-long-task.py); each command runs once warm (its task's record
 # cache and the status cache filled by an amp status before).
 #   AMP_BIN=bin share/bench-layout.sh [OUT.md]
@@ -72,6 +74,28 @@ measure() {
 	cd "$work"
 }
 
+# measure_tasks LAYOUT N: "send_ir new_tree_bytes year_tree_bytes" of a
+# send into a new task of an SSOT of N tasks (one dispatch each).
+measure_tasks() {
+	local repo=$work/t$1-$2 s
+	git init -q "$repo"
+	cd "$repo"
+	git config amp.layout "$1"
+	git config amp.checkRepo false
+	git config amp.autoPack 0
+	amp init > /dev/null
+	python3 "$src/share/gen-long-task.py" "$1" "$2" --tasks "$(git rev-parse refs/amp/messages)" |
+		git fast-import --quiet
+	amp status > /dev/null
+	amp send task_dispatch --task T-2026-900001 --from coordinator --to executor \
+		--payload "$work/dispatch.json" > /dev/null
+	s=$(instructions amp send task_dispatch --task T-2026-900002 --from coordinator --to executor \
+		--payload "$work/dispatch.json")
+	echo "$s $(new_tree_bytes) $(git cat-file -s refs/amp/messages:tasks/2026)"
+	cd "$work"
+	rm -rf "$repo"
+}
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 mi() { awk -v a="$1" 'BEGIN { printf "%.1f", a / 1e6 }'; }
 
@@ -85,5 +109,12 @@ mi() { awk -v a="$1" 'BEGIN { printf "%.1f", a / 1e6 }'; }
 			read -r v s a vb sb ab <<< "$(measure "$layout" "$n")"
 			echo "| $layout | $n | $(mi "$v") ($(ratio "$v" "$fv")x) | $(mi "$s") ($(ratio "$s" "$fs")x) | $(mi "$a") ($(ratio "$a" "$fa")x) | $vb / $sb / $ab |"
 		done
+	done
+	echo
+	echo "| layout | tasks in the SSOT | send into a new task, Minstr | its new tree bytes | the year's tree, bytes |"
+	echo "|---|---|---|---|---|"
+	for layout in 1 2; do
+		read -r s b y <<< "$(measure_tasks "$layout" 100000)"
+		echo "| $layout | 100,000 (1M messages' worth) | $(mi "$s") | $b | $y |"
 	done
 } > "$out"

@@ -7,6 +7,9 @@ test/35-layout.bats and share/bench-layout.sh: a long task in seconds,
 where amp import of 10,000 records into one task takes many minutes.
 
 usage: gen-long-task.py LAYOUT N TASK PARENT [--review] | git fast-import
+       gen-long-task.py LAYOUT N --tasks PARENT | git fast-import
+The second form adds N tasks T-2026-000001.. of one dispatch each instead:
+an SSOT of N tasks, whose year tree is what layout 2 fans out.
 """
 import datetime
 import json
@@ -14,6 +17,7 @@ import sys
 
 layout, n, task, parent = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 review = "--review" in sys.argv[5:]
+many = task == "--tasks"
 t0 = 1772000000000
 out = sys.stdout.buffer
 
@@ -64,7 +68,12 @@ dispatch = {"description": "long", "repo": "/tmp/amp-layout1-work", "branch": "f
 out.write(b"commit refs/amp/messages\ncommitter amp <amp@amp.invalid> 1772000000 +0000\n"
           b"data 17\nplanted long task\nfrom %s\n" % parent.encode())
 seq, ms = 0, t0
-pairs = (n - (4 if review else 0)) // 2
+pairs = 0 if many else (n - (4 if review else 0)) // 2
+for i in range(n if many else 0):
+    task = "T-2026-%06d" % (i + 1)
+    d = msg("task_dispatch", t0 + i, "coordinator", "executor",
+            dict(dispatch, subtasks=[dict(dispatch["subtasks"][0], subtask_id=task + "-S1")]))
+    put(1, "msg", d["msg_id"], d)
 for i in range(pairs):
     ms = t0 + i * 60000
     d = msg("task_dispatch", ms, "coordinator", "executor", dispatch)

@@ -264,3 +264,19 @@ new_tree_bytes() {
 	run _amp_msg_ids T-2026-12345
 	assert_output "$D2"
 }
+
+@test "a send into a new task of an SSOT of 20,000 tasks rewrites a year tree of 3 entries, not 201" {
+	cd "$BATS_TEST_TMPDIR/repo"
+	amp init > /dev/null
+	git config amp.checkRepo false
+	python3 "$AMP_SRC/share/gen-long-task.py" 2 20000 --tasks "$(git rev-parse refs/amp/messages)" |
+		git fast-import --quiet
+	amp send task_dispatch --task T-2026-020001 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	bytes=$(new_tree_bytes)
+	echo "new tree bytes of a send into a new task of 20,000: $bytes; year tree $(git cat-file -s refs/amp/messages:tasks/2026)" >&3
+	assert_equal "$(git ls-tree --name-only refs/amp/messages:tasks/2026)" "$(printf '00\n01\n02')"
+	# layout 1: a 201-entry year tree (~6 KB) and a 100-task shard
+	[ "$bytes" -le 1200 ]
+	run amp status T-2026-019999
+	assert_success
+}
