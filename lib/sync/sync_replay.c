@@ -847,8 +847,10 @@ int amp_sync_replay(amp_store *st, amp_schema_set *set, const git_oid *local,
 	    (status = amp_clock_now_ms(&now_ms, err)) < 0)
 		goto cleanup;
 	amp_time_format(now_ms, r.now);
-	if ((status = r.layout = amp_store_layout(st, w.tree, err)) < 0)
+	if ((r.layout = amp_store_layout(st, w.tree, err)) < 0) {
+		status = r.layout;
 		goto cleanup;
+	}
 	if (!(r.contested = json_object())) {
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
