@@ -122,13 +122,16 @@ static int migrate_task(git_repository *repo, git_tree *task, git_oid *out)
 	for (i = 0; i < n && rc == 0; i++) {
 		const git_tree_entry *e = git_tree_entry_byindex(task, i);
 		const char *name = git_tree_entry_name(e), *id;
-		char sub[32] = "";
+		char sub[32] = "", rec[AMP_PATH_MAX];
 		amp_entry_kind kind;
 		size_t id_len;
 		int seq;
 
+		/* a record, or a record's signature (recsig.h): beside it */
+		if (amp_store_sig_record_path(name, rec, sizeof(rec)) < 0)
+			snprintf(rec, sizeof(rec), "%s", name);
 		if (git_tree_entry_type(e) == GIT_OBJECT_BLOB &&
-		    amp_store_entry_parse(name, &seq, &kind, &id, &id_len) == 0 &&
+		    amp_store_entry_parse(rec, &seq, &kind, &id, &id_len) == 0 &&
 		    amp_store_record_subdir(AMP_LAYOUT_FANNED, seq, sub, sizeof(sub)) < 0)
 			sub[0] = '\0';
 		rc = items_add(&l, sub, name, (unsigned)git_tree_entry_filemode_raw(e),
