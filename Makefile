@@ -295,11 +295,13 @@ asan: deps
 		test/run
 
 # make bench: the table of share/bench-table.sh (1k, 10k, 100k messages;
-# under 20 minutes), written with its plot to build/bench.  make bench-all:
+# under 20 minutes), written with its plot to build/bench, and the long
+# tasks' table of share/bench-layout.sh (build/bench/layout.md).  make bench-all:
 # also every other share/bench-*.sh (hub, sync, watch, ...: much longer).
 bench: all
 	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(DEBIAN_PACKAGES) $(BENCH_PACKAGES)"
 	@AMP_BIN=$(CURDIR)/$(BIN) share/bench-table.sh
+	@AMP_BIN=$(CURDIR)/$(BIN) share/bench-layout.sh $(BUILD)/bench/layout.md && cat $(BUILD)/bench/layout.md
 
 # make bench-1m: the same table at 100k and 1M messages, each figure's ratio
 # to 100k, and 8 passes of 8 writers into the 1M SSOT (issue 35).  The
@@ -354,7 +356,7 @@ FUZZ_CFLAGS   = -std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 FUZZ_PACKAGES = clang libclang-rt-14-dev
 VALGRIND_PACKAGES = valgrind
-BENCH_PACKAGES =
+BENCH_PACKAGES = valgrind
 
 all: $(FUZZ_TARGETS:%=$(BUILD)/test/replay_%)
 

@@ -5,7 +5,8 @@
 #include "ui/ui.h"
 #include "store/store.h"
 
-static const char usage[] = "usage: amp gc [--auto] [--quiet] [--json] [--repo <dir>]\n";
+static const char usage[] =
+	"usage: amp gc [--auto] [--migrate] [--quiet] [--json] [--repo <dir>]\n";
 
 static json_t *counts_json(const amp_pack_counts *c)
 {
@@ -18,6 +19,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "auto", no_argument, NULL, 'a' },
+		{ "migrate", no_argument, NULL, 'm' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
@@ -28,12 +30,14 @@ int main(int argc, char **argv)
 	amp_store *st = NULL;
 	amp_pack_counts before, after;
 	amp_error err;
-	int c, auto_ = 0, quiet = 0, json_out = 0, ran = 0, code = 0;
+	int c, auto_ = 0, migrate = 0, quiet = 0, json_out = 0, ran = 0, code = 0, moved = 0;
+	git_oid migration;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': auto_ = 1; break;
+		case 'm': migrate = 1; break;
 		case 'q': quiet = 1; break;
 		case 'j': json_out = 1; break;
 		case 'r': repo = optarg; break;
@@ -48,6 +52,19 @@ int main(int argc, char **argv)
 		return amp_cli_usage_error("gc", usage, "no operand expected: '%s'", argv[optind]);
 	if ((code = amp_cli_open_store("gc", repo, &st)))
 		return code;
+	/* The layout first (store.h "Layout"), so that the pack holds it. */
+	if (migrate) {
+		int rc = amp_store_migrate(st, &migration, &err);
+
+		if (rc < 0) {
+			code = amp_cli_fail("gc", &err);
+			goto cleanup;
+		}
+		moved = rc == AMP_OK;
+		if (!quiet && !json_out)
+			printf("amp gc: %s%s\n", moved ? "the SSOT moved to layout 2 in commit " :
+			       "the SSOT is in layout 2 already", moved ? git_oid_tostr_s(&migration) : "");
+	}
 	if (amp_pack_run(st, auto_, &ran, &before, &after, &err) < 0) {
 		code = amp_cli_fail("gc", &err);
 		goto cleanup;
@@ -55,6 +72,9 @@ int main(int argc, char **argv)
 	if (json_out) {
 		json_t *out = json_pack("{s:b}", "packed", ran);
 
+		if (migrate)
+			json_object_set_new(out, "migrated",
+					    moved ? json_string(git_oid_tostr_s(&migration)) : json_null());
 		if (ran) {
 			json_object_set_new(out, "before", counts_json(&before));
 			json_object_set_new(out, "after", counts_json(&after));

@@ -113,6 +113,12 @@ _amp_tasks() {
 	# shellcheck disable=SC2086 # one path argument per line
 	shards=$(_amp_git ls-tree -d --name-only "$ref" $years | sed 's#$#/#')
 	[ -n "$shards" ] || return 0
+	# layout 2 (amp-protocol(7)): tasks/<YYYY>/<A>/<B>/<task_id>/
+	if _amp_git cat-file -e "$ref:amp-layout" 2> /dev/null; then
+		# shellcheck disable=SC2086
+		shards=$(_amp_git ls-tree -d --name-only "$ref" $shards | sed 's#$#/#')
+		[ -n "$shards" ] || return 0
+	fi
 	# shellcheck disable=SC2086
 	_amp_git ls-tree -d --name-only "$ref" $shards | sed 's#.*/##'
 }
@@ -124,9 +130,13 @@ _amp_msg_ids() {
 	ref=$(_amp_ref)
 	task=$(printf '%s\n' "$cur" | grep -oE 'T-[0-9]{4}-[0-9]{3,9}' | head -n 1)
 	if [ -n "$task" ]; then
-		# tasks/<YYYY>/<the number without its last two digits>/<task>/
-		dir=$(printf '%s\n' "$task" | awk -F- '{ print "tasks/" $2 "/" substr($3, 1, length($3) - 2) "/" $0 "/" }')
-		_amp_git ls-tree --name-only "$ref" "$dir" | sed -n 's#.*/[0-9]\{6\}\.msg\.\(.*\)\.json$#\1#p'
+		# tasks/<YYYY>/<S>/<task>/, S the number without its last two
+		# digits; layout 2: tasks/<YYYY>/<A>/<B>/<task>/<s1>/<s2>/, A/B = S
+		dir=$(printf '%s\n' "$task" | awk -F- '{ s = substr($3, 1, length($3) - 2)
+			a = length(s) <= 2 ? "0" : substr(s, 1, length(s) - 2); b = length(s) <= 2 ? s : substr(s, length(s) - 1)
+			print "tasks/" $2 "/" s "/" $0 "/"; print "tasks/" $2 "/" a "/" b "/" $0 "/" }')
+		# shellcheck disable=SC2086 # the two places, one a line
+		_amp_git ls-tree -r --name-only "$ref" $dir | sed -n 's#.*/[0-9]\{6\}\.msg\.\(.*\)\.json$#\1#p'
 		return
 	fi
 	types=$(_amp_usage_of send | sed -n 's/^types //p')

@@ -36,6 +36,10 @@ FIXTURES=$BATS_TEST_DIRNAME/fixtures
 export HOME=$BATS_TEST_TMPDIR/home GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1 TZ=UTC
 unset AMP_REPO AMP_ROLE AMP_NOW
 mkdir -p "$HOME"
+# The suites were written for layout 1's paths (tasks/<YYYY>/<S>/<task>/);
+# test/35-layout.bats tests layout 2, amp init's default.
+# AMP_TEST_LAYOUT=2 runs them on layout 2.
+git config --global amp.layout "${AMP_TEST_LAYOUT:-1}"
 
 # Makes a fresh git repository at $BATS_TEST_TMPDIR/repo and cds into it.
 make_repo() {

@@ -106,16 +106,13 @@ static int find_added(const struct fsck_commit *c, const char *task, amp_entry_k
 static void added_type(const struct fsck_commit *c, const char *task, const char *name,
 		       char *buf, size_t bufsz)
 {
-	char dir[128], path[AMP_PATH_MAX];
+	char path[AMP_PATH_MAX];
 	git_tree_entry *e = NULL;
 	git_blob *blob = NULL;
 	json_t *doc = NULL;
 
 	buf[0] = '\0';
-	if (amp_store_task_dir(task, dir, sizeof(dir)) < 0)
-		return;
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (git_tree_entry_bypath(&e, c->tree, path) == 0 &&
+	if (amp_store_record_lookup(c->tree, task, name, &e, path, sizeof(path)) == 0 &&
 	    git_blob_lookup(&blob, git_commit_owner(c->commit), git_tree_entry_id(e)) == 0)
 		doc = json_loadb(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob), 0, NULL);
 	git_error_clear();
@@ -183,7 +180,7 @@ static void check_trailers(struct fsck *f, struct fsck_commit *c)
 	struct trailers t = { 0 };
 	const char *task, *name;
 	json_t *names, *v;
-	char type[64], dir[128], path[AMP_PATH_MAX], key[300];
+	char type[64], path[AMP_PATH_MAX], key[300];
 	size_t i;
 
 	if (!f->messages || git_message_trailers(&arr, git_commit_message(c->commit)) < 0) {
@@ -255,16 +252,15 @@ static void check_trailers(struct fsck *f, struct fsck_commit *c)
 	/* Without Amp-Task the commit is not amp's (made by hand): only what
 	 * its trailers name is held against it. */
 	json_object_foreach(t.ntask ? c->added : NULL, task, names) {
-		if (amp_store_task_dir(task, dir, sizeof(dir)) < 0)
-			continue;
 		json_object_foreach(names, name, v) {
 			amp_entry_kind k;
 			const char *id;
 			size_t len;
 
-			if (amp_store_entry_parse(name, NULL, &k, &id, &len) < 0)
+			if (amp_store_entry_parse(name, NULL, &k, &id, &len) < 0 ||
+			    amp_store_record_path(amp_store_tree_layout(git_commit_owner(c->commit), c->tree),
+						  task, name, path, sizeof(path)) < 0)
 				continue;
-			snprintf(path, sizeof(path), "%s/%s", dir, name);
 			if (strcmp(task, t.task))
 				finding(f, c, path, "corrupt", "a record of %s, not of its trailer Amp-Task: %s",
 					task, t.task);
@@ -297,18 +293,16 @@ static void keep_added(struct fsck_commit *c)
 	const char *task, *name;
 	json_t *names, *v;
 	void *tmp, *tmp2;
-	char dir[128], path[AMP_PATH_MAX];
+	char path[AMP_PATH_MAX];
 	git_tree_entry *e;
 
 	json_object_foreach_safe(c->added, tmp, task, names) {
-		if (!json_is_object(names) || amp_store_task_dir(task, dir, sizeof(dir)) < 0) {
+		if (!json_is_object(names)) {
 			json_object_del(c->added, task);
 			continue;
 		}
 		json_object_foreach_safe(names, tmp2, name, v) {
-			snprintf(path, sizeof(path), "%s/%s", dir, name);
-			if (git_tree_entry_bypath(&e, c->tree, path) < 0) {
-				git_error_clear();
+			if (amp_store_record_lookup(c->tree, task, name, &e, path, sizeof(path)) < 0) {
 				json_object_del(names, name);
 				continue;
 			}

@@ -245,7 +245,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 	int status, last_old = -1;
 	size_t i;
 
-	if (amp_store_task_dir(task, dir, sizeof(dir)) < 0)
+	if (amp_store_task_dir(AMP_LAYOUT_FLAT, task, dir, sizeof(dir)) < 0)
 		return refuse(c, AMP_ESCHEMA, task, NULL, "not a task directory%s%s", NULL, NULL), AMP_OK;
 	if ((status = amp_store_read_task(c->st, c->tree, task, &log, &err)) < 0)
 		return amp_errlist_add(c->errors, status, "", "commit %s: %s", c->commit,
@@ -253,7 +253,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 	for (i = 0; i < log.nbad; i++) {
 		if (!json_object_get(added, log.bad[i].name))
 			continue;
-		snprintf(file, sizeof(file), "%s/%s", dir, log.bad[i].name);
+		amp_task_log_record_path(&log, log.bad[i].name, file, sizeof(file));
 		refuse(c, AMP_ESCHEMA, file, NULL, "%s%s", log.bad[i].reason, NULL);
 	}
 	for (i = 0; i < log.count; i++) {
@@ -266,7 +266,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 				last_old = e->seq;
 			continue;
 		}
-		snprintf(file, sizeof(file), "%s/%s", dir, name);
+		amp_task_log_record_path(&log, name, file, sizeof(file));
 		note_record(c, task, file, e->doc);
 		/* Records are numbered in the order they enter the task. */
 		if (e->seq <= last_old) {
@@ -314,7 +314,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 		if (amp_store_entry_name(e->seq, e->kind, e->id, name, sizeof(name)) < 0 ||
 		    !json_object_get(added, name))
 			continue;
-		snprintf(file, sizeof(file), "%s/%s", dir, name);
+		amp_task_log_record_path(&log, name, file, sizeof(file));
 		note_record(c, task, file, e->doc);
 		if (check_form(c->st, c->set, &log, e, 0, &found) == AMP_EIO)
 			status = AMP_EIO;
@@ -324,29 +324,29 @@ static int check_task(struct check *c, const char *task, json_t *added)
 	return status;
 }
 
-/* The task of a record's path "tasks/<YYYY>/<S>/<task>/<name>" into task
- * and its name into *name; -1 when the path is not one in its place. */
-static int record_path(const char *path, char *task, size_t tasksz, const char **name)
+/* The task of a record's path (tasks/<YYYY>/<S>/<task>/<name> in layout
+ * 1, tasks/<YYYY>/<A>/<B>/<task>/<s1>/<s2>/<name> in 2) into task and its
+ * name into *name; -1 when the path is not one in its place in `layout`
+ * (store.h "Layout"). */
+static int record_path(int layout, const char *path, char *task, size_t tasksz,
+		       const char **name)
 {
-	const char *p = path, *slash[4], *id;
-	char dir[128];
-	size_t n = 0, len, id_len;
-	amp_entry_kind kind;
-	int seq;
+	const char *slash[8], *p = path;
+	char want[AMP_PATH_MAX];
+	size_t n = 0, len, at = layout == AMP_LAYOUT_FLAT ? 2 : 3;
 
-	while (n < 4 && (p = strchr(p, '/')))
+	while (n < 8 && (p = strchr(p, '/')))
 		slash[n++] = p++;
-	if (n != 4 || strchr(slash[3] + 1, '/') || strncmp(path, "tasks/", 6))
+	if (n <= at + 1 || strncmp(path, "tasks/", 6))
 		return -1;
-	len = (size_t)(slash[3] - slash[2] - 1);
+	len = (size_t)(slash[at + 1] - slash[at] - 1);
 	if (len >= tasksz)
 		return -1;
-	memcpy(task, slash[2] + 1, len);
+	memcpy(task, slash[at] + 1, len);
 	task[len] = '\0';
-	*name = slash[3] + 1;
-	return amp_store_task_dir(task, dir, sizeof(dir)) == 0 &&
-	       (size_t)(slash[3] - path) == strlen(dir) && !strncmp(path, dir, strlen(dir)) &&
-	       amp_store_entry_parse(*name, &seq, &kind, &id, &id_len) == 0 ? 0 : -1;
+	*name = slash[n - 1] + 1;
+	return amp_store_record_path(layout, task, *name, want, sizeof(want)) == 0 &&
+	       !strcmp(want, path) ? 0 : -1;
 }
 
 static const char *delta_verb(git_delta_t status)
@@ -584,11 +584,45 @@ cleanup:
 	return status;
 }
 
+/*
+ * A commit that moves the SSOT from layout 1 to 2 (store.h "Layout")
+ * deletes every record's old path: it is accepted when its tree is the
+ * one `amp migrate` makes of its parent's, the same records in their new
+ * places and nothing else (1), refused otherwise (1, the reason in
+ * c->errors).  0 when the commit is no migration; -1 when a tree cannot be
+ * read.
+ */
+static int amp_hook_check_migration(struct check *c, git_tree *old_tree)
+{
+	git_repository *repo = amp_store_repo(c->st);
+	git_oid want;
+	amp_error err;
+	int from = amp_store_tree_layout(repo, old_tree), to = amp_store_tree_layout(repo, c->tree);
+
+	if (from == to || !old_tree) /* a root commit: amp init's (below) */
+		return 0;
+	if (from != AMP_LAYOUT_FLAT || to != AMP_LAYOUT_FANNED) {
+		refuse(c, AMP_ESCHEMA, AMP_LAYOUT_FILE, NULL,
+		       "changes the SSOT's layout other than from 1 to 2 (amp migrate)%s%s", NULL, NULL);
+		return 1;
+	}
+	if (amp_store_migrate_tree(c->st, old_tree, &want, &err) < 0) {
+		amp_errlist_add(c->errors, AMP_EIO, "", "commit %s: %s", c->commit, err.message);
+		return -1;
+	}
+	if (!git_oid_equal(&want, git_tree_id(c->tree)))
+		refuse(c, AMP_ESCHEMA, AMP_LAYOUT_FILE, NULL,
+		       "moves the SSOT to layout 2 with a tree other than amp migrate's (%s): records added, lost or changed on the way%s",
+		       git_oid_tostr_s(&want), NULL);
+	return 1;
+}
+
 /* The record signatures a commit adds (recsig.h), each beside a record
  * the same commit adds (in `tasks`: task -> names, or `registers`), and
  * no larger than AMP_RECORD_SIG_MAX: a signature is its record's, made
  * when it is written.  Whether it verifies is check_signature's. */
-static void check_sig_files(struct check *c, json_t *sigs, json_t *tasks, json_t *registers)
+static void check_sig_files(struct check *c, int layout, json_t *sigs, json_t *tasks,
+			    json_t *registers)
 {
 	size_t i, k;
 
@@ -599,7 +633,7 @@ static void check_sig_files(struct check *c, json_t *sigs, json_t *tasks, json_t
 		int found = 0;
 
 		amp_store_sig_record_path(path, rec, sizeof(rec));
-		if (record_path(rec, task_id, sizeof(task_id), &name) == 0)
+		if (record_path(layout, rec, task_id, sizeof(task_id), &name) == 0)
 			found = json_object_get(json_object_get(tasks, task_id), name) != NULL;
 		for (k = 0; !found && k < json_array_size(registers); k++)
 			found = !strcmp(json_string_value(json_array_get(registers, k)), rec);
@@ -641,7 +675,7 @@ static int check_commit(struct check *c, git_commit *commit)
 	json_t *tasks = json_object(), *added, *registers = json_array(), *sigs = json_array();
 	const char *task;
 	char task_id[64], sigof[AMP_PATH_MAX];
-	int status = AMP_OK;
+	int status = AMP_OK, layout, migration;
 	size_t i, n;
 
 	git_oid_tostr(c->commit, 8, git_commit_id(commit));
@@ -660,6 +694,11 @@ static int check_commit(struct check *c, git_commit *commit)
 		amp_errlist_add(c->errors, status, "", "%s", err.message);
 		goto cleanup;
 	}
+	if (c->messages && (migration = amp_hook_check_migration(c, old_tree)) != 0) {
+		status = migration < 0 ? AMP_EIO : AMP_OK;
+		goto cleanup;
+	}
+	layout = amp_store_tree_layout(repo, c->tree);
 	n = ch.count;
 	for (i = 0; i < n; i++) {
 		const struct change *d = &ch.items[i];
@@ -687,7 +726,9 @@ static int check_commit(struct check *c, git_commit *commit)
 			check_error_file(c, path);
 			continue;
 		}
-		if (!c->messages || !strcmp(path, "AMP"))
+		if (!c->messages || !strcmp(path, "AMP") ||
+		    /* amp init's new SSOT is in layout 2 (store.h "Layout") */
+		    (!old_tree && !strcmp(path, AMP_LAYOUT_FILE) && layout == AMP_LAYOUT_FANNED))
 			continue;
 		/* amp's names are ASCII; one that is not UTF-8 no list of the
 		 * records can name (JSON names are UTF-8), so none would check it */
@@ -704,9 +745,12 @@ static int check_commit(struct check *c, git_commit *commit)
 			json_array_append_new(registers, json_string(path));
 			continue;
 		}
-		if (record_path(path, task_id, sizeof(task_id), &name) < 0) {
-			refuse(c, AMP_ESCHEMA, path, NULL, "not a record in its task's directory (tasks/<YYYY>/<S>/<task_id>/<seq>.<msg|ack|ctl>.<id>.json)%s%s",
-			       NULL, NULL);
+		if (record_path(layout, path, task_id, sizeof(task_id), &name) < 0) {
+			refuse(c, AMP_ESCHEMA, path, NULL, "%s%s",
+			       layout == AMP_LAYOUT_FLAT ?
+			       "not a record in its task's directory (tasks/<YYYY>/<S>/<task_id>/<seq>.<msg|ack|ctl>.<id>.json)" :
+			       "not a record in its task's directory (tasks/<YYYY>/<A>/<B>/<task_id>/<s1>/<s2>/<seq>.<msg|ack|ctl>.<id>.json)",
+			       NULL);
 			continue;
 		}
 		if (!(added = json_object_get(tasks, task_id))) {
@@ -715,7 +759,7 @@ static int check_commit(struct check *c, git_commit *commit)
 		}
 		json_object_set_new(added, name, json_true());
 	}
-	check_sig_files(c, sigs, tasks, registers);
+	check_sig_files(c, layout, sigs, tasks, registers);
 	if (c->errors->count > c->base)
 		goto cleanup;
 	json_array_clear(c->froms);

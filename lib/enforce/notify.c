@@ -202,15 +202,14 @@ static void consider(struct notify *n, git_tree *tip, const char *task, const ch
 	git_tree_entry *te = NULL;
 	git_blob *blob = NULL;
 	json_t *it;
-	char dir[128], path[512];
+	char path[512];
 	const char *dot = strchr(name, '.');
 
 	/* Messages only: "<seq>.msg.<msg_id>.json" (ACKs and control records
 	 * are addressed to nobody). */
-	if (!dot || strncmp(dot, ".msg.", 5) || amp_store_task_dir(task, dir, sizeof(dir)) < 0)
+	if (!dot || strncmp(dot, ".msg.", 5))
 		return;
-	snprintf(path, sizeof(path), "%s/%.300s", dir, name);
-	if (git_tree_entry_bypath(&te, tip, path) < 0 ||
+	if (amp_store_record_lookup(tip, task, name, &te, path, sizeof(path)) < 0 ||
 	    git_tree_entry_type(te) != GIT_OBJECT_BLOB ||
 	    git_blob_lookup(&blob, repo, git_tree_entry_id(te)) < 0)
 		goto cleanup;

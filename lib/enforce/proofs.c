@@ -64,7 +64,7 @@ static int prove_commit(amp_store *st, const git_oid *id, json_t *out, amp_proof
 	git_tree *ct = NULL, *pt = NULL;
 	json_t *added = json_object(), *names, *v;
 	const char *task, *name;
-	char dir[128], path[AMP_PATH_MAX * 2], sig[AMP_PATH_MAX * 2];
+	char path[AMP_PATH_MAX * 2], sig[AMP_PATH_MAX * 2];
 	int status = AMP_OK;
 
 	if (!added)
@@ -77,7 +77,7 @@ static int prove_commit(amp_store *st, const git_oid *id, json_t *out, amp_proof
 		goto cleanup;
 	}
 	json_object_foreach(added, task, names) {
-		if (!json_is_object(names) || amp_store_task_dir(task, dir, sizeof(dir)) < 0)
+		if (!json_is_object(names))
 			continue;
 		json_object_foreach(names, name, v) {
 			git_tree_entry *e = NULL;
@@ -85,13 +85,11 @@ static int prove_commit(amp_store *st, const git_oid *id, json_t *out, amp_proof
 			json_t *doc = NULL;
 			amp_error perr;
 
-			snprintf(path, sizeof(path), "%s/%s", dir, name);
-			if (amp_store_sig_record_path(path, sig, sizeof(sig)) == 0)
+			if (amp_store_sig_record_path(name, sig, sizeof(sig)) == 0)
 				continue; /* proves its record */
-			if (git_tree_entry_bypath(&e, ct, path) < 0) {
-				git_error_clear();
+			/* in either layout (store.h "Layout") */
+			if (amp_store_record_lookup(ct, task, name, &e, path, sizeof(path)) < 0)
 				continue; /* deleted: fsck's finding */
-			}
 			if (git_blob_lookup(&b, repo, git_tree_entry_id(e)) == 0 &&
 			    amp_bounds_parse_record(git_blob_rawcontent(b), (size_t)git_blob_rawsize(b),
 						    &doc, &perr) < 0)

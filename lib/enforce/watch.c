@@ -246,7 +246,7 @@ static void verify_range(struct watch *w, const git_oid *from, const git_oid *to
 		const char *task, *name;
 		amp_signed_record froms[1000];
 		char agent[AMP_AGENT_MAX + 1];
-		char why[600], dir[AMP_PATH_MAX], path[AMP_PATH_MAX * 2], sigof[AMP_PATH_MAX * 2];
+		char why[600], path[AMP_PATH_MAX * 2], sigof[AMP_PATH_MAX * 2];
 		size_t n = 0, k;
 		amp_error err;
 		int ok;
@@ -261,21 +261,20 @@ static void verify_range(struct watch *w, const git_oid *from, const git_oid *to
 		}
 		/* The "from" of each record the commit adds. */
 		json_object_foreach(touched, task, files) {
-			if (!json_is_object(files) || amp_store_task_dir(task, dir, sizeof(dir)) < 0)
+			if (!json_is_object(files))
 				continue;
 			json_object_foreach(files, name, v) {
 				git_tree_entry *e = NULL;
 				git_blob *b = NULL;
 				json_t *doc = NULL;
 
-				snprintf(path, sizeof(path), "%s/%s", dir, name);
 				amp_error perr;
 
 				/* A record's signature is checked with its record. */
-				if (amp_store_sig_record_path(path, sigof, sizeof(sigof)) == 0)
+				if (amp_store_sig_record_path(name, sigof, sizeof(sigof)) == 0)
 					continue;
 				/* Fetched bytes: read within the record bounds. */
-				if (git_tree_entry_bypath(&e, ct, path) == 0 &&
+				if (amp_store_record_lookup(ct, task, name, &e, path, sizeof(path)) == 0 &&
 				    git_blob_lookup(&b, repo, git_tree_entry_id(e)) == 0 &&
 				    amp_bounds_parse_record(git_blob_rawcontent(b),
 							    (size_t)git_blob_rawsize(b), &doc, &perr) < 0)

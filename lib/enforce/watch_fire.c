@@ -24,11 +24,15 @@ void amp_watch_entry_name(const amp_entry *e, char *buf, size_t bufsz)
 /* The path of record `name` of the task, into buf. */
 void amp_watch_record_path(const amp_task_log *log, const char *name, char *buf, size_t bufsz)
 {
-	char dir[128];
+	char dir[128], shown[301];
 
-	amp_store_task_dir(log->task_id, dir, sizeof(dir));
 	/* a file name is any bytes; what amp writes of it is UTF-8 */
-	snprintf(buf, bufsz, "%s/%.300s", dir, amp_json_text(name));
+	snprintf(shown, sizeof(shown), "%.300s", amp_json_text(name));
+	if (amp_task_log_record_path(log, shown, buf, bufsz) == 0)
+		return;
+	amp_store_task_dir(log->layout > 0 ? log->layout : AMP_LAYOUT_FLAT, log->task_id, dir,
+			   sizeof(dir));
+	snprintf(buf, bufsz, "%s/%s", dir, shown);
 }
 
 /* 1 when the task already holds a system escalation of `type` for `cause`. */

@@ -58,6 +58,27 @@ const char *amp_escalation_cause(const json_t *msg, char *buf, size_t bufsz)
 	return buf;
 }
 
+/* 1 when two causes name the same thing: equal, or the paths of one
+ * record in the two layouts (store.h "Layout": the same task directory
+ * name and file name), so that an escalation raised before `amp migrate`
+ * is not raised again after it. */
+static int same_cause(const char *a, const char *b)
+{
+	const char *na, *nb, *ta, *tb;
+
+	if (!strcmp(a, b))
+		return 1;
+	if (strncmp(a, "tasks/", 6) || strncmp(b, "tasks/", 6))
+		return 0;
+	na = strrchr(a, '/');
+	nb = strrchr(b, '/');
+	ta = strstr(a, "/T-");
+	tb = strstr(b, "/T-");
+	return !strcmp(na, nb) && ta && tb && ta < na && tb < nb &&
+	       strcspn(ta + 1, "/") == strcspn(tb + 1, "/") &&
+	       !strncmp(ta, tb, strcspn(ta + 1, "/") + 1);
+}
+
 const amp_entry *amp_task_has_escalation(const amp_task_log *log, const char *type,
 					 const char *from, const char *cause)
 {
@@ -72,7 +93,7 @@ const amp_entry *amp_task_has_escalation(const amp_task_log *log, const char *ty
 
 		if (e->kind == AMP_ENTRY_MSG && kind && by && !strcmp(kind, type) &&
 		    !strcmp(by, from) && (c = amp_escalation_cause(e->doc, buf, sizeof(buf))) &&
-		    !strcmp(c, cause))
+		    same_cause(c, cause))
 			return e;
 	}
 	return NULL;

@@ -27,13 +27,11 @@
 /* The inbox record of message e (a message of log, in place). */
 static json_t *record(const amp_task_log *log, const amp_task_state *s, const amp_entry *e)
 {
-	char dir[128], name[300], path[512];
+	char path[512] = "";
 	int64_t deadline = amp_task_ack_deadline(log, s, e, -1);
 	json_t *r;
 
-	amp_store_task_dir(log->task_id, dir, sizeof(dir));
-	amp_store_entry_name(e->seq, e->kind, e->id, name, sizeof(name));
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	amp_task_log_entry_path(log, e, path, sizeof(path));
 	r = json_pack("{s:s,s:s,s:O?,s:O?,s:O?,s:O?,s:b}", "msg_id", e->id,
 		      "task_id", log->task_id, "type", json_object_get(e->doc, "type"),
 		      "from", json_object_get(e->doc, "from"), "to", json_object_get(e->doc, "to"),

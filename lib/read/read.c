@@ -84,20 +84,20 @@ int amp_read_message(amp_store *st, git_tree *root, const char *msg_id,
 	git_tree_entry *dir_entry = NULL;
 	git_tree *dir_tree = NULL;
 	char task[AMP_TASK_ID_MAX_LEN + 1], dir[128];
+	amp_flat files = { 0 };
 	size_t i, n;
 	int rc, status = AMP_OK;
 
 	memset(out, 0, sizeof(*out));
 	snprintf(out->msg_id, sizeof(out->msg_id), "%s", msg_id);
 	if (amp_msg_id_task(msg_id, task, sizeof(task)) < 0 ||
-	    amp_store_task_dir(task, dir, sizeof(dir)) < 0)
+	    amp_store_task_dir(AMP_LAYOUT_FLAT, task, dir, sizeof(dir)) < 0)
 		return stored_state(out, AMP_STORED_MISSING, "not a msg_id");
-	rc = root ? git_tree_entry_bypath(&dir_entry, root, dir) : GIT_ENOTFOUND;
-	if (rc == GIT_ENOTFOUND) {
-		git_error_clear();
+	rc = root ? amp_store_task_lookup(root, task, &dir_entry, dir, sizeof(dir)) : GIT_ENOTFOUND;
+	if (rc == GIT_ENOTFOUND)
 		return stored_state(out, AMP_STORED_MISSING, "not in the SSOT");
-	}
-	if (rc < 0 || git_tree_lookup(&dir_tree, repo, git_tree_entry_id(dir_entry)) < 0) {
+	if (rc < 0 || git_tree_lookup(&dir_tree, repo, git_tree_entry_id(dir_entry)) < 0 ||
+	    amp_store_task_files(repo, dir_tree, &files) < 0) {
 		amp_error e;
 
 		amp_error_git(&e, AMP_EIO, "cannot read the task directory %s", dir);
@@ -107,9 +107,9 @@ int amp_read_message(amp_store *st, git_tree *root, const char *msg_id,
 	}
 	/* The names start with a sequence number the msg_id does not tell:
 	 * one pass over the directory's entries, no blob read but the one. */
-	n = git_tree_entrycount(dir_tree);
+	n = files.count;
 	for (i = 0; i < n; i++) {
-		const git_tree_entry *e = git_tree_entry_byindex(dir_tree, i);
+		const git_tree_entry *e = files.v[i].e;
 		const char *id;
 		size_t id_len;
 		amp_entry_kind kind;
@@ -118,7 +118,8 @@ int amp_read_message(amp_store *st, git_tree *root, const char *msg_id,
 		    kind != AMP_ENTRY_MSG || id_len != strlen(msg_id) ||
 		    memcmp(id, msg_id, id_len))
 			continue;
-		snprintf(out->path, sizeof(out->path), "%s/%s", dir, git_tree_entry_name(e));
+		snprintf(out->path, sizeof(out->path), "%s/%s%s%s", dir, files.v[i].sub,
+			 *files.v[i].sub ? "/" : "", git_tree_entry_name(e));
 		rc = read_record(repo, git_tree_entry_id(e), &out->raw, &out->len, &out->doc,
 				 out->reason, sizeof(out->reason));
 		if (rc < 0)
@@ -128,6 +129,7 @@ int amp_read_message(amp_store *st, git_tree *root, const char *msg_id,
 	}
 	status = stored_state(out, AMP_STORED_MISSING, "not in the SSOT");
 cleanup:
+	amp_flat_free(&files);
 	git_tree_free(dir_tree);
 	git_tree_entry_free(dir_entry);
 	return status;
@@ -435,20 +437,24 @@ static int commit_records(struct walk *w, git_tree *a, git_tree *b)
 {
 	git_tree_entry *ea = NULL, *eb = NULL;
 	git_tree *sa = NULL, *sb = NULL;
-	char dir[128];
+	char dir[128], adir[128];
 	int rc = 0;
 
 	w->count = 0;
+	/* A migration (store.h "Layout") moves records, adds none */
+	if (a && b && amp_store_tree_layout(w->repo, a) != amp_store_tree_layout(w->repo, b))
+		return 0;
 	if (!w->f->task)
 		return collect(w, a, b, "", 0);
-	if (amp_store_task_dir(w->f->task, dir, sizeof(dir)) < 0)
+	if (amp_store_task_dir(AMP_LAYOUT_FLAT, w->f->task, dir, sizeof(dir)) < 0)
 		return 0;
-	if ((rc = git_tree_entry_bypath(&eb, b, dir)) < 0) {
-		rc = rc == GIT_ENOTFOUND ? (git_error_clear(), 0) : problem(w, "tree", dir);
+	/* Either layout's place: a migration moves it (store.h "Layout") */
+	if ((rc = amp_store_task_lookup(b, w->f->task, &eb, dir, sizeof(dir))) < 0) {
+		rc = rc == GIT_ENOTFOUND ? 0 : problem(w, "tree", dir);
 		goto cleanup;
 	}
-	if (a && (rc = git_tree_entry_bypath(&ea, a, dir)) < 0 &&
-	    (rc = rc == GIT_ENOTFOUND ? (git_error_clear(), 0) : problem(w, "tree", dir)) < 0)
+	if (a && (rc = amp_store_task_lookup(a, w->f->task, &ea, adir, sizeof(adir))) < 0 &&
+	    (rc = rc == GIT_ENOTFOUND ? 0 : problem(w, "tree", adir)) < 0)
 		goto cleanup;
 	if ((ea && git_oid_equal(git_tree_entry_id(ea), git_tree_entry_id(eb))) ||
 	    git_tree_entry_type(eb) != GIT_OBJECT_TREE)
@@ -522,11 +528,15 @@ static int report(struct walk *w, amp_log_fn fn, void *ctx, long long *left)
 		size_t len, id_len, task_len;
 		int rc = 0, stop = 0;
 
-		/* tasks/<YYYY>/<S>/<task>/<name>: the task is the parent's name;
+		/* tasks/<YYYY>/<S>/<task>/<name> (layout 2: more directories,
+		 * store.h "Layout"): the task is the directory named T-...;
 		 * agents/<agent>/register-...json belongs to no task. */
-		task_len = (size_t)(name - 1 - a->path);
-		memcpy(task, a->path, task_len);
+		idp = strstr(a->path, "/T-");
+		task_len = idp && idp < name ? strcspn(idp + 1, "/") + 1 : 0;
+		memcpy(task, idp ? idp : "", task_len);
 		task[task_len] = '\0';
+		if (!task_len)
+			snprintf(task, sizeof(task), "/");
 		if (!strncmp(a->path, AMP_REGISTRY_DIR "/", strlen(AMP_REGISTRY_DIR "/"))) {
 			r.kind = AMP_ENTRY_CTL;
 			idp = name;

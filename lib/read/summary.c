@@ -699,8 +699,7 @@ static const struct sentry *entry(amp_summaries *c, amp_store *st, git_tree *roo
 	*owned = NULL;
 	/* The task directory's tree (the listing's, else looked up): the
 	 * same id, the same records. */
-	if (c && !tree && amp_store_task_dir(task, dir, sizeof(dir)) == 0 &&
-	    git_tree_entry_bypath(&te, root, dir) == 0)
+	if (c && !tree && amp_store_task_lookup(root, task, &te, dir, sizeof(dir)) == 0)
 		tree = git_tree_entry_id(te);
 	if (c && tree) {
 		if ((known = parsed(lookup(c, task))) && git_oid_equal(&known->tree, tree))
@@ -780,7 +779,7 @@ static json_t *waits(amp_summaries *c, amp_store *st, git_tree *root, const char
 		char dir[128], state[sizeof(s->state)];
 
 		/* A hand-made depend record naming no task waits for nothing. */
-		if (!on || amp_store_task_dir(on, dir, sizeof(dir)) < 0)
+		if (!on || amp_store_task_dir(AMP_LAYOUT_FLAT, on, dir, sizeof(dir)) < 0)
 			continue;
 		/* on is borrowed from all, which the lookup does not touch;
 		 * the state is copied before the next lookup can move the
@@ -1181,9 +1180,10 @@ int amp_summary_list_open(amp_summaries *c, amp_store *st, git_tree *root, int64
 	git_tree_entry *tasks = NULL;
 	git_tree *top = NULL, *year = NULL;
 	struct open_list l = { 0 };
+	amp_flat shards = { 0 };
 	size_t y, ny, i, k, ns;
-	char path[2 * 256 + 2];
-	int rc, status = AMP_OK;
+	char path[3 * 256 + 3];
+	int rc, status = AMP_OK, layout;
 
 	*ids = NULL;
 	*trees = NULL;
@@ -1199,7 +1199,12 @@ int amp_summary_list_open(amp_summaries *c, amp_store *st, git_tree *root, int64
 		status = amp_error_git(err, AMP_EIO, "cannot read tasks/");
 		goto cleanup;
 	}
-	/* tasks/<year>/<shard>/<task_id> */
+	/* tasks/<year>/<shard>/<task_id>; layout 2's shard is <A>/<B>
+	 * (store.h "Layout"), the shards of a year read through its <A>s */
+	if ((layout = amp_store_layout(st, root, err)) < 0) {
+		status = layout;
+		goto cleanup;
+	}
 	ny = git_tree_entrycount(top);
 	for (y = 0; y < ny; y++) {
 		const git_tree_entry *ye = git_tree_entry_byindex(top, y);
@@ -1212,16 +1217,22 @@ int amp_summary_list_open(amp_summaries *c, amp_store *st, git_tree *root, int64
 			status = amp_error_git(err, AMP_EIO, "cannot list tasks");
 			goto cleanup;
 		}
-		ns = git_tree_entrycount(year);
+		amp_flat_free(&shards);
+		if (amp_store_flatten(amp_store_repo(st), year, amp_store_shard_levels(layout),
+				      &shards) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot list tasks");
+			goto cleanup;
+		}
+		ns = shards.count;
 		for (i = 0; i < ns; i++) {
-			const git_tree_entry *se = git_tree_entry_byindex(year, i);
+			const git_tree_entry *se = shards.v[i].e;
 			struct shard *known, fresh, *s;
 			int cacheable;
 
 			if (git_tree_entry_type(se) != GIT_OBJECT_TREE)
 				continue;
-			snprintf(path, sizeof(path), "%s/%s", git_tree_entry_name(ye),
-				 git_tree_entry_name(se));
+			snprintf(path, sizeof(path), "%s/%s%s%s", git_tree_entry_name(ye),
+				 shards.v[i].sub, *shards.v[i].sub ? "/" : "", git_tree_entry_name(se));
 			known = c ? find_shard(c, path) : NULL;
 			if (known && git_oid_equal(&known->tree, git_tree_entry_id(se))) {
 				s = known;
@@ -1269,6 +1280,7 @@ cleanup:
 	for (i = 0; i < l.n; i++)
 		free(l.v[i].task);
 	free(l.v);
+	amp_flat_free(&shards);
 	git_tree_free(year);
 	git_tree_free(top);
 	git_tree_entry_free(tasks);

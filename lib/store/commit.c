@@ -30,9 +30,14 @@ int amp_store_write_add(amp_store_write *w, const char *path, const char *data,
 
 	if (w->nfiles == AMP_WRITE_MAX_FILES)
 		return amp_error_set(err, AMP_EIO, "", "too many files in one commit");
-	/* One commit adds to one directory: one path of trees to rewrite. */
+	/* One commit adds to one directory, or to two fan-out directories of
+	 * one task (a marker and its record either side of a hundred): one
+	 * path of trees to rewrite, or two.  All but the file name alike, or
+	 * all but the last 6 bytes of the directory ("/ss/ss"). */
 	if (w->nfiles && (dir_len(path) != dir_len(w->files[0].path) ||
-			  strncmp(path, w->files[0].path, dir_len(path))))
+			  (strncmp(path, w->files[0].path, dir_len(path)) &&
+			   (dir_len(path) < 6 ||
+			    strncmp(path, w->files[0].path, dir_len(path) - 6)))))
 		return amp_error_set(err, AMP_EIO, "", "%s is not in the directory of %s",
 				     path, w->files[0].path);
 	if (!fits(snprintf(w->files[w->nfiles].path, AMP_PATH_MAX, "%s", path), AMP_PATH_MAX))
@@ -268,6 +273,8 @@ int amp_store_write_commit(amp_store *st, git_commit *parent, git_tree *base,
 	 * (recsig.h); only those added here are freed here. */
 	amp_store_write signed_w = *given, *w = &signed_w;
 	git_oid blobs[AMP_WRITE_MAX_FILES], tree_oid, next;
+	git_oid group_blobs[AMP_WRITE_MAX_FILES];
+	amp_store_write group; /* the files of one directory, borrowed */
 	git_tree *tree = NULL, *next_tree = NULL;
 	git_signature *author = NULL, *committer = NULL;
 	char email[64], message[3072], dir[AMP_PATH_MAX];
@@ -302,11 +309,20 @@ int amp_store_write_commit(amp_store *st, git_commit *parent, git_tree *base,
 					       w->files[i].path);
 			goto cleanup;
 		}
-	if (w->nfiles) {
+	for (i = 0; i < w->nfiles; i += group.nfiles) {
+		/* The files of one directory (amp_store_write_add): one pass. */
+		size_t k;
+
+		memset(&group, 0, sizeof(group));
+		for (k = i; k < w->nfiles && dir_len(w->files[k].path) == dir_len(w->files[i].path) &&
+			    !strncmp(w->files[k].path, w->files[i].path, dir_len(w->files[i].path)); k++) {
+			group.files[group.nfiles] = w->files[k];
+			group_blobs[group.nfiles++] = blobs[k];
+		}
 		/* Fits: files[].path has the same size. */
-		snprintf(dir, sizeof(dir), "%.*s", (int)dir_len(w->files[0].path),
-			 w->files[0].path);
-		if ((status = tree_insert(st, tree, dir, w, blobs, &tree_oid, err)) < 0)
+		snprintf(dir, sizeof(dir), "%.*s", (int)dir_len(w->files[i].path),
+			 w->files[i].path);
+		if ((status = tree_insert(st, tree, dir, &group, group_blobs, &tree_oid, err)) < 0)
 			goto cleanup;
 		if (git_tree_lookup(&next_tree, st->repo, &tree_oid) < 0) {
 			status = amp_error_git(err, AMP_EIO, "cannot read a new tree");
@@ -316,7 +332,16 @@ int amp_store_write_commit(amp_store *st, git_commit *parent, git_tree *base,
 		tree = next_tree;
 		next_tree = NULL;
 	}
-	snprintf(email, sizeof(email), "%s@amp.invalid",
+	if (w->replace) {
+		git_tree_free(tree);
+		tree = NULL;
+		if (git_tree_lookup(&tree, st->repo, &w->tree) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot read the new tree %s",
+					       git_oid_tostr_s(&w->tree));
+			goto cleanup;
+		}
+	}
+	snprintf(email, sizeof(email), "%.31s@amp.invalid",
 		 w->author[0] ? w->author : "system");
 	/* A named instance signs as itself; the email keeps the role. */
 	if (git_signature_new(&author, st->agent[0] ? st->agent : w->author[0] ? w->author : "system",

@@ -1,6 +1,6 @@
 /*
  * names.c - the names of the SSOT's layout (store.h):
- * a task's directory, a record's file name (an agent's name is
+ * a record's file name (a task's directory is layout.c's) (an agent's name is
  * record/names.h's).  Pure: no repository.
  */
 #include "store_int.h"
@@ -19,19 +19,6 @@ static int is_digits(const char *s, size_t n)
 		if (s[i] < '0' || s[i] > '9')
 			return 0;
 	return n > 0;
-}
-
-int amp_store_task_dir(const char *task_id, char *buf, size_t bufsz)
-{
-	size_t len = strlen(task_id);
-	int shard_len, n;
-
-	if (!amp_task_id_valid(task_id, len))
-		return -1;
-	shard_len = (int)(len - 7 - 2);
-	n = snprintf(buf, bufsz, "tasks/%.4s/%.*s/%s", task_id + 2, shard_len,
-		     task_id + 7, task_id);
-	return fits(n, bufsz) ? 0 : -1;
 }
 
 int amp_msg_id_task(const char *msg_id, char *buf, size_t bufsz)

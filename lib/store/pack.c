@@ -140,7 +140,8 @@ cleanup:
  */
 static int attributes(amp_store *st, char *opt, size_t size)
 {
-	static const char attrs[] = "tasks/*/*/*/*.json -delta\n";
+	/* Layout 1's records and layout 2's (store.h "Layout") */
+	static const char attrs[] = "tasks/*/*/*/*.json -delta\ntasks/*/*/*/*/*/*/*.json -delta\n";
 
 	return amp_pack_attributes(st, "pack-attributes", attrs, opt, size);
 }

@@ -60,6 +60,7 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 	char dir[128];
 	git_tree_entry *dir_entry = NULL;
 	git_tree *tree = NULL;
+	amp_flat files = { 0 };
 	git_blob *blob = NULL;
 	amp_reccache *cache = NULL;
 	git_oid *cache_ids = NULL; /* the blob of each entry, for the cache */
@@ -69,18 +70,17 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 	memset(log, 0, sizeof(*log));
 	amp_store_walk_step();
 	log->next_seq = 1;
-	if (amp_store_task_dir(task_id, dir, sizeof(dir)) < 0)
+	if (amp_store_task_dir(AMP_LAYOUT_FLAT, task_id, dir, sizeof(dir)) < 0)
 		return amp_error_set(err, AMP_EUSAGE, "",
 				     "not a task id (T-YYYY-NNN): %s", task_id);
 	snprintf(log->task_id, sizeof(log->task_id), "%s", task_id);
 	log->policy = &st->policy;
+	log->layout = amp_store_tree_layout(st->repo, root);
 	if (!root)
 		return AMP_OK;
-	rc = git_tree_entry_bypath(&dir_entry, root, dir);
-	if (rc == GIT_ENOTFOUND) {
-		git_error_clear();
+	rc = amp_store_task_lookup(root, task_id, &dir_entry, dir, sizeof(dir));
+	if (rc == GIT_ENOTFOUND)
 		return AMP_OK;
-	}
 	if (rc < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s", dir);
 		goto cleanup;
@@ -90,7 +90,11 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 				       dir, git_oid_tostr_s(git_tree_entry_id(dir_entry)));
 		goto cleanup;
 	}
-	n = git_tree_entrycount(tree);
+	if (amp_store_task_files(st->repo, tree, &files) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s", dir);
+		goto cleanup;
+	}
+	n = files.count;
 	if (n && !(log->entries = calloc(n, sizeof(*log->entries)))) {
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
@@ -104,9 +108,9 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 		cache_ids = malloc(n * sizeof(*cache_ids));
 	}
 	/* Tree entries are sorted by name, and names start with the sequence
-	 * number, so this is commit order. */
+	 * number, so this is commit order (amp_store_task_files). */
 	for (i = 0; i < n; i++) {
-		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
+		const git_tree_entry *e = files.v[i].e;
 		amp_entry *rec = &log->entries[log->count];
 		amp_error perr;
 
@@ -178,6 +182,7 @@ have_doc:
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 cleanup:
 	amp_reccache_free(cache);
+	amp_flat_free(&files);
 	free(cache_ids);
 	git_blob_free(blob);
 	git_tree_free(tree);
@@ -227,16 +232,21 @@ int amp_store_task_in_place(amp_store *st, const char *shard, const git_tree_ent
 	const char *name = git_tree_entry_name(e);
 	char dir[128], path[AMP_PATH_MAX], why[256];
 
-	if (git_tree_entry_type(e) == GIT_OBJECT_TREE && amp_store_task_dir(name, dir, sizeof(dir)) == 0 &&
-	    !strncmp(dir, "tasks/", 6) && !strncmp(dir + 6, shard, strlen(shard)) &&
-	    dir[6 + strlen(shard)] == '/' && !strcmp(dir + 7 + strlen(shard), name))
-		return 1;
+	int layout;
+
+	/* Either layout's place (layout.c): readers look in both. */
+	for (layout = AMP_LAYOUT_FLAT; layout <= AMP_LAYOUT_FANNED; layout++)
+		if (git_tree_entry_type(e) == GIT_OBJECT_TREE &&
+		    amp_store_task_dir(layout, name, dir, sizeof(dir)) == 0 &&
+		    !strncmp(dir, "tasks/", 6) && !strncmp(dir + 6, shard, strlen(shard)) &&
+		    dir[6 + strlen(shard)] == '/' && !strcmp(dir + 7 + strlen(shard), name))
+			return 1;
 	snprintf(path, sizeof(path), "tasks/%s/%s", shard, name);
 	if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
 		amp_store_note_skipped(st, path, "not a task's directory but a file: skipped");
 	else if (!amp_task_id_valid(name, strlen(name)))
 		amp_store_note_skipped(st, path, "not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped");
-	else if (amp_store_task_dir(name, dir, sizeof(dir)) == 0 &&
+	else if (amp_store_task_dir(AMP_LAYOUT_FANNED, name, dir, sizeof(dir)) == 0 &&
 		 snprintf(why, sizeof(why), "task %s out of its place (%s): skipped", name, dir) > 0)
 		amp_store_note_skipped(st, path, why);
 	return 0;
@@ -276,11 +286,16 @@ static int collect_level(amp_store *st, git_tree *tree, const char *prefix, int 
 		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
 		git_tree *sub = NULL;
 
-		if (depth == 0 && !amp_store_task_in_place(st, prefix, e))
+		/* A fan-out directory where tasks are (layout 2's <B>) is
+		 * walked through. */
+		int through = depth == 0 && git_tree_entry_type(e) == GIT_OBJECT_TREE &&
+			      amp_store_is_fanout(git_tree_entry_name(e));
+
+		if (depth == 0 && !through && !amp_store_task_in_place(st, prefix, e))
 			continue;
 		if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
 			continue;
-		if (depth == 0) {
+		if (depth == 0 && !through) {
 			if (*count == *alloc) {
 				struct listed *bigger;
 
@@ -297,7 +312,7 @@ static int collect_level(amp_store *st, git_tree *tree, const char *prefix, int 
 		if (git_tree_lookup(&sub, st->repo, git_tree_entry_id(e)) < 0)
 			return -1;
 		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", git_tree_entry_name(e));
-		rc = collect_level(st, sub, path, depth - 1, v, count, alloc);
+		rc = collect_level(st, sub, path, through ? 0 : depth - 1, v, count, alloc);
 		git_tree_free(sub);
 	}
 	return rc;

@@ -220,18 +220,19 @@ cleanup:
 int amp_store_record_sig_check_entry(amp_store *st, git_tree *tip, const char *task,
 				     const amp_entry *e, char *why, size_t whysz, amp_error *err)
 {
-	char dir[128], name[AMP_PATH_MAX], path[AMP_PATH_MAX + 130], principal[256], reason[700];
+	char name[AMP_PATH_MAX], path[AMP_PATH_MAX + 130], principal[256], reason[700];
 	const char *from = amp_json_str(e->doc, "from"), *ts = amp_json_str(e->doc, "timestamp");
 	int64_t ms = 0;
 	int present, rc;
 
+	/* the record's place in the tip's layout (store.h "Layout") */
 	if (!st->signing.require || !st->signing.allowed[0] || !from ||
-	    amp_store_task_dir(task, dir, sizeof(dir)) < 0 ||
-	    amp_store_entry_name(e->seq, e->kind, e->id, name, sizeof(name)) < 0)
+	    amp_store_entry_name(e->seq, e->kind, e->id, name, sizeof(name)) < 0 ||
+	    amp_store_record_path(amp_store_tree_layout(st->repo, tip), task, name, path,
+				  sizeof(path)) < 0)
 		return 1;
 	if (!ts || amp_time_parse(ts, &ms) < 0 || ms < 1000)
 		ms = 1000; /* no time of its own: the epoch, never now */
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	rc = amp_store_record_sig_verify(st, tip, path, from, NULL, ms / 1000, &present, principal,
 					 sizeof(principal), reason, sizeof(reason), err);
 	if (rc == 0 && present) {

@@ -73,22 +73,25 @@ static int identity(const char *name, const git_oid *blob, char *buf, size_t buf
 	return 0;
 }
 
-/* The subtree at path in root, NULL when there is none; -1 when it cannot
- * be read. */
-static int subtree(git_repository *repo, git_tree *root, const char *path, git_tree **out)
+/* The record files of task's directory in root (empty when there is
+ * none), its path into dir; -1 when it cannot be read. */
+static int task_files(git_repository *repo, git_tree *root, const char *task, char *dir,
+		      size_t dirsz, amp_flat *out)
 {
 	git_tree_entry *e = NULL;
+	git_tree *t = NULL;
 	int rc;
 
-	*out = NULL;
-	if ((rc = git_tree_entry_bypath(&e, root, path)) == GIT_ENOTFOUND) {
-		git_error_clear();
+	memset(out, 0, sizeof(*out));
+	if ((rc = amp_store_task_lookup(root, task, &e, dir, dirsz)) == GIT_ENOTFOUND)
 		return 0;
-	}
 	if (rc < 0)
 		return -1;
 	rc = git_tree_entry_type(e) == GIT_OBJECT_TREE ?
-	     git_tree_lookup(out, repo, git_tree_entry_id(e)) : 0;
+	     git_tree_lookup(&t, repo, git_tree_entry_id(e)) : 0;
+	if (rc == 0 && t)
+		rc = amp_store_task_files(repo, t, out);
+	git_tree_free(t);
 	git_tree_entry_free(e);
 	return rc < 0 ? -1 : 0;
 }
@@ -97,35 +100,33 @@ static int subtree(git_repository *repo, git_tree *root, const char *path, git_t
 static int task_lost(git_repository *repo, git_tree *seen, git_tree *tip, const char *task,
 		     json_t *lost)
 {
-	git_tree *a = NULL, *b = NULL;
+	amp_flat a = { 0 }, b = { 0 };
 	json_t *have = json_object();
-	char dir[128], key[400], path[AMP_PATH_MAX];
+	char dir[128], tipdir[128], key[400], path[AMP_PATH_MAX];
 	size_t i;
 	int rc = -1;
 
-	if (amp_store_task_dir(task, dir, sizeof(dir)) < 0) {
-		rc = 0;
+	if (task_files(repo, seen, task, dir, sizeof(dir), &a) < 0 ||
+	    task_files(repo, tip, task, tipdir, sizeof(tipdir), &b) < 0)
 		goto cleanup;
-	}
-	if (subtree(repo, seen, dir, &a) < 0 || subtree(repo, tip, dir, &b) < 0)
-		goto cleanup;
-	for (i = 0; b && i < git_tree_entrycount(b); i++) {
-		const git_tree_entry *e = git_tree_entry_byindex(b, i);
+	for (i = 0; i < b.count; i++) {
+		const git_tree_entry *e = b.v[i].e;
 
 		if (identity(git_tree_entry_name(e), git_tree_entry_id(e), key, sizeof(key)) == 0)
 			json_object_set_new(have, key, json_true());
 		if (identity(git_tree_entry_name(e), NULL, key, sizeof(key)) == 0)
 			json_object_set_new(have, key, json_true());
 	}
-	for (i = 0; a && i < git_tree_entrycount(a); i++) {
-		const git_tree_entry *e = git_tree_entry_byindex(a, i);
+	for (i = 0; i < a.count; i++) {
+		const git_tree_entry *e = a.v[i].e;
 		const char *name = git_tree_entry_name(e);
 
 		if (identity(name, git_tree_entry_id(e), key, sizeof(key)) < 0 ||
 		    json_object_get(have, key))
 			continue;
 		identity(name, NULL, key, sizeof(key));
-		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		snprintf(path, sizeof(path), "%s/%s%s%s", dir, a.v[i].sub, *a.v[i].sub ? "/" : "",
+			 name);
 		json_array_append_new(lost, json_pack("{s:s,s:s,s:s}", "task", task, "path", path,
 						      "change", json_object_get(have, key) ?
 								"changed" : "removed"));
@@ -134,8 +135,8 @@ static int task_lost(git_repository *repo, git_tree *seen, git_tree *tip, const 
 cleanup:
 	git_error_clear();
 	json_decref(have);
-	git_tree_free(a);
-	git_tree_free(b);
+	amp_flat_free(&a);
+	amp_flat_free(&b);
 	return rc;
 }
 

@@ -116,6 +116,8 @@ typedef struct amp_task_log {
 	amp_entry *superseded; /* records set aside, in sequence order */
 	size_t nsuperseded;
 	const amp_policy *policy; /* the store's settings (borrowed) */
+	int layout; /* of the tree it was read from (store.h "Layout"): where
+		     * its records are and a new one goes; -1 unknown */
 	/* A hash index of entries for amp_task_log_find, built as lookups
 	 * need it; made by amp_store_read_task, owned by the log and freed
 	 * with it.  Views of a prefix (a copy with a smaller count) share
@@ -140,6 +142,15 @@ const amp_entry *amp_task_log_marker(const amp_task_log *log, const amp_entry *s
 /* 1 when e is a "superseded" marker (a control record of that type from
  * system); its record's name goes to *record (borrowed from e). */
 int amp_entry_is_marker(const amp_entry *e, const char **record);
+
+/* The path of record file `name` of the log's task, from the root, in
+ * the log's layout (amp_store_record_path), into buf; -1 when it does not
+ * fit or the layout is unknown. */
+int amp_task_log_record_path(const amp_task_log *log, const char *name, char *buf,
+			     size_t bufsz);
+/* The same for entry e of the log. */
+int amp_task_log_entry_path(const amp_task_log *log, const amp_entry *e, char *buf,
+			    size_t bufsz);
 
 /* The message (kind AMP_ENTRY_MSG) or ACK of `msg_id` in log; NULL if none.
  * Borrowed. */
@@ -207,12 +218,103 @@ int amp_store_config_bool(amp_store *st, const char *key, int fallback,
 /* How many CAS retries this store handle has needed so far (update.c). */
 unsigned long amp_store_retries(const amp_store *st);
 
+/* ==== Layout (layout.c) ===================================================== */
+
+/*
+ * The SSOT's two layouts.  1 (d39ab41 and before, no AMP_LAYOUT_FILE):
+ * tasks/<YYYY>/<S>/<task_id>/<record>.  2 (AMP_LAYOUT_FILE at the root
+ * holding "2\n"): tasks/<YYYY>/<A>/<B>/<task_id>/<s1>/<s2>/<record>, the
+ * year and the task fanned out so that no tree a write rewrites holds
+ * more than 100 entries (layout.c says how).  Readers take either;
+ * writers write the layout of the tip they write on (amp_store_layout);
+ * `amp migrate` moves a layout-1 SSOT to 2 in one new commit.
+ */
+#define AMP_LAYOUT_FILE "amp-layout"
+#define AMP_LAYOUT_FLAT 1
+#define AMP_LAYOUT_FANNED 2
+
+/* The layout of tip tree root (NULL: an empty SSOT, layout 1): 1, 2, or
+ * -1 when its AMP_LAYOUT_FILE names none amp knows. */
+int amp_store_tree_layout(git_repository *repo, git_tree *root);
+/* The same, an unknown layout an AMP_EIO error (a newer amp's SSOT). */
+int amp_store_layout(amp_store *st, git_tree *root, amp_error *err);
+
+/* Writes the task directory of task_id in `layout` into buf
+ * ("tasks/2026/0/T-2026-044", "tasks/2026/0/0/T-2026-044").  Returns 0,
+ * or -1 when task_id is not one (amp_task_id_valid: T-YYYY- and 3 to 9
+ * digits) or does not fit. */
+int amp_store_task_dir(int layout, const char *task_id, char *buf, size_t bufsz);
+/* The directories of record number `seq` below its task directory in
+ * `layout` ("" in layout 1, "00/01" in 2), into buf; -1 when it does not
+ * fit or seq is out of range. */
+int amp_store_record_subdir(int layout, int seq, char *buf, size_t bufsz);
+/* The path of record file `name` (amp_store_entry_name) of task_id in
+ * `layout`, from the root, into buf: the one place a record's path is
+ * made.  -1 when either is not one or it does not fit. */
+int amp_store_record_path(int layout, const char *task_id, const char *name, char *buf,
+			  size_t bufsz);
+
+/* The task directory of task_id in root, in whichever layout holds it
+ * (the new first), into *out (the caller frees it) and its path into dir:
+ * 0; GIT_ENOTFOUND (git's error cleared) when neither has it; else a
+ * libgit2 error. */
+int amp_store_task_lookup(git_tree *root, const char *task_id, git_tree_entry **out,
+			  char *dir, size_t dirsz);
+/* The same for record file `name` of task_id, its path into path. */
+int amp_store_record_lookup(git_tree *root, const char *task_id, const char *name,
+			    git_tree_entry **out, char *path, size_t pathsz);
+
+/* The layout-2 tree of layout-1 tip tree root (NULL: empty) into *out:
+ * every record's blob and name kept, moved to its layout-2 place;
+ * anything that is not a task in its place kept at its path;
+ * AMP_LAYOUT_FILE added.  What `amp migrate` commits and the hook
+ * compares a pushed migration with.  AMP_OK or AMP_EIO. */
+int amp_store_migrate_tree(amp_store *st, git_tree *root, git_oid *out, amp_error *err);
+
+/* Moves the messages ref to layout 2 in one new commit (history stays
+ * append-only: the records keep their blobs and names, amp_store_migrate_tree),
+ * as a compare-and-swap like any write: AMP_OK (the commit in *out),
+ * AMP_NOOP when the tip is in layout 2 already, or an error. */
+int amp_store_migrate(amp_store *st, git_oid *out, amp_error *err);
+
+/* The entries of a tree with its fan-out directories (names of digits
+ * only, `levels` deep at most) walked through: every reader of a task's
+ * records lists them this way (amp_store_task_files), in name order,
+ * which is sequence order.  Each entry borrows from the trees kept in
+ * the list; free with amp_flat_free. */
+typedef struct amp_flat_entry {
+	const git_tree_entry *e;
+	const char *sub; /* the fan-out directories it is in: "" or "00/01" */
+} amp_flat_entry;
+typedef struct amp_flat {
+	amp_flat_entry *v;
+	size_t count, alloc;
+	git_tree **trees; /* kept, with the path of each (subs) */
+	char **subs;
+	size_t ntrees;
+} amp_flat;
+int amp_store_flatten(git_repository *repo, git_tree *tree, int levels, amp_flat *out);
+/* The record files of a task directory's tree, in either layout. */
+int amp_store_task_files(git_repository *repo, git_tree *task_tree, amp_flat *out);
+void amp_flat_free(amp_flat *f);
+/* Every task directory of tip tree root (NULL: none) in either layout,
+ * its name and tree id, sorted by name, into *out (the caller frees it):
+ * for comparing trees of two layouts (treediff.c).  -1 when a tree cannot
+ * be read or memory runs out. */
+typedef struct amp_task_tree {
+	char name[64];
+	git_oid id;
+} amp_task_tree;
+int amp_store_tree_tasks(git_repository *repo, git_tree *root, amp_task_tree **out,
+			 size_t *count);
+/* How many fan-out levels lie between a year's tree and its shards (the
+ * trees that hold task directories) in `layout`: 0 or 1. */
+int amp_store_shard_levels(int layout);
+/* 1 when a directory of this name is a fan-out directory (digits only). */
+int amp_store_is_fanout(const char *name);
+
 /* ==== Names (names.c) ======================================================= */
 
-/* Writes the task directory of task_id ("tasks/2026/0/T-2026-044") into
- * buf.  Returns 0, or -1 when task_id is not one (amp_task_id_valid:
- * T-YYYY- and 3 to 9 digits) or does not fit. */
-int amp_store_task_dir(const char *task_id, char *buf, size_t bufsz);
 
 /* The task id embedded in a msg_id ("{type}-{task_id}-{unix_ms}"), into
  * buf; returns 0, or -1 when msg_id is not one (amp_msg_id_parse) or the
@@ -360,6 +462,8 @@ typedef struct amp_tree_diff_entry {
 	int depth;          /* of the tree holding it: 0 at the root */
 	const git_tree_entry *a; /* a's entry of that name, NULL when none */
 	const git_tree_entry *b; /* b's, NULL for an entry only a has (below) */
+	const char *task;   /* below tasks/: the task directory's name above
+			     * it (depth 4 and below), else NULL */
 } amp_tree_diff_entry;
 
 /* What a visitor returns, or < 0 to stop the walk (its result). */
@@ -383,7 +487,11 @@ struct amp_tree_diff {
 };
 
 /* Walks a and b, trees at `prefix`, `depth` below the root (`how`: 0 or
- * AMP_TREE_DIFF_GONE).  Returns 0, or what stopped it (< 0). */
+ * AMP_TREE_DIFF_GONE).  Below tasks/, a fan-out directory (layout 2's
+ * <B> and a task's <s1>/<s2>, store.h "Layout") where a task directory
+ * (depth 3) or a record (depth 4) is expected is walked through at that
+ * depth, not visited: visitors see either layout as layout 1's depths.
+ * Returns 0, or what stopped it (< 0). */
 int amp_tree_diff_walk(amp_tree_diff *d, git_tree *a, git_tree *b, const char *prefix,
 		       int depth, int how);
 
@@ -458,10 +566,14 @@ typedef struct amp_store_write {
 	char author[32];    /* the role that writes */
 	int64_t time_ms;    /* the author and committer time; 0: now (amp
 			     * import: the record's own timestamp) */
+	int replace;        /* 1: the commit's tree is `tree`, no file added
+			     * (amp migrate's one commit) */
+	git_oid tree;
 } amp_store_write;
 
-/* Adds a file to w; data is copied.  All files of one write share a
- * directory. */
+/* Adds a file to w; data is copied.  The files of one write share a
+ * directory, or (a task's records in layout 2, store.h "Layout") a task's
+ * fan-out directories. */
 int amp_store_write_add(amp_store_write *w, const char *path, const char *data,
 			size_t len, amp_error *err);
 

@@ -122,9 +122,21 @@ int amp_record_times_put(amp_record_times *t, const char *task, const char *name
 
 /* ---- the walker (store.h) ------------------------------------------------ */
 
+static int walk(amp_tree_diff *d, git_tree *a, git_tree *b, const char *prefix, int depth,
+		int how, const char *task);
+
+/* 1 when e is a fan-out directory the walk goes through (store.h). */
+static int fanout(const amp_tree_diff_entry *e)
+{
+	const git_tree_entry *t = e->b ? e->b : e->a;
+
+	return (e->depth == 3 || e->depth == 4) && !strncmp(e->prefix, "tasks/", 6) &&
+	       git_tree_entry_type(t) == GIT_OBJECT_TREE && amp_store_is_fanout(e->name);
+}
+
 /* Walks the subtrees of e (either side that is not a tree: as empty),
- * `how` there. */
-static int descend(amp_tree_diff *d, const amp_tree_diff_entry *e, int how)
+ * `how` there, one level down or (a fan-out directory) at e's depth. */
+static int descend(amp_tree_diff *d, const amp_tree_diff_entry *e, int how, int through)
 {
 	git_tree *sa = NULL, *sb = NULL;
 	int rc;
@@ -135,31 +147,43 @@ static int descend(amp_tree_diff *d, const amp_tree_diff_entry *e, int how)
 	     git_tree_lookup(&sa, d->repo, git_tree_entry_id(e->a)) < 0))
 		rc = d->unreadable ? d->unreadable(d, e) : -1;
 	else
-		rc = amp_tree_diff_walk(d, sa, sb, e->path, e->depth + 1, how);
+		rc = walk(d, sa, sb, e->path, through ? e->depth : e->depth + 1, how,
+			  through || e->depth > 3 ? e->task : e->depth == 3 ? e->name : NULL);
 	git_tree_free(sa);
 	git_tree_free(sb);
 	return rc;
 }
 
 /* Visits e, whose name and sides are set, at its path (built in `path`),
- * and walks below it when the visitor says so. */
-static int visit(amp_tree_diff *d, amp_tree_diff_entry *e, char *path)
+ * and walks below it when the visitor says so; a fan-out directory is
+ * walked through (`how` kept), not visited. */
+static int visit(amp_tree_diff *d, amp_tree_diff_entry *e, char *path, int how)
 {
 	int n = snprintf(path, AMP_PATH_MAX, "%s%s%s", e->prefix, *e->prefix ? "/" : "", e->name);
 	int rc;
 
 	e->path_len = n < 0 ? AMP_PATH_MAX : (size_t)n;
+	if (fanout(e) && e->path_len < AMP_PATH_MAX)
+		return descend(d, e, how, 1);
 	if ((rc = d->visit(d, e)) < 0)
 		return rc;
-	return rc & AMP_TREE_DIFF_DESCEND ? descend(d, e, rc & AMP_TREE_DIFF_GONE) : 0;
+	return rc & AMP_TREE_DIFF_DESCEND ? descend(d, e, rc & AMP_TREE_DIFF_GONE, 0) : 0;
 }
 
 int amp_tree_diff_walk(amp_tree_diff *d, git_tree *a, git_tree *b, const char *prefix,
 		       int depth, int how)
 {
+	const char *task = depth > 3 ? strrchr(prefix, '/') : NULL;
+
+	return walk(d, a, b, prefix, depth, how, task ? task + 1 : NULL);
+}
+
+static int walk(amp_tree_diff *d, git_tree *a, git_tree *b, const char *prefix, int depth,
+		int how, const char *task)
+{
 	size_t i, na = a ? git_tree_entrycount(a) : 0, nb = b ? git_tree_entrycount(b) : 0;
 	char path[AMP_PATH_MAX];
-	amp_tree_diff_entry e = { prefix, NULL, path, 0, depth, NULL, NULL };
+	amp_tree_diff_entry e = { prefix, NULL, path, 0, depth, NULL, NULL, task };
 	int rc = 0;
 
 	for (i = 0; i < nb && rc == 0; i++) {
@@ -169,7 +193,7 @@ int amp_tree_diff_walk(amp_tree_diff *d, git_tree *a, git_tree *b, const char *p
 		if (e.a && git_oid_equal(git_tree_entry_id(e.a), git_tree_entry_id(e.b)) &&
 		    (!d->modes || git_tree_entry_filemode(e.a) == git_tree_entry_filemode(e.b)))
 			continue;
-		rc = visit(d, &e, path);
+		rc = visit(d, &e, path, how);
 	}
 	for (i = 0; i < na && rc == 0 && (how & AMP_TREE_DIFF_GONE); i++) {
 		e.a = git_tree_entry_byindex(a, i);
@@ -177,7 +201,7 @@ int amp_tree_diff_walk(amp_tree_diff *d, git_tree *a, git_tree *b, const char *p
 		e.b = NULL;
 		if (b && git_tree_entry_byname(b, e.name))
 			continue;
-		rc = visit(d, &e, path);
+		rc = visit(d, &e, path, how);
 	}
 	return rc;
 }
@@ -233,7 +257,7 @@ static int diff_visit(amp_tree_diff *d, const amp_tree_diff_entry *e)
 		return AMP_TREE_DIFF_SKIP;
 	}
 	if (depth == 4) {
-		touch(touched, strrchr(e->prefix, '/') + 1, name, touched->ms);
+		touch(touched, e->task, name, touched->ms);
 		return AMP_TREE_DIFF_SKIP;
 	}
 	if (depth == 3 && touched->skip && !amp_store_task_in_place(touched->skip, e->prefix + 6, be))
@@ -259,11 +283,90 @@ static int diff_unreadable(amp_tree_diff *d, const amp_tree_diff_entry *e)
 	git_error_clear();
 	if (touched->ms >= 0)
 		return 0;
-	if (e->depth == 3) {
+	if (e->depth == 3 && !amp_store_is_fanout(e->name)) {
 		json_object_set_new(touched->json, e->name, json_null());
 		return 0;
 	}
+	if (e->task) { /* a fan-out directory of the task's */
+		json_object_set_new(touched->json, e->task, json_null());
+		return 0;
+	}
 	return -1;
+}
+
+/* The records of task directory tree `bt` (of task `task`) that `at`
+ * (NULL: none) lacks or holds with other content, by name, whatever
+ * either's layout, into `to`. */
+static int diff_task_files(git_repository *repo, const git_oid *at, const git_oid *bt,
+			   const char *task, struct touched *to)
+{
+	git_tree *ta = NULL, *tb = NULL;
+	amp_flat fa = { 0 }, fb = { 0 };
+	size_t i, j = 0;
+	int rc = 0, c;
+
+	if ((at && (git_tree_lookup(&ta, repo, at) < 0 || amp_store_task_files(repo, ta, &fa) < 0)) ||
+	    git_tree_lookup(&tb, repo, bt) < 0 || amp_store_task_files(repo, tb, &fb) < 0) {
+		git_error_clear();
+		if (to->ms < 0)
+			json_object_set_new(to->json, task, json_null());
+		goto cleanup;
+	}
+	/* both in name order (amp_store_task_files) */
+	for (i = 0; i < fb.count; i++) {
+		const char *name = git_tree_entry_name(fb.v[i].e);
+
+		while (j < fa.count && (c = strcmp(git_tree_entry_name(fa.v[j].e), name)) < 0)
+			j++;
+		if (j < fa.count && !strcmp(git_tree_entry_name(fa.v[j].e), name) &&
+		    git_oid_equal(git_tree_entry_id(fa.v[j].e), git_tree_entry_id(fb.v[i].e)))
+			continue;
+		touch(to, task, name, to->ms);
+	}
+cleanup:
+	amp_flat_free(&fa);
+	amp_flat_free(&fb);
+	git_tree_free(ta);
+	git_tree_free(tb);
+	return rc;
+}
+
+/* diff_tips for two trees of different layouts (store.h "Layout": the
+ * migration's commit, or tips either side of it): the tasks paired by
+ * name, not by place, so that moving records adds none. */
+static int diff_across(git_repository *repo, git_tree *a, git_tree *b, struct touched *to)
+{
+	amp_task_tree *ta = NULL, *tb = NULL;
+	size_t na = 0, nb = 0, i, j = 0;
+	int rc = 0, have;
+
+	if (amp_store_tree_tasks(repo, a, &ta, &na) < 0 ||
+	    amp_store_tree_tasks(repo, b, &tb, &nb) < 0) {
+		rc = -1;
+		goto cleanup;
+	}
+	for (i = 0; i <= nb && rc == 0; i++) {
+		/* the tasks of a that b lacks: vanished (ms < 0 only) */
+		for (; j < na && (i == nb || strcmp(ta[j].name, tb[i].name) < 0); j++)
+			if (to->ms < 0 && to->json && !json_object_get(to->json, ta[j].name))
+				json_object_set_new(to->json, ta[j].name, json_object());
+		if (i == nb)
+			break;
+		have = j < na && !strcmp(ta[j].name, tb[i].name);
+		if (have && git_oid_equal(&ta[j].id, &tb[i].id)) {
+			j++;
+			continue;
+		}
+		if (!have && to->whole)
+			json_object_set_new(to->json, tb[i].name, json_true());
+		else
+			rc = diff_task_files(repo, have ? &ta[j].id : NULL, &tb[i].id, tb[i].name, to);
+		j += have;
+	}
+cleanup:
+	free(ta);
+	free(tb);
+	return rc;
 }
 
 /* amp_store_diff_tasks and its variants: what differs between a and b,
@@ -272,6 +375,8 @@ static int diff_tips(git_repository *repo, git_tree *a, git_tree *b, struct touc
 {
 	amp_tree_diff d = { repo, 0, diff_visit, diff_unreadable, to };
 
+	if (a && b && amp_store_tree_layout(repo, a) != amp_store_tree_layout(repo, b))
+		return diff_across(repo, a, b, to);
 	return amp_tree_diff_walk(&d, a, b, "", 0, 0);
 }
 

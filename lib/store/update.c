@@ -621,12 +621,14 @@ struct init_ctx {
 	const char *marker;
 	const char *subject;
 	int strict; /* write where trust starts (sign.h, AMP_STRICT_TRAILER) */
+	int layout; /* of a new messages ref (store.h "Layout") */
 };
 
 static int build_init(amp_store *st, git_tree *tip, void *ctx,
 		      amp_store_write *w, amp_error *err)
 {
 	struct init_ctx *ic = ctx;
+	int status;
 
 	(void)st;
 	if (tip && !ic->strict)
@@ -641,7 +643,16 @@ static int build_init(amp_store *st, git_tree *tip, void *ctx,
 	}
 	snprintf(w->subject, sizeof(w->subject), "%s",
 		 tip ? "amp: strict mode on, the history below is the admin's (AMP/1.0)" : ic->subject);
-	return tip ? AMP_OK : amp_store_write_add(w, "AMP", ic->marker, strlen(ic->marker), err);
+	if (tip)
+		return AMP_OK;
+	/* A new SSOT starts in layout 2 (store.h "Layout"), unless git
+	 * config amp.layout is 1 (clones whose amp predates layout 2 share
+	 * it); the errors ref holds no task. */
+	if (!strcmp(ic->marker + strlen(ic->marker) - strlen("messages\n"), "messages\n") &&
+	    ic->layout == AMP_LAYOUT_FANNED &&
+	    (status = amp_store_write_add(w, AMP_LAYOUT_FILE, "2\n", 2, err)) < 0)
+		return status;
+	return amp_store_write_add(w, "AMP", ic->marker, strlen(ic->marker), err);
 }
 
 /* Strict mode: whether `ref` needs the admin's marker: 2 when it is
@@ -668,14 +679,20 @@ static int needs_marker(amp_store *st, const char *ref, amp_error *err)
 
 int amp_store_init(amp_store *st, int *created, amp_error *err)
 {
-	struct init_ctx ctx[2] = { { "AMP/1.0 store 1\nmessages\n", "amp: SSOT created (AMP/1.0)", 0 },
-				   { "AMP/1.0 store 1\nerrors\n", "amp: error log created (AMP/1.0)", 0 } };
+	struct init_ctx ctx[2] = { { "AMP/1.0 store 1\nmessages\n", "amp: SSOT created (AMP/1.0)", 0, 0 },
+				   { "AMP/1.0 store 1\nerrors\n", "amp: error log created (AMP/1.0)", 0, 0 } };
 	const char *refs[2] = { st->ref, st->errors_ref };
+	char layout[16];
 	int made = 0, rc, i;
 
 	if (ensure_dir(st->state_dir) < 0)
 		return amp_error_set(err, AMP_EIO, "", "cannot create %s: %s",
 				     st->state_dir, strerror(errno));
+	if (amp_store_config(st, "amp.layout", layout, sizeof(layout)) && strcmp(layout, "1") &&
+	    strcmp(layout, "2"))
+		return amp_error_set(err, AMP_EUSAGE, "", "git config amp.layout: '%s' is not 1 or 2",
+				     layout);
+	ctx[0].layout = ctx[1].layout = strcmp(layout, "1") ? AMP_LAYOUT_FANNED : AMP_LAYOUT_FLAT;
 	for (i = 0; i < 2; i++)
 		if ((ctx[i].strict = needs_marker(st, refs[i], err)) < 0)
 			return ctx[i].strict;

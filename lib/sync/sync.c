@@ -100,8 +100,9 @@ static int count_new(git_repository *repo, git_tree *a, git_tree *b,
 	json_object_foreach(touched, task, files) {
 		struct dir_index ia = { NULL, 1 }, ib = { NULL, 1 };
 
-		if (amp_store_task_dir(task, dir, sizeof(dir)) < 0)
+		if (amp_store_task_dir(AMP_LAYOUT_FLAT, task, dir, sizeof(dir)) < 0)
 			continue;
+		snprintf(dir, sizeof(dir), "%s", task); /* amp_sync_index_dir's */
 		if ((status = amp_sync_index_dir(repo, a, dir, &ia, err)) == AMP_OK &&
 		    (status = amp_sync_index_dir(repo, b, dir, &ib, err)) == AMP_OK)
 			json_object_foreach(ib.ids, key, v)

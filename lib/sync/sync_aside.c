@@ -51,7 +51,8 @@ static const char *winner(const amp_task_log *log, const amp_entry *e)
 	return NULL;
 }
 
-/* Adds record `name` (blob) of task dir `dir` to the commit being built. */
+/* Adds record `name` (blob) of task `dir` to the commit being built, at
+ * its place in the layout of the tree the join builds on. */
 int amp_sync_add_update(struct replay_ctx *r, const char *dir, const char *name,
 			const git_oid *blob, amp_error *err)
 {
@@ -61,7 +62,8 @@ int amp_sync_add_update(struct replay_ctx *r, const char *dir, const char *name,
 	const char *sig;
 	git_oid sig_id;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (amp_store_record_path(r->layout, dir, name, path, sizeof(path)) < 0)
+		return amp_error_set(err, AMP_ESCHEMA, "", "%s: no place for record %s", dir, name);
 	if (amp_sync_updates_add(&r->u, path, blob) < 0)
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
 	/* Never signed again: another's record keeps its author's

@@ -47,32 +47,35 @@ void amp_sync_set_aside_key(const char *marker, char *buf, size_t bufsz)
 		 id + strlen(MARKER_PREFIX));
 }
 
-/* Indexes directory `dir` of `root` (either may be missing: empty). */
-int amp_sync_index_dir(git_repository *repo, git_tree *root, const char *dir,
+/* Indexes the directory of task `task` in `root` (either may be missing:
+ * empty), in either layout. */
+int amp_sync_index_dir(git_repository *repo, git_tree *root, const char *task,
 		       struct dir_index *ix, amp_error *err)
 {
 	git_tree_entry *e = NULL;
 	git_tree *t = NULL;
-	char key[AMP_PATH_MAX], hex[GIT_OID_HEXSZ + 1];
+	amp_flat f = { 0 };
+	char key[AMP_PATH_MAX], hex[GIT_OID_HEXSZ + 1], dir[128];
 	size_t i, n;
 	int status = AMP_OK;
 
 	ix->next_seq = 1;
 	if (!(ix->ids = json_object()))
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
-	if (!root || git_tree_entry_bypath(&e, root, dir) < 0) {
+	if (!root || amp_store_task_lookup(root, task, &e, dir, sizeof(dir)) < 0) {
 		git_error_clear();
 		return AMP_OK;
 	}
 	if (git_tree_entry_type(e) != GIT_OBJECT_TREE ||
-	    git_tree_lookup(&t, repo, git_tree_entry_id(e)) < 0) {
+	    git_tree_lookup(&t, repo, git_tree_entry_id(e)) < 0 ||
+	    amp_store_task_files(repo, t, &f) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read %s", dir);
 		goto cleanup;
 	}
-	n = git_tree_entrycount(t);
+	n = f.count;
 	for (i = 0; i < n; i++) {
-		const git_tree_entry *r = git_tree_entry_byindex(t, i);
-		const char *before = i > 0 ? git_tree_entry_name(git_tree_entry_byindex(t, i - 1)) : "";
+		const git_tree_entry *r = f.v[i].e;
+		const char *before = i > 0 ? git_tree_entry_name(f.v[i - 1].e) : "";
 		amp_entry_kind kind;
 		const char *id;
 		size_t id_len;
@@ -91,6 +94,7 @@ int amp_sync_index_dir(git_repository *repo, git_tree *root, const char *dir,
 			ix->next_seq = seq + 1;
 	}
 cleanup:
+	amp_flat_free(&f);
 	git_tree_free(t);
 	git_tree_entry_free(e);
 	return status;

@@ -90,27 +90,32 @@ static void find_name(git_repository *repo, git_tree *root, const char *dir,
 {
 	git_tree_entry *e = NULL;
 	git_tree *t = NULL;
-	char k[AMP_PATH_MAX];
+	char k[AMP_PATH_MAX], path[128];
+	amp_flat f = { 0 };
 	size_t i;
 
 	snprintf(buf, bufsz, "%s/?", dir);
-	if (git_tree_entry_bypath(&e, root, dir) < 0 ||
-	    git_tree_lookup(&t, repo, git_tree_entry_id(e)) < 0) {
+	if (amp_store_task_lookup(root, dir, &e, path, sizeof(path)) < 0 ||
+	    git_tree_lookup(&t, repo, git_tree_entry_id(e)) < 0 ||
+	    amp_store_task_files(repo, t, &f) < 0) {
 		git_error_clear();
 		goto cleanup;
 	}
-	for (i = 0; i < git_tree_entrycount(t); i++) {
-		const char *name = git_tree_entry_name(git_tree_entry_byindex(t, i)), *id;
+	snprintf(buf, bufsz, "%s/?", path);
+	for (i = 0; i < f.count; i++) {
+		const char *name = git_tree_entry_name(f.v[i].e), *id;
 		amp_entry_kind kind;
 		size_t id_len;
 
 		amp_sync_record_key(name, k, sizeof(k), NULL, &kind, &id, &id_len);
 		if (!strcmp(k, key)) {
-			snprintf(buf, bufsz, "%s/%s", dir, name);
+			snprintf(buf, bufsz, "%s/%s%s%s", path, f.v[i].sub, *f.v[i].sub ? "/" : "",
+				 name);
 			break;
 		}
 	}
 cleanup:
+	amp_flat_free(&f);
 	git_tree_free(t);
 	git_tree_entry_free(e);
 }
@@ -289,13 +294,8 @@ static int replay_pair(struct replay_ctx *r, amp_task_log *log, struct dir_index
 	if (amp_store_entry_parse(rname, NULL, &rk, &id, &id_len) < 0)
 		return AMP_OK;
 	snprintf(idr, sizeof(idr), "%.*s", (int)id_len, id);
-	snprintf(path, sizeof(path), "%s/%s", dir, mname);
-	if (git_tree_entry_bypath(&me, ct, path) < 0) {
-		git_error_clear();
-		goto cleanup;
-	}
-	snprintf(path, sizeof(path), "%s/%s", dir, rname);
-	if (git_tree_entry_bypath(&re, ct, path) < 0) {
+	if (amp_store_record_lookup(ct, dir, mname, &me, path, sizeof(path)) < 0 ||
+	    amp_store_record_lookup(ct, dir, rname, &re, path, sizeof(path)) < 0) {
 		git_error_clear();
 		goto cleanup;
 	}
@@ -400,23 +400,26 @@ static int refuse_bad_names(git_repository *repo, git_tree *pt, git_tree *ct, co
 {
 	git_tree_entry *de = NULL, *pe = NULL;
 	git_tree *t = NULL;
-	char path[AMP_PATH_MAX * 2];
-	size_t i, n;
+	amp_flat f = { 0 };
+	char path[AMP_PATH_MAX * 2], tdir[128];
+	size_t i;
 	int status = AMP_OK;
 
-	if (git_tree_entry_bypath(&de, ct, dir) < 0 || git_tree_entry_type(de) != GIT_OBJECT_TREE ||
-	    git_tree_lookup(&t, repo, git_tree_entry_id(de)) < 0) {
+	if (amp_store_task_lookup(ct, dir, &de, tdir, sizeof(tdir)) < 0 ||
+	    git_tree_entry_type(de) != GIT_OBJECT_TREE ||
+	    git_tree_lookup(&t, repo, git_tree_entry_id(de)) < 0 ||
+	    amp_store_task_files(repo, t, &f) < 0) {
 		git_error_clear(); /* no directory: nothing added */
 		goto cleanup;
 	}
-	n = git_tree_entrycount(t);
-	for (i = 0; i < n; i++) {
-		const git_tree_entry *e = git_tree_entry_byindex(t, i);
+	for (i = 0; i < f.count; i++) {
+		const git_tree_entry *e = f.v[i].e;
 		const char *name = git_tree_entry_name(e);
 
 		if (amp_utf8_valid(name))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		snprintf(path, sizeof(path), "%s/%s%s%s", tdir, f.v[i].sub, *f.v[i].sub ? "/" : "",
+			 name);
 		if (pt && git_tree_entry_bypath(&pe, pt, path) == 0 &&
 		    git_oid_equal(git_tree_entry_id(pe), git_tree_entry_id(e))) {
 			git_tree_entry_free(pe);
@@ -431,6 +434,7 @@ static int refuse_bad_names(git_repository *repo, git_tree *pt, git_tree *ct, co
 		break;
 	}
 cleanup:
+	amp_flat_free(&f);
 	git_tree_entry_free(pe);
 	git_tree_entry_free(de);
 	git_tree_free(t);
@@ -508,8 +512,7 @@ static int replay_file(struct replay_ctx *r, amp_task_log *log, struct dir_index
 	git_oid blob;
 	int status;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, fname);
-	if (git_tree_entry_bypath(&e, ct, path) < 0) {
+	if (amp_store_record_lookup(ct, dir, fname, &e, path, sizeof(path)) < 0) {
 		git_error_clear(); /* removed, by hand: nothing to add */
 		return AMP_OK;
 	}
@@ -571,28 +574,30 @@ static int replay_file(struct replay_ctx *r, amp_task_log *log, struct dir_index
 
 /*
  * Takes the record signatures out of `names` (the files commit tree `ct`
- * adds to task dir `dir`; *n of them, compacted) into r->sigs, each by its
+ * adds to task `dir`; *n of them, compacted) into r->sigs, each by its
  * record's blob: what amp_sync_add_update adds beside a record it
  * re-commits unchanged.
  */
 static int note_sigs(struct replay_ctx *r, git_tree *ct, const char *dir, const char **names,
 		     size_t *n, amp_error *err)
 {
-	char path[AMP_PATH_MAX * 2], rec[AMP_PATH_MAX * 2];
+	char path[AMP_PATH_MAX * 2], rec[AMP_PATH_MAX * 2], recname[AMP_PATH_MAX * 2];
 	size_t i, k = 0;
 
 	for (i = 0; i < *n; i++) {
 		git_tree_entry *se = NULL, *re = NULL;
 
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		if (amp_store_sig_record_path(path, rec, sizeof(rec)) < 0) {
+		if (amp_store_sig_record_path(names[i], recname, sizeof(recname)) < 0) {
 			names[k++] = names[i];
 			continue;
 		}
 		if (!r->sigs && !(r->sigs = json_object()))
 			return amp_error_set(err, AMP_EIO, "", "out of memory");
-		if (git_tree_entry_bypath(&se, ct, path) == 0 &&
-		    git_tree_entry_bypath(&re, ct, rec) == 0) {
+		/* `dir` names the task: its record in either layout, the
+		 * signature beside it (store.h "Layout") */
+		if (amp_store_record_lookup(ct, dir, recname, &re, rec, sizeof(rec)) == 0 &&
+		    amp_store_record_sig_path(rec, path, sizeof(path)) == 0 &&
+		    git_tree_entry_bypath(&se, ct, path) == 0) {
 			char rhex[GIT_OID_HEXSZ + 1], shex[GIT_OID_HEXSZ + 1];
 
 			git_oid_tostr(rhex, sizeof(rhex), git_tree_entry_id(re));
@@ -639,8 +644,11 @@ static int replay_records(struct replay_ctx *r, git_tree *pt, git_tree *ct, git_
 					       "the directory of task %s cannot be read", task);
 			goto cleanup;
 		}
-		if (amp_store_task_dir(task, dir, sizeof(dir)) < 0)
+		/* `dir` names the task (its directory is looked up in each
+		 * tree's layout, store.h "Layout") */
+		if (amp_store_task_dir(AMP_LAYOUT_FLAT, task, dir, sizeof(dir)) < 0)
 			continue;
+		snprintf(dir, sizeof(dir), "%s", task);
 		if ((status = refuse_bad_names(repo, pt, ct, dir, err)) < 0)
 			goto cleanup;
 		json_decref(ix.ids);
@@ -874,6 +882,7 @@ int amp_sync_replay(amp_store *st, amp_schema_set *set, const git_oid *local,
 	int status;
 
 	memset(&r, 0, sizeof(r));
+	r.layout = AMP_LAYOUT_FLAT;
 	r.st = st;
 	r.set = set;
 	r.refused = refused;
@@ -883,6 +892,10 @@ int amp_sync_replay(amp_store *st, amp_schema_set *set, const git_oid *local,
 	    (status = amp_clock_now_ms(&now_ms, err)) < 0)
 		goto cleanup;
 	amp_time_format(now_ms, r.now);
+	if ((r.layout = amp_store_layout(st, w.tree, err)) < 0) {
+		status = r.layout;
+		goto cleanup;
+	}
 	if (!(r.contested = json_object())) {
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;

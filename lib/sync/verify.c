@@ -110,7 +110,7 @@ static unsigned long tell_commit(amp_store *st, amp_schema_set *set, const char 
 	git_tree *tree = NULL, *ptree = NULL;
 	json_t *added = NULL, *names, *v;
 	const char *task, *name;
-	char dir[128], path[AMP_PATH_MAX * 2], sig[AMP_PATH_MAX * 2];
+	char path[AMP_PATH_MAX * 2], sig[AMP_PATH_MAX * 2];
 	unsigned long n = 0;
 	size_t i;
 
@@ -143,12 +143,13 @@ static unsigned long tell_commit(amp_store *st, amp_schema_set *set, const char 
 			}
 		}
 		json_object_foreach(added, task, names) {
-			if (!json_is_object(names) || amp_store_task_dir(task, dir, sizeof(dir)) < 0)
+			if (!json_is_object(names))
 				continue;
 			json_object_foreach(names, name, v) {
-				snprintf(path, sizeof(path), "%s/%s", dir, name);
 				/* a record's signature is told with its record */
-				if (amp_store_sig_record_path(path, sig, sizeof(sig)) == 0)
+				if (amp_store_record_path(amp_store_tree_layout(repo, tree), task, name,
+							  path, sizeof(path)) < 0 ||
+				    amp_store_sig_record_path(path, sig, sizeof(sig)) == 0)
 					continue;
 				/* a rule of the commit itself: its signature */
 				n += (unsigned long)tell(st, set, remote, tree, path, p->status,

@@ -521,8 +521,10 @@ static int list_shards(git_repository *repo, git_tree *root, struct shard **out,
 	git_tree_entry *te = NULL;
 	git_tree *tasks = NULL, *year = NULL;
 	struct shard *v = NULL, *nv;
+	amp_flat shards = { 0 };
 	size_t n = 0, i, j;
-	int status = AMP_OK;
+	int status = AMP_OK, layout = amp_store_tree_layout(repo, root);
+	char digits[600];
 
 	*out = NULL;
 	*count = 0;
@@ -544,8 +546,16 @@ static int list_shards(git_repository *repo, git_tree *root, struct shard **out,
 					       amp_term(git_tree_entry_name(ye)));
 			goto cleanup;
 		}
-		for (j = 0; j < git_tree_entrycount(year); j++) {
-			const git_tree_entry *se = git_tree_entry_byindex(year, j);
+		/* layout 2's shards are <A>/<B> (store.h "Layout") */
+		amp_flat_free(&shards);
+		if (amp_store_flatten(repo, year, amp_store_shard_levels(layout), &shards) < 0) {
+			status = amp_error_git(err, AMP_EIO, "cannot read the tree tasks/%s",
+					       amp_term(git_tree_entry_name(ye)));
+			goto cleanup;
+		}
+		for (j = 0; j < shards.count; j++) {
+			const git_tree_entry *se = shards.v[j].e;
+			const char *sub = shards.v[j].sub;
 
 			if (git_tree_entry_type(se) != GIT_OBJECT_TREE)
 				continue;
@@ -554,10 +564,11 @@ static int list_shards(git_repository *repo, git_tree *root, struct shard **out,
 				goto cleanup;
 			}
 			v = nv;
-			snprintf(v[n].key, sizeof(v[n].key), "%s/%s", git_tree_entry_name(ye),
-				 git_tree_entry_name(se));
+			snprintf(v[n].key, sizeof(v[n].key), "%s/%s%s%s", git_tree_entry_name(ye), sub,
+				 *sub ? "/" : "", git_tree_entry_name(se));
+			snprintf(digits, sizeof(digits), "%s%s", sub, git_tree_entry_name(se));
 			v[n].year = number(git_tree_entry_name(ye));
-			v[n].s = number(git_tree_entry_name(se));
+			v[n].s = number(digits);
 			git_oid_cpy(&v[n].id, git_tree_entry_id(se));
 			n++;
 		}
@@ -571,6 +582,7 @@ static int list_shards(git_repository *repo, git_tree *root, struct shard **out,
 	v = NULL;
 cleanup:
 	free(v);
+	amp_flat_free(&shards);
 	git_tree_free(year);
 	git_tree_free(tasks);
 	git_tree_entry_free(te);

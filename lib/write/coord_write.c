@@ -183,7 +183,7 @@ static int build_expire(struct coord_ctx *c, const amp_task_log *log, const amp_
 	const amp_lease *l = NULL;
 	amp_task_log after;
 	amp_send_result sres = { 0 };
-	char dir[128], path[AMP_PATH_MAX], description[1400], until[AMP_TIME_BUFSZ];
+	char path[AMP_PATH_MAX], description[1400], until[AMP_TIME_BUFSZ];
 	char entry[320], cause[600];
 	const char *dispatch = amp_json_str(s->last_dispatch, "msg_id");
 	json_t *extra, *affected;
@@ -212,11 +212,11 @@ static int build_expire(struct coord_ctx *c, const amp_task_log *log, const amp_
 	for (i = 0; i < log->count; i++)
 		if (log->entries[i].kind == AMP_ENTRY_CTL && !strcmp(log->entries[i].id, l->claim))
 			break;
-	if (i == log->count || !dispatch || amp_store_task_dir(c->task_id, dir, sizeof(dir)) < 0 ||
+	if (i == log->count || !dispatch ||
 	    amp_store_entry_name(log->entries[i].seq, AMP_ENTRY_CTL, l->claim, entry,
-				 sizeof(entry)) < 0)
+				 sizeof(entry)) < 0 ||
+	    amp_task_log_record_path(log, entry, path, sizeof(path)) < 0)
 		return AMP_OK;
-	snprintf(path, sizeof(path), "%s/%s", dir, entry);
 	snprintf(cause, sizeof(cause), "%s", path);
 	if (amp_task_has_escalation(log, "heartbeat_timeout", "system", cause))
 		return AMP_OK;
@@ -269,7 +269,7 @@ static int build_deadline(struct coord_ctx *c, const amp_task_log *log, const am
 	amp_plan p;
 	amp_send_result sres = { 0 };
 	const amp_entry *rec;
-	char dir[128], entry[320], path[AMP_PATH_MAX], due[AMP_TIME_BUFSZ], description[1400];
+	char entry[320], path[AMP_PATH_MAX], due[AMP_TIME_BUFSZ], description[1400];
 	const char *dispatch = amp_json_str(s->last_dispatch, "msg_id");
 	json_t *affected;
 	int status;
@@ -278,10 +278,9 @@ static int build_deadline(struct coord_ctx *c, const amp_task_log *log, const am
 	if (p.deadline_ms < 0 || c->now_ms <= p.deadline_ms || s->aborted ||
 	    !strcmp(s->state, "approved") || !dispatch ||
 	    !(rec = amp_task_log_find(log, AMP_ENTRY_CTL, p.deadline_record)) ||
-	    amp_store_task_dir(c->task_id, dir, sizeof(dir)) < 0 ||
-	    amp_store_entry_name(rec->seq, AMP_ENTRY_CTL, rec->id, entry, sizeof(entry)) < 0)
+	    amp_store_entry_name(rec->seq, AMP_ENTRY_CTL, rec->id, entry, sizeof(entry)) < 0 ||
+	    amp_task_log_record_path(log, entry, path, sizeof(path)) < 0)
 		return AMP_NOOP;
-	snprintf(path, sizeof(path), "%s/%s", dir, entry);
 	if (amp_task_has_escalation(log, "unknown", "system", path))
 		return AMP_NOOP;
 	snprintf(description, sizeof(description),

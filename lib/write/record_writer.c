@@ -26,14 +26,16 @@ int amp_write_add_record(amp_store_write *w, const amp_task_log *log,
 			 amp_entry_kind kind, const char *id, const json_t *doc,
 			 amp_error *err)
 {
-	char dir[128], name[320], path[AMP_PATH_MAX], *text;
+	char name[320], path[AMP_PATH_MAX], *text;
 	size_t size;
-	int status, n;
+	int status;
 
-	if (amp_store_task_dir(log->task_id, dir, sizeof(dir)) < 0 ||
-	    amp_store_entry_name(log->next_seq, kind, id, name, sizeof(name)) < 0 ||
-	    (n = snprintf(path, sizeof(path), "%s/%s", dir, name)) < 0 ||
-	    (size_t)n >= sizeof(path))
+	if (log->layout < 0)
+		return amp_error_set(err, AMP_EIO, AMP_LAYOUT_FILE,
+				     "not a layout this amp knows (it writes 1 and 2): a newer amp's SSOT");
+	/* In the layout of the tip the log was read from (store.h "Layout") */
+	if (amp_store_entry_name(log->next_seq, kind, id, name, sizeof(name)) < 0 ||
+	    amp_task_log_record_path(log, name, path, sizeof(path)) < 0)
 		return amp_error_set(err, AMP_ESCHEMA, "", "%s %s: no valid record name in the SSOT",
 				     log->task_id, id);
 	if (!(text = amp_message_dump(doc)))

@@ -385,14 +385,28 @@ int main(void)
 	char buf[128], when[AMP_TIME_BUFSZ];
 	int64_t ms;
 
-	ok(amp_store_task_dir("T-2026-044", buf, sizeof(buf)) == 0 &&
+	ok(amp_store_task_dir(AMP_LAYOUT_FLAT, "T-2026-044", buf, sizeof(buf)) == 0 &&
 	   !strcmp(buf, "tasks/2026/0/T-2026-044"), "task dir of T-2026-044 is tasks/2026/0/");
-	ok(amp_store_task_dir("T-2026-1234", buf, sizeof(buf)) == 0 &&
+	ok(amp_store_task_dir(AMP_LAYOUT_FLAT, "T-2026-1234", buf, sizeof(buf)) == 0 &&
 	   !strcmp(buf, "tasks/2026/12/T-2026-1234"), "task dir shards by all but the last two digits");
-	ok(amp_store_task_dir("T-26-044", buf, sizeof(buf)) < 0, "a two-digit year is not a task id");
-	ok(amp_store_task_dir("T-2026-44", buf, sizeof(buf)) < 0, "two digits are not NNN");
-	ok(amp_store_task_dir("T-2026-04x", buf, sizeof(buf)) < 0, "NNN must be digits");
-	ok(amp_store_task_dir("../../etc", buf, sizeof(buf)) < 0, "a path is not a task id");
+	ok(amp_store_task_dir(AMP_LAYOUT_FLAT, "T-26-044", buf, sizeof(buf)) < 0, "a two-digit year is not a task id");
+	ok(amp_store_task_dir(AMP_LAYOUT_FLAT, "T-2026-44", buf, sizeof(buf)) < 0, "two digits are not NNN");
+	ok(amp_store_task_dir(AMP_LAYOUT_FLAT, "T-2026-04x", buf, sizeof(buf)) < 0, "NNN must be digits");
+	ok(amp_store_task_dir(AMP_LAYOUT_FLAT, "../../etc", buf, sizeof(buf)) < 0, "a path is not a task id");
+	ok(amp_store_task_dir(AMP_LAYOUT_FANNED, "T-2026-044", buf, sizeof(buf)) == 0 &&
+	   !strcmp(buf, "tasks/2026/0/0/T-2026-044"), "layout 2: T-2026-044 in tasks/2026/0/0/");
+	ok(amp_store_task_dir(AMP_LAYOUT_FANNED, "T-2026-123456", buf, sizeof(buf)) == 0 &&
+	   !strcmp(buf, "tasks/2026/12/34/T-2026-123456"),
+	   "layout 2: the shard's last two digits below the rest");
+	ok(amp_store_record_path(AMP_LAYOUT_FANNED, "T-2026-044", "012345.msg.x.json", buf,
+				 sizeof(buf)) == 0 &&
+	   !strcmp(buf, "tasks/2026/0/0/T-2026-044/01/23/012345.msg.x.json"),
+	   "layout 2: record 12345 in <task>/01/23/");
+	ok(amp_store_record_path(AMP_LAYOUT_FLAT, "T-2026-044", "000001.ack.x.json", buf,
+				 sizeof(buf)) == 0 &&
+	   !strcmp(buf, "tasks/2026/0/T-2026-044/000001.ack.x.json"), "layout 1: records flat");
+	ok(amp_store_record_path(AMP_LAYOUT_FANNED, "T-2026-044", "1.msg.x.json", buf,
+				 sizeof(buf)) < 0, "not a record's name: no path");
 
 	ok(amp_msg_id_task("task_dispatch-T-2026-044-1740576727001", buf, sizeof(buf)) == 0 &&
 	   !strcmp(buf, "T-2026-044"), "task of a msg_id");
