@@ -14,6 +14,10 @@
 #   retries   the `retries` of every successful `amp sync --json`: mean, max;
 #   gave up   syncs that gave up (exit 4: amp.syncRetries, default 10, or a
 #             transport error), out of all syncs;
+#   join      inbox mode: the hub's post-receive hook's trace (AMP_TRACE)
+#             of each push's join: median and p90 ms it waited for other
+#             pushes' joins (the lock they take turns on), median ms of the
+#             join itself;
 #   lost      messages an agent's `amp send` reported that are not on the
 #             hub after one last sync of every clone, one at a time (must be 0).
 #   refs      with AMP_BENCH_HUB_SHARDS=S (default 1), agent I writes to
@@ -48,7 +52,7 @@ HUB_BASE=$work
 # stop_masters: the ssh masters the clones' amp sync left (amp.sshControl).
 stop_masters() {
 	local m
-	for m in "$work"/c*/.git/amp/ssh/* "$work"/[pq]/.git/amp/ssh/*; do
+	for m in "$work"/c*/.git/amp/ssh/* "$work"/[pq]/.git/amp/ssh/* "$work"/seed/.git/amp/ssh/*; do
 		[ -S "$m" ] && ssh -o ControlPath="$m" -O exit x 2> /dev/null
 	done
 	return 0
@@ -66,7 +70,8 @@ stop_all() {
 	stop_gitolite
 }
 trap 'stop_all; rm -rf "$work"' EXIT
-export HOME=$work/home GIT_CONFIG_NOSYSTEM=1
+# AMP_TRACE: the hub's hooks trace their joins (passed on by ssh)
+export HOME=$work/home GIT_CONFIG_NOSYSTEM=1 AMP_TRACE=1
 mkdir -p "$HOME"
 git config --global user.name bench
 git config --global user.email bench@example.invalid
@@ -135,6 +140,9 @@ probe() {
 	done
 }
 
+# pct: the median and p90 of the numbers on stdin, one a line ("- -": none).
+pct() { sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%d %d", v[int((NR + 1) / 2)], v[int(NR * 0.9) ? int(NR * 0.9) : 1]; else print "- -" }'; }
+
 # keys N: an ed25519 key per agent (a<I>, p, q) and the admin's, made
 # once, and the allowed signers of strict mode: each agent an instance of
 # the coordinator ("a<I>@coordinator"), the admin every role.
@@ -176,7 +184,7 @@ start_gitolite() {
 	ssh-keygen -q -t ed25519 -N '' -C gitolite-host -f "$d/host_key"
 	port=$(free_port)
 	[ "$(id -u)" != 0 ] || mkdir -p /run/sshd
-	sshd_config "$port" "$d" "$gl/.ssh/authorized_keys" "SetEnv HOME=$gl" > "$d/config"
+	sshd_config "$port" "$d" "$gl/.ssh/authorized_keys" "SetEnv HOME=$gl AMP_TRACE=1" > "$d/config"
 	/usr/sbin/sshd -f "$d/config" -E "$d/log" 3>&-
 	url=ssh://$(id -un)@127.0.0.1:$port
 	GIT_SSH_COMMAND="$(ssh_for admin)" wait_for_url "$url/gitolite-admin"
@@ -290,20 +298,22 @@ run() {
 		lost=$((lost + $(sort "$work/c$i/sent" | comm -23 - "$work/on-hub" | wc -l)))
 	done
 	syncs=$(cat "$work"/c*/syncs)
+	cat "$work"/c*/sync.err | sed -n 's/.*amp hook: trace: join of [^ ]*\/messages: waited_ms=\([0-9]*\) joined_ms=\([0-9]*\).*/\1 \2/p' > "$work/joins"
+	join="$(cut -d' ' -f1 "$work/joins" | pct) $(cut -d' ' -f2 "$work/joins" | pct | cut -d' ' -f1)"
 	awk -v t="$transport" -v p="$mode" -v n="$n" -v refs="$shards" -v recs="$records" -v s="$(((t1 - t0) / 1000000))" \
-		-v lost="$lost" \
-		-v lat="$(sort -n "$work/latency" | awk '{ v[NR] = $1 } END { if (NR) printf "%d %d %d", v[int((NR + 1) / 2)], v[int(NR * 0.9) ? int(NR * 0.9) : 1], NR; else print "- - 0" }')" \
-		'BEGIN { split(lat, l, " ") }
+		-v lost="$lost" -v join="$join" \
+		-v lat="$(pct < "$work/latency") $(wc -l < "$work/latency")" \
+		'BEGIN { split(lat, l, " "); split(join, jn, " ") }
 		{ all++; if ($1 == 4) gave++; else if ($1 != 0) other++; else { ok++; r += $2; if ($2 > m) m = $2 } }
-		END { printf "| %-8s | %3d | %-12s | %4d | %5d | %6.1f | %5s | %5s | %4d | %5.2f | %3d | %4d / %-5d | %3d | %d |\n",
-			t, n, p, refs, recs, recs / (s / 1000), l[1], l[2], l[3], ok ? r / ok : 0, m, gave, all, other, lost }' <<< "$syncs"
+		END { printf "| %-8s | %3d | %-12s | %4d | %5d | %6.1f | %5s | %5s | %4d | %5.2f | %3d | %4d / %-5d | %3d | %5s | %5s | %5s | %d |\n",
+			t, n, p, refs, recs, recs / (s / 1000), l[1], l[2], l[3], ok ? r / ok : 0, m, gave, all, other, jn[1], jn[2], jn[3], lost }' <<< "$syncs"
 	# why syncs failed, once per reason
 	cat "$work"/c*/sync.err 2> /dev/null | sed -n 's/^amp sync: error: //p' | sed 's/[0-9a-f]\{7,\}/H/g' | sort | uniq -c | sort -rn | head -3 | sed 's/^/    /' >&2
 }
 
 echo "one hub, N agents each sending $batch message(s) then syncing in a loop for ${seconds} s ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), amp.sshControl $control)"
-echo "| server   | N   | mode         | refs | msgs  | msgs/s | lat50 | lat90 | n    | retr  | max | gave up / syncs | oth | lost |"
-echo "| -------- | --- | ------------ | ---- | ----- | ------ | ----- | ----- | ---- | ----- | --- | -------------- | --- | ---- |"
+echo "| server   | N   | mode         | refs | msgs  | msgs/s | lat50 | lat90 | n    | retr  | max | gave up / syncs | oth | wait50 | wait90 | join50 | lost |"
+echo "| -------- | --- | ------------ | ---- | ----- | ------ | ----- | ----- | ---- | ----- | --- | -------------- | --- | ------ | ------ | ------ | ---- |"
 for transport in $transports; do
 	for mode in $modes; do
 		for n in $agents_list; do
@@ -311,4 +321,4 @@ for transport in $transports; do
 		done
 	done
 done
-echo "(lat: probe's ms from write to visible on a second clone, n probes; retr: mean retries per successful sync; gave up: syncs that exited 4; oth: other failures; lost: sent but not on the hub after a last sync of each clone)"
+echo "(lat: probe's ms from write to visible on a second clone, n probes; retr: mean retries per successful sync; gave up: syncs that exited 4; oth: other failures; wait, join: ms a push's join on the hub waited for others' and took itself; lost: sent but not on the hub after a last sync of each clone)"

@@ -179,9 +179,9 @@ start_sshd_info_user_ssh() {
 	[ "$(logins)" = "$before" ]
 }
 
-@test "eight clones pushing to an inbox-mode hub at once: every record is on the hub, and each push's inbox is joined once (the hub's reflog)" {
+@test "eight clones pushing to an inbox-mode hub at once: every record is on the hub, each push's inbox is joined once (the hub's reflog), and with AMP_TRACE the hook says how long each join waited for the others and took" {
 	git -C "$HUB" config core.logAllRefUpdates always
-	start_daemon
+	AMP_TRACE=1 start_daemon
 	for i in 1 2 3 4 5 6 7 8; do
 		git clone -q "$HUB" "$S/c$i" 2> /dev/null
 		git -C "$S/c$i" remote set-url origin "$URL"
@@ -202,6 +202,8 @@ start_sshd_info_user_ssh() {
 	wait $pids
 	for i in 1 2 3 4 5 6 7 8; do
 		[ "$(cat "$S/c$i/sync.rc")" = 0 ] || { cat "$S/c$i/sync.err"; false; }
+		grep -Eq "^remote: amp hook: trace: join of refs/amp-in/[0-9a-f]{16}/messages: waited_ms=[0-9]+ joined_ms=[0-9]+ *$" "$S/c$i/sync.err" ||
+			{ cat "$S/c$i/sync.err"; false; }
 		id=$(cat "$S/c$i/sent")
 		git -C "$HUB" ls-tree -r --name-only refs/amp/messages | grep -q "\.$id\.json$"
 	done
