@@ -94,7 +94,7 @@ user_ssh() {
 	[ "$(git -C "$HUB" ls-tree -r --name-only refs/amp/messages | grep -c '\.msg\.')" = 2 ]
 }
 
-@test "amp.sshControl auto (the default): a plain ssh multiplexes; a user's GIT_SSH_COMMAND is left as it is, a login per git run" {
+@test "amp.sshControl auto (the default): a plain ssh multiplexes; a user's GIT_SSH_COMMAND is left as it is, and a GIT_SSH program even with true: a login per git run" {
 	start_sshd_info_user_ssh
 	before=$(logins)
 	clone a # amp init's sync
@@ -111,8 +111,14 @@ user_ssh() {
 	send_sync a 003
 	[ "$(logins)" -ge $((before + 2)) ]
 	[ ! -e "$S/a/.git/amp/ssh" ]
-	# amp.sshControl false: not even a plain ssh
+	# a GIT_SSH program, even with amp.sshControl true: amp adds nothing
 	unset GIT_SSH_COMMAND
+	git -C "$S/a" config amp.sshControl true
+	before=$(logins)
+	GIT_SSH=$BATS_TEST_TMPDIR/bin/ssh send_sync a 005
+	[ "$(logins)" -ge $((before + 2)) ]
+	[ ! -e "$S/a/.git/amp/ssh" ]
+	# amp.sshControl false: not even a plain ssh
 	git -C "$S/a" config amp.sshControl false
 	before=$(logins)
 	send_sync a 004

@@ -102,7 +102,11 @@ CONF
 # every amp sync) of the caller uses the user key.  The client passes
 # AMP_NOW and AMP_SCHEMA_DIR on, so the hub's hook sees the test's clock and
 # schemas (an asan build's programs are not beside the schemas), and
-# AMP_TRACE (share/bench-hub.sh reads the hook's trace of its joins).
+# AMP_TRACE (share/bench-hub.sh reads the hook's trace of its joins).  The
+# sessions run with the caller's HOME, not the account's: bash reads the
+# account's ~/.bashrc for every command sshd runs, and a heavy one (this
+# machine's root runs pyenv's init there: 160 ms of CPU a session, against
+# 10 ms without) would be measured as the cost of every git over ssh.
 start_sshd() {
 	local d=$HUB_BASE/sshd user
 	user=$(id -un)
@@ -116,7 +120,7 @@ start_sshd() {
 	# sshd's privilege separation directory, which the service unit would
 	# create; only root may, and only root needs it.
 	[ "$(id -u)" != 0 ] || mkdir -p /run/sshd
-	sshd_config "$SSH_PORT" "$d" "$d/authorized_keys" "AcceptEnv AMP_NOW AMP_SCHEMA_DIR AMP_TRACE" > "$d/config"
+	sshd_config "$SSH_PORT" "$d" "$d/authorized_keys" "AcceptEnv AMP_NOW AMP_SCHEMA_DIR AMP_TRACE" "SetEnv HOME=$HOME" > "$d/config"
 	/usr/sbin/sshd -f "$d/config" -E "$d/log" 3>&- || { cat "$d/log" >&2; return 1; }
 	SSH_URL=ssh://$user@127.0.0.1:$SSH_PORT$HUB_BASE/hub.git
 	export GIT_SSH_COMMAND="ssh -F /dev/null -i $d/user_key -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o SendEnv=AMP_NOW -o SendEnv=AMP_SCHEMA_DIR -o SendEnv=AMP_TRACE"
