@@ -174,6 +174,7 @@ start_gitolite() {
 	rm -rf "$gl" "$d" "$work/ga"
 	mkdir -p "$gl/local/hooks/repo-specific" "$d"
 	HOME=$gl gitolite setup -pk "$work/keys/admin.pub" > /dev/null 2>&1
+	# shellcheck disable=SC2016 # gitolite.rc's own Perl, $ENV{HOME} literally
 	sed -i -e "s/GIT_CONFIG_KEYS  *=>  *'',/GIT_CONFIG_KEYS => 'amp\\\\..*',/" \
 		-e 's/# LOCAL_CODE  *=>  *"$ENV{HOME}\/local",/LOCAL_CODE => "$ENV{HOME}\/local",/' \
 		-e "s/# 'repo-specific-hooks',/'repo-specific-hooks',/" "$gl/.gitolite.rc"
@@ -237,6 +238,9 @@ run() {
 	# strict mode takes the time from the clock
 	if [ "$strict" = 1 ]; then unset AMP_NOW; else export AMP_NOW=2026-03-01T00:00:00+00:00; fi
 	stop_all
+	# start_sshd exports the ssh command of its own key, which would
+	# override the gitolite clones' core.sshCommand
+	unset GIT_SSH_COMMAND
 	rm -rf "$work"/hub.git "$work"/c* "$work"/p "$work"/q "$work"/seed
 	keys "$n"
 	hub=$work/hub.git
