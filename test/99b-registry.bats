@@ -24,7 +24,8 @@ teardown() {
 
 # register_path AGENT: the register records of AGENT, read by git.
 register_paths() {
-	git ls-tree -r --name-only refs/amp/messages "agents/$1/"
+	# the records, not their signatures (strict mode: <record>.sig)
+	git ls-tree -r --name-only refs/amp/messages "agents/$1/" | grep -v '\.sig$'
 }
 
 @test "amp register writes agents/<agent>/register-<ms>-<blob12>.json: its record, commit and trailers" {
