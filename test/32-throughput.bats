@@ -151,7 +151,7 @@ start_sshd_info_user_ssh() {
 	for m in "$S"/user2-*; do ssh -o ControlPath="$m" -O exit x 2> /dev/null; done
 }
 
-@test "a clone whose path is too long for a socket puts it in a private runtime directory, XDG_RUNTIME_DIR/amp-ssh-<uid> (mode 0700), named by a hash of the clone" {
+@test "a clone whose path is too long for a socket puts it in a private runtime directory, XDG_RUNTIME_DIR/amp-ssh-<uid> (mode 0700), named by a hash of the clone; a path with a blank gets none" {
 	HUB_SSHD_LOGLEVEL=INFO start_sshd
 	long=deep/$(printf 'd%.0s' $(seq 60))
 	mkdir -p "$S/$long"
@@ -172,6 +172,15 @@ start_sshd_info_user_ssh() {
 	chmod 755 "$XDG_RUNTIME_DIR/amp-ssh-$(id -u)"
 	send_sync "$long/a" 003
 	[ "$(stat -c '%a' "$XDG_RUNTIME_DIR/amp-ssh-$(id -u)")" = 700 ]
+	# a clone whose path has a blank: no socket (ssh would split its
+	# path), a login per git run, and the sync works
+	clone "b c"
+	git -C "$S/b c" fetch -q origin 'refs/amp/*:refs/amp/*'
+	git -C "$S/b c" config amp.sshControl true
+	before=$(logins)
+	send_sync "b c" 004
+	[ "$(logins)" -ge $((before + 2)) ]
+	[ ! -e "$S/b c/.git/amp/ssh" ]
 }
 
 @test "amp.sshControl other than auto, true or false is refused: exit 2, nothing fetched" {

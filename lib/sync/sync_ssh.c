@@ -23,6 +23,7 @@
  * clone's path is too long, the socket goes to a private runtime
  * directory ($XDG_RUNTIME_DIR, else /tmp: amp-ssh-<uid>, mode 0700) named
  * by a hash of the clone's path and %C.
+ * A path with a blank or a quote in it gets no socket (ssh would split it).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -42,6 +43,8 @@
 /* The longest socket path ssh can bind: 104 (the BSDs' sun_path, less
  * its NUL) less the ".XXXXXXXXXXXXXXXX" of ssh's temporary name. */
 #define AMP_SSH_SOCK_MAX (103 - 17)
+/* What a socket's path may not hold: ssh would split it or unquote it. */
+#define AMP_SSH_UNSAFE " \t\"'\\"
 /* The length of ssh's %C: a SHA-1 in hex. */
 #define AMP_SSH_C_LEN 40
 
@@ -232,6 +235,9 @@ static int control_path(amp_store *st, char *buf, size_t bufsz)
 	char dir[4200], name[64];
 	size_t i, n = 0;
 
+	/* ssh splits an option's value at blanks and reads quotes in it */
+	if (strpbrk(state, AMP_SSH_UNSAFE))
+		return -1;
 	snprintf(dir, sizeof(dir), "%s/ssh", state);
 	if (strlen(dir) + 1 + AMP_SSH_C_LEN <= AMP_SSH_SOCK_MAX) {
 		if (private_dir(state) < 0 && access(state, W_OK) < 0)
@@ -247,7 +253,7 @@ static int control_path(amp_store *st, char *buf, size_t bufsz)
 			snprintf(dir, sizeof(dir), "/tmp/amp-ssh-%lu", (unsigned long)geteuid());
 		snprintf(name, sizeof(name), "%016llx-%%C",
 			 (unsigned long long)amp_fnv1a_str(AMP_FNV1A_BASIS, state));
-		if (private_dir(dir) < 0)
+		if (strpbrk(dir, AMP_SSH_UNSAFE) || private_dir(dir) < 0)
 			return -1;
 	}
 	for (i = 0; dir[i] && n + 3 < bufsz; i++) {
