@@ -7,7 +7,9 @@
 # private sshd (test/hub.bash), or by Debian's gitolite3 behind its own
 # sshd with a key per agent (as test/32-hubs.bats sets it up).
 # Per configuration:
-#   msgs/s    records on the hub's ref when the time is up / the time;
+#   msgs/s    records on the hub's ref when the time is up / the time (the
+#             time starts after one sync of every clone, which opens its
+#             ssh master: the figures are an agent's steady state);
 #   latency   a probe writes a message on its clone, syncs (again until the
 #             push is taken), and a second probe clone syncs until it sees
 #             it: median and p90 of the time from the write;
@@ -232,7 +234,7 @@ setup_clone() {
 
 # run TRANSPORT N MODE: one configuration; prints its line of the table.
 run() {
-	local n=$2 mode=$3 push=${3#strict+} strict=0 i t0 t1 end pids="" base records lost=0 syncs
+	local n=$2 mode=$3 push=${3#strict+} strict=0 i d t0 t1 end pids="" base records lost=0 syncs
 	transport=$1
 	[ "$mode" = "$push" ] || strict=1
 	# strict mode takes the time from the clock
@@ -277,6 +279,16 @@ run() {
 		esac
 	done
 	mv "$work/cp" "$work/p"; mv "$work/cq" "$work/q"
+	# warm-up, outside the window: one sync of every clone, so that each
+	# opens its ssh master (amp.sshControl) as an agent at work has
+	for i in $(seq 0 $((n - 1))) p q; do
+		[ -d "$work/c$i" ] && d=$work/c$i || d=$work/$i
+		(cd "$d" && amp sync > /dev/null 2>&1) &
+		pids="$pids $!"
+	done
+	# shellcheck disable=SC2086 # one word per pid
+	wait $pids || true
+	pids=""
 	base=$(hub_records)
 	stamp t0
 	end=$((t0 + seconds * 1000000000))
