@@ -196,6 +196,11 @@ static int absorb_inboxes(int push)
 		fprintf(stderr, "amp hook: joined %s into %s: %lu record%s replayed, %lu set aside (%.7s)\n",
 			amp_term(c), target, out.replayed, out.replayed == 1 ? "" : "s",
 			out.superseded, git_oid_tostr_s(&out.tip));
+		/* For benchmarks (share/bench-hub.sh): how long this push
+		 * waited for other pushes' joins, and its own took. */
+		if (getenv("AMP_TRACE"))
+			fprintf(stderr, "amp hook: trace: join of %s: waited_ms=%lld joined_ms=%lld\n",
+				amp_term(c), out.waited_ms, out.joined_ms);
 		note_arrival(st, target, &out.tip, &code);
 		/* The inbox stays: deleting a ref while another push's
 		 * receive-pack walks every ref makes that push fail ("bad

@@ -67,14 +67,46 @@ stop_daemon() {
 	wait_for_url "$URL" gone || true
 }
 
+# sshd_config PORT DIR AUTHORIZED_KEYS [LINE...]: a private sshd's config on
+# 127.0.0.1:PORT, its host key and pid file in DIR, key login only for the
+# user this runs as, LINEs added (HUB_SSHD_LOGLEVEL: its LogLevel, ERROR
+# unless set; INFO logs each login).
+sshd_config() {
+	local port=$1 d=$2 keys=$3 line
+	shift 3
+	cat <<CONF
+ListenAddress 127.0.0.1
+Port $port
+HostKey $d/host_key
+PidFile $d/sshd.pid
+AuthorizedKeysFile $keys
+AllowUsers $(id -un)
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+UsePAM no
+StrictModes no
+PrintMotd no
+MaxStartups 400
+MaxSessions 200
+LogLevel ${HUB_SSHD_LOGLEVEL:-ERROR}
+CONF
+	for line in "$@"; do echo "$line"; done
+}
+
 # start_sshd: the hub over ssh, through a real sshd (Debian openssh-server)
 # with a private config: a throw-away host key and user key, password and
 # PAM off, key login for the user the test runs as.  Sets SSH_PORT (kept
 # when set), SSH_URL, and exports GIT_SSH_COMMAND so that every git (and so
 # every amp sync) of the caller uses the user key.  The client passes
 # AMP_NOW and AMP_SCHEMA_DIR on, so the hub's hook sees the test's clock and
-# schemas (an asan build's programs are not beside the schemas).  HUB_SSH_OPTS, when
-# set, is added to that ssh command (share/bench-hub.sh: multiplexing).
+# schemas (an asan build's programs are not beside the schemas), and
+# AMP_TRACE (share/bench-hub.sh reads the hook's trace of its joins).  The
+# sessions run with the caller's HOME, not the account's: bash reads the
+# account's ~/.bashrc for every command sshd runs, and a heavy one (this
+# machine's root runs pyenv's init there: 160 ms of CPU a session, against
+# 10 ms without) would be measured as the cost of every git over ssh.
 start_sshd() {
 	local d=$HUB_BASE/sshd user
 	user=$(id -un)
@@ -88,28 +120,10 @@ start_sshd() {
 	# sshd's privilege separation directory, which the service unit would
 	# create; only root may, and only root needs it.
 	[ "$(id -u)" != 0 ] || mkdir -p /run/sshd
-	cat > "$d/config" <<CONF
-ListenAddress 127.0.0.1
-Port $SSH_PORT
-HostKey $d/host_key
-PidFile $d/sshd.pid
-AuthorizedKeysFile $d/authorized_keys
-AllowUsers $user
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-UsePAM no
-StrictModes no
-PrintMotd no
-AcceptEnv AMP_NOW AMP_SCHEMA_DIR
-MaxStartups 200
-MaxSessions 200
-LogLevel ERROR
-CONF
+	sshd_config "$SSH_PORT" "$d" "$d/authorized_keys" "AcceptEnv AMP_NOW AMP_SCHEMA_DIR AMP_TRACE" "SetEnv HOME=$HOME" > "$d/config"
 	/usr/sbin/sshd -f "$d/config" -E "$d/log" 3>&- || { cat "$d/log" >&2; return 1; }
 	SSH_URL=ssh://$user@127.0.0.1:$SSH_PORT$HUB_BASE/hub.git
-	export GIT_SSH_COMMAND="ssh -F /dev/null -i $d/user_key -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o SendEnv=AMP_NOW -o SendEnv=AMP_SCHEMA_DIR${HUB_SSH_OPTS:+ $HUB_SSH_OPTS}"
+	export GIT_SSH_COMMAND="ssh -F /dev/null -i $d/user_key -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o SendEnv=AMP_NOW -o SendEnv=AMP_SCHEMA_DIR -o SendEnv=AMP_TRACE"
 	wait_for_url "$SSH_URL" || { echo "sshd did not listen on $SSH_PORT" >&2; cat "$d/log" >&2; return 1; }
 }
 

@@ -23,6 +23,7 @@
 #include "sync_git.h"
 #include "sync_index.h"
 #include "sync_join.h"
+#include "sync_ssh.h"
 #include "sync_tell.h"
 #include "verify.h"
 
@@ -411,6 +412,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	char id[80] = "", who[400];
 	git_oid start_remote;
 	amp_sync_checked checked;
+	struct amp_sync_ssh ssh = { 0, NULL };
 	int status, have_start, rc, inbox, delivered = 0, have_start_remote = 0;
 	unsigned long replayed = 0, superseded = 0;
 	unsigned rounds = 0;
@@ -430,6 +432,9 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
 	}
+	/* One ssh connection for this sync's git runs, and the next's. */
+	if ((status = amp_sync_ssh_begin(st, remote, &ssh, err)) < 0)
+		goto cleanup;
 	clock_gettime(CLOCK_REALTIME, &now);
 	rng = (unsigned)getpid() ^ (unsigned)now.tv_nsec;
 	if ((have_start = amp_sync_read_ref(repo, ref, &start, err)) < 0) {
@@ -530,6 +535,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	status = count_moved(repo, before, &j, delivered, &start_remote, have_start_remote, res,
 			     err);
 cleanup:
+	amp_sync_ssh_end(&ssh);
 	json_decref(refused);
 	json_decref(paths);
 	json_decref(aside);

@@ -93,6 +93,8 @@ typedef struct amp_sync_absorbed {
 	git_oid tip;              /* the ref after the join */
 	unsigned long replayed;   /* records re-committed onto it */
 	unsigned long superseded; /* of those, the ones set aside */
+	long long waited_ms;      /* waiting for the other joins (the lock) */
+	long long joined_ms;      /* the join itself, under the lock */
 } amp_sync_absorbed;
 
 /*

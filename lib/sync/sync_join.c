@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "store/store.h"
 #include "sync.h"
 #include "sync_join.h"
@@ -178,6 +179,7 @@ int amp_sync_absorb(amp_store *st, amp_schema_set *set, const char *ref, const g
 		    const char *inbox, amp_sync_absorbed *out, amp_error *err)
 {
 	int records = !strcmp(ref, amp_store_messages_ref(st)), lock, status;
+	int64_t t0 = amp_monotonic_ms(), t1;
 	struct conflict c;
 	char why[300], who[400];
 	json_t *refused = json_array();
@@ -193,8 +195,11 @@ int amp_sync_absorb(amp_store *st, amp_schema_set *set, const char *ref, const g
 		json_decref(refused);
 		return AMP_EIO;
 	}
+	t1 = amp_monotonic_ms();
 	status = absorb_locked(st, set, ref, from, records, refused, &c, why, out, err);
 	amp_store_unlock(lock);
+	out->waited_ms = t1 - t0;
+	out->joined_ms = amp_monotonic_ms() - t1;
 	/* What the join set aside is told once, as a clone's join tells it
 	 * (the escalation is the hub's own write, after the join's). */
 	if (status == AMP_OK && json_array_size(refused)) {
