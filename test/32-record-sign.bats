@@ -70,19 +70,19 @@ verify_records() {
 	start_daemon
 	strict_clone "$URL" adm admin
 	strict_clone "$URL" co coordinator
-	strict_clone "$URL" ex executor
-	for c in adm co ex; do git -C $c config amp.syncPush inbox; done
+	strict_clone "$URL" exe executor
+	for c in adm co exe; do git -C $c config amp.syncPush inbox; done
 	run -0 on adm amp init
 	run -0 on adm amp sync
 	run -0 on co amp sync
 	D=$(on co amp send task_dispatch --task $T --from coordinator --to executor --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
 	run -0 on co amp sync
-	run -0 on ex amp sync
-	run -0 on ex amp ack "$D" --from executor
-	run -0 on ex amp heartbeat $T --from executor
-	run -0 on ex amp sync --json
+	run -0 on exe amp sync
+	run -0 on exe amp ack "$D" --from executor
+	run -0 on exe amp heartbeat $T --from executor
+	run -0 on exe amp sync --json
 	assert_output --regexp '"push":true'
-	id=$(on ex git config amp.syncId)
+	id=$(on exe git config amp.syncId)
 	run -0 git -C hub.git for-each-ref --format='%(refname)' "refs/amp-in/$id/"
 	assert_output "refs/amp-in/$id/messages"
 	# the coordinator sees the executor's records, joined by the hub
@@ -101,7 +101,7 @@ verify_records() {
 	assert_output 0
 	# and every reader agrees: the hub's fsck, each clone's, the watcher
 	run -0 amp fsck --repo hub.git
-	for c in co ex; do
+	for c in co exe; do
 		run -0 on $c amp sync
 		[ "$(git -C $c rev-parse refs/amp/messages)" = "$(git -C hub.git rev-parse refs/amp/messages)" ]
 		run -0 on $c amp fsck
@@ -119,7 +119,7 @@ verify_records() {
 	strict_hub "$HUB"
 	strict_clone "$HUB" adm admin
 	strict_clone "$HUB" co coordinator
-	strict_clone "$HUB" ex executor
+	strict_clone "$HUB" exe executor
 	strict_clone "$HUB" sy system
 	on adm amp init > /dev/null
 	on adm amp sync > /dev/null
@@ -128,16 +128,16 @@ verify_records() {
 	on co amp sync > /dev/null
 	# the backup, before the executor's ACK
 	cp -a "$HUB" backup.git
-	on ex amp sync > /dev/null
-	on ex amp ack "$D" --from executor > /dev/null
-	run -0 on ex amp sync
+	on exe amp sync > /dev/null
+	on exe amp ack "$D" --from executor > /dev/null
+	run -0 on exe amp sync
 	run -0 on co amp sync
 	ack=$(git -C "$HUB" ls-tree -r --name-only refs/amp/messages | grep "\.ack\.$D\.json$")
 	blob=$(git -C "$HUB" rev-parse "refs/amp/messages:$ack")
 	sig=$(git -C "$HUB" rev-parse -q --verify "refs/amp/messages:$ack.sig" || true)
 	# the hub is lost and restored from the backup; the executor's
 	# clone is gone; the system writes to the restored hub first
-	rm -rf "$HUB" ex
+	rm -rf "$HUB" exe
 	cp -a backup.git "$HUB"
 	on sy amp sync > /dev/null
 	run -0 on sy amp escalate $T --from system --type unknown --severity info --description "after the restore"
@@ -191,16 +191,16 @@ forge() {
 	HUB=$BATS_TEST_TMPDIR/hub.git
 	strict_hub "$HUB"
 	git init -q --bare plain.git # no hook: GitHub, GitLab
-	strict_clone "$HUB" ex admin
-	on ex amp init > /dev/null
-	git -C ex config amp.signingKey "$K/coordinator"
-	D=$(on ex amp send task_dispatch --task $T --from coordinator --to executor --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
-	git -C ex config amp.signingKey "$K/executor"
-	on ex amp sync > /dev/null
-	git -C ex push -q "$BATS_TEST_TMPDIR/plain.git" refs/amp/messages refs/amp/errors
+	strict_clone "$HUB" exe admin
+	on exe amp init > /dev/null
+	git -C exe config amp.signingKey "$K/coordinator"
+	D=$(on exe amp send task_dispatch --task $T --from coordinator --to executor --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	git -C exe config amp.signingKey "$K/executor"
+	on exe amp sync > /dev/null
+	git -C exe push -q "$BATS_TEST_TMPDIR/plain.git" refs/amp/messages refs/amp/errors
 	strict_clone "$BATS_TEST_TMPDIR/plain.git" w system
 	on w amp sync > /dev/null
-	cd ex
+	cd exe
 	# amp send with a key its role does not grant: nothing written
 	tip=$(git rev-parse refs/amp/messages)
 	run -3 amp heartbeat $T --from reviewer
