@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	if (json_out) {
-		amp_cli_print_json(findings, 1);
+		amp_cli_print_result("fsck", "findings", findings, 1);
 	} else {
 		json_array_foreach(findings, i, f)
 			print_finding(f);

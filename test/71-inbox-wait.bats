@@ -161,7 +161,7 @@ conversation() {
 	run amp inbox executor
 	assert_line --index 1 "as of $(git rev-parse --short=7 refs/amp/messages) (refs/amp/messages)"
 	run amp inbox executor --json
-	assert_equal "$(echo "$output" | json_get 'sorted(d)')" '["messages", "ref", "role", "tip"]'
+	assert_equal "$(echo "$output" | json_get 'sorted(d)')" '["format", "messages", "ref", "role", "tip"]'
 	assert_equal "$(echo "$output" | json_get 'd["tip"]')" "$(git rev-parse refs/amp/messages)"
 	assert_equal "$(echo "$output" | json_get 'd["ref"]')" refs/amp/messages
 	assert_equal "$(echo "$output" | json_get 'd["role"]')" executor
@@ -432,7 +432,7 @@ woken_within() {
 		amp ack "$id" --from executor > /dev/null &&
 		$PY - "$BATS_TEST_TMPDIR/context.json" > "$BATS_TEST_TMPDIR/r.json" <<'PY' &&
 import json, sys
-dispatch = json.load(open(sys.argv[1]))[-1]["payload"]
+dispatch = json.load(open(sys.argv[1]))["messages"][-1]["payload"]
 print(json.dumps({
     "subtask_id": dispatch["subtasks"][0]["subtask_id"],
     "completion_status": "complete",

@@ -72,6 +72,7 @@ static const struct {
 	{ "subtask", "<id>", "the subtask, not the whole task" },
 	{ "suggest", "<text>", "a suggested fix" },
 	{ "sync", NULL, "sync after the write" },
+	{ "signing-key", "<file>", "the SSH key that signs every write (amp.signingKey)" },
 	{ "task", "<task_id>", "the task" },
 	{ "template", NULL, "print a payload to fill in, then send" },
 	{ "timeout", "<duration>", "give up after this long (exit 5)" },
@@ -81,6 +82,7 @@ static const struct {
 	{ "claim:wait", "<0..3600 sec>", "wait this long for a busy task to be free" },
 	{ "until", "<time>", "only what is older" },
 	{ "utc", NULL, "times in UTC rather than local time" },
+	{ "wide", NULL, "every column in full, however wide the terminal" },
 	{ "work", NULL, "the hooks of a work repository" },
 };
 
