@@ -179,7 +179,7 @@ int main(int argc, char **argv)
 		AMP_HUMAN_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
-	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX };
+	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX, .release_packs = 1 };
 	const char *repo = NULL, *since = NULL, *until = NULL, *limit = NULL;
 	struct out o = { 0 };
 	size_t len = 0;

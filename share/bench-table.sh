@@ -24,6 +24,13 @@
 #   - 1, 2, 4 and 8 concurrent writers, each count on a fresh SSOT (msgs/s
 #     in all, the median of AMP_BENCH_WRITER_ROUNDS interleaved passes, and
 #     messages lost in all of them: must be 0).
+# Issue 35 (make bench-1m: AMP_BENCH_SIZES="100000 1000000"): a send into a
+# task of AMP_BENCH_LONG_RECORDS (10,000) records too; amp gc --auto after 21 sends (what it costs
+# against what it packs); past 100k, each figure's ratio to its 100k figure;
+# with AMP_BENCH_BIG_WRITERS=N, N passes of 8 writers x 50 messages into the
+# biggest SSOT itself, amp's maintenance on, each pass's msgs/s and the most
+# packs seen during it; with AMP_BENCH_CACHE=DIR, the generated records (and
+# the SSOT they go on) are made once per size under DIR and reused.
 # Medians of AMP_BENCH_ROUNDS (20) whole-process runs (whole-store reads:
 # AMP_BENCH_SLOW_ROUNDS, 5).  Sizes: AMP_BENCH_SIZES ("1000 10000 100000"
 # messages).  Prints one markdown table and writes it, with the data and a
@@ -37,6 +44,7 @@ sizes=${AMP_BENCH_SIZES:-1000 10000 100000}
 rounds=${AMP_BENCH_ROUNDS:-20}
 slow=${AMP_BENCH_SLOW_ROUNDS:-5}
 writers_each=${AMP_BENCH_WRITERS_EACH:-100}
+long_records=${AMP_BENCH_LONG_RECORDS:-10000}
 writer_rounds=${AMP_BENCH_WRITER_ROUNDS:-5}
 out=${AMP_BENCH_OUT:-$src/build/bench}
 mkdir -p "$out"
@@ -80,25 +88,26 @@ cat > "$work/dispatch.json" <<'JSON'
  "acceptance_criteria": ["it works"], "risk_level": "low"}
 JSON
 
-# long_task FILE: a task of 1,000 records (500 dispatches, each ACKed) as
-# JSON lines for amp import.
+# long_task FILE [RECORDS [TASK]]: a task of 1,000 records (500 dispatches,
+# each ACKed; T-2026-999999) as JSON lines for amp import.
 long_task() {
-	python3 - "$1" <<'PY'
+	python3 - "$1" "${2:-1000}" "${3:-T-2026-999999}" <<'PY'
 import datetime, json, sys
 t0 = 1780000000000
+task = sys.argv[3]
 def ts(ms):
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00")
 with open(sys.argv[1], "w") as f:
-    for i in range(500):
+    for i in range(int(sys.argv[2]) // 2):
         ms = t0 + i * 60000
-        mid = f"task_dispatch-T-2026-999999-{ms}"
+        mid = f"task_dispatch-{task}-{ms}"
         f.write(json.dumps({"protocol_version": "AMP/1.0", "msg_id": mid, "type": "task_dispatch",
-            "from": "coordinator", "to": "executor", "task_id": "T-2026-999999", "timestamp": ts(ms),
+            "from": "coordinator", "to": "executor", "task_id": task, "timestamp": ts(ms),
             "requires_ack": True, "payload": {"description": "bench", "repo": "/srv/bench",
             "branch": "feature/bench", "subtasks": [{"subtask_id": "S1", "description": "one",
             "estimated_lines": 1}], "acceptance_criteria": ["it works"], "risk_level": "low"}}) + "\n")
         f.write(json.dumps({"protocol_version": "AMP/1.0", "type": "ack", "ack_for": mid,
-            "task_id": "T-2026-999999", "from": "executor", "to": "coordinator",
+            "task_id": task, "from": "executor", "to": "coordinator",
             "timestamp": ts(ms + 5000)}) + "\n")
 PY
 }
@@ -126,6 +135,51 @@ send_fresh() {
 	amp send task_dispatch --task "$task" --from coordinator --payload "$work/dispatch.json"
 }
 send_long() { amp send task_dispatch --task T-2026-999999 --from coordinator --payload "$work/dispatch.json"; }
+send_long10k() { amp send task_dispatch --task T-2026-999998 --from coordinator --payload "$work/dispatch.json"; }
+
+# generated SIZE: the records of an SSOT of SIZE messages ($work/lines,
+# $work/stream) and, in the current directory, the SSOT they go on (amp
+# init's commit: the stream names it); made once under AMP_BENCH_CACHE.
+generated() {
+	local c=${AMP_BENCH_CACHE:-}/gen-$1
+	if [ -n "${AMP_BENCH_CACHE:-}" ] && [ -s "$c/lines" ] && [ -d "$c/base" ]; then
+		rm -rf "$repo" && cp -a "$c/base" "$repo" && cd "$repo"
+		ln -sf "$c/lines" "$work/lines" && ln -sf "$c/stream" "$work/stream"
+		return
+	fi
+	python3 "$src/share/gen-traffic.py" "$(($1 * 2))" "$work/lines" "$work/stream" \
+		"$(git rev-parse refs/amp/messages)"
+	[ -n "${AMP_BENCH_CACHE:-}" ] || return 0
+	mkdir -p "$c" && rm -rf "$c/base" && cp -a "$repo" "$c/base"
+	mv "$work/lines" "$work/stream" "$c/" && ln -sf "$c/lines" "$work/lines" &&
+		ln -sf "$c/stream" "$work/stream"
+}
+
+# big_writers N: N passes of 8 writers x 50 messages into this SSOT, amp's
+# own maintenance on: msgs/s and the most packs seen, per pass.
+big_writers() {
+	local pass w i t0 t1 max c
+	git config --unset amp.autoPack || true
+	for ((pass = 1; pass <= $1; pass++)); do
+		stamp t0
+		for ((w = 0; w < 8; w++)); do
+			( for ((i = 0; i < 50; i++)); do
+				amp send task_dispatch --task "$(printf 'T-2032-%02d%02d%03d' "$pass" "$w" "$i")" \
+					--from coordinator --payload "$work/dispatch.json" > /dev/null || echo lost >> "$work/lost-big"
+			done ) &
+		done
+		max=0
+		while [ "$(jobs -r | wc -l)" -gt 0 ]; do
+			c=$(find "$(git rev-parse --git-path objects/pack)" -name '*.pack' | wc -l)
+			[ "$c" -le "$max" ] || max=$c
+			sleep 0.05
+		done
+		wait
+		stamp t1
+		echo "| 8 writers into the ${n}-message SSOT, pass $pass | $(awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", 400 / (ns / 1e9) }') msgs/s | $max packs at most |" >> "$work/big-writers"
+	done
+	git config amp.autoPack 0
+}
 
 table=$out/table.md
 data=$out/cost.dat
@@ -139,9 +193,8 @@ for n in $sizes; do
 	amp init > /dev/null
 	git config amp.checkRepo false
 	git config amp.autoPack 0 # measured by hand below
-	records=$((n * 2))
-	python3 "$src/share/gen-traffic.py" "$records" "$work/lines" "$work/stream" \
-		"$(git rev-parse refs/amp/messages)"
+	generated "$n"
+	git config amp.autoPack 0
 	stamp t0; amp import "$work/lines" > /dev/null; stamp t1
 	cell[import,$n]=$(awk -v n="$n" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", n / (ns / 1e9) }')
 	git init -q --bare "$work/fi-$n"
@@ -152,6 +205,8 @@ for n in $sizes; do
 	cell[disk_import,$n]=$(awk -v k="$(kib size-pack)" -v n="$n" 'BEGIN { printf "%.2f", k / n }')
 	long_task "$work/long"
 	amp import "$work/long" > /dev/null
+	long_task "$work/long10k" "$long_records" T-2026-999998
+	amp import "$work/long10k" > /dev/null
 	# what amp's own maintenance leaves after an import (a pack per 5,000
 	# commits, rolled up): the layout every figure below is measured on
 	stamp t0; amp gc > /dev/null; stamp t1
@@ -191,6 +246,7 @@ for n in $sizes; do
 	cell[floor,$n]=$("$work/floor" "$repo" "$rounds" "$work/dispatch.json")
 	git update-ref -d refs/amp/floor
 	cell[send_long,$n]=$(timed "$rounds" send_long)
+	cell[send_long10k,$n]=$(timed "$rounds" send_long10k)
 	cell[rss_send,$n]=$(rss amp send task_dispatch --task T-2030-999999 --from coordinator \
 		--payload "$work/dispatch.json")
 
@@ -219,6 +275,14 @@ for n in $sizes; do
 
 	stamp t0; amp gc > /dev/null; stamp t1
 	cell[gc_ms,$n]=$(((t1 - t0) / 1000000))
+	# what amp gc --auto costs against what it packs: 21 sends' packs
+	# (amp.autoPack 0 kept them from being rolled up) beside the store's
+	for ((i = 0; i < 21; i++)); do send_fresh > /dev/null; done
+	git config --unset amp.autoPack
+	stamp t0; amp gc --auto > /dev/null; stamp t1
+	git config amp.autoPack 0
+	cell[gc_auto_ms,$n]=$(((t1 - t0) / 1000000))
+	[ -z "${AMP_BENCH_BIG_WRITERS:-}" ] || [ "$n" != "${sizes##* }" ] || big_writers "$AMP_BENCH_BIG_WRITERS"
 	total=$(($(kib size-pack) + $(kib size)))
 	cell[disk_gc,$n]=$(awk -v k="$total" -v n="$n" 'BEGIN { printf "%.2f", k / n }')
 	echo "$n ${cell[send,$n]} ${cell[status_task,$n]} ${cell[watch_once,$n]} ${cell[status_all,$n]} ${cell[send_long,$n]}" >> "$data"
@@ -267,14 +331,22 @@ done
 # the table
 {
 	machine="$(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(. /etc/os-release && echo "$PRETTY_NAME"), $(git --version), libgit2 $(pkg-config --modversion libgit2)"
-	echo "Measured $(date -u +%Y-%m-%d) on $machine; medians of $rounds runs ($slow for whole-store reads), whole process."
+	echo "Measured $(date -u +%Y-%m-%d) on $machine; medians of $rounds runs ($slow for whole-store reads), whole process; load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
 	echo
-	printf '| figure |'; for n in $sizes; do printf ' %s msgs |' "$n"; done; echo
-	printf '|---|'; for n in $sizes; do printf -- '---|'; done; echo
+	# past 100k, a column of each figure's ratio to its 100k figure
+	ratio_of=""
+	case " $sizes " in *" 100000 "*) for n in $sizes; do [ "$n" -le 100000 ] || ratio_of="$ratio_of $n"; done ;; esac
+	printf '| figure |'; for n in $sizes; do printf ' %s msgs |' "$n"; done
+	for n in $ratio_of; do printf ' %s / 100000 |' "$n"; done; echo
+	printf '|---|'; for n in $sizes $ratio_of; do printf -- '---|'; done; echo
 	row() {
 		local label=$1 key=$2 unit=$3 n
 		printf '| %s |' "$label"
 		for n in $sizes; do printf ' %s%s |' "${cell[$key,$n]}" "$unit"; done
+		for n in $ratio_of; do
+			awk -v a="${cell[$key,$n]%% *}" -v b="${cell[$key,100000]%% *}" \
+				'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf " %.2fx |", a / b; else printf " - |" }'
+		done
 		echo
 	}
 	row "amp send, fresh task, fsync off" send " ms"
@@ -282,6 +354,7 @@ done
 	row "plumbing script, one record" plumbing " ms"
 	row "libgit2 loop in one process (floor)" floor " ms"
 	row "amp send into a 1,000-record task" send_long " ms"
+	row "amp send into a $long_records-record task" send_long10k " ms"
 	row "amp status TASK" status_task " ms"
 	row "tasks in the SSOT (of them not finished)" tasks ""
 	row "amp status (tasks not finished), warm caches" status_all " ms"
@@ -302,6 +375,7 @@ done
 	row "disk per message after amp gc" disk_gc " KiB"
 	row "amp gc after the import" gc_import " ms"
 	row "amp gc after the sends" gc_ms " ms"
+	row "amp gc --auto, 21 sends' packs beside the store's" gc_auto_ms " ms"
 	row "amp import" import " msgs/s"
 	row "git fast-import, same records" fastimport " msgs/s"
 	echo
@@ -309,6 +383,13 @@ done
 	printf '|---|---|---|---|---|\n'
 	printf '| msgs/s in all (median of %s passes) |' "$writer_rounds"; for w in 1 2 4 8; do printf ' %s |' "${cell[writers,$w]}"; done; echo
 	printf '| lost (all passes) |'; for w in 1 2 4 8; do printf ' %s |' "${cell[lost,$w]}"; done; echo
+	if [ -s "$work/big-writers" ]; then
+		echo
+		echo "| pass | rate | packs |"
+		echo "|---|---|---|"
+		cat "$work/big-writers"
+		echo "| lost in those passes | $(cat "$work/lost-big" 2>/dev/null | wc -l) | |"
+	fi
 } > "$table"
 cat "$table"
 

@@ -67,12 +67,15 @@ at 900; dispatch $T high "Migrate the customer database to the new cluster" > /d
 T="T-2026-105"
 at 1000; D=$(dispatch $T medium "Fix the crash when a session ends in the background")
 at 1010; amp claim $T --agent bob > /dev/null; amp ack "$D" --from executor --agent bob > /dev/null
+at 1600; amp escalate $T --from executor --agent bob --type conflict --severity info --affected "$D" \
+	--description "Which retry count is right: 3 (the spec) or 5 (the criteria)?" > /dev/null
 at 1700; amp escalate $T --from coordinator --type conflict --severity critical --affected "$D" \
 	--description "The spec and the acceptance criteria disagree on the retry count" > /dev/null
 T="T-2026-106"
 at 1200; D=$(dispatch $T low "Remove the deprecated v1 export endpoint")
 at 1205; amp claim $T --agent carol > /dev/null; amp ack "$D" --from executor --agent carol > /dev/null
 at 1800; amp heartbeat $T --from executor --agent carol > /dev/null
+at 2000; result $T S1 carol > /dev/null
 T="T-2026-107"
 at 1900; dispatch $T low "Add a dark theme to the settings page" > /dev/null
 sed 's/"risk_level": "low"/"risk_level": "urgent"/' "$work/d.json" > "$work/bad.json"

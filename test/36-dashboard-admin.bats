@@ -13,16 +13,6 @@ load conversation
 load enforcer
 load dashboard
 
-HOSTILE='<script>document.title="pwned"</script>"><img src=x onerror="document.body.setAttribute('\''data-pwned'\'','\''1'\'')">'
-
-# web CMD ARGS...: test/web/drive.js (puppeteer-core, `make deps` runs its
-# npm ci).
-web() {
-	[ -d "$AMP_SRC/test/web/node_modules/puppeteer-core" ] ||
-		{ echo "test/web/node_modules is missing: make deps runs npm ci there" >&2; return 99; }
-	timeout 120 node "$AMP_SRC/test/web/drive.js" "$@"
-}
-
 # The SSOT of the admin's morning, built once (T0 = 2026-02-26T14:32:07Z):
 #   T-2026-044  claimed by alice, ACKed by her: in progress, held by alice@executor
 #   T-2026-045  dispatched at 100 s, never ACKed: overdue at the time of the tests
@@ -264,7 +254,7 @@ PY
 
 @test "the charts fit the data: the hours that have activity (6 at least), and the age of the open tasks" {
 	amp dashboard --out "$out" > /dev/null
-	run -0 grep -c '<title>[0-9]* message(s), [0-9]* open escalation(s)</title>' "$out/index.html"
+	run -0 grep -c '<title>[0-9]* message(s), [0-9]* open escalation(s)</title>' <(fit_chart "$out/index.html")
 	assert_output 6
 	run -0 grep -F 'aria-label="messages per hour over the last 6 hour(s) of activity' "$out/index.html"
 	# the six open tasks are all under an hour old

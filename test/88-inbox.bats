@@ -110,7 +110,7 @@ teardown() {
 	[ "$(git -C "$HUB" rev-parse refs/amp/messages)" = "$before" ]
 }
 
-@test "amp.syncPush and amp.syncId are checked; a strict hub refuses inboxes" {
+@test "amp.syncPush and amp.syncId are checked; a strict hub checks an inbox's commits as it checks a push: an unsigned one is refused" {
 	on a git config amp.syncPush sideways
 	run -2 on a amp sync
 	assert_output --partial "git config amp.syncPush: 'sideways' is not ref or inbox"
@@ -125,7 +125,8 @@ teardown() {
 	on a amp heartbeat $T --from coordinator 2> /dev/null || on a amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
 	unset AMP_NOW
 	run -4 on a amp sync
-	assert_output --partial "this hub is in strict mode (git config amp.requireSigned): its join would sign others' records"
+	assert_output --partial "refused refs/amp-in/a1/messages: commit "
+	assert_output --partial "written as coordinator, but it is not signed (git config amp.requireSigned)"
 }
 
 @test "an empty hub takes its first history through an inbox" {

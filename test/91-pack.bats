@@ -499,7 +499,7 @@ PY
 	run -0 amp fsck
 }
 
-@test "amp.autoPack 0 turns the roll-up off; while another holds gc.lock a write skips it, and the next one rolls up" {
+@test "amp.autoPack 0 turns the roll-up off; while another holds rollup.lock a write skips it, and the next one rolls up" {
 	git config amp.autoPack 0
 	git config amp.autoPackDetach false
 	send_n 10
@@ -507,7 +507,7 @@ PY
 	git config --unset amp.autoPack
 	mkdir -p .git/amp
 	n=$(packs)
-	flock .git/amp/gc.lock amp send task_dispatch --task T-2026-300 --from coordinator \
+	flock .git/amp/rollup.lock amp send task_dispatch --task T-2026-300 --from coordinator \
 		--payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
 	[ "$(packs)" = $((n + 1)) ]
 	amp send task_dispatch --task T-2026-301 --from coordinator \

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Sourced by the dashboard suites (97-dashboard, 36-dashboard-admin), which
-# use the variables set here (SC2034).
+# Sourced by the dashboard suites (97-dashboard, 36-dashboard-admin,
+# 36-dashboard-team), which use the variables set here (SC2034).
 # shellcheck disable=SC2034
 
 # serve [ARGS...]: starts amp dashboard --serve on a free loopback port;
@@ -22,3 +22,22 @@ teardown() {
 	fi
 	fsck_all_repos
 }
+
+# What a message could do if a page let it: change the title, add an
+# attribute, add an element.
+HOSTILE='<script>document.title="pwned"</script>"><img src=x onerror="document.body.setAttribute('\''data-pwned'\'','\''1'\'')">'
+
+# web CMD ARGS...: test/web/drive.js (puppeteer-core, `make deps` runs its
+# npm ci).
+web() {
+	[ -d "$AMP_SRC/test/web/node_modules/puppeteer-core" ] ||
+		{ echo "test/web/node_modules is missing: make deps runs npm ci there" >&2; return 99; }
+	timeout 120 node "$AMP_SRC/test/web/drive.js" "$@"
+}
+
+# fit_chart FILE: the overview's activity chart shown by default (the one
+# that fits the data; the page holds one per window, dashboard_views.c).
+fit_chart() {
+	sed -n '/<div class="win fit" id="hours-fit">/,/<\/svg>/p' "$1"
+}
+

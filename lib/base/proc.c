@@ -40,16 +40,18 @@ static int drain(int fd, char **buf, size_t *len, size_t *cap)
 	return 0;
 }
 
-/* What run() watches besides the program's pipes (amp_run_watch). */
+/* What run_fd() watches besides the program's pipes (amp_run_watch). */
 struct watch {
 	int fd;                    /* -1: nothing */
 	int (*on_input)(void *ctx);
 	void *ctx;
 };
 
-/* amp_run with the program's stderr on errfd (-1: amp's own). */
-static int run(const char *const *argv, const char *in, size_t inlen, char **out,
-	       size_t *outlen, int errfd, struct watch *watch, int *code, amp_error *err)
+/* amp_run with the program's stderr on errfd (-1: amp's own) and, when
+ * `in` is NULL, its stdin from infd (-1: /dev/null); `watch` (or NULL) is
+ * watched while it runs (amp_run_watch). */
+static int run_fd(const char *const *argv, const char *in, size_t inlen, int infd, char **out,
+		  size_t *outlen, int errfd, struct watch *watch, int *code, amp_error *err)
 {
 	posix_spawn_file_actions_t fa;
 	int inpipe[2] = { -1, -1 }, outpipe[2] = { -1, -1 };
@@ -74,6 +76,8 @@ static int run(const char *const *argv, const char *in, size_t inlen, char **out
 		posix_spawn_file_actions_adddup2(&fa, inpipe[0], 0);
 		posix_spawn_file_actions_addclose(&fa, inpipe[0]);
 		posix_spawn_file_actions_addclose(&fa, inpipe[1]);
+	} else if (infd >= 0) {
+		posix_spawn_file_actions_adddup2(&fa, infd, 0);
 	} else {
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	}
@@ -191,16 +195,28 @@ cleanup:
 	return status;
 }
 
+static int run(const char *const *argv, const char *in, size_t inlen, char **out,
+	       size_t *outlen, int errfd, int *code, amp_error *err)
+{
+	return run_fd(argv, in, inlen, -1, out, outlen, errfd, NULL, code, err);
+}
+
+int amp_run_stdin_fd(const char *const *argv, int infd, char **out, size_t *outlen, int *code,
+		     amp_error *err)
+{
+	return run_fd(argv, NULL, 0, infd, out, outlen, -1, NULL, code, err);
+}
+
 int amp_run(const char *const *argv, const char *in, size_t inlen, char **out,
 	    size_t *outlen, int *code, amp_error *err)
 {
-	return run(argv, in, inlen, out, outlen, -1, NULL, code, err);
+	return run(argv, in, inlen, out, outlen, -1, code, err);
 }
 
 int amp_run_errfd(const char *const *argv, const char *in, size_t inlen, char **out,
 		  size_t *outlen, int errfd, int *code, amp_error *err)
 {
-	return run(argv, in, inlen, out, outlen, errfd, NULL, code, err);
+	return run(argv, in, inlen, out, outlen, errfd, code, err);
 }
 
 int amp_run_watch(const char *const *argv, const char *in, size_t inlen, char **out,
@@ -209,7 +225,7 @@ int amp_run_watch(const char *const *argv, const char *in, size_t inlen, char **
 {
 	struct watch w = { watch, on_input, ctx };
 
-	return run(argv, in, inlen, out, outlen, errfd, &w, code, err);
+	return run_fd(argv, in, inlen, -1, out, outlen, errfd, &w, code, err);
 }
 
 int amp_run_quiet(const char *const *argv, const char *in, size_t inlen, char **out,
@@ -224,7 +240,7 @@ int amp_run_quiet(const char *const *argv, const char *in, size_t inlen, char **
 	if (!f)
 		return amp_error_set(err, AMP_EIO, "", "cannot make a temporary file: %s",
 				     strerror(errno));
-	status = run(argv, in, inlen, out, outlen, fileno(f), NULL, code, err);
+	status = run(argv, in, inlen, out, outlen, fileno(f), code, err);
 	if (status == AMP_OK && errsz && fseek(f, 0, SEEK_SET) == 0)
 		got = fread(errbuf, 1, errsz - 1, f);
 	fclose(f);

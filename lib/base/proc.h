@@ -21,6 +21,11 @@
 int amp_run(const char *const *argv, const char *in, size_t inlen, char **out,
 	    size_t *outlen, int *code, amp_error *err);
 
+/* amp_run with the program's stdin read from the file descriptor infd
+ * (a list too long to hold in memory, spooled to a temporary file; the
+ * program reads from the descriptor's offset on; the caller closes it). */
+int amp_run_stdin_fd(const char *const *argv, int infd, char **out, size_t *outlen, int *code,
+		     amp_error *err);
 /* amp_run with the program's stderr written to file descriptor errfd (the
  * caller reads it back, and shows it, when the program is done). */
 int amp_run_errfd(const char *const *argv, const char *in, size_t inlen, char **out,

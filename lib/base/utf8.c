@@ -1,5 +1,7 @@
 #include "utf8.h"
 
+#include <string.h>
+
 size_t amp_utf8_seqn(const char *s, size_t avail, unsigned *cp)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -65,4 +67,17 @@ int amp_utf8_valid(const char *s)
 		if (!(n = amp_utf8_seq(s, &cp)))
 			return 0;
 	return 1;
+}
+
+size_t amp_utf8_prefix(const char *s, size_t max, const char *stop)
+{
+	size_t n = 0, len;
+	unsigned cp;
+
+	while (s[n] && n < max && !strchr(stop, s[n])) {
+		if (!(len = amp_utf8_seq(s + n, &cp)) || n + len > max)
+			break;
+		n += len;
+	}
+	return n;
 }

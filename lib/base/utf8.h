@@ -19,4 +19,10 @@ int amp_utf8_valid(const char *s);
 /* True when s[0..len) is valid UTF-8 holding no NUL. */
 int amp_utf8_validn(const char *s, size_t len);
 
+/* The length of the longest prefix of s of at most max bytes that ends
+ * at a character's start and before any byte of `stop` (a set of ASCII
+ * bytes, may be ""): a text cut for a glance, still valid UTF-8 when s
+ * is. */
+size_t amp_utf8_prefix(const char *s, size_t max, const char *stop);
+
 #endif

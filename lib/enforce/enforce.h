@@ -4,6 +4,7 @@
 /* The public interface of lib/enforce/: the only header of this folder that
  * code outside it includes (share/doc/architecture.md). */
 #include "fsck.h"
+#include "proofs.h"
 #include "arrival.h"
 #include "hook.h"
 #include "notify.h"

@@ -359,10 +359,8 @@ static void commit_close(struct fsck_commit *c)
 static int check_ref(struct fsck *f, amp_error *err)
 {
 	git_repository *repo = amp_store_repo(f->st);
-	amp_first_parents chain;
-	git_commit *c = NULL;
-	git_oid tip, *ids = NULL, *grown;
-	size_t n = 0, alloc = 0, i, k;
+	git_oid tip, *ids = NULL;
+	size_t n = 0, i, k;
 	amp_trust trust;
 	int rc, status = AMP_OK;
 
@@ -373,27 +371,11 @@ static int check_ref(struct fsck *f, amp_error *err)
 					     f->ref);
 		return amp_error_git(err, AMP_EIO, "cannot read %s", f->ref);
 	}
+	/* A commit of the chain that cannot be read: nothing is checked. */
+	if ((status = amp_first_parents_ids(repo, &tip, &ids, &n, err)) < 0)
+		return status;
 	amp_trust_init(&trust, &tip);
 	f->trust = &trust;
-	/* A commit of the chain that cannot be read: nothing is checked. */
-	amp_first_parents_start(&chain, repo, &tip);
-	while ((rc = amp_first_parents_next(&chain, &c)) == 0) {
-		if (n == alloc) {
-			alloc = alloc ? alloc * 2 : 1024;
-			if (!(grown = realloc(ids, alloc * sizeof(*ids)))) {
-				status = amp_error_set(err, AMP_EIO, "", "out of memory");
-				goto cleanup;
-			}
-			ids = grown;
-		}
-		git_oid_cpy(&ids[n++], git_commit_id(c));
-		git_commit_free(c);
-		c = NULL;
-	}
-	if (rc != GIT_ITEROVER) {
-		status = amp_error_git(err, AMP_EIO, "cannot walk %s", f->ref);
-		goto cleanup;
-	}
 	for (i = n; i-- > 0;) {
 		struct fsck_commit fc;
 
@@ -403,10 +385,8 @@ static int check_ref(struct fsck *f, amp_error *err)
 				commit_checks[k](f, &fc);
 		commit_close(&fc);
 	}
-cleanup:
 	f->trust = NULL;
 	amp_trust_free(&trust);
-	git_commit_free(c);
 	free(ids);
 	return status;
 }

@@ -49,7 +49,7 @@ struct check {
 	amp_errlist *errors;
 	size_t base;        /* errors->count when the check began */
 	json_t *froms;      /* each record the commit adds: {"from", "task",
-			     * "agent" (record_instance)} */
+			     * "agent" (record_instance), "path"} */
 	int bare;           /* amp_hook_check_commit: the path is the file */
 	int signatures;     /* verify each commit's signature (sign.h) */
 	int inbox;          /* a clone's inbox (amp.syncPush inbox): its form
@@ -192,11 +192,11 @@ int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
 }
 
 /* Notes a record the commit adds, for check_signature. */
-static void note_record(struct check *c, const char *task, const json_t *doc)
+static void note_record(struct check *c, const char *task, const char *path, const json_t *doc)
 {
-	json_array_append_new(c->froms, json_pack("{s:s,s:s,s:s?}",
+	json_array_append_new(c->froms, json_pack("{s:s,s:s,s:s?,s:s}",
 		"from", amp_or_none(amp_json_str(doc, "from")), "task", task,
-		"agent", doc ? amp_coord_record_instance(doc) : NULL));
+		"agent", doc ? amp_coord_record_instance(doc) : NULL, "path", path));
 }
 
 /* Moves the problems found from `found` to the check's list, each placed
@@ -246,7 +246,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 			continue;
 		}
 		snprintf(file, sizeof(file), "%s/%s", dir, name);
-		note_record(c, task, e->doc);
+		note_record(c, task, file, e->doc);
 		/* Records are numbered in the order they enter the task. */
 		if (e->seq <= last_old) {
 			char seq[16];
@@ -290,7 +290,7 @@ static int check_task(struct check *c, const char *task, json_t *added)
 		    !json_object_get(added, name))
 			continue;
 		snprintf(file, sizeof(file), "%s/%s", dir, name);
-		note_record(c, task, e->doc);
+		note_record(c, task, file, e->doc);
 		if (check_form(c->st, c->set, &log, e, 0, &found) == AMP_EIO)
 			status = AMP_EIO;
 		place(c, &found, file);
@@ -334,8 +334,11 @@ static const char *delta_verb(git_delta_t status)
 	}
 }
 
-/* Strict mode (sign.h): the commit is signed by a key allowed to write as
- * the role it was written as, and adds records of that role only. */
+/* Strict mode (sign.h, recsig.h): each record's signature, when it has
+ * one, names a key allowed to write its role; the commit is signed by a
+ * key allowed to write as the role it was written as, and adds records
+ * of that role only -- or, when every record proves its own author, by
+ * any key of the file. */
 static int check_signature(struct check *c, git_commit *commit)
 {
 	amp_signed_record recs[AMP_HOOK_MAX_RECORDS];
@@ -355,9 +358,12 @@ static int check_signature(struct check *c, git_commit *commit)
 		recs[i].from = amp_json_str(r, "from");
 		recs[i].task = amp_json_str(r, "task");
 		recs[i].agent = amp_json_str(r, "agent");
+		recs[i].path = amp_json_str(r, "path");
 	}
-	ok = amp_signing_check_commit(amp_store_repo(c->st), amp_store_signing(c->st), commit,
-				      recs, c->messages ? n : 0, c->agent, why, sizeof(why), &err);
+	/* Each record's own signature first (recsig.h): a record it proves
+	 * needs no proof from the commit. */
+	ok = amp_store_check_commit_signed(c->st, commit, recs, c->messages ? n : 0, c->agent, why,
+					   sizeof(why), &err);
 	/* History the admin's marker vouches for (sign.h): asked only of a
 	 * commit that fails, so a signed history never walks for it. */
 	if (ok == 0 && c->trust)
@@ -520,14 +526,23 @@ static int check_register(struct check *c, git_commit *commit, const char *path)
 		goto cleanup;
 	}
 	amp_commit_agent(commit, agent, sizeof(agent));
-	json_array_append_new(c->froms, json_pack("{s:s,s:s,s:n}", "from",
-		amp_or_none(amp_json_str(doc, "from")), "task", "", "agent"));
+	json_array_append_new(c->froms, json_pack("{s:s,s:s,s:n,s:s}", "from",
+		amp_or_none(amp_json_str(doc, "from")), "task", "", "agent", "path", path));
 	if (amp_registry_check(c->set, path, git_tree_entry_id(e), doc, agent, &found) == AMP_OK &&
 	    c->signatures && strcmp((from = amp_json_str(doc, "from")), "admin")) {
-		/* The key names the instance: "<agent>@<role>", nothing else. */
-		ok = amp_signing_verify_commit(amp_store_repo(c->st), amp_store_signing(c->st),
-					       git_commit_id(commit), from, principal,
-					       sizeof(principal), why, sizeof(why), &perr);
+		int present;
+
+		/* The key names the instance: "<agent>@<role>", nothing else;
+		 * the record's own signature says it (recsig.h), else the
+		 * commit's. */
+		ok = amp_store_record_sig_verify(c->st, c->tree, path, from, agent,
+						 (int64_t)git_commit_committer(commit)->when.time,
+						 &present, principal, sizeof(principal), why,
+						 sizeof(why), &perr);
+		if (ok == 0 && !present)
+			ok = amp_signing_verify_commit(amp_store_repo(c->st), amp_store_signing(c->st),
+						       git_commit_id(commit), from, principal,
+						       sizeof(principal), why, sizeof(why), &perr);
 		if (ok < 0)
 			status = amp_errlist_add(c->errors, ok, "", "commit %s: %s", c->commit, perr.message);
 		else if (ok && (strncmp(principal, agent, strlen(agent)) || principal[strlen(agent)] != '@'))
@@ -544,6 +559,52 @@ cleanup:
 	return status;
 }
 
+/* The record signatures a commit adds (recsig.h), each beside a record
+ * the same commit adds (in `tasks`: task -> names, or `registers`), and
+ * no larger than AMP_RECORD_SIG_MAX: a signature is its record's, made
+ * when it is written.  Whether it verifies is check_signature's. */
+static void check_sig_files(struct check *c, json_t *sigs, json_t *tasks, json_t *registers)
+{
+	size_t i, k;
+
+	for (i = 0; i < json_array_size(sigs); i++) {
+		const char *path = json_string_value(json_array_get(sigs, i)), *name;
+		char rec[AMP_PATH_MAX], task_id[64];
+		git_tree_entry *e = NULL;
+		int found = 0;
+
+		amp_store_sig_record_path(path, rec, sizeof(rec));
+		if (record_path(rec, task_id, sizeof(task_id), &name) == 0)
+			found = json_object_get(json_object_get(tasks, task_id), name) != NULL;
+		for (k = 0; !found && k < json_array_size(registers); k++)
+			found = !strcmp(json_string_value(json_array_get(registers, k)), rec);
+		if (!found) {
+			refuse(c, AMP_ESCHEMA, path, NULL,
+			       "a record signature (%s) whose record this commit does not add%s",
+			       AMP_RECORD_SIG_SUFFIX, NULL);
+			continue;
+		}
+		if (git_tree_entry_bypath(&e, c->tree, path) == 0) {
+			git_odb *odb = NULL;
+			git_object_t type;
+			size_t len = 0;
+
+			if (git_repository_odb(&odb, amp_store_repo(c->st)) == 0 &&
+			    git_odb_read_header(&len, &type, odb, git_tree_entry_id(e)) == 0 &&
+			    len > AMP_RECORD_SIG_MAX) {
+				char max[16];
+
+				snprintf(max, sizeof(max), "%d", AMP_RECORD_SIG_MAX);
+				refuse(c, AMP_ESCHEMA, path, NULL,
+				       "a record signature larger than %s bytes%s", max, NULL);
+			}
+			git_odb_free(odb);
+		}
+		git_error_clear();
+		git_tree_entry_free(e);
+	}
+}
+
 /* Checks one new commit: only added files, and on the messages ref only
  * valid records in their place. */
 static int check_commit(struct check *c, git_commit *commit)
@@ -552,9 +613,9 @@ static int check_commit(struct check *c, git_commit *commit)
 	git_commit *parent = NULL;
 	git_tree *old_tree = NULL;
 	struct changes ch = { 0 };
-	json_t *tasks = json_object(), *added, *registers = json_array();
+	json_t *tasks = json_object(), *added, *registers = json_array(), *sigs = json_array();
 	const char *task;
-	char task_id[64];
+	char task_id[64], sigof[AMP_PATH_MAX];
 	int status = AMP_OK;
 	size_t i, n;
 
@@ -610,6 +671,10 @@ static int check_commit(struct check *c, git_commit *commit)
 			       "a file name that is not UTF-8: amp never writes one%s%s", NULL, NULL);
 			continue;
 		}
+		if (amp_store_sig_record_path(path, sigof, sizeof(sigof)) == 0) {
+			json_array_append_new(sigs, json_string(path));
+			continue;
+		}
 		if (!strncmp(path, AMP_REGISTRY_DIR "/", strlen(AMP_REGISTRY_DIR "/"))) {
 			json_array_append_new(registers, json_string(path));
 			continue;
@@ -625,6 +690,7 @@ static int check_commit(struct check *c, git_commit *commit)
 		}
 		json_object_set_new(added, name, json_true());
 	}
+	check_sig_files(c, sigs, tasks, registers);
 	if (c->errors->count > c->base)
 		goto cleanup;
 	json_array_clear(c->froms);
@@ -639,6 +705,7 @@ static int check_commit(struct check *c, git_commit *commit)
 cleanup:
 	json_decref(tasks);
 	json_decref(registers);
+	json_decref(sigs);
 	free(ch.items);
 	git_tree_free(old_tree);
 	git_tree_free(c->tree);
@@ -844,12 +911,9 @@ static int check_inbox_update(struct check *c, const char *old_hex, const char *
 		return status;
 	if (git_oid_is_zero(&new))
 		return AMP_OK; /* the clone takes its inbox away */
-	/* The join re-commits the records on the hub: in strict mode each
-	 * commit must keep its writer's own signature. */
-	if (amp_store_signing(c->st)->require)
-		return amp_errlist_add(c->errors, AMP_ERULE, "",
-				       "this hub is in strict mode (git config amp.requireSigned): its join would sign others' records, so push to %s (git config amp.syncPush ref)",
-				       target);
+	/* The join re-commits the records on the hub under the hub's own
+	 * commit signature: in strict mode each record keeps its author's
+	 * signature beside it (recsig.h), so the join forges nothing. */
 	c->messages = !strcmp(target, amp_store_messages_ref(c->st));
 	c->errlog = !c->messages;
 	c->inbox = 1;

@@ -246,7 +246,7 @@ static void verify_range(struct watch *w, const git_oid *from, const git_oid *to
 		const char *task, *name;
 		amp_signed_record froms[1000];
 		char agent[AMP_AGENT_MAX + 1];
-		char why[600], dir[AMP_PATH_MAX], path[AMP_PATH_MAX * 2];
+		char why[600], dir[AMP_PATH_MAX], path[AMP_PATH_MAX * 2], sigof[AMP_PATH_MAX * 2];
 		size_t n = 0, k;
 		amp_error err;
 		int ok;
@@ -271,6 +271,9 @@ static void verify_range(struct watch *w, const git_oid *from, const git_oid *to
 				snprintf(path, sizeof(path), "%s/%s", dir, name);
 				amp_error perr;
 
+				/* A record's signature is checked with its record. */
+				if (amp_store_sig_record_path(path, sigof, sizeof(sigof)) == 0)
+					continue;
 				/* Fetched bytes: read within the record bounds. */
 				if (git_tree_entry_bypath(&e, ct, path) == 0 &&
 				    git_blob_lookup(&b, repo, git_tree_entry_id(e)) == 0 &&
@@ -291,6 +294,7 @@ static void verify_range(struct watch *w, const git_oid *from, const git_oid *to
 
 				froms[n].from = amp_or_none(amp_json_str(doc, "from"));
 				froms[n].task = amp_json_str(v, "task");
+				froms[n].path = amp_json_str(v, "path");
 				froms[n++].agent = doc ? amp_coord_record_instance(doc) : NULL;
 			}
 		amp_commit_agent(c, agent, sizeof(agent));
@@ -300,8 +304,8 @@ static void verify_range(struct watch *w, const git_oid *from, const git_oid *to
 			ok = 0;
 			snprintf(why, sizeof(why), "it adds more than %zu records: too many to check", n);
 		} else {
-			ok = amp_signing_check_commit(repo, signing, c, froms, n, agent, why, sizeof(why),
-						      &err);
+			ok = amp_store_check_commit_signed(w->st, c, froms, n, agent, why, sizeof(why),
+							   &err);
 		}
 		/* Below where trust starts (sign.h): the admin vouched for it. */
 		if (ok == 0)

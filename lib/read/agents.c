@@ -19,6 +19,11 @@
 #include "record/record.h"
 #include "summary.h"
 
+/* What the report keeps of an instance's messages for a glance: its
+ * AGENT_RECENT newest, each text cut to AGENT_TEXT_MAX bytes. */
+#define AGENT_RECENT 5
+#define AGENT_TEXT_MAX 120
+
 static int cmp_names(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -46,11 +51,51 @@ static json_t *agent_entry(json_t *all, const char *agent)
 	json_t *a = json_object_get(all, agent);
 
 	if (!a) {
-		a = json_pack("{s:s,s:{},s:n,s:n,s:I}", "agent", agent, "roles", "last_write",
-			      "last_task", "writes", (json_int_t)0);
+		a = json_pack("{s:s,s:{},s:n,s:n,s:I,s:n,s:[]}", "agent", agent, "roles", "last_write",
+			      "last_task", "writes", (json_int_t)0, "last_heartbeat", "recent");
 		json_object_set_new(all, agent, a);
 	}
 	return a;
+}
+
+/* The text of a message for a glance (its payload's description, summary
+ * or reason, else its own description or reason), its first line cut to
+ * AGENT_TEXT_MAX bytes at a character's start; NULL when it has none. */
+static json_t *glance_text(const json_t *doc)
+{
+	static const char *const keys[] = { "description", "summary", "reason", NULL };
+	const json_t *where[] = { json_object_get(doc, "payload"), doc };
+	const char *s = NULL;
+	char buf[AGENT_TEXT_MAX + 4];
+	size_t i, k, n;
+
+	for (i = 0; i < 2 && !s; i++)
+		for (k = 0; keys[k] && !s; k++)
+			s = amp_json_str(where[i], keys[k]);
+	if (!s)
+		return NULL;
+	n = amp_utf8_prefix(s, AGENT_TEXT_MAX, "\n");
+	memcpy(buf, s, n);
+	strcpy(buf + n, s[n] ? "..." : "");
+	return json_string(buf);
+}
+
+/* What a record adds to its writer's glance (newest first): its first
+ * heartbeat is its last one; its first AGENT_RECENT messages its recent
+ * ones. */
+static void note_glance(json_t *a, const amp_log_record *r, const char *type, int64_t t)
+{
+	json_t *recent = json_object_get(a, "recent");
+	char when[AMP_TIME_BUFSZ];
+
+	if (type && !strcmp(type, "heartbeat") && r->kind == AMP_ENTRY_CTL && t >= 0 &&
+	    json_is_null(json_object_get(a, "last_heartbeat")))
+		json_object_set_new(a, "last_heartbeat", json_string(amp_time_format(t, when)));
+	if (r->kind != AMP_ENTRY_MSG || !r->doc || json_array_size(recent) >= AGENT_RECENT)
+		return;
+	json_array_append_new(recent, json_pack("{s:s?,s:s,s:s?,s:s,s:o*}", "time",
+		t >= 0 ? amp_time_format(t, when) : NULL, "task_id", r->task_id, "type",
+		amp_json_str(r->doc, "type"), "msg_id", r->id, "text", glance_text(r->doc)));
 }
 
 static int note_agent(const amp_log_record *r, void *ctx)
@@ -69,6 +114,7 @@ static int note_agent(const amp_log_record *r, void *ctx)
 	if (from && amp_role_in(from, "admin coordinator executor reviewer"))
 		json_object_set_new(json_object_get(a, "roles"), from, json_true());
 	json_object_set_new(a, "writes", json_integer(json_integer_value(json_object_get(a, "writes")) + 1));
+	note_glance(a, r, type, t);
 	/* Newest first: the first record with a time is the last write. */
 	if (t >= 0 && json_is_null(json_object_get(a, "last_write"))) {
 		json_object_set_new(a, "last_write", json_string(amp_time_format(t, when)));
@@ -99,10 +145,17 @@ static void merge_agents(json_t *all, json_t *fresh)
 			json_object_set(a, "last_write", json_object_get(f, "last_write"));
 			json_object_set(a, "last_task", json_object_get(f, "last_task"));
 		}
+		if (!json_is_null(json_object_get(f, "last_heartbeat")))
+			json_object_set(a, "last_heartbeat", json_object_get(f, "last_heartbeat"));
+		/* The newer messages first, AGENT_RECENT in all. */
+		json_array_extend(json_object_get(f, "recent"), json_object_get(a, "recent"));
+		while (json_array_size(json_object_get(f, "recent")) > AGENT_RECENT)
+			json_array_remove(json_object_get(f, "recent"), AGENT_RECENT);
+		json_object_set(a, "recent", json_object_get(f, "recent"));
 	}
 }
 
-#define AGENTS_CACHE_VERSION 1
+#define AGENTS_CACHE_VERSION 2
 
 /*
  * What the history of the messages ref says of each instance (agent_entry
@@ -115,7 +168,8 @@ static void merge_agents(json_t *all, json_t *fresh)
 static int agents_seen(amp_store *st, const git_oid *tip, json_t **out, amp_error *err)
 {
 	git_repository *repo = amp_store_repo(st);
-	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX };
+	/* Its callers (amp agents, the dashboard's pass) hold no revwalk. */
+	amp_log_filter f = { .since_ms = INT64_MIN, .until_ms = INT64_MAX, .release_packs = 1 };
 	amp_errlist problems = { 0 };
 	char path[AMP_PATH_MAX], hex[GIT_OID_HEXSZ + 1];
 	json_t *file, *all = NULL, *fresh = NULL;

@@ -118,13 +118,34 @@ static int note_writer(const amp_log_record *r, void *ctx)
 	return json_object_size(m->want) == 0; /* all found: stop */
 }
 
+/* Gives rec the instance that wrote message id, from the record index
+ * (store/recindex.h: the commit that added it, checked): 1, or 0 when the
+ * index cannot tell (the walk below then finds it). */
+static int from_index(amp_store *st, json_t *rec, const char *id)
+{
+	char task[64], agent[AMP_AGENT_MAX + 1];
+	git_commit *c = NULL;
+	git_oid commit;
+
+	if (amp_msg_id_task(id, task, sizeof(task)) < 0 ||
+	    !amp_recindex_find(st, task, AMP_ENTRY_MSG, id, &commit, NULL) ||
+	    git_commit_lookup(&c, amp_store_repo(st), &commit) < 0) {
+		git_error_clear();
+		return 0;
+	}
+	amp_commit_agent(c, agent, sizeof(agent));
+	git_commit_free(c);
+	json_object_set_new(rec, "agent", *agent ? json_string(agent) : json_null());
+	return 1;
+}
+
 /*
  * Gives each record of the arrays of `lists` (an object of arrays, or one
  * array) that has no "agent" yet the instance that wrote it: from `known`
  * (msg_id -> agent, what an older cache said) when it is there, else from
- * the Amp-Agent trailer of the commit that added it, found by walking the
- * history from the tip, newest first, only until every one is found (what
- * waits for an ACK is recent).  A record whose commit names no instance
+ * the Amp-Agent trailer of the commit that added it, found in the record
+ * index, else by walking the history from the tip, newest first, only
+ * until every one is found (what waits for an ACK is recent).  A record whose commit names no instance
  * gets null.  AMP_OK or AMP_EIO.
  */
 static int fill_agents(amp_store *st, json_t *lists, const json_t *known, amp_error *err)
@@ -152,6 +173,8 @@ static int fill_agents(amp_store *st, json_t *lists, const json_t *known, amp_er
 				json_object_set(rec, "agent", k);
 				continue;
 			}
+			if (from_index(st, rec, id))
+				continue;
 			if (!json_object_get(m.want, id))
 				json_object_set_new(m.want, id, json_array());
 			json_array_append(json_object_get(m.want, id), rec);

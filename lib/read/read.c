@@ -17,8 +17,8 @@ const char *amp_entry_kind_name(amp_entry_kind kind)
 
 /*
  * Reads the record in blob `id`: its bytes as stored into *raw (owned; NULL
- * when the blob cannot be read or is past the size bound, which is decided
- * from the object header without loading it) and, when they are a JSON
+ * when the blob cannot be read or is past the size bound, which is found
+ * without inflating it: store/process.h) and, when they are a JSON
  * object within the bounds, the parsed record into *doc.  Returns 0 with
  * *doc set, 1 with the reason in `reason` when the record is unreadable,
  * -1 when out of memory.
@@ -26,25 +26,21 @@ const char *amp_entry_kind_name(amp_entry_kind kind)
 static int read_record(git_repository *repo, const git_oid *id, char **raw,
 		       size_t *len, json_t **doc, char *reason, size_t reasonsz)
 {
-	git_odb *odb = NULL;
 	git_blob *blob = NULL;
-	git_object_t type;
 	size_t size = 0;
 	amp_error perr;
-	int rc = 1;
+	int rc = 1, got;
 
 	*raw = NULL;
 	*len = 0;
 	*doc = NULL;
-	if (git_repository_odb(&odb, repo) == 0 &&
-	    git_odb_read_header(&size, &type, odb, id) == 0 &&
-	    size > AMP_LIMIT_MESSAGE_BYTES) {
+	/* one search of the pack indexes (store/process.h) */
+	if ((got = amp_store_blob_bounded(repo, id, AMP_LIMIT_MESSAGE_BYTES, &blob, &size)) > 0) {
 		snprintf(reason, reasonsz, "%zu bytes, more than the %d-byte message size limit",
 			 size, AMP_LIMIT_MESSAGE_BYTES);
 		goto cleanup;
 	}
-	git_error_clear(); /* an unreadable header is the blob reader's to report */
-	if (git_blob_lookup(&blob, repo, id) < 0) {
+	if (got < 0) {
 		amp_error_git(&perr, AMP_EIO, "cannot read blob %s", git_oid_tostr_s(id));
 		snprintf(reason, reasonsz, "%s", perr.message);
 		git_error_clear();
@@ -68,7 +64,6 @@ static int read_record(git_repository *repo, const git_oid *id, char **raw,
 	}
 cleanup:
 	git_blob_free(blob);
-	git_odb_free(odb);
 	return rc;
 }
 
@@ -605,6 +600,10 @@ int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
 			break;
 		if (walk)
 			amp_store_walk_step();
+		/* What libgit2 keeps of the packs grows with the walk
+		 * (store.h); a revwalk holds the odb the release frees. */
+		else if (f->release_packs && walked && walked % AMP_STORE_RELEASE_EVERY == 0)
+			amp_store_release_packs(st);
 		walked++;
 		if (c)
 			git_oid_cpy(&id, git_commit_id(c));
@@ -690,9 +689,22 @@ int amp_read_writer(amp_store *st, const char *task, amp_entry_kind kind, const 
 			     .names_only = 1 };
 	amp_errlist problems = { 0 };
 	struct writer w = { kind, id, agent, agentsz, 0 };
+	git_oid commit;
 	int status;
 
 	agent[0] = '\0';
+	/* The record index names the commit (store/recindex.h): no history
+	 * is read.  Only when it cannot tell, the walk. */
+	if (amp_recindex_find(st, task, kind, id, &commit, NULL)) {
+		git_commit *c = NULL;
+
+		if (git_commit_lookup(&c, amp_store_repo(st), &commit) == 0) {
+			amp_commit_agent(c, agent, agentsz);
+			git_commit_free(c);
+			return 1;
+		}
+		git_error_clear();
+	}
 	status = amp_log_walk(st, &f, note_writer, &w, &problems, err);
 	amp_errlist_free(&problems);
 	return status < 0 ? status : w.found;

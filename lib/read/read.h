@@ -100,6 +100,11 @@ typedef struct amp_log_filter {
 			      * ancestor of the tip) does not reach */
 	int names_only;      /* 1: the records are not read (doc, raw NULL):
 			      * who added what, at the cost of the tree diffs */
+	int release_packs;   /* 1: the caller holds no git_revwalk and no
+			      * borrowed git_odb of the store, so that a walk
+			      * of the whole history may let go of the packs
+			      * every AMP_STORE_RELEASE_EVERY commits (store.h
+			      * amp_store_release_packs) */
 } amp_log_filter;
 
 /* One record that a commit of the messages ref added. */

@@ -1,7 +1,7 @@
 /*
  * commit.c - a write's commit (store_int.h): the blobs of its files, the
  * trees along their one directory's path, the commit, signed in strict
- * mode.  Objects go to whatever odb the repository has: the mempack of a
+ * mode, as is each record (recsig.h).  Objects go to whatever odb the repository has: the mempack of a
  * write or a batch (objects.c).
  */
 #include "store_int.h"
@@ -262,12 +262,15 @@ cleanup:
 }
 
 int amp_store_write_commit(amp_store *st, git_commit *parent, git_tree *base,
-			   const amp_store_write *w, git_oid *out, amp_error *err)
+			   const amp_store_write *given, git_oid *out, amp_error *err)
 {
+	/* The files given and, in strict mode, each record's signature
+	 * (recsig.h); only those added here are freed here. */
+	amp_store_write signed_w = *given, *w = &signed_w;
 	git_oid blobs[AMP_WRITE_MAX_FILES], tree_oid, next;
 	git_tree *tree = NULL, *next_tree = NULL;
 	git_signature *author = NULL, *committer = NULL;
-	char email[64], message[2048], dir[AMP_PATH_MAX];
+	char email[64], message[3072], dir[AMP_PATH_MAX];
 	int64_t now_ms;
 	size_t i;
 	int status;
@@ -275,6 +278,19 @@ int amp_store_write_commit(amp_store *st, git_commit *parent, git_tree *base,
 	if ((status = amp_clock_now_ms(&now_ms, err)) < 0 ||
 	    (status = amp_clock_check_commit(w->time_ms ? w->time_ms : now_ms, err)) < 0)
 		return status;
+	for (i = 0; i < given->nfiles; i++) {
+		char sigpath[AMP_PATH_MAX], *sig;
+		size_t siglen;
+
+		status = amp_store_record_sig_make(st, w->files[i].path, w->files[i].data,
+						   w->files[i].len, sigpath, sizeof(sigpath), &sig,
+						   &siglen, err);
+		if (status == AMP_OK)
+			status = amp_store_write_add(w, sigpath, sig, siglen, err);
+		free(sig);
+		if (status < 0)
+			goto cleanup;
+	}
 	if (base && git_tree_lookup(&tree, st->repo, git_tree_id(base)) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the tip tree");
 		goto cleanup;
@@ -324,6 +340,8 @@ int amp_store_write_commit(amp_store *st, git_commit *parent, git_tree *base,
 	git_oid_cpy(out, &next);
 	status = AMP_OK;
 cleanup:
+	for (i = given->nfiles; i < w->nfiles; i++)
+		free(w->files[i].data);
 	git_signature_free(author);
 	git_signature_free(committer);
 	git_tree_free(next_tree);

@@ -77,3 +77,19 @@ int amp_store_entry_name(int seq, amp_entry_kind kind, const char *id,
 
 	return fits(n, bufsz) ? 0 : -1;
 }
+
+int amp_store_record_sig_path(const char *record_path, char *buf, size_t bufsz)
+{
+	return fits(snprintf(buf, bufsz, "%s" AMP_RECORD_SIG_SUFFIX, record_path), bufsz) ? 0 : -1;
+}
+
+int amp_store_sig_record_path(const char *path, char *buf, size_t bufsz)
+{
+	size_t len = strlen(path), n = strlen(AMP_RECORD_SIG_SUFFIX);
+
+	if (len <= n || strcmp(path + len - n, AMP_RECORD_SIG_SUFFIX) || len - n >= bufsz)
+		return -1;
+	memcpy(buf, path, len - n);
+	buf[len - n] = '\0';
+	return 0;
+}

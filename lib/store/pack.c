@@ -16,6 +16,7 @@
 #include <nettle/sha1.h>
 
 #include "pack.h"
+#include "packgc.h"
 #include "packwrite.h"
 #include "base/proc.h"
 #include "base/util.h"
@@ -124,36 +125,6 @@ cleanup:
 	return status;
 }
 
-/* The lock that keeps repacks one at a time: a descriptor, or -1 (with
- * *busy set when another process holds it and `wait` is 0). */
-static int take_gc_lock(amp_store *st, int wait, int *busy, amp_error *err)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	*busy = 0;
-	if (snprintf(path, sizeof(path), "%s/gc.lock", amp_store_state_dir(st)) >= (int)sizeof(path)) {
-		amp_error_set(err, AMP_EIO, "", "path too long: %s/gc.lock", amp_store_state_dir(st));
-		return -1;
-	}
-	mkdir(amp_store_state_dir(st), 0777);
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666)) < 0) {
-		amp_error_set(err, AMP_EIO, "", "cannot open %s: %s", path, strerror(errno));
-		return -1;
-	}
-	while (flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) < 0) {
-		if (errno == EINTR)
-			continue;
-		if (errno == EWOULDBLOCK)
-			*busy = 1;
-		else
-			amp_error_set(err, AMP_EIO, "", "cannot lock %s: %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /*
  * The attributes the repack reads instead of core.attributesFile: records
  * (tasks/<year>/<shard>/<task>/<record>.json) are never stored as deltas.
@@ -170,32 +141,39 @@ static int take_gc_lock(amp_store *st, int wait, int *busy, amp_error *err)
 static int attributes(amp_store *st, char *opt, size_t size)
 {
 	static const char attrs[] = "tasks/*/*/*/*.json -delta\n";
-	char buf[sizeof(attrs)];
-	const char *path;
-	int fd;
-	ssize_t n;
 
-	if (snprintf(opt, size, "core.attributesFile=%s/pack-attributes",
-		     amp_store_state_dir(st)) >= (int)size)
-		return -1;
-	path = opt + strlen("core.attributesFile=");
-	/* O_NOFOLLOW: a link planted there is never written through;
-	 * O_NONBLOCK: a FIFO there is never waited on (cache.h). */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) >= 0) {
-		n = read(fd, buf, sizeof(buf));
-		close(fd);
-		if (n == (ssize_t)sizeof(attrs) - 1 && !memcmp(buf, attrs, sizeof(attrs) - 1))
-			return 0;
-	}
-	/* In place: only a repack reads it, under the same lock, and a
-	 * write cut short is found different and written again. */
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
-		       0666)) < 0)
-		return -1;
-	n = write(fd, attrs, sizeof(attrs) - 1);
-	if (close(fd) < 0 || n != (ssize_t)sizeof(attrs) - 1)
-		return -1;
-	return 0;
+	return amp_pack_attributes(st, "pack-attributes", attrs, opt, size);
+}
+
+/* 1 when the pack directory holds a multi-pack index: git repack
+ * --write-midx wrote it and rewrites it, so git repacks there. */
+static int has_midx(amp_store *st)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/pack/multi-pack-index", amp_store_objects_dir(st));
+	return access(path, F_OK) == 0;
+}
+
+/* `git repack -d --geometric=2` (argv: git and its -c options), for a
+ * repository with a multi-pack index, under rollup.lock: git chooses the
+ * packs itself, so no roll-up may run meanwhile. */
+static int git_repack(amp_store *st, const char **argv, size_t k, amp_error *err)
+{
+	int rfd, busy, code = 0, status;
+
+	argv[k++] = "repack";
+	argv[k++] = "-d";
+	argv[k++] = "-q";
+	argv[k++] = "--geometric=2";
+	argv[k] = NULL;
+	if ((rfd = amp_pack_lock(st, "rollup.lock", 1, &busy, err)) < 0)
+		return AMP_EIO;
+	status = amp_run(argv, NULL, 0, NULL, NULL, &code, err);
+	close(rfd);
+	if (status == AMP_OK && code != 0)
+		status = amp_error_set(err, AMP_EIO, "", "git repack failed (exit %d)", code);
+	return status;
 }
 
 int amp_pack_run(amp_store *st, int auto_, int *ran, amp_pack_counts *before,
@@ -203,13 +181,21 @@ int amp_pack_run(amp_store *st, int auto_, int *ran, amp_pack_counts *before,
 {
 	const char *gitdir = git_repository_commondir(amp_store_repo(st));
 	char attrs[PATH_MAX + 32];
+	/* The pack and its index are on disk before the loose copies or the
+	 * packs it holds go (amp.fsync: what amp reported written survives
+	 * a power cut, packed or not). */
+	const char *argv[16] = { "git", "--git-dir", gitdir, "-c",
+				 amp_store_fsync(st) ? "core.fsync=objects,pack-metadata,reference" :
+						       "core.fsync=none",
+				 "-c", "repack.writeBitmaps=false", "-c", "pack.writeBitmaps=false" };
+	size_t k = 9;
 	long long limit;
-	int fd, busy, code = 0, status;
+	int fd, busy, did = 0, status;
 
 	*ran = 0;
 	if ((status = amp_pack_limit(st, &limit, err)) < 0)
 		return status;
-	if ((fd = take_gc_lock(st, !auto_, &busy, err)) < 0)
+	if ((fd = amp_pack_lock(st, "gc.lock", !auto_, &busy, err)) < 0)
 		return busy ? AMP_OK : AMP_EIO;
 	/* What killed or failed writers, roll-ups and git gc left (a pack
 	 * without its index, git's tmp_pack_*): git repack keeps them and
@@ -221,37 +207,17 @@ int amp_pack_run(amp_store *st, int auto_, int *ran, amp_pack_counts *before,
 		goto cleanup;
 	if (before && (status = amp_pack_count(st, before, err)) < 0)
 		goto cleanup;
-	{
-		/* The pack and its index are on disk before git deletes the
-		 * loose copies (amp.fsync: what amp reported written survives a
-		 * power cut, packed or not). */
-		const char *argv[16];
-		size_t k = 0;
-
-		argv[k++] = "git";
-		argv[k++] = "--git-dir";
-		argv[k++] = gitdir;
-		argv[k++] = "-c";
-		argv[k++] = amp_store_fsync(st) ? "core.fsync=objects,pack-metadata,reference" :
-						  "core.fsync=none";
-		argv[k++] = "-c";
-		argv[k++] = "repack.writeBitmaps=false";
+	if (!has_midx(st)) {
+		status = amp_pack_gc_geometric(st, argv + 3, &did, err);
+	} else {
 		if (attributes(st, attrs, sizeof(attrs)) == 0) {
 			argv[k++] = "-c";
 			argv[k++] = attrs;
 		}
-		argv[k++] = "repack";
-		argv[k++] = "-d";
-		argv[k++] = "-q";
-		argv[k++] = "--geometric=2";
-		argv[k] = NULL;
-		if ((status = amp_run(argv, NULL, 0, NULL, NULL, &code, err)) < 0)
-			goto cleanup;
-		if (code != 0) {
-			status = amp_error_set(err, AMP_EIO, "", "git repack failed (exit %d)", code);
-			goto cleanup;
-		}
+		status = git_repack(st, argv, k, err);
 	}
+	if (status < 0)
+		goto cleanup;
 	*ran = 1;
 	if (after && (status = amp_pack_count(st, after, err)) < 0)
 		goto cleanup;
@@ -292,63 +258,6 @@ static uint32_t get32(const unsigned char *p)
 #define IDX_NAMES(sp) ((sp)->idx + 8 + 1024)
 #define IDX_OFF(sp, i) get32((sp)->idx + 8 + 1024 + (size_t)(sp)->n * 24 + (size_t)(i) * 4)
 
-/* The names of a directory's entries, sorted: one read of the directory
- * answers "is there a .keep beside it" for every pack. */
-struct dir_names {
-	char **v;
-	size_t n;
-};
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int dir_has(const struct dir_names *d, const char *name)
-{
-	return bsearch(&name, d->v, d->n, sizeof(*d->v), by_name) != NULL;
-}
-
-static void dir_names_free(struct dir_names *d)
-{
-	while (d->n)
-		free(d->v[--d->n]);
-	free(d->v);
-	d->v = NULL;
-}
-
-/* Reads dir's entry names into *d: 0, or -1 (d empty). */
-static int dir_names_read(const char *dir, struct dir_names *d)
-{
-	DIR *dp = opendir(dir);
-	struct dirent *e;
-	size_t alloc = 0;
-	char **grown;
-
-	d->v = NULL;
-	d->n = 0;
-	if (!dp)
-		return -1;
-	while ((e = readdir(dp))) {
-		if (d->n == alloc) {
-			alloc = alloc ? 2 * alloc : 64;
-			if (!(grown = realloc(d->v, alloc * sizeof(*d->v))))
-				break;
-			d->v = grown;
-		}
-		if (!(d->v[d->n] = strdup(e->d_name)))
-			break;
-		d->n++;
-	}
-	closedir(dp);
-	if (e) {
-		dir_names_free(d);
-		return -1;
-	}
-	qsort(d->v, d->n, sizeof(*d->v), by_name);
-	return 0;
-}
-
 /* The object count of the index `name` in dir (dirfd, its entries d),
  * from its size, when it is a small pack amp may roll up: a version 2
  * index without 64-bit offsets, of at most AMP_ROLLUP_OBJECTS objects,
@@ -356,7 +265,7 @@ static int dir_names_read(const char *dir, struct dir_names *d)
  * .mtimes or .bitmap beside it (git's business: kept, partial-clone, cruft
  * or bitmapped packs).  0 when not.  With size_only, the index's size
  * alone (one stat: every write counts them). */
-static uint32_t small_objects(int dirfd, const struct dir_names *d, const char *name,
+static uint32_t small_objects(int dirfd, const struct amp_dir_names *d, const char *name,
 			      int size_only)
 {
 	static const char *const others[] = { ".keep", ".promisor", ".mtimes", ".bitmap", NULL };
@@ -380,90 +289,49 @@ static uint32_t small_objects(int dirfd, const struct dir_names *d, const char *
 		return 0;
 	for (i = 0; others[i]; i++) {
 		snprintf(sibling, sizeof(sibling), "%.45s%s", name, others[i]);
-		if (dir_has(d, sibling))
+		if (amp_dir_names_has(d, sibling))
 			return 0;
 	}
 	return (uint32_t)(body / 28);
 }
 
-/* A small pack found in the pack directory. */
-struct small_name {
-	char name[5 + 40 + 1]; /* pack-<hex> */
-	uint32_t objects;
-};
-
 /* The small packs of dir (small_objects, size_only for a quick count), at
- * most `max`, into *out (the caller frees it): their count.  None in a
- * repository with a multi-pack index: it names the packs it covers, and
- * git repack --write-midx, which writes it, rewrites it. */
-static size_t list_small(const char *dir, int size_only, struct small_name **out, size_t max)
+ * most `max`, into *out (the caller frees it), but those a running repack
+ * claimed (`claimed`, may be NULL): their count.  None in a repository
+ * with a multi-pack index: it names the packs it covers, and git repack
+ * --write-midx, which writes it, rewrites it. */
+static size_t list_small(const char *dir, int size_only, const struct amp_dir_names *claimed,
+			 struct amp_pack_name **out, size_t max)
 {
-	struct dir_names d;
-	struct small_name *grown;
+	struct amp_dir_names d;
 	size_t n = 0, alloc = 0, i;
 	uint32_t objects;
 	int fd;
 
 	*out = NULL;
-	if (dir_names_read(dir, &d) < 0)
+	if (amp_dir_names_read(dir, &d) < 0)
 		return 0;
-	if (dir_has(&d, "multi-pack-index") ||
+	if (amp_dir_names_has(&d, "multi-pack-index") ||
 	    (fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		dir_names_free(&d);
+		amp_dir_names_free(&d);
 		return 0;
 	}
 	for (i = 0; i < d.n && n < max; i++) {
 		if (!(objects = small_objects(fd, &d, d.v[i], size_only)))
 			continue;
-		if (n == alloc) {
-			alloc = alloc ? 2 * alloc : 32;
-			if (!(grown = realloc(*out, alloc * sizeof(**out))))
-				break;
-			*out = grown;
+		if (claimed) {
+			char name[5 + 40 + 1];
+
+			snprintf(name, sizeof(name), "%.45s", d.v[i]);
+			if (amp_dir_names_has(claimed, name))
+				continue;
 		}
-		memcpy((*out)[n].name, d.v[i], 5 + 40);
-		(*out)[n].name[5 + 40] = '\0';
-		(*out)[n++].objects = objects;
+		if (amp_pack_names_add(out, &n, &alloc, d.v[i], objects) < 0)
+			break;
 	}
 	close(fd);
-	dir_names_free(&d);
+	amp_dir_names_free(&d);
 	return n;
-}
-
-static int by_objects(const void *a, const void *b)
-{
-	uint32_t x = ((const struct small_name *)a)->objects;
-	uint32_t y = ((const struct small_name *)b)->objects;
-
-	return x < y ? -1 : x > y;
-}
-
-/*
- * Sorts p[0..n) by object count and returns how many of the smallest to
- * roll up, git repack --geometric=2's way (builtin/repack.c): the biggest
- * packs that each hold at least twice the objects of the next smaller one
- * stay, as do those at least twice what the roll-up will hold; so a
- * rolled-up pack is rolled again about log2 times before it outgrows
- * AMP_ROLLUP_OBJECTS (rolling everything each time rewrote ~70 times
- * each object of a write, 2.9 ms more for the write that did it).
- */
-static size_t geometric_split(struct small_name *p, size_t n)
-{
-	size_t i, split;
-	uint64_t total = 0;
-
-	if (n < 2)
-		return 0;
-	qsort(p, n, sizeof(*p), by_objects);
-	for (i = n - 1; i > 0; i--)
-		if (p[i].objects < 2 * (uint64_t)p[i - 1].objects)
-			break;
-	split = i ? i + 1 : 0;
-	for (i = 0; i < split; i++)
-		total += p[i].objects;
-	for (; split < n && p[split].objects < 2 * total; split++)
-		total += p[split].objects;
-	return split;
 }
 
 static int sha1_matches(const unsigned char *data, size_t len, const unsigned char *want)
@@ -650,9 +518,10 @@ static void remove_pack(const char *base)
 int amp_pack_rollup(amp_store *st, size_t *rolled, amp_error *err)
 {
 	char dir[PATH_MAX], newbase[PATH_MAX + NAME_MAX + 2];
-	struct small_name *names = NULL;
+	struct amp_pack_name *names = NULL;
 	struct small_pack *packs = NULL;
 	amp_packwrite *pw = NULL;
+	struct amp_dir_names claimed = { NULL, 0 };
 	const unsigned char *sum;
 	size_t n, i, tiny = 0, used = 0, objects = 0, bytes = 0;
 	int fd = -1, busy, status = AMP_OK;
@@ -666,22 +535,26 @@ int amp_pack_rollup(amp_store *st, size_t *rolled, amp_error *err)
 	 * packs the size of a write's?  A fetch leaves packs of 100 objects
 	 * or more (fewer, git unpacks them), which may hold REF_DELTAs: they
 	 * alone would make every write read them only to leave them. */
-	n = list_small(dir, 1, &names, AMP_ROLLUP_MAX_PACKS);
+	n = list_small(dir, 1, NULL, &names, AMP_ROLLUP_MAX_PACKS);
 	for (i = 0; i < n; i++)
 		tiny += names[i].objects <= AMP_ROLLUP_TINY;
 	if (tiny < AMP_ROLLUP_PACKS)
 		goto cleanup;
 	free(names);
 	names = NULL;
-	/* One roll-up or repack at a time; a busy lock means one is running,
-	 * and this write's pack is the next one's. */
-	if ((fd = take_gc_lock(st, 0, &busy, err)) < 0) {
+	/* One roll-up at a time; a busy lock means one is running (or a
+	 * repack is choosing or deleting its packs), and this write's pack is
+	 * the next one's.  A repack that runs meanwhile holds gc.lock, not
+	 * this one: writes keep rolling up their packs, but for those it
+	 * claimed (packgc.h). */
+	if ((fd = amp_pack_lock(st, "rollup.lock", 0, &busy, err)) < 0) {
 		status = busy ? AMP_OK : AMP_EIO;
 		goto cleanup;
 	}
 	/* Listed again under the lock: the holder before may have taken them. */
-	n = list_small(dir, 0, &names, AMP_ROLLUP_MAX_PACKS);
-	if ((n = geometric_split(names, n)) < 2)
+	amp_pack_claimed(st, &claimed);
+	n = list_small(dir, 0, &claimed, &names, AMP_ROLLUP_MAX_PACKS);
+	if ((n = amp_pack_geometric_split(names, n)) < 2)
 		goto cleanup;
 	if (!(packs = calloc(n, sizeof(*packs)))) {
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
@@ -725,6 +598,7 @@ cleanup:
 		free_small(&packs[i]);
 	free(packs);
 	free(names);
+	amp_dir_names_free(&claimed);
 	amp_packwrite_free(pw);
 	if (fd >= 0)
 		close(fd);
@@ -776,7 +650,7 @@ void amp_pack_maybe(amp_store *st)
 	 * only find the lock busy and exit: with 8 writers on 2 cores, ~10
 	 * such starts (two forks, an exec, a repository opened) per repack,
 	 * 12% of the CPU of their sends. */
-	if ((fd = take_gc_lock(st, 0, &busy, &err)) < 0)
+	if ((fd = amp_pack_lock(st, "gc.lock", 0, &busy, &err)) < 0)
 		return;
 	close(fd);
 	/* Twice forked, so the repack is nobody's child to wait for and

@@ -8,13 +8,13 @@
  * stores the trees as deltas, never the records: pack.c attributes).
  *
  * The small packs of writes are rolled up in the writer's own process
- * (amp_pack_rollup, below); the rest of the work is git's: `git repack -d
- * --geometric=2` packs every loose
- * object (reachable or not: nothing is ever pruned) into a new pack, rolls
- * small packs into bigger ones so that there are O(log n) of them, and
- * deletes a loose object or a pack only once a pack holds its objects.  A
- * writer racing the repack loses nothing: a pack (or object) it wrote
- * after the repack looked stays as it is until the next one.
+ * (amp_pack_rollup, below); the rest is amp gc's repack (packgc.h): the
+ * packs git repack --geometric=2 would choose and every loose object
+ * (reachable or not: nothing is ever pruned) packed by git pack-objects
+ * into one pack, so that there are O(log n) packs, reading only what it
+ * packs; a loose object or a pack is deleted only once a pack holds its
+ * objects.  A writer racing the repack loses nothing: a pack (or object)
+ * it wrote after the repack looked stays as it is until the next one.
  *
  * When: after a write (amp import's included), amp estimates the loose
  * objects the way `git gc --auto` does (the files in objects/17, times
@@ -23,7 +23,8 @@
  * estimate passes git config amp.autoPack (default: gc.auto's value, else
  * git's 6700; 0 turns it off) or there are more than AMP_AUTOPACK_PACKS
  * packs.  One
- * repack runs at a time (a flock on <git common dir>/amp/gc.lock).
+ * repack runs at a time (a flock on <git common dir>/amp/gc.lock; the
+ * roll-ups take rollup.lock: packgc.h).
  */
 #ifndef AMP_PACK_H
 #define AMP_PACK_H
@@ -84,7 +85,8 @@ long long amp_pack_packs(amp_store *st);
 int amp_pack_count(amp_store *st, amp_pack_counts *out, amp_error *err);
 
 /*
- * Runs the repack now, waiting for a repack already running.  With `auto_`
+ * Runs the repack now (packgc.h; git repack -d --geometric=2 in a
+ * repository with a multi-pack index), waiting for a repack already running.  With `auto_`
  * set, returns at once with *ran = 0 when another repack holds the lock or
  * the estimate is within the limit.  `before`/`after` (optional) receive
  * the counts around the repack.  With amp.fsync on (the default), git
@@ -96,9 +98,10 @@ int amp_pack_run(amp_store *st, int auto_, int *ran, amp_pack_counts *before,
 
 /*
  * Rolls small packs of st (above) into one pack, in this process, when
- * there are AMP_ROLLUP_PACKS tiny ones or more, under the repack lock (at
- * once: when another roll-up or repack holds it, returns AMP_OK with
- * nothing done).  Each pack is read whole and checked first: its index
+ * there are AMP_ROLLUP_PACKS tiny ones or more, under rollup.lock (at
+ * once: when another roll-up holds it, or a repack while it chooses or
+ * deletes its packs, returns AMP_OK with nothing done), leaving alone the
+ * packs a running repack claimed (packgc.h).  Each pack is read whole and checked first: its index
  * (version 2, sorted names, checksum), the pack (header, object count,
  * checksum, the one its index names) and each entry's header; a pack that
  * fails, or holds a REF_DELTA (its base may be outside it), is left where

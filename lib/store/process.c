@@ -4,14 +4,18 @@
  */
 #include "process.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <git2.h>
+#include <git2/sys/alloc.h>
 
 /*
  * Bounds on what libgit2 keeps in memory, for the commands that walk the
@@ -60,10 +64,119 @@ static int bound_memory(amp_error *err)
 	return AMP_OK;
 }
 
+/*
+ * libgit2's allocations go through amp's allocator: malloc and free, as
+ * libgit2's own (stdalloc.c), except that while amp_store_blob_bounded
+ * reads, one past `alloc_cap` bytes is refused and noted.
+ */
+static size_t alloc_cap; /* 0: no bound */
+static int alloc_refused;
+
+static int over_cap(size_t nelem, size_t elsize)
+{
+	if (!alloc_cap || (elsize && nelem <= alloc_cap / elsize && nelem * elsize <= alloc_cap))
+		return 0;
+	alloc_refused = 1;
+	return 1;
+}
+
+static void *cap_malloc(size_t n, const char *file, int line)
+{
+	(void)file;
+	(void)line;
+	return over_cap(n, 1) ? NULL : malloc(n);
+}
+
+static void *cap_calloc(size_t nelem, size_t elsize, const char *file, int line)
+{
+	(void)file;
+	(void)line;
+	return over_cap(nelem, elsize) ? NULL : calloc(nelem, elsize);
+}
+
+static char *cap_substrdup(const char *str, size_t n, const char *file, int line)
+{
+	char *p = n == SIZE_MAX ? NULL : cap_malloc(n + 1, file, line);
+
+	if (p) {
+		memcpy(p, str, n);
+		p[n] = '\0';
+	}
+	return p;
+}
+
+static char *cap_strdup(const char *str, const char *file, int line)
+{
+	return cap_substrdup(str, strlen(str), file, line);
+}
+
+static char *cap_strndup(const char *str, size_t n, const char *file, int line)
+{
+	return cap_substrdup(str, strnlen(str, n), file, line);
+}
+
+static void *cap_realloc(void *ptr, size_t size, const char *file, int line)
+{
+	(void)file;
+	(void)line;
+	return over_cap(size, 1) ? NULL : realloc(ptr, size);
+}
+
+static void *cap_reallocarray(void *ptr, size_t nelem, size_t elsize, const char *file, int line)
+{
+	if (elsize && nelem > SIZE_MAX / elsize) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return cap_realloc(ptr, nelem * elsize, file, line);
+}
+
+static void *cap_mallocarray(size_t nelem, size_t elsize, const char *file, int line)
+{
+	return cap_reallocarray(NULL, nelem, elsize, file, line);
+}
+
+static git_allocator amp_allocator = {
+	cap_malloc, cap_calloc, cap_strdup, cap_strndup, cap_substrdup,
+	cap_realloc, cap_reallocarray, cap_mallocarray, free,
+};
+
+int amp_store_blob_bounded(git_repository *repo, const git_oid *id, size_t max,
+			   git_blob **out, size_t *size)
+{
+	git_odb *odb = NULL;
+	git_object_t type;
+	int rc;
+
+	*out = NULL;
+	*size = 0;
+	/* libgit2 allocates an object's size plus its NUL */
+	alloc_cap = max + 1;
+	alloc_refused = 0;
+	rc = git_blob_lookup(out, repo, id);
+	alloc_cap = 0;
+	if (rc == 0) {
+		*size = (size_t)git_blob_rawsize(*out);
+		return 0;
+	}
+	if (!alloc_refused)
+		return rc;
+	git_error_clear();
+	rc = git_repository_odb(&odb, repo);
+	if (rc == 0 && (rc = git_odb_read_header(size, &type, odb, id)) == 0 && *size > max) {
+		git_odb_free(odb);
+		return 1;
+	}
+	git_odb_free(odb);
+	return rc < 0 ? rc : git_blob_lookup(out, repo, id);
+}
+
 int amp_store_git_options(amp_error *err)
 {
 	int status;
 
+	if (git_libgit2_opts(GIT_OPT_SET_ALLOCATOR, &amp_allocator) < 0)
+		return amp_error_git(err, AMP_EIO, "cannot set libgit2's allocator");
 	if ((status = bound_memory(err)) < 0)
 		return status;
 	/* libgit2 hashes every object it reads again to compare it with its

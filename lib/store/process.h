@@ -10,6 +10,7 @@
 #ifndef AMP_PROCESS_H
 #define AMP_PROCESS_H
 
+#include <git2.h>
 #include <stddef.h>
 
 #include "base/error.h"
@@ -60,5 +61,21 @@ void amp_store_walk_step(void);
  * own memory had reached 56 MB).
  */
 int amp_store_should_trim(size_t resident, size_t after_trim);
+
+/*
+ * Reads blob `id` whole unless it holds more than `max` bytes, looking it
+ * up in the pack indexes once: a record's size check read its header
+ * first (one search of the index), then the blob (a second one).  While
+ * it reads, amp's allocator for libgit2 (installed by
+ * amp_store_git_options) refuses any allocation past max + 1 bytes, which
+ * is where libgit2 would inflate a larger object, so a blob past the bound
+ * is never inflated; only when an allocation was refused is the header
+ * read, for its size (and the blob read again when the refusal was some
+ * other allocation's).  0 with *out (the caller frees it); 1 with *size
+ * when the blob is larger (*out NULL); a libgit2 error (< 0) when it
+ * cannot be read.
+ */
+int amp_store_blob_bounded(git_repository *repo, const git_oid *id, size_t max,
+			   git_blob **out, size_t *size);
 
 #endif

@@ -52,28 +52,6 @@ static int parse_entry_name(const char *name, int *seq, amp_entry_kind *kind,
 	return *id ? 0 : -1;
 }
 
-/* 1 (reason in err) when the object is larger than a record may be. */
-static int oversized_record(amp_store *st, const git_oid *id, amp_error *err)
-{
-	git_odb *odb = NULL;
-	git_object_t type;
-	size_t size = 0;
-	int big = 0;
-
-	if (git_repository_odb(&odb, st->repo) == 0 &&
-	    git_odb_read_header(&size, &type, odb, id) == 0 &&
-	    size > AMP_LIMIT_MESSAGE_BYTES) {
-		amp_error_set(err, AMP_ESCHEMA, "",
-			      "%zu bytes, more than the %d-byte message size limit",
-			      size, AMP_LIMIT_MESSAGE_BYTES);
-		big = 1;
-	}
-	/* An unreadable header is the blob reader's to report. */
-	git_error_clear();
-	git_odb_free(odb);
-	return big;
-}
-
 /* amp_store_read_task, or only the control records when `controls_only`
  * (the others are skipped by their names, never read). */
 static int read_task(amp_store *st, git_tree *root, const char *task_id, int controls_only,
@@ -85,7 +63,7 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 	git_blob *blob = NULL;
 	amp_reccache *cache = NULL;
 	git_oid *cache_ids = NULL; /* the blob of each entry, for the cache */
-	size_t i, n, parsed = 0;
+	size_t i, n, parsed = 0, size;
 	int rc, status = AMP_OK;
 
 	memset(log, 0, sizeof(*log));
@@ -148,12 +126,15 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 		if (rec->doc)
 			goto have_doc;
 		/* A record past the size bound is unreadable without being
-		 * loaded: the header says its size.  A blob that is missing or
-		 * corrupt spoils its record only: the task's other records
-		 * stay usable (issue 7, defect 4). */
-		if (oversized_record(st, git_tree_entry_id(e), &perr)) {
-			/* perr says how big it is */
-		} else if (git_blob_lookup(&blob, st->repo, git_tree_entry_id(e)) < 0) {
+		 * inflated, in one search of the pack indexes (process.h).  A
+		 * blob that is missing or corrupt spoils its record only: the
+		 * task's other records stay usable (issue 7, defect 4). */
+		if ((rc = amp_store_blob_bounded(st->repo, git_tree_entry_id(e),
+						 AMP_LIMIT_MESSAGE_BYTES, &blob, &size)) > 0) {
+			amp_error_set(&perr, AMP_ESCHEMA, "",
+				      "%zu bytes, more than the %d-byte message size limit",
+				      size, AMP_LIMIT_MESSAGE_BYTES);
+		} else if (rc < 0) {
 			amp_error_git(&perr, AMP_EIO, "cannot read blob %s",
 				      git_oid_tostr_s(git_tree_entry_id(e)));
 			git_error_clear();

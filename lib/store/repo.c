@@ -407,6 +407,7 @@ void amp_store_free(amp_store *st)
 		return;
 	amp_store_docs_share(st, 0);
 	amp_errlist_free(&st->skipped);
+	json_decref(st->recsigs);
 	git_config_free(st->cfg);
 	git_repository_free(st->repo);
 	free(st);

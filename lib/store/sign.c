@@ -24,6 +24,28 @@ int amp_principal_grants(const char *principal, const char *role)
 	return !strcmp(at ? at + 1 : principal, role);
 }
 
+int amp_sign_buffer(const amp_signing *s, const char *ns, const char *data, size_t len,
+		    char **sig, size_t *siglen, amp_error *err)
+{
+	char reason[512];
+	int code, status;
+	const char *argv[] = { "ssh-keygen", "-q", "-Y", "sign", "-n", ns, "-f", s->key, NULL };
+
+	*sig = NULL;
+	*siglen = 0;
+	if ((status = amp_run_quiet(argv, data, len, sig, siglen, &code, reason, sizeof(reason),
+				    err)) < 0)
+		return status;
+	if (code != 0 || !*siglen) {
+		free(*sig);
+		*sig = NULL;
+		return amp_error_set(err, AMP_EIO, "",
+				     "ssh-keygen could not sign with git config amp.signingKey %s (exit %d: %s)",
+				     s->key, code, reason[0] ? reason : "no reason given");
+	}
+	return AMP_OK;
+}
+
 int amp_sign_commit_create(git_repository *repo, const amp_signing *s, git_oid *out,
 			   const git_signature *author, const git_signature *committer,
 			   const char *encoding, const char *message, const git_tree *tree,
@@ -32,9 +54,7 @@ int amp_sign_commit_create(git_repository *repo, const amp_signing *s, git_oid *
 	git_buf buf = { 0 };
 	char *sig = NULL;
 	size_t siglen = 0;
-	char reason[512];
-	int code, status = AMP_OK;
-	const char *argv[] = { "ssh-keygen", "-q", "-Y", "sign", "-n", "git", "-f", s->key, NULL };
+	int status = AMP_OK;
 
 	if (!s->key[0]) {
 		if (git_commit_create(out, repo, NULL, author, committer, encoding, message, tree,
@@ -45,15 +65,8 @@ int amp_sign_commit_create(git_repository *repo, const amp_signing *s, git_oid *
 	if (git_commit_create_buffer(&buf, repo, author, committer, encoding, message, tree,
 				     nparents, parents) < 0)
 		return amp_error_git(err, AMP_EIO, "cannot build the commit");
-	if ((status = amp_run_quiet(argv, buf.ptr, buf.size, &sig, &siglen, &code, reason,
-				    sizeof(reason), err)) < 0)
+	if ((status = amp_sign_buffer(s, "git", buf.ptr, buf.size, &sig, &siglen, err)) < 0)
 		goto cleanup;
-	if (code != 0 || !siglen) {
-		status = amp_error_set(err, AMP_EIO, "",
-				       "ssh-keygen could not sign with git config amp.signingKey %s (exit %d: %s)",
-				       s->key, code, reason[0] ? reason : "no reason given");
-		goto cleanup;
-	}
 	/* The header value has no final newline (git strips it too). */
 	while (siglen && sig[siglen - 1] == '\n')
 		sig[--siglen] = '\0';
@@ -181,7 +194,7 @@ static int option_time(const char *v, size_t len, time_t *out)
  * 1 when the options of an allowed-signers line (its tokens between the
  * principals and the key, nopt of them) let the key sign at `now`: its
  * valid-after and valid-before, which ssh-keygen -Y verify checks at the
- * commit's time (verify_time).  A write is checked at now, so a key
+ * commit's time (amp_signing_verify_commit).  A write is checked at now, so a key
  * retired with valid-before writes nothing after it.  0, with the option
  * that stops it in bound[0..bsz), when not.
  */
@@ -321,61 +334,54 @@ int amp_signing_may_write(const amp_signing *s, const char *role, const char *ag
 			     fp[0] ? fp : s->key, known ? role : s->allowed, known ? s->allowed : role);
 }
 
-/*
- * "-Overify-time=YYYYMMDDHHMMSS": the commit's committer time in the local
- * time zone, as git's gpg-interface.c passes it ("SSH signing key validity
- * has no timezone information - Use the local timezone"), so a key's
- * valid-after and valid-before in the allowed-signers file are checked
- * against when the commit was made, not against now: a key retired with
- * valid-before still verifies what it signed while it was valid, as `git
- * verify-commit` says.  The readable time into when[0..whensz).
- */
-static int verify_time(git_repository *repo, const git_oid *id, char *opt, size_t optsz,
-		       char *when, size_t whensz, amp_error *err)
+/* "-Overify-time=YYYYMMDDHHMMSS" for `t` in the local time zone into opt and
+ * the readable time into when. */
+static int time_opt(time_t t, char *opt, size_t optsz, char *when, size_t whensz)
 {
-	git_commit *c = NULL;
 	struct tm tm;
-	time_t t;
 
-	if (git_commit_lookup(&c, repo, id) < 0)
-		return amp_error_git(err, AMP_EIO, "cannot read commit %s", git_oid_tostr_s(id));
-	t = (time_t)git_commit_committer(c)->when.time;
-	git_commit_free(c);
-	if (!localtime_r(&t, &tm) || !strftime(opt, optsz, "-Overify-time=%Y%m%d%H%M%S", &tm) ||
-	    !strftime(when, whensz, "%Y-%m-%d %H:%M:%S", &tm))
-		return amp_error_set(err, AMP_EIO, "", "commit %s: its time is out of range",
-				     git_oid_tostr_s(id));
-	return AMP_OK;
+	return localtime_r(&t, &tm) && strftime(opt, optsz, "-Overify-time=%Y%m%d%H%M%S", &tm) &&
+	       strftime(when, whensz, "%Y-%m-%d %H:%M:%S", &tm) ? 0 : -1;
 }
 
-int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const git_oid *id,
-			      const char *role, char *principal, size_t psz, char *why,
-			      size_t whysz, amp_error *err)
+int amp_signing_verify_buffer(const amp_signing *s, const char *ns, const char *sig,
+			      size_t siglen, const char *data, size_t len, int64_t when_s,
+			      const char *at, const char *role, const char *hint, char *principal,
+			      size_t psz, char *why, size_t whysz, amp_error *err)
 {
-	git_buf sig = { 0 }, data = { 0 };
 	char tmpl[] = "/tmp/amp-sig-XXXXXX", *out = NULL, *line, *save = NULL;
 	char when_opt[64], when[32], reason[512];
 	const char *find[] = { "ssh-keygen", "-Y", "find-principals", "-s", tmpl, "-f", s->allowed,
 			       when_opt, NULL };
-	int fd = -1, code, status = 0, rc;
+	int fd = -1, code, status = 0;
 
 	principal[0] = '\0';
-	rc = git_commit_extract_signature(&sig, &data, repo, (git_oid *)id, NULL);
-	if (rc == GIT_ENOTFOUND) {
-		git_error_clear();
-		snprintf(why, whysz, "it is not signed");
-		return 0;
-	}
-	if (rc < 0)
-		return amp_error_git(err, AMP_EIO, "cannot read the signature of %s",
-				     git_oid_tostr_s(id));
-	if ((status = verify_time(repo, id, when_opt, sizeof(when_opt), when, sizeof(when), err)) < 0)
-		goto cleanup;
-	if ((fd = mkstemp(tmpl)) < 0 || write(fd, sig.ptr, sig.size) != (ssize_t)sig.size ||
+	if (time_opt((time_t)when_s, when_opt, sizeof(when_opt), when, sizeof(when)) < 0)
+		return amp_error_set(err, AMP_EIO, "", "a signature's time is out of range");
+	if ((fd = mkstemp(tmpl)) < 0 || write(fd, sig, siglen) != (ssize_t)siglen ||
 	    write(fd, "\n", 1) != 1) {
 		status = amp_error_set(err, AMP_EIO, "", "cannot write a temporary file: %s",
 				       strerror(errno));
 		goto cleanup;
+	}
+	/* The common case in one run: the key's principal is the role itself
+	 * (ssh-keygen -Y verify -I checks that the key is the principal's);
+	 * else find its principals, then verify for one that grants it. */
+	if (!hint)
+		hint = role;
+	if (hint && (!role || amp_principal_grants(hint, role))) {
+		const char *direct[] = { "ssh-keygen", "-Y", "verify", "-n", ns, "-f", s->allowed,
+					 "-I", hint, "-s", tmpl, when_opt, NULL };
+
+		if ((status = amp_run_quiet(direct, data, len, &out, NULL, &code, NULL, 0, err)) < 0)
+			goto cleanup;
+		free(out);
+		out = NULL;
+		if (code == 0) {
+			snprintf(principal, psz, "%s", hint);
+			status = 1;
+			goto cleanup;
+		}
 	}
 	/* ssh-keygen's own words ("No principal matched.") are data for
 	 * amp's reason, never printed raw. */
@@ -383,18 +389,18 @@ int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const 
 				    err)) < 0)
 		goto cleanup;
 	if (code != 0) {
-		snprintf(why, whysz, "its key is not in %s as valid at its commit time %s (ssh-keygen: %s)",
-			 s->allowed, when, reason[0] ? reason : "no principal");
+		snprintf(why, whysz, "its key is not in %s as valid at %s %s (ssh-keygen: %s)",
+			 s->allowed, at, when, reason[0] ? reason : "no principal");
 		goto cleanup;
 	}
 	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		const char *verify[] = { "ssh-keygen", "-Y", "verify", "-n", "git", "-f", s->allowed,
+		const char *verify[] = { "ssh-keygen", "-Y", "verify", "-n", ns, "-f", s->allowed,
 					 "-I", line, "-s", tmpl, when_opt, NULL };
 		char *vout = NULL;
 
 		if (role && !amp_principal_grants(line, role))
 			continue;
-		if ((status = amp_run_quiet(verify, data.ptr, data.size, &vout, NULL, &code, reason,
+		if ((status = amp_run_quiet(verify, data, len, &vout, NULL, &code, reason,
 					    sizeof(reason), err)) < 0)
 			goto cleanup;
 		free(vout);
@@ -415,6 +421,54 @@ cleanup:
 		unlink(tmpl);
 	}
 	free(out);
+	return status;
+}
+
+int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const git_oid *id,
+			      const char *role, char *principal, size_t psz, char *why,
+			      size_t whysz, amp_error *err)
+{
+	git_buf sig = { 0 }, data = { 0 };
+	git_commit *c = NULL;
+	const char *email, *at;
+	char hint[32] = "";
+	int64_t when_s;
+	int rc, status;
+
+	principal[0] = '\0';
+	rc = git_commit_extract_signature(&sig, &data, repo, (git_oid *)id, NULL);
+	if (rc == GIT_ENOTFOUND) {
+		git_error_clear();
+		snprintf(why, whysz, "it is not signed");
+		return 0;
+	}
+	if (rc < 0)
+		return amp_error_git(err, AMP_EIO, "cannot read the signature of %s",
+				     git_oid_tostr_s(id));
+	/* Verified at the commit's committer time, as git's gpg-interface.c
+	 * does ("SSH signing key validity has no timezone information - Use
+	 * the local timezone"): a key's valid-after and valid-before in the
+	 * allowed-signers file are checked against when the commit was
+	 * made, so a key retired with valid-before still verifies what it
+	 * signed while it was valid, as `git verify-commit` says. */
+	if (git_commit_lookup(&c, repo, id) < 0) {
+		status = amp_error_git(err, AMP_EIO, "cannot read commit %s", git_oid_tostr_s(id));
+		goto cleanup;
+	}
+	when_s = (int64_t)git_commit_committer(c)->when.time;
+	/* Tried first: the role the commit was written as (its author's
+	 * email keeps it, "<role>@amp.invalid"). */
+	if (!role && (email = git_commit_author(c)->email) && (at = strchr(email, '@')) &&
+	    (size_t)(at - email) < sizeof(hint)) {
+		snprintf(hint, sizeof(hint), "%.*s", (int)(at - email), email);
+		if (!amp_role_in(hint, "admin coordinator executor reviewer system"))
+			hint[0] = '\0';
+	}
+	status = amp_signing_verify_buffer(s, "git", sig.ptr, sig.size, data.ptr, data.size, when_s,
+					   "its commit time", role, hint[0] ? hint : NULL, principal,
+					   psz, why, whysz, err);
+cleanup:
+	git_commit_free(c);
 	git_buf_dispose(&sig);
 	git_buf_dispose(&data);
 	return status;
@@ -440,58 +494,92 @@ static void principal_instance(const char *principal, char *buf, size_t bufsz)
 	snprintf(buf, bufsz, "%.*s", at ? (int)(at - principal) : 0, principal);
 }
 
+/* 1 when record i needs the commit's proof: it is not proven by its own
+ * signature, nor a system record in the task of one that is. */
+static int needs_commit_proof(const amp_signed_record *recs, size_t n, size_t i)
+{
+	size_t k;
+
+	if (recs[i].proven)
+		return 0;
+	if (strcmp(recs[i].from, "system"))
+		return 1;
+	for (k = 0; k < n; k++)
+		if (recs[k].proven && !strcmp(recs[k].task, recs[i].task))
+			return 0;
+	return 1;
+}
+
+/* The role a commit was written as: its author's name, or for a named
+ * instance the role its email keeps ("<role>@amp.invalid", store.h). */
+static const char *commit_role(const git_commit *commit, char *buf, size_t bufsz)
+{
+	const git_signature *author = git_commit_author(commit);
+	const char *role = author->name, *at = author->email ? strchr(author->email, '@') : NULL;
+
+	if (!amp_role_in(role, "admin coordinator executor reviewer system") && at &&
+	    (size_t)(at - author->email) < bufsz) {
+		snprintf(buf, bufsz, "%.*s", (int)(at - author->email), author->email);
+		if (amp_role_in(buf, "admin coordinator executor reviewer system"))
+			return buf;
+	}
+	return role;
+}
+
+/* The records needing the commit's proof come from its role, or are
+ * system's beside one of its role in their task.  1, or 0 with why. */
+static int records_of_role(const amp_signed_record *recs, size_t n, const char *role, char *why,
+			   size_t whysz)
+{
+	size_t i, k;
+
+	if (!amp_role_in(role, "admin coordinator executor reviewer system")) {
+		snprintf(why, whysz, "its author '%.100s' is not a role", role);
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		if (!needs_commit_proof(recs, n, i) || !strcmp(recs[i].from, role))
+			continue;
+		/* AMP/1.0 §05: an escalation is about its task; the one amp
+		 * commits with an act is about the act's. */
+		if (!strcmp(recs[i].from, "system") && has_record(recs, n, role, recs[i].task))
+			continue;
+		for (k = 0; k < n && strcmp(recs[k].from, role); k++)
+			;
+		if (!strcmp(recs[i].from, "system") && k < n)
+			snprintf(why, whysz, "it adds a record from system to task %.40s, but its record from %s is of task %.40s: a system record is committed only beside a record of its own task",
+				 recs[i].task, role, recs[k].task);
+		else
+			snprintf(why, whysz, "it adds a record from %.40s, but it was written as %s",
+				 recs[i].from, role);
+		return 0;
+	}
+	return 1;
+}
+
 int amp_signing_check_commit(git_repository *repo, const amp_signing *s, const git_commit *commit,
 			     const amp_signed_record *recs, size_t n, const char *agent,
 			     char *why, size_t whysz, amp_error *err)
 {
-	static const char *const roles[] = { "admin", "coordinator", "executor", "reviewer",
-					     "system" };
-	const git_signature *author = git_commit_author(commit);
-	const char *role = n ? author->name : NULL;
 	char principal[256], reason[400], by_email[32], instance[256];
-	size_t i, k;
+	const char *role = NULL;
+	size_t i, need = 0;
 	int ok;
 
-	/* A named instance is the author's name; the email keeps the role
-	 * ("<role>@amp.invalid", store.h). */
-	if (role && !amp_role_in(role, "admin coordinator executor reviewer system") &&
-	    author->email && strchr(author->email, '@') &&
-	    (size_t)(strchr(author->email, '@') - author->email) < sizeof(by_email)) {
-		snprintf(by_email, sizeof(by_email), "%.*s",
-			 (int)(strchr(author->email, '@') - author->email), author->email);
-		if (amp_role_in(by_email, "admin coordinator executor reviewer system"))
-			role = by_email;
-	}
-	if (role) {
-		for (k = 0; k < sizeof(roles) / sizeof(roles[0]) && strcmp(role, roles[k]); k++)
-			;
-		if (k == sizeof(roles) / sizeof(roles[0])) {
-			snprintf(why, whysz, "its author '%.100s' is not a role", role);
+	for (i = 0; i < n; i++)
+		need += (size_t)needs_commit_proof(recs, n, i);
+	/* Records whose own signatures name their authors: the commit only
+	 * says who moved the ref, any key of the file may. */
+	if (need) {
+		role = commit_role(commit, by_email, sizeof(by_email));
+		if (!records_of_role(recs, n, role, why, whysz))
 			return 0;
-		}
-		for (i = 0; i < n; i++) {
-			if (!strcmp(recs[i].from, role))
-				continue;
-			/* AMP/1.0 §05: an escalation is about its task; the
-			 * one amp commits with an act is about the act's. */
-			if (!strcmp(recs[i].from, "system") && has_record(recs, n, role, recs[i].task))
-				continue;
-			for (k = 0; k < n && strcmp(recs[k].from, role); k++)
-				;
-			if (!strcmp(recs[i].from, "system") && k < n)
-				snprintf(why, whysz, "it adds a record from system to task %.40s, but its record from %s is of task %.40s: a system record is committed only beside a record of its own task",
-					 recs[i].task, role, recs[k].task);
-			else
-				snprintf(why, whysz, "it adds a record from %.40s, but it was written as %s",
-					 recs[i].from, role);
-			return 0;
-		}
 	}
 	ok = amp_signing_verify_commit(repo, s, git_commit_id(commit), role, principal,
 				       sizeof(principal), reason, sizeof(reason), err);
 	if (ok == 0)
 		snprintf(why, whysz, "written as %s, but %s", role ? role : "amp", reason);
-	if (ok != 1)
+	if (ok != 1 || !need)
 		return ok;
 	/* A key of one instance speaks for that instance only, as amp's own
 	 * write check (amp_signing_may_write) holds it locally. */
@@ -504,7 +592,8 @@ int amp_signing_check_commit(git_repository *repo, const amp_signing *s, const g
 		return 0;
 	}
 	for (i = 0; i < n; i++)
-		if (recs[i].agent && strcmp(recs[i].agent, instance)) {
+		if (needs_commit_proof(recs, n, i) && recs[i].agent &&
+		    strcmp(recs[i].agent, instance)) {
 			snprintf(why, whysz, "it adds a record from %s of instance %.64s, but its key is %.200s's",
 				 recs[i].from, recs[i].agent, principal);
 			return 0;

@@ -25,6 +25,7 @@
 
 #include <git2.h>
 #include <limits.h>
+#include <stdint.h>
 
 #include "base/error.h"
 
@@ -46,6 +47,30 @@ int amp_sign_commit_create(git_repository *repo, const amp_signing *s, git_oid *
 			   const git_signature *author, const git_signature *committer,
 			   const char *encoding, const char *message, const git_tree *tree,
 			   size_t nparents, const git_commit **parents, amp_error *err);
+
+/*
+ * `ssh-keygen -Y sign -n ns -f s->key` of data[0..len): the armored
+ * signature into *sig (malloc'd, the caller frees it), its length in
+ * *siglen.  AMP_EIO when ssh-keygen cannot sign (its reason in err).
+ */
+int amp_sign_buffer(const amp_signing *s, const char *ns, const char *data, size_t len,
+		    char **sig, size_t *siglen, amp_error *err);
+
+/*
+ * Verifies the armored signature sig[0..siglen) over data[0..len) in
+ * namespace ns: `ssh-keygen -Y find-principals` then `-Y verify` against
+ * s->allowed, at time when_s (seconds since the epoch: a key's
+ * valid-after and valid-before are checked then; `at` names that time in
+ * a reason, "its commit time").  Returns 1 (the principal, one granting
+ * `role` unless role is NULL, in principal[0..psz)), 0 (why in
+ * why[0..whysz)), or AMP_EIO.  The principal `hint` (NULL: `role`) is
+ * tried first with one `-Y verify -I hint` run: a signature by a key of
+ * the expected principal costs one ssh-keygen run, not two.
+ */
+int amp_signing_verify_buffer(const amp_signing *s, const char *ns, const char *sig,
+			      size_t siglen, const char *data, size_t len, int64_t when_s,
+			      const char *at, const char *role, const char *hint, char *principal,
+			      size_t psz, char *why, size_t whysz, amp_error *err);
 
 /*
  * Strict mode's write check: AMP_OK when s->key's public key has a line in
@@ -76,6 +101,9 @@ int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const 
 /* A record a commit adds, as amp_signing_check_commit sees it. */
 typedef struct amp_signed_record {
 	const char *from;   /* its role */
+	const char *path;   /* its path in the commit's tree (NULL: unknown) */
+	int proven;         /* 1 when its own signature proves its author
+			     * (recsig.h): it needs no proof from the commit */
 	const char *task;   /* its task ("" for a register record) */
 	const char *agent;  /* the instance it says wrote it (a claim's, a
 			     * heartbeat's, the holder's release's agent), or
@@ -95,6 +123,13 @@ typedef struct amp_signed_record {
  * own; and when the principal names an instance ("alice@executor"), the
  * trailer and every record's agent name that instance, or none.  1 when
  * it passes, 0 with why filled, AMP_EIO.
+ *
+ * A record marked `proven` (its own signature names its author,
+ * recsig.h) needs none of that: nor does a record from system in the task
+ * of a proven record (an escalation or a superseded marker committed with
+ * it).  When every record is so, the commit only has to be signed by a
+ * key of s->allowed, whatever its principal: it says who moved the ref,
+ * and any commit may carry any author's records (a hub's join, a replay).
  */
 int amp_signing_check_commit(git_repository *repo, const amp_signing *s, const git_commit *commit,
 			     const amp_signed_record *recs, size_t n, const char *agent,

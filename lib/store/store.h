@@ -231,6 +231,20 @@ int amp_store_entry_parse(const char *name, int *seq, amp_entry_kind *kind,
 int amp_store_entry_name(int seq, amp_entry_kind kind, const char *id,
 			 char *buf, size_t bufsz);
 
+/*
+ * A record's own signature (issue 32, recsig.h): an SSH signature of the
+ * record's bytes, beside it in the same directory.  Its path is computed
+ * from the record's path here and nowhere else, so the record and its
+ * signature move together whatever the layout of a task's directory.
+ */
+#define AMP_RECORD_SIG_SUFFIX ".sig"
+/* The path of the signature of the record at `record_path` into buf;
+ * -1 when it does not fit. */
+int amp_store_record_sig_path(const char *record_path, char *buf, size_t bufsz);
+/* The record path whose signature is at `path` into buf; -1 when `path`
+ * is no signature's path (or does not fit). */
+int amp_store_sig_record_path(const char *path, char *buf, size_t bufsz);
+
 /* ==== History (history.c) =================================================== */
 
 /*
@@ -251,6 +265,20 @@ void amp_first_parents_start(amp_first_parents *w, git_repository *repo, const g
  * the root; a libgit2 error (< 0, git_error_last() says why) when the
  * commit cannot be read, which ends the walk.  Calls amp_store_walk_step. */
 int amp_first_parents_next(amp_first_parents *w, git_commit **out);
+/* The ids of the first-parent line from `tip` down, the tip first, into
+ * *ids (malloc'd, *n of them; the caller frees it).  AMP_EIO when a
+ * commit cannot be read (nothing returned). */
+int amp_first_parents_ids(git_repository *repo, const git_oid *tip, git_oid **ids, size_t *n,
+			  amp_error *err);
+
+/* Closes the packs libgit2 opened for the store's repository, with the
+ * delta bases it keeps per pack (release.c), reopened at the next lookup:
+ * for a long walk whose caller holds no git_revwalk (it points at the odb
+ * this frees) nor git_odb of the store (it would keep the packs open).
+ * Does nothing during a batch.  amp_log_walk (read.h) calls it every
+ * AMP_STORE_RELEASE_EVERY commits when its caller says it may. */
+void amp_store_release_packs(amp_store *st);
+#define AMP_STORE_RELEASE_EVERY 1024
 
 /* ==== Reading (records.c) =================================================== */
 
@@ -416,7 +444,8 @@ int amp_store_diff_times(git_repository *repo, git_tree *a, git_tree *b,
 int amp_store_init(amp_store *st, int *created, amp_error *err);
 
 /* What a build callback asks the store to commit. */
-#define AMP_WRITE_MAX_FILES 4
+/* 4 records and, in strict mode, their signatures (recsig.h) */
+#define AMP_WRITE_MAX_FILES 8
 typedef struct amp_store_write {
 	struct {
 		char path[AMP_PATH_MAX];
@@ -536,8 +565,10 @@ void amp_store_sweep(amp_store *st);
 #include "pack.h"
 #include "packwrite.h"
 #include "reccache.h"
+#include "recindex.h"
 #include "seen.h"
 #include "arrivals.h"
 #include "sign.h"
+#include "recsig.h"
 
 #endif

@@ -8,9 +8,10 @@
  * loop: share/check-layers):
  *   rejection.c  the error log                 -> update commit sign
  *   update.c     the write primitive (CAS)     -> commit objects pack sweep sign names
- *   commit.c     a write's trees and commit    -> objects sign
+ *   commit.c     a write's trees and commit    -> objects recsig sign
  *   objects.c    a write's odb, then a pack    -> doccache packwrite
- *   pack.c       the maintenance of the packs  -> repo sweep packwrite
+ *   pack.c       the maintenance of the packs  -> repo sweep packgc packwrite
+ *   packgc.c     amp gc's repack              -> repo
  *   seen.c       amp watch's marker ref        -> treediff names repo
  *   arrivals.c   arrival and first-seen notes  -> repo
  *   treediff.c   the one tree walker           -> records
@@ -18,6 +19,7 @@
  *   reccache.c   the record caches             -> cache
  *   cache.c      derived files                 -> repo
  *   repo.c       the handle, its git config    -> tasklog names doccache process
+ *   recsig.c     records' own signatures       -> sign names
  *   sign.c       signing, trust                -> history
  *   history.c    first-parent walks            -> process
  *   tasklog.c    the task log                  -> names
@@ -54,6 +56,8 @@ struct amp_store {
 	git_config *cfg;            /* a snapshot, taken at cfg_ms */
 	int64_t cfg_ms;
 	amp_errlist skipped;        /* amp_store_task_in_place: not tasks */
+	json_t *recsigs;            /* verified record signatures (recsig.c) */
+	int recsig_timeless;        /* amp.allowedSigners bounds no key in time */
 };
 
 /* 1 when snprintf's result `n` fitted a buffer of `size` bytes: a name

@@ -57,8 +57,19 @@ int amp_sync_add_update(struct replay_ctx *r, const char *dir, const char *name,
 {
 	char path[AMP_PATH_MAX * 2];
 
+	char sigpath[AMP_PATH_MAX * 2 + 8];
+	const char *sig;
+	git_oid sig_id;
+
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if (amp_sync_updates_add(&r->u, path, blob) < 0)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	/* Never signed again: another's record keeps its author's
+	 * signature, or none. */
+	if (r->sigs && (sig = json_string_value(json_object_get(r->sigs, git_oid_tostr_s(blob)))) &&
+	    git_oid_fromstr(&sig_id, sig) == 0 &&
+	    amp_store_record_sig_path(path, sigpath, sizeof(sigpath)) == 0 &&
+	    amp_sync_updates_add(&r->u, sigpath, &sig_id) < 0)
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
 	return AMP_OK;
 }

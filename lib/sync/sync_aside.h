@@ -41,10 +41,14 @@ struct replay_ctx {
 				* refused, set aside wherever they land
 				* (NULL: none) */
 	git_tree *local_tree;  /* the local tip's */
+	json_t *sigs;          /* record blob id -> its signature's blob id
+				* (recsig.h), of the commit being replayed:
+				* a record re-committed byte for byte keeps
+				* its author's signature beside it */
 };
 
 /* Adds record `name` (blob) of task dir `dir` to the commit being built
- * (r->u). */
+ * (r->u), with its signature when r->sigs has one for that blob. */
 int amp_sync_add_update(struct replay_ctx *r, const char *dir, const char *name,
 			const git_oid *blob, amp_error *err);
 

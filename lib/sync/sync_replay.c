@@ -28,6 +28,7 @@ static void replay_ctx_free(struct replay_ctx *r)
 	free(r->logs);
 	json_decref(r->contested);
 	json_decref(r->renamed);
+	json_decref(r->sigs);
 	amp_sync_updates_clear(&r->u);
 	free(r->u.items);
 }
@@ -569,6 +570,44 @@ static int replay_file(struct replay_ctx *r, amp_task_log *log, struct dir_index
 }
 
 /*
+ * Takes the record signatures out of `names` (the files commit tree `ct`
+ * adds to task dir `dir`; *n of them, compacted) into r->sigs, each by its
+ * record's blob: what amp_sync_add_update adds beside a record it
+ * re-commits unchanged.
+ */
+static int note_sigs(struct replay_ctx *r, git_tree *ct, const char *dir, const char **names,
+		     size_t *n, amp_error *err)
+{
+	char path[AMP_PATH_MAX * 2], rec[AMP_PATH_MAX * 2];
+	size_t i, k = 0;
+
+	for (i = 0; i < *n; i++) {
+		git_tree_entry *se = NULL, *re = NULL;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		if (amp_store_sig_record_path(path, rec, sizeof(rec)) < 0) {
+			names[k++] = names[i];
+			continue;
+		}
+		if (!r->sigs && !(r->sigs = json_object()))
+			return amp_error_set(err, AMP_EIO, "", "out of memory");
+		if (git_tree_entry_bypath(&se, ct, path) == 0 &&
+		    git_tree_entry_bypath(&re, ct, rec) == 0) {
+			char rhex[GIT_OID_HEXSZ + 1], shex[GIT_OID_HEXSZ + 1];
+
+			git_oid_tostr(rhex, sizeof(rhex), git_tree_entry_id(re));
+			git_oid_tostr(shex, sizeof(shex), git_tree_entry_id(se));
+			json_object_set_new(r->sigs, rhex, json_string(shex));
+		}
+		git_error_clear();
+		git_tree_entry_free(se);
+		git_tree_entry_free(re);
+	}
+	*n = k;
+	return AMP_OK;
+}
+
+/*
  * Adds to r->u the records commit tree `ct` adds to its parent's `pt`
  * (NULL: a root commit), each under the next free seq of its task in
  * `base`, the tree being built (replay_file); a marker and the record it
@@ -618,6 +657,10 @@ static int replay_records(struct replay_ctx *r, git_tree *pt, git_tree *ct, git_
 			status = amp_error_set(err, AMP_EIO, "", "out of memory");
 			goto cleanup;
 		}
+		/* Record signatures go with their records (amp_sync_add_update),
+		 * so a marker and its record stay next to each other. */
+		if ((status = note_sigs(r, ct, dir, names, &n, err)) < 0)
+			goto cleanup;
 		for (i = 0; i < n; i++) {
 			/* A record set aside by an earlier join that was not
 			 * pushed: it moves with its marker. */

@@ -110,7 +110,7 @@ static unsigned long tell_commit(amp_store *st, amp_schema_set *set, const char 
 	git_tree *tree = NULL, *ptree = NULL;
 	json_t *added = NULL, *names, *v;
 	const char *task, *name;
-	char dir[128], path[AMP_PATH_MAX * 2];
+	char dir[128], path[AMP_PATH_MAX * 2], sig[AMP_PATH_MAX * 2];
 	unsigned long n = 0;
 	size_t i;
 
@@ -124,7 +124,11 @@ static unsigned long tell_commit(amp_store *st, amp_schema_set *set, const char 
 		if (p->status == AMP_EIO)
 			continue;
 		if (p->path[0]) {
-			n += (unsigned long)tell(st, set, remote, tree, p->path, p->status, 0,
+			/* a signature's problem is its record's */
+			const char *rec = amp_store_sig_record_path(p->path, sig, sizeof(sig)) == 0 ?
+						  sig : p->path;
+
+			n += (unsigned long)tell(st, set, remote, tree, rec, p->status, 0,
 						 p->message);
 			continue;
 		}
@@ -143,6 +147,9 @@ static unsigned long tell_commit(amp_store *st, amp_schema_set *set, const char 
 				continue;
 			json_object_foreach(names, name, v) {
 				snprintf(path, sizeof(path), "%s/%s", dir, name);
+				/* a record's signature is told with its record */
+				if (amp_store_sig_record_path(path, sig, sizeof(sig)) == 0)
+					continue;
 				/* a rule of the commit itself: its signature */
 				n += (unsigned long)tell(st, set, remote, tree, path, p->status,
 							 p->status == AMP_ERULE, p->message);

@@ -58,6 +58,7 @@ static const struct {
 	{ "payload", "<file>", "the payload, from a file ('-' for stdin)" },
 	{ "port", "<port>", "the port the server listens on" },
 	{ "priority", "<n>", "the task's priority" },
+	{ "proofs", NULL, "also say which proof of its author each record carries" },
 	{ "quiet", NULL, "print nothing but errors" },
 	{ "raw", NULL, "print as stored, no formatting" },
 	{ "reason", "<text>", "why, for the record" },

@@ -464,19 +464,7 @@ static int do_shard(struct gen *g, git_tree *root, git_tree *shard, const char *
 	}
 	if ((status = dash_page_open(&p, err)) < 0)
 		goto cleanup;
-	/* The shard's directory, shown: a key of any length fits. */
-	{
-		char where[700];
-
-		snprintf(where, sizeof(where), "tasks/%.600s/", key);
-		dash_page_head(p.f, where, "../");
-		fprintf(p.f, "<p class=\"meta\">%zu task(s) of the SSOT's directory ",
-			json_array_size(rows));
-		amp_html_put(p.f, where, 0);
-		fputs("</p>\n", p.f);
-	}
-	dash_render_rows(p.f, "tasks", rows, "../", -1, NULL);
-	dash_page_tail(p.f, -1);
+	dash_render_group(p.f, key, rows);
 	dash_group_name(key, page);
 	snprintf(rel, sizeof(rel), "groups/%s", page);
 	if ((status = dash_page_finish(g, &p, rel, 1, err)) < 0)

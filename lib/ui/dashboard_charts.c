@@ -15,11 +15,12 @@
 #define MIN_HOURS 6
 
 /* Messages per hour (bars) and open critical escalations (a step line)
- * from the aggregate, over the hours from the first that has a message or
- * an escalation open (of the CHART_HOURS the aggregate keeps) to the
- * newest: a history of one hour is not drawn as one bar at the edge of two
- * empty days. */
-void dash_activity_svg(FILE *f, const json_t *agg)
+ * from the aggregate, over the `hours` hours up to the newest (a window
+ * the admin chose, at most CHART_HOURS), or with 0 over the hours from the
+ * first that has a message or an escalation open (of the CHART_HOURS the
+ * aggregate keeps) to the newest: a history of one hour is not drawn as
+ * one bar at the edge of two empty days. */
+void dash_activity_svg(FILE *f, const json_t *agg, int hours)
 {
 	long long counts[CHART_HOURS] = { 0 }, open[CHART_HOURS] = { 0 }, maxc = 1, maxo = 0,
 		  h1 = ival(agg, "h1"), run = ival(agg, "open_base");
@@ -39,6 +40,8 @@ void dash_activity_svg(FILE *f, const json_t *agg)
 		if ((counts[k] || open[k]) && k < from)
 			from = k;
 	}
+	if (hours > 0)
+		from = CHART_HOURS - (hours < CHART_HOURS ? hours : CHART_HOURS);
 	for (k = from; k < CHART_HOURS; k++) {
 		if (counts[k] > maxc)
 			maxc = counts[k];
@@ -48,7 +51,7 @@ void dash_activity_svg(FILE *f, const json_t *agg)
 	n = CHART_HOURS - from;
 	bw = 720.0 / n;
 	fprintf(f, "<svg viewBox=\"0 0 800 200\" role=\"img\" aria-label=\"messages per hour over the "
-		"last %d hour(s) of activity, and open escalations\">\n", n);
+		"last %d hour(s)%s, and open escalations\">\n", n, hours > 0 ? "" : " of activity");
 	for (k = from; k < CHART_HOURS; k++)
 		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#5b8fd6\">"
 			"<title>%lld message(s), %lld open escalation(s)</title></rect>\n",

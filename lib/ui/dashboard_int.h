@@ -9,6 +9,7 @@
  *   dashboard_overview.c  the overview, needs.html, the filter pages,
  *                         the group pages' tables
  *   dashboard_charts.c    the overview's charts
+ *   dashboard_views.c     the chart's windows, the static filters
  *   dashboard_agents.c    agents.html
  *   dashboard_errors.c    errors.html
  *   dashboard_serve.c     --serve, its query parameters and live refresh
@@ -64,6 +65,8 @@ void dash_page_head(FILE *f, const char *title, const char *up);
 void dash_page_tail(FILE *f, int64_t now_ms);
 const char *dash_str(const json_t *o, const char *key);
 long long dash_ival(const json_t *o, const char *key);
+/* amp's state words, NULL-terminated. */
+extern const char *const dash_states[];
 void dash_put_state(FILE *f, const char *state);
 /* A time as "2026-11-27 12:20 UTC" in a <time> element; "-" when ms < 0. */
 void dash_put_time(FILE *f, int64_t ms);
@@ -122,6 +125,8 @@ int dash_filter_match(const char *filter, const json_t *row, int64_t now_ms);
 void dash_render_rows(FILE *f, const char *table_id, const json_t *rows, const char *up,
 		      int64_t now_ms, const char *sort_base);
 void dash_group_name(const char *key, char buf[AMP_DASHBOARD_NAME_MAX]);
+/* A shard's group page: its rows, filterable by state and role. */
+void dash_render_group(FILE *f, const char *key, const json_t *rows);
 /* The query of --serve: the rows of every task matching it, sorted, as a
  * page. */
 struct dash_query {
@@ -131,9 +136,26 @@ struct dash_query {
 void dash_render_query(FILE *f, json_t *rows, const struct dash_query *q, int64_t now_ms);
 
 /* ---- dashboard_charts.c ---- */
-void dash_activity_svg(FILE *f, const json_t *agg);
+/* `hours`: the window (at most CHART_HOURS), 0 for the one that fits the
+ * data. */
+void dash_activity_svg(FILE *f, const json_t *agg, int hours);
 /* The age of the open tasks (firsts: their first records' times) at now. */
 void dash_age_svg(FILE *f, const json_t *firsts, int64_t now_ms);
+
+/* ---- dashboard_views.c ---- */
+/* The activity chart over each window the admin may choose (6, 12, 24,
+ * 48 hours, and the one that fits the data, shown unless another is
+ * chosen), each a fragment of the page (#hours-24) that the stylesheet
+ * shows, no script. */
+void dash_put_windows(FILE *f, const json_t *agg);
+/* The filters of a static page's task table by state and by the role
+ * holding the task: links to fragments (#state-rejected, #role-executor)
+ * that the stylesheet turns into filters, no script; before the table.
+ * `up`: the path back to DIR. */
+void dash_put_static_filters(FILE *f, const char *up);
+/* "<tr class=\"task\" data-state=... data-roles=...>": the marks the
+ * static filters select rows by. */
+void dash_put_row_marks(FILE *f, const json_t *row);
 
 /* ---- dashboard_agents.c ---- */
 /* agents.html from amp_coord_agents' list, and the {agent: [last_ms,

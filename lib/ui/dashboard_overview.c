@@ -266,7 +266,8 @@ void dash_render_rows(FILE *f, const char *table_id, const json_t *rows, const c
 	}
 	fputs("</tr>\n", f);
 	json_array_foreach(rows, i, row) {
-		fputs("<tr class=\"task\"><td>", f);
+		dash_put_row_marks(f, row);
+		fputs("<td>", f);
 		task_link(f, row, up);
 		put_title(f, row);
 		fputs("</td><td>", f);
@@ -292,6 +293,21 @@ void dash_render_rows(FILE *f, const char *table_id, const json_t *rows, const c
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table></div>\n", f);
+}
+
+void dash_render_group(FILE *f, const char *key, const json_t *rows)
+{
+	char where[700];
+
+	/* The shard's directory, shown: a key of any length fits. */
+	snprintf(where, sizeof(where), "tasks/%.600s/", key);
+	dash_page_head(f, where, "../");
+	fprintf(f, "<p class=\"meta\">%zu task(s) of the SSOT's directory ", json_array_size(rows));
+	amp_html_put(f, where, 0);
+	fputs("</p>\n", f);
+	dash_put_static_filters(f, "../");
+	dash_render_rows(f, "tasks", rows, "../", -1, NULL);
+	dash_page_tail(f, -1);
 }
 
 void dash_group_name(const char *key, char buf[AMP_DASHBOARD_NAME_MAX])
@@ -398,9 +414,10 @@ void dash_render_index(FILE *f, const struct dash_overview *o)
 	put_filters(f, NULL);
 	fprintf(f, "<p class=\"meta\">The %d tasks with the latest records; every task is on the "
 		"pages of all tasks below.</p>\n", RECENT_SHOWN);
+	dash_put_static_filters(f, "");
 	dash_render_rows(f, "recent", json_object_get(o->agg, "recent"), "", o->now_ms, NULL);
 	fputs("<h2>Messages per hour, open escalations</h2>\n", f);
-	dash_activity_svg(f, o->agg);
+	dash_put_windows(f, o->agg);
 	fputs("<h2>Age of the open tasks</h2>\n", f);
 	dash_age_svg(f, json_object_get(o->agg, "firsts"), o->now_ms);
 	fputs("<h2>All tasks</h2>\n", f);
@@ -517,15 +534,13 @@ static int query_match(const json_t *row, const struct dash_query *q, int64_t no
  * a URL. */
 static void put_form(FILE *f, const struct dash_query *q)
 {
-	static const char *states[] = { "new", "awaiting_approval", "dispatched", "in_progress",
-		"submitted", "in_review", "approved", "rejected", "suspended", "locked", "aborted", NULL };
 	size_t i;
 
 	fputs("<form class=\"q\" method=\"get\" action=\"tasks.html\"><label>state <select name=\"state\">"
 	      "<option value=\"\">any</option>", f);
-	for (i = 0; states[i]; i++)
-		fprintf(f, "<option%s>%s</option>", q->state && !strcmp(q->state, states[i]) ? " selected" : "",
-			states[i]);
+	for (i = 0; dash_states[i]; i++)
+		fprintf(f, "<option%s>%s</option>", q->state && !strcmp(q->state, dash_states[i]) ? " selected" : "",
+			dash_states[i]);
 	fputs("</select></label><label>held by <input name=\"holder\" size=\"12\" value=\"", f);
 	amp_html_put(f, q->holder, 0);
 	fputs("\"></label><label>text <input name=\"q\" size=\"16\" value=\"", f);

@@ -81,6 +81,10 @@ int dash_page_finish(struct gen *g, struct page *p, const char *rel, int if_chan
 
 /* Colours: every pair of text and background here has a contrast of 4.5
  * or more (WCAG AA, what axe-core checks). */
+/* A task row of another state (role) than the fragment names is hidden
+ * (the rule's end: "{display:none}"). */
+#define STATE_FILTER(s) "#state-" s ":target~.wrap tr.task:not([data-state=" s "]),"
+#define ROLE_FILTER(r) "#role-" r ":target~.wrap tr.task:not([data-roles~=" r "])"
 static const char css[] =
 	"body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;padding:0 1em 2em;"
 	"color:#1d1d1f;background:#fbfbfd;line-height:1.4}"
@@ -113,6 +117,15 @@ static const char css[] =
 	"pre{white-space:pre-wrap;word-break:break-all;background:#f3f3f6;padding:.5em;font-size:.8em}"
 	"svg{width:100%;height:auto;max-width:60em;background:#fff;border:1px solid #e3e3e6}"
 	"svg text{font-size:11px;fill:#333}"
+	/* The views of a static page (dashboard_views.c): the fragment of
+	 * the URL names the chart's window or the rows to show. */
+	".win{display:none}.win:target,.win.fit{display:block}.win:target~.win.fit{display:none}"
+	STATE_FILTER("new") STATE_FILTER("awaiting_approval") STATE_FILTER("dispatched")
+	STATE_FILTER("in_progress") STATE_FILTER("submitted") STATE_FILTER("in_review")
+	STATE_FILTER("approved") STATE_FILTER("rejected") STATE_FILTER("suspended")
+	STATE_FILTER("locked") STATE_FILTER("aborted") STATE_FILTER("unreadable")
+	ROLE_FILTER("admin") "," ROLE_FILTER("coordinator") "," ROLE_FILTER("executor") ","
+	ROLE_FILTER("reviewer") "{display:none}"
 	"@media (max-width:600px){body{padding:0 .5em 1em}th,td{padding:.25em}.hide-s{display:none}}";
 
 /* The policy of every page: no script ever, so that even a markup mistake
@@ -157,11 +170,13 @@ long long dash_ival(const json_t *o, const char *key)
 }
 
 /* A state as a badge; the class name is one of amp's own state words. */
+const char *const dash_states[] = { "new", "awaiting_approval", "dispatched", "in_progress",
+	"submitted", "in_review", "approved", "rejected", "suspended", "locked", "aborted",
+	"unreadable", NULL };
+
 void dash_put_state(FILE *f, const char *state)
 {
-	static const char *known[] = { "new", "awaiting_approval", "dispatched", "in_progress",
-		"submitted", "in_review", "approved", "rejected", "suspended", "locked",
-		"aborted", "unreadable", NULL };
+	const char *const *known = dash_states;
 	const char *cls = "other";
 	size_t i;
 

@@ -20,8 +20,7 @@ static json_t *title_of(const amp_task_log *log)
 {
 	char buf[TITLE_MAX + 4];
 	const char *d = NULL;
-	size_t i, n = 0, len;
-	unsigned cp;
+	size_t i, n;
 
 	for (i = 0; i < log->count && !d; i++)
 		if (log->entries[i].kind == AMP_ENTRY_MSG && str(log->entries[i].doc, "type") &&
@@ -29,11 +28,7 @@ static json_t *title_of(const amp_task_log *log)
 			d = str(json_object_get(log->entries[i].doc, "payload"), "description");
 	if (!d)
 		return json_null();
-	while (d[n] && d[n] != '\n' && n < TITLE_MAX) {
-		if (!(len = amp_utf8_seq(d + n, &cp)) || n + len > TITLE_MAX)
-			break;
-		n += len;
-	}
+	n = amp_utf8_prefix(d, TITLE_MAX, "\n");
 	memcpy(buf, d, n);
 	strcpy(buf + n, d[n] ? "..." : "");
 	return json_string(buf);

@@ -694,6 +694,18 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 		status = amp_write_first_error(c->errors, c->errors_base, AMP_ERULE, err);
 		goto cleanup;
 	}
+	/* Strict mode: an ACK acts on its message, whose own signature must
+	 * name its author (recsig.h), as every reader that checks sees it. */
+	if ((status = amp_store_record_sig_check_entry(st, tip, c->task, target, why,
+							 sizeof(why), err)) <= 0) {
+		if (status == 0) {
+			amp_errlist_add(c->errors, AMP_ERULE, "/ack_for",
+					"%s is not proven in strict mode: %s (git config amp.requireSigned)",
+					c->msg_id, why);
+			status = amp_write_first_error(c->errors, c->errors_base, AMP_ERULE, err);
+		}
+		goto cleanup;
+	}
 	to = amp_json_str(target->doc, "to");
 	if (!to || strcmp(to, c->from)) {
 		amp_errlist_add(c->errors, AMP_ERULE, "/from",

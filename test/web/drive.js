@@ -8,6 +8,10 @@
 //   drive.js live URL NEEDLE MS  prints "ready" once URL is open, then waits up to MS
 //                                for NEEDLE in the page's text; exit 0 (printing
 //                                the wait and whether the page was reloaded) or 1
+//   drive.js visible URL SELECTOR ATTR [COUNT]
+//                                ATTR of each element matching SELECTOR that is
+//                                shown (laid out), one a line; with COUNT, a tab and
+//                                how many of its descendants match COUNT (rect: bars)
 //   drive.js axe URL...          axe-core on each page: its serious and critical
 //                                violations as JSON; exit 1 when there is one
 //   drive.js shot URL FILE W H   a screenshot of the whole page at W x H
@@ -71,6 +75,16 @@ const commands = {
 			.filter((e) => e.getClientRects().length > 0)
 			.map((e) => (e.querySelector('td') || e.querySelector('p')).innerText.split(' ')[0]));
 		process.stdout.write(ids.map((i) => i + '\n').join(''));
+		await close(b);
+	},
+	async visible(url, selector, attr, count) {
+		const b = await open();
+		await b.page.goto(url, { waitUntil: 'load' });
+		const out = await b.page.evaluate((sel, a, c) => Array.from(document.querySelectorAll(sel))
+			.filter((e) => e.getClientRects().length > 0)
+			.map((e) => e.getAttribute(a) + (c ? '\t' + e.querySelectorAll(c).length : '')),
+		selector, attr, count || '');
+		process.stdout.write(out.map((l) => l + '\n').join(''));
 		await close(b);
 	},
 	async live(url, needle, ms) {
@@ -149,7 +163,7 @@ const commands = {
 
 const [cmd, ...args] = process.argv.slice(2);
 if (!commands[cmd]) {
-	process.stderr.write('usage: drive.js text|rows|live|axe|shot|timing URL ...\n');
+	process.stderr.write('usage: drive.js text|rows|visible|live|axe|shot|timing URL ...\n');
 	process.exit(2);
 }
 commands[cmd](...args).catch((e) => {
