@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	if (json_out) {
-		amp_cli_print_json(out, 0);
+		amp_cli_print_result("agents", "agents", out, 0);
 		goto cleanup;
 	}
 	json_array_foreach(out, i, a) {

@@ -8,6 +8,7 @@
 #include "ui/ui.h"
 #include "store/store.h"
 #include "base/clock.h"
+#include "base/human.h"
 #include "protocol/protocol.h"
 #include "write/write.h"
 #include "base/util.h"
@@ -146,9 +147,17 @@ int main(int argc, char **argv)
 		amp_cli_print_json(out, 0);
 		json_decref(out);
 	}
-	if (status >= 0 && !w.json_out)
-		printf("%s %s%s%s as %s until %s (%s)\n", res.renewed ? "renewed the claim of" : "claimed",
-		       w.arg, a.subtask ? " subtask " : "", a.subtask ? amp_term(a.subtask) : "",
-		       amp_store_agent(w.st), amp_time_format(res.expires_ms, until), res.name);
+	if (status >= 0 && !w.json_out) {
+		/* The time as every human output shows it (human.h). */
+		amp_human h = { 0 };
+		char when[AMP_HUMAN_TIME_BUFSZ];
+
+		amp_human_start(&h, NULL, 0, 0);
+		fprintf(amp_human_out(&h), "%s %s%s%s as %s, expires %s (%s)\n",
+			res.renewed ? "renewed the claim of" : "claimed", w.arg, a.subtask ? " subtask " : "",
+			a.subtask ? amp_term(a.subtask) : "", amp_store_agent(w.st),
+			amp_human_when_ms(&h, res.expires_ms, when), res.name);
+		amp_human_out_end(&h);
+	}
 	return amp_cli_write_done(&w, status);
 }

@@ -86,7 +86,7 @@ static int list_errors(amp_store *st, long long limit, int json_out, amp_human *
 		parent = commit = NULL;
 	}
 	if (json_out) {
-		amp_cli_print_json(all, 1);
+		amp_cli_print_result("errors", "errors", all, 1);
 	} else {
 		json_t *e, *r;
 		char t[AMP_HUMAN_TIME_BUFSZ];

@@ -97,10 +97,10 @@ int main(int argc, char **argv)
 				      "commit", (json_int_t)counts.commit, "none",
 				      (json_int_t)counts.none);
 
-		amp_cli_print_json(o, 1);
+		amp_cli_print_result("fsck", NULL, o, 1);
 		json_decref(o);
 	} else if (json_out) {
-		amp_cli_print_json(findings, 1);
+		amp_cli_print_result("fsck", "findings", findings, 1);
 	} else {
 		json_array_foreach(proofs, i, f)
 			print_proof(f);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ui/ui.h"
+#include "base/human.h"
 #include "base/util.h"
 
 static const char usage[] = "usage: amp init [--repo <dir>]\n";
@@ -18,6 +19,7 @@ int main(int argc, char **argv)
 	const char *repo = NULL;
 	amp_store *st = NULL;
 	amp_error err;
+	amp_human h = { 0 };
 	int c, created = 0, code;
 
 	opterr = 0;
@@ -39,13 +41,18 @@ int main(int argc, char **argv)
 		code = amp_cli_fail("init", &err);
 		goto cleanup;
 	}
-	printf("%s AMP/1.0 store in %s (%s, errors on %s)\n",
+	/* Two short lines rather than one of 100 columns (issue 34: human
+	 * output fits 80 columns). */
+	amp_human_start(&h, amp_store_repo(st), 0, 0);
+	fprintf(amp_human_out(&h), "%s AMP/1.0 store in %s\nmessages on %s, errors on %s\n",
 	       created & 1 ? "Initialized" : "Already initialized",
 	       amp_term(git_repository_commondir(amp_store_repo(st))),
 	       amp_store_messages_ref(st), amp_store_errors_ref(st));
 	if (created & 2)
-		printf("Strict mode on: trust starts at the admin's signed commit on each ref; what is below it the admin vouches for, everything above must be signed\n");
+		fprintf(amp_human_out(&h), "Strict mode on: trust starts at the admin's signed commit on each ref;\n"
+		       "what is below it the admin vouches for, everything above must be signed\n");
 cleanup:
+	amp_human_out_end(&h);
 	amp_store_free(st);
 	return code;
 }

@@ -81,14 +81,23 @@ static int print_record(const amp_log_record *r, void *ctx)
 	snprintf(what, sizeof(what), "%s%s%s", amp_entry_kind_name(r->kind),
 		 r->kind == AMP_ENTRY_ACK ? "" : "/", r->kind == AMP_ENTRY_ACK ? "" :
 		 r->doc ? str(r->doc, "type") : "?");
-	fprintf(o->spool.f, "%s%s%s %-*s  %-12s  %-18s  %-11s", amp_human_sgr(&o->h, AMP_SGR_YELLOW), hex,
-		amp_human_sgr(&o->h, AMP_SGR_RESET), AMP_HUMAN_TIME_WIDTH,
-		amp_human_time(&o->h, ts, t), *r->task_id ? amp_term(r->task_id) : "-", amp_term(what),
-		str(r->doc, "from"));
-	/* A control record has no addressee: its column stays blank. */
-	fprintf(o->spool.f, " %s%-11s", r->kind != AMP_ENTRY_CTL ? "-> " : "   ",
-		r->kind != AMP_ENTRY_CTL ? str(r->doc, "to") : "");
-	fprintf(o->spool.f, "  %s", amp_term(r->id));
+	if (o->h.width) {
+		/* A terminal: who wrote which record when, in 80 columns;
+		 * a message's id holds its task and type. */
+		fprintf(o->spool.f, "%s%s%s %-*s  %-11s  %-3s  %s", amp_human_sgr(&o->h, AMP_SGR_YELLOW),
+			hex, amp_human_sgr(&o->h, AMP_SGR_RESET), amp_human_when_width(&o->h),
+			amp_human_when(&o->h, ts, t), str(r->doc, "from"), amp_entry_kind_name(r->kind),
+			amp_term(r->id));
+	} else {
+		fprintf(o->spool.f, "%s%s%s %-*s  %-12s  %-18s  %-11s", amp_human_sgr(&o->h, AMP_SGR_YELLOW),
+			hex, amp_human_sgr(&o->h, AMP_SGR_RESET), AMP_HUMAN_TIME_WIDTH,
+			amp_human_time(&o->h, ts, t), *r->task_id ? amp_term(r->task_id) : "-",
+			amp_term(what), str(r->doc, "from"));
+		/* A control record has no addressee: its column stays blank. */
+		fprintf(o->spool.f, " %s%-11s", r->kind != AMP_ENTRY_CTL ? "-> " : "   ",
+			r->kind != AMP_ENTRY_CTL ? str(r->doc, "to") : "");
+		fprintf(o->spool.f, "  %s", amp_term(r->id));
+	}
 	if (r->agent)
 		fprintf(o->spool.f, "  agent %s", amp_term(r->agent));
 	if (r->reason)
@@ -139,7 +148,7 @@ static int print_lines(struct out *o, size_t len)
 			size = n;
 		}
 		if ((status = amp_spool_read(&o->spool, o->lines[i].start, n, line)) == 0)
-			fwrite(line, 1, n, stdout);
+			amp_human_fit(line, n, o->h.width, stdout);
 	}
 	free(line);
 	return status;

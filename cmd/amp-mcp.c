@@ -11,22 +11,24 @@
 #include "base/util.h"
 
 static const char usage[] =
-	"usage: amp mcp [--from <role>] [--agent <name>] [--repo <dir>]\n"
+	"usage: amp mcp [--from <role>] [--agent <name>] [--signing-key <file>] [--repo <dir>]\n"
 	"Serves the Model Context Protocol (JSON-RPC 2.0, one message a line) on\n"
 	"stdin and stdout for one agent: its role is --from, else AMP_ROLE, else git\n"
-	"config amp.role; its instance --agent, else AMP_AGENT, else amp.agent.\n";
+	"config amp.role; its instance --agent, else AMP_AGENT, else amp.agent; its\n"
+	"key --signing-key, else AMP_SIGNING_KEY, else git config amp.signingKey.\n";
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "from", required_argument, NULL, 'f' },
 		{ "repo", required_argument, NULL, 'r' },
+		{ "signing-key", required_argument, NULL, 'k' },
 		AMP_CLI_AGENT_OPTION,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *from = NULL, *repo = NULL, *agent = NULL, *role;
-	char role_buf[256], repo_buf[PATH_MAX], dir[PATH_MAX], program[PATH_MAX + 8];
+	const char *from = NULL, *repo = NULL, *agent = NULL, *key = NULL, *role;
+	char role_buf[256], repo_buf[PATH_MAX], key_buf[PATH_MAX], dir[PATH_MAX], program[PATH_MAX + 8];
 	amp_mcp_config cfg = { 0 };
 	amp_schema_set *set = NULL;
 	amp_store *st = NULL;
@@ -39,6 +41,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'f': from = optarg; break;
 		case 'r': repo = optarg; break;
+		case 'k': key = optarg; break;
 		case 'G': agent = optarg; amp_cli_agent_given(optarg); break;
 		case 'h': return amp_cli_help("mcp", usage, opts);
 		default:
@@ -49,6 +52,14 @@ int main(int argc, char **argv)
 		return code;
 	if (optind < argc)
 		return amp_cli_usage_error("mcp", usage, "unexpected argument: '%s'", argv[optind]);
+	/* The key signs every write of the tools: the commands they run, and
+	 * this one's check of the identity below, find it in AMP_SIGNING_KEY
+	 * (store.h), as an absolute path since they run elsewhere. */
+	if (key) {
+		if (!realpath(key, key_buf) || access(key_buf, R_OK) < 0)
+			return amp_cli_usage_error("mcp", usage, "--signing-key %s: cannot read it", key);
+		setenv("AMP_SIGNING_KEY", key_buf, 1);
+	}
 	/* The identity is checked once, here, as the writing commands check
 	 * it: a server that cannot write says so before a client connects. */
 	if ((code = amp_cli_open_ssot("mcp", repo, &st)) ||

@@ -6,12 +6,14 @@
 
 #include "ui/ui.h"
 #include "base/clock.h"
+#include "base/human.h"
 #include "protocol/protocol.h"
 #include "record/record.h"
 #include "base/util.h"
 
 static const char usage[] =
-	"usage: amp ready [--capability <name>] [--agent <name>] [--json] [--repo <dir>]\n";
+	"usage: amp ready [--capability <name>] [--agent <name>] [--json] " AMP_HUMAN_TIME_USAGE "\n"
+	"                 [--repo <dir>]\n";
 
 int main(int argc, char **argv)
 {
@@ -21,6 +23,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "repo", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
+		AMP_HUMAN_TIME_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *repo = NULL, *capability = NULL, *agent = NULL, *why;
@@ -29,6 +32,8 @@ int main(int argc, char **argv)
 	git_tree *tip = NULL;
 	json_t *out = NULL, *t, *declared = NULL, *can = NULL;
 	amp_error err;
+	amp_human h = { 0 };
+	char since[AMP_HUMAN_TIME_BUFSZ], due[AMP_HUMAN_TIME_BUFSZ];
 	int64_t now;
 	size_t i;
 	int c, json_out = 0, code = 0;
@@ -42,6 +47,10 @@ int main(int argc, char **argv)
 		case 'r': repo = optarg; break;
 		case 'h': return amp_cli_help("ready", usage, opts);
 		default:
+			if ((code = amp_human_option(&h, c, optarg, &err)) > 0)
+				break;
+			if (code < 0)
+				return amp_cli_usage_error("ready", usage, "%s", err.message);
 			return amp_cli_bad_option("ready", usage, opts, argv[optind - 1]);
 		}
 	}
@@ -71,14 +80,17 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	if (json_out) {
-		amp_cli_print_json(out, 0);
+		amp_cli_print_result("ready", "tasks", out, 0);
 		goto cleanup;
 	}
+	amp_human_start(&h, amp_store_repo(st), 0, 0);
 	json_array_foreach(out, i, t)
-		printf("%s  %s  %-17s since %s%s%s\n", amp_json_str(t, "task_id"),
-		       amp_json_str(t, "priority"), amp_json_str(t, "state"), amp_json_str(t, "since"),
-		       amp_json_str(t, "deadline") ? "  due " : "",
-		       amp_json_str(t, "deadline") ? amp_json_str(t, "deadline") : "");
+		fprintf(amp_human_out(&h), "%s  %s  %-17s since %s%s%s\n", amp_term(amp_json_str(t, "task_id")),
+			amp_json_str(t, "priority"), amp_json_str(t, "state"),
+			amp_human_when(&h, amp_json_str(t, "since"), since),
+			amp_json_str(t, "deadline") ? "  due " : "",
+			amp_json_str(t, "deadline") ? amp_human_when(&h, amp_json_str(t, "deadline"), due) : "");
+	amp_human_out_end(&h);
 cleanup:
 	json_decref(can);
 	json_decref(declared);

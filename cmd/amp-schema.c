@@ -49,7 +49,7 @@ int main(int argc, char **argv)
 			goto cleanup;
 		}
 		if (json_out)
-			amp_cli_print_json(out, 0);
+			amp_cli_print_result("schema", "schemas", out, 0);
 		else
 			json_array_foreach(out, i, item)
 				printf("%-16s %s\n", amp_term(json_string_value(json_object_get(item, "name"))),
@@ -67,7 +67,7 @@ int main(int argc, char **argv)
 		code = amp_cli_fail("schema", &err);
 		goto cleanup;
 	}
-	amp_cli_print_json(out, 1);
+	amp_cli_print_document(out, 1);
 cleanup:
 	json_decref(out);
 	amp_schema_set_free(set);

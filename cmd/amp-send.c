@@ -61,7 +61,7 @@ static int print_template(int argc, char **argv, const char *task,
 		code = amp_cli_fail("send", &err);
 		goto cleanup;
 	}
-	amp_cli_print_json(payload, 1);
+	amp_cli_print_document(payload, 1);
 cleanup:
 	json_decref(payload);
 	json_decref(facts);

@@ -16,6 +16,9 @@ static const char usage[] =
 
 static amp_human h;
 
+/* Where the human lines go: fitted to the terminal (human.h). */
+#define OUT amp_human_out(&h)
+
 /* A member for the terminal: escaped by amp_term, "-" when absent. */
 static const char *str(const json_t *o, const char *key)
 {
@@ -32,6 +35,8 @@ static long long num(const json_t *o, const char *key)
 /* A record's time member, in the zone and width of every listing. */
 static const char *when(const json_t *o, const char *key, char buf[AMP_HUMAN_TIME_BUFSZ])
 {
+	/* The detail view has the room for absolute times (and says how
+	 * far they are). */
 	return amp_human_time(&h, json_string_value(json_object_get(o, key)), buf);
 }
 
@@ -47,35 +52,35 @@ static void print_ack(const json_t *doc, const json_t *a, const char *why)
 	const char *state = str(a, "ack_state");
 	char t[AMP_HUMAN_TIME_BUFSZ], d[AMP_DURATION_BUFSZ], late[AMP_DURATION_BUFSZ];
 
-	printf("ack         ");
+	fprintf(OUT, "ack         ");
 	if (json_is_true(json_object_get(doc, "requires_ack")))
-		printf("required within %s: ", dur(doc, "ack_timeout_sec", d));
+		fprintf(OUT, "required within %s: ", dur(doc, "ack_timeout_sec", d));
 	if (!a) {
-		printf("unknown: %s\n", amp_term(why));
+		fprintf(OUT, "unknown: %s\n", amp_term(why));
 		return;
 	}
 	if (json_is_string(json_object_get(a, "kind"))) {
 		/* set aside by amp sync: not in force, so no ACK is due */
-		printf("none: superseded%s%s: %s\n", json_is_string(json_object_get(a, "by")) ? " by " : "",
-		       json_is_string(json_object_get(a, "by")) ? str(a, "by") : "", str(a, "reason"));
+		fprintf(OUT, "none: superseded%s%s: %s\n", json_is_string(json_object_get(a, "by")) ? " by " : "",
+		             json_is_string(json_object_get(a, "by")) ? str(a, "by") : "", str(a, "reason"));
 		return;
 	}
 	if (!strcmp(state, "acked")) {
-		printf("acked by %s at %s (after %s", str(a, "acked_by"), when(a, "acked_at", t),
-		       dur(a, "ack_seconds", d));
+		fprintf(OUT, "acked by %s at %s (after %s", str(a, "acked_by"), when(a, "acked_at", t),
+		             dur(a, "ack_seconds", d));
 		if (json_is_integer(json_object_get(a, "ack_late_seconds")))
-			printf(", %s%s late%s", amp_human_sgr(&h, AMP_SGR_RED),
-			       dur(a, "ack_late_seconds", late), amp_human_sgr(&h, AMP_SGR_RESET));
-		printf(")\n");
+			fprintf(OUT, ", %s%s late%s", amp_human_sgr(&h, AMP_SGR_RED),
+			             dur(a, "ack_late_seconds", late), amp_human_sgr(&h, AMP_SGR_RESET));
+		fprintf(OUT, ")\n");
 	} else if (!strcmp(state, "pending")) {
-		printf("due in %s, at %s\n", dur(a, "ack_seconds", d), when(a, "ack_deadline", t));
+		fprintf(OUT, "due in %s, at %s\n", dur(a, "ack_seconds", d), when(a, "ack_deadline", t));
 	} else if (!strcmp(state, "overdue")) {
-		printf("%soverdue %s%s, due at %s\n", amp_human_sgr(&h, AMP_SGR_RED), dur(a, "ack_seconds", d),
-		       amp_human_sgr(&h, AMP_SGR_RESET), when(a, "ack_deadline", t));
+		fprintf(OUT, "%soverdue %s%s, due at %s\n", amp_human_sgr(&h, AMP_SGR_RED), dur(a, "ack_seconds", d),
+		             amp_human_sgr(&h, AMP_SGR_RESET), when(a, "ack_deadline", t));
 	} else if (!strcmp(state, "awaiting_approval")) {
-		printf("none before the admin's approval\n");
+		fprintf(OUT, "none before the admin's approval\n");
 	} else {
-		printf("not required\n");
+		fprintf(OUT, "not required\n");
 	}
 }
 
@@ -90,26 +95,26 @@ static void print_message(amp_store *st, git_tree *tip, const amp_stored_msg *m,
 	amp_error err = { 0 };
 	size_t i;
 
-	printf("message     %s\n", amp_term(m->msg_id));
+	fprintf(OUT, "message     %s\n", amp_term(m->msg_id));
 	if (*m->referenced_by)
-		printf("named by    %s\n", amp_term(m->referenced_by));
-	printf("type        %s\ntask        %s\nfrom        %s -> %s\nsent        %s",
-	       str(doc, "type"), str(doc, "task_id"), str(doc, "from"), str(doc, "to"),
-	       when(doc, "timestamp", t));
+		fprintf(OUT, "named by    %s\n", amp_term(m->referenced_by));
+	fprintf(OUT, "type        %s\ntask        %s\nfrom        %s -> %s\nsent        %s",
+	             str(doc, "type"), str(doc, "task_id"), str(doc, "from"), str(doc, "to"),
+	             when(doc, "timestamp", t));
 	if (amp_time_parse(amp_or_none(json_string_value(json_object_get(doc, "timestamp"))), &sent) == 0)
-		printf("  (%s)", amp_human_ago(sent, now, ago));
-	putchar('\n');
+		fprintf(OUT, "  (%s)", amp_human_ago(sent, now, ago));
+	fputc('\n', OUT);
 	/* The named instance that wrote it, when its commit names one. */
 	if (agent && *agent)
-		printf("agent       %s\n", amp_term(agent));
+		fprintf(OUT, "agent       %s\n", amp_term(agent));
 	ack = amp_read_ack_state(st, tip, m->msg_id, now, cache, &err);
 	print_ack(doc, ack, err.message);
 	if (!json_array_size(json_object_get(doc, "context_ref")))
-		printf("context     none\n");
+		fprintf(OUT, "context     none\n");
 	json_array_foreach(json_object_get(doc, "context_ref"), i, ref)
-		printf("%s%s\n", i ? "            " : "context     ",
-		       json_is_string(ref) ? amp_term(json_string_value(ref)) : "(not a string)");
-	printf("payload\n");
+		fprintf(OUT, "%s%s\n", i ? "            " : "context     ",
+		             json_is_string(ref) ? amp_term(json_string_value(ref)) : "(not a string)");
+	fprintf(OUT, "payload\n");
 	payload = amp_json_dumps(json_object_get(doc, "payload") ? json_object_get(doc, "payload") : json_null(),
 				 JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
 	/* JSON escapes the C0 controls, not the C1 ones nor the bidi
@@ -117,7 +122,7 @@ static void print_message(amp_store *st, git_tree *tip, const amp_stored_msg *m,
 	for (char *line = payload, *nl; line && *line; line = nl ? nl + 1 : line + strlen(line)) {
 		if ((nl = strchr(line, '\n')))
 			*nl = '\0';
-		printf("  %s\n", amp_term(line));
+		fprintf(OUT, "  %s\n", amp_term(line));
 	}
 	free(payload);
 }
@@ -213,20 +218,20 @@ int main(int argc, char **argv)
 			json_array_append_new(out, chain[i].state == AMP_STORED_OK ?
 					      json_incref(chain[i].doc) : placeholder(&chain[i]));
 		json_array_append(out, msg.doc);
-		amp_cli_print_json(out, 1);
+		amp_cli_print_result("show-context", "messages", out, 1);
 		goto cleanup;
 	}
 	for (i = 0; i < n; i++) {
 		if (chain[i].state == AMP_STORED_OK) {
 			print_message(st, tip, &chain[i], now, cache, NULL);
 		} else {
-			printf("message     %s\nnamed by    %s\n%-11s %s%s%s\n", amp_term(chain[i].msg_id),
-			       amp_term(chain[i].referenced_by),
-			       chain[i].state == AMP_STORED_MISSING ? "missing" : "unreadable",
-			       amp_term(chain[i].path), *chain[i].path ? ": " : "",
-			       amp_term(chain[i].reason));
+			fprintf(OUT, "message     %s\nnamed by    %s\n%-11s %s%s%s\n", amp_term(chain[i].msg_id),
+			             amp_term(chain[i].referenced_by),
+			             chain[i].state == AMP_STORED_MISSING ? "missing" : "unreadable",
+			             amp_term(chain[i].path), *chain[i].path ? ": " : "",
+			             amp_term(chain[i].reason));
 		}
-		putchar('\n');
+		fputc('\n', OUT);
 	}
 	/* One walk of its task's history, for the message asked only: a
 	 * --context chain would walk once per message. */
@@ -237,6 +242,7 @@ int main(int argc, char **argv)
 	}
 	print_message(st, tip, &msg, now, cache, agent);
 cleanup:
+	amp_human_out_end(&h);
 	json_decref(out);
 	json_decref(cache);
 	amp_stored_msgv_free(chain, n);

@@ -18,6 +18,9 @@ static amp_human h;
 
 static const char *sgr(const char *code) { return amp_human_sgr(&h, code); }
 
+/* Where the human lines go: fitted to the terminal (human.h). */
+#define OUT amp_human_out(&h)
+
 static const char *state_color(const char *state)
 {
 	if (!strcmp(state, "approved"))
@@ -86,10 +89,10 @@ static long long num(const json_t *o, const char *key)
 	return (long long)json_integer_value(json_object_get(o, key));
 }
 
-/* A record's time member, in the zone and width of every listing. */
+/* A record's time member, as every listing shows times (human.h). */
 static const char *when(const json_t *o, const char *key, char buf[AMP_HUMAN_TIME_BUFSZ])
 {
-	return amp_human_time(&h, json_string_value(json_object_get(o, key)), buf);
+	return amp_human_when(&h, json_string_value(json_object_get(o, key)), buf);
 }
 
 static void print_ack(const json_t *m)
@@ -99,18 +102,18 @@ static void print_ack(const json_t *m)
 
 	amp_duration_format(num(m, "ack_seconds"), d);
 	if (!strcmp(state, "acked") && json_is_integer(json_object_get(m, "ack_late_seconds")))
-		printf("%sacked %s late%s (after %s)", sgr(AMP_SGR_RED),
-		       amp_duration_format(num(m, "ack_late_seconds"), late), sgr(AMP_SGR_RESET), d);
+		fprintf(OUT, "%sacked %s late%s (after %s)", sgr(AMP_SGR_RED),
+		             amp_duration_format(num(m, "ack_late_seconds"), late), sgr(AMP_SGR_RESET), d);
 	else if (!strcmp(state, "acked"))
-		printf("acked after %s", d);
+		fprintf(OUT, "acked after %s", d);
 	else if (!strcmp(state, "awaiting_approval"))
-		printf("no ACK before the admin's approval");
+		fprintf(OUT, "no ACK before the admin's approval");
 	else if (!strcmp(state, "pending"))
-		printf("ACK due in %s", d);
+		fprintf(OUT, "ACK due in %s", d);
 	else if (!strcmp(state, "overdue"))
-		printf("%sACK overdue %s%s", sgr(AMP_SGR_RED), d, sgr(AMP_SGR_RESET));
+		fprintf(OUT, "%sACK overdue %s%s", sgr(AMP_SGR_RED), d, sgr(AMP_SGR_RESET));
 	else
-		printf("no ACK required");
+		fprintf(OUT, "no ACK required");
 }
 
 /* The widest value of `key` in `array`, escaped, for a column. */
@@ -133,16 +136,16 @@ static void print_control(const json_t *m)
 	if (!strcmp(what, "idempotency_key") || !strcmp(what, "superseded"))
 		return; /* bookkeeping: of `amp send --idempotency-key`; of
 			 * amp sync, shown below */
-	printf("control: %s  %s by %s", when(m, "timestamp", t), what, str(m, "from"));
+	fprintf(OUT, "control: %s  %s by %s", when(m, "timestamp", t), what, str(m, "from"));
 	if (json_is_string(json_object_get(m, "agent")))
-		printf(" (agent %s)", str(m, "agent"));
+		fprintf(OUT, " (agent %s)", str(m, "agent"));
 	if (json_is_string(json_object_get(m, "approves")))
-		printf(" of %s", str(m, "approves"));
+		fprintf(OUT, " of %s", str(m, "approves"));
 	if (json_is_string(json_object_get(m, "reason")))
-		printf(": %s", str(m, "reason"));
+		fprintf(OUT, ": %s", str(m, "reason"));
 	else if (json_is_string(json_object_get(m, "note")))
-		printf(": %s", str(m, "note"));
-	putchar('\n');
+		fprintf(OUT, ": %s", str(m, "note"));
+	fputc('\n', OUT);
 }
 
 /* The task's messages, escalations and controls in the order of their
@@ -156,51 +159,58 @@ static void print_task(const json_t *t)
 	size_t i, k, *order;
 	int idw;
 
-	printf("%s  %s%s%s  rejects %lld%s%s\n", str(t, "task_id"),
-	       state_color(state), state, sgr(AMP_SGR_RESET), num(t, "reject_count"),
-	       json_is_string(json_object_get(t, "suspended_by")) ? "  suspended by " : "",
-	       json_is_string(json_object_get(t, "suspended_by")) ? str(t, "suspended_by") : "");
+	fprintf(OUT, "%s  %s%s%s  rejects %lld%s%s\n", str(t, "task_id"),
+	             state_color(state), state, sgr(AMP_SGR_RESET), num(t, "reject_count"),
+	             json_is_string(json_object_get(t, "suspended_by")) ? "  suspended by " : "",
+	             json_is_string(json_object_get(t, "suspended_by")) ? str(t, "suspended_by") : "");
 	if (json_is_string(json_object_get(t, "awaiting_approval")))
-		printf("awaiting the admin's approval of %s ('amp approve %s')\n",
-		       str(t, "awaiting_approval"), str(t, "task_id"));
+		fprintf(OUT, "awaiting the admin's approval of %s ('amp approve %s')\n",
+		             str(t, "awaiting_approval"), str(t, "task_id"));
 	json_array_foreach(json_object_get(t, "subtasks"), i, m) {
 		const char *sub_state = str(m, "state");
 
-		printf("  subtask %-16s %s%-17s%s round %lld", str(m, "subtask_id"),
-		       state_color(sub_state), sub_state, sgr(AMP_SGR_RESET), num(m, "round"));
+		fprintf(OUT, "  subtask %-16s %s%-17s%s round %lld", str(m, "subtask_id"),
+		             state_color(sub_state), sub_state, sgr(AMP_SGR_RESET), num(m, "round"));
 		if (num(m, "rejects"))
-			printf(", %lld rejected", num(m, "rejects"));
-		putchar('\n');
+			fprintf(OUT, ", %lld rejected", num(m, "rejects"));
+		fputc('\n', OUT);
 	}
 	list = json_object_get(t, "messages");
 	idw = widest(list, "msg_id");
 	order = amp_human_time_order(list, "timestamp");
 	for (k = 0; k < json_array_size(list); k++) {
 		m = json_array_get(list, order ? order[k] : k);
-		printf("  %s  %-14s  %-11s -> %-11s  %-*s  ", when(m, "timestamp", ts),
-		       str(m, "type"), str(m, "from"), str(m, "to"), idw, str(m, "msg_id"));
+		if (h.width)
+			/* A terminal: the id holds the type, whose roles
+			 * AMP/1.0 fixes; --wide shows them. */
+			fprintf(OUT, "  %-*s  %-*s  ", idw, str(m, "msg_id"), amp_human_when_width(&h),
+				when(m, "timestamp", ts));
+		else
+			fprintf(OUT, "  %s  %-14s  %-11s -> %-11s  %-*s  ", when(m, "timestamp", ts),
+				str(m, "type"), str(m, "from"), str(m, "to"), idw, str(m, "msg_id"));
 		print_ack(m);
-		putchar('\n');
+		fputc('\n', OUT);
 	}
 	free(order);
 	list = json_object_get(t, "escalations");
 	if (!json_array_size(list)) {
-		printf("escalations: none\n");
+		fprintf(OUT, "escalations: none\n");
 	} else {
-		printf("escalations:\n");
+		fprintf(OUT, "escalations:\n");
 		idw = widest(list, "msg_id");
 		order = amp_human_time_order(list, "timestamp");
 		for (k = 0; k < json_array_size(list); k++) {
 			m = json_array_get(list, order ? order[k] : k);
-			printf("  %s  %-8s %-18s %-*s  %s\n", when(m, "timestamp", ts),
-			       str(m, "severity"), str(m, "escalation_type"), idw,
-			       str(m, "msg_id"), str(m, "description"));
+			fprintf(OUT, "  %-*s  %-8s %-18s %-*s  %s\n", amp_human_when_width(&h),
+			             when(m, "timestamp", ts),
+			             str(m, "severity"), str(m, "escalation_type"), idw,
+			             str(m, "msg_id"), str(m, "description"));
 		}
 		free(order);
 	}
 	json_array_foreach(json_object_get(t, "unreadable"), i, m)
-		printf("%sunreadable record%s %s: %s\n", sgr(AMP_SGR_RED), sgr(AMP_SGR_RESET),
-		       str(m, "name"), str(m, "reason"));
+		fprintf(OUT, "%sunreadable record%s %s: %s\n", sgr(AMP_SGR_RED), sgr(AMP_SGR_RESET),
+		             str(m, "name"), str(m, "reason"));
 	list = json_object_get(t, "controls");
 	order = amp_human_time_order(list, "timestamp");
 	for (k = 0; k < json_array_size(list); k++)
@@ -208,51 +218,51 @@ static void print_task(const json_t *t)
 	free(order);
 	/* Dependencies (amp depend) not approved yet. */
 	json_array_foreach(json_object_get(t, "waits_for"), i, m)
-		printf("waits for %s (%s)%s\n", str(m, "task_id"), str(m, "state"),
-		       json_is_true(json_object_get(m, "soft")) ? ", soft" : "");
+		fprintf(OUT, "waits for %s (%s)%s\n", str(m, "task_id"), str(m, "state"),
+		             json_is_true(json_object_get(m, "soft")) ? ", soft" : "");
 	/* Leases (coord.h) not released: who holds the task, until when. */
 	json_array_foreach(json_object_get(t, "claims"), i, m)
-		printf("claimed by %s%s%s until %s%s\n", str(m, "agent"),
-		       json_is_string(json_object_get(m, "subtask_id")) ? " for subtask " : "",
-		       json_is_string(json_object_get(m, "subtask_id")) ? str(m, "subtask_id") : "",
-		       when(m, "expires", ts), json_is_true(json_object_get(m, "expired")) ?
-		       " (expired: amp watch releases it)" : "");
+		fprintf(OUT, "claimed by %s%s%s until %s%s\n", str(m, "agent"),
+		             json_is_string(json_object_get(m, "subtask_id")) ? " for subtask " : "",
+		             json_is_string(json_object_get(m, "subtask_id")) ? str(m, "subtask_id") : "",
+		             when(m, "expires", ts), json_is_true(json_object_get(m, "expired")) ?
+		             " (expired: amp watch releases it)" : "");
 	/* SPEC-022 task_progress: each holder's latest report (amp progress). */
 	json_array_foreach(json_object_get(t, "progress"), i, m) {
-		printf("progress of %s%s%s: %lld%% at %s", str(m, "agent"),
-		       json_is_string(json_object_get(m, "subtask_id")) ? " on subtask " : "",
-		       json_is_string(json_object_get(m, "subtask_id")) ? str(m, "subtask_id") : "",
-		       (long long)json_integer_value(json_object_get(m, "percent")),
-		       when(m, "timestamp", ts));
+		fprintf(OUT, "progress of %s%s%s: %lld%% at %s", str(m, "agent"),
+		             json_is_string(json_object_get(m, "subtask_id")) ? " on subtask " : "",
+		             json_is_string(json_object_get(m, "subtask_id")) ? str(m, "subtask_id") : "",
+		             (long long)json_integer_value(json_object_get(m, "percent")),
+		             when(m, "timestamp", ts));
 		if (json_is_string(json_object_get(m, "note")))
-			printf(": %s", str(m, "note"));
-		putchar('\n');
+			fprintf(OUT, ": %s", str(m, "note"));
+		fputc('\n', OUT);
 	}
 	/* SPEC-022 feedback: the clarification questions (amp ask), each
 	 * answered or due. */
 	json_array_foreach(json_object_get(t, "questions"), i, m) {
 		const json_t *a = json_object_get(m, "answer");
 
-		printf("question %s by %s%s%s: %s\n", str(m, "record"),
-		       json_is_string(json_object_get(m, "agent")) ? str(m, "agent") : "the executor",
-		       json_is_string(json_object_get(m, "subtask_id")) ? " on subtask " : "",
-		       json_is_string(json_object_get(m, "subtask_id")) ? str(m, "subtask_id") : "",
-		       str(m, "question"));
+		fprintf(OUT, "question %s by %s%s%s: %s\n", str(m, "record"),
+		             json_is_string(json_object_get(m, "agent")) ? str(m, "agent") : "the executor",
+		             json_is_string(json_object_get(m, "subtask_id")) ? " on subtask " : "",
+		             json_is_string(json_object_get(m, "subtask_id")) ? str(m, "subtask_id") : "",
+		             str(m, "question"));
 		if (json_is_object(a))
-			printf("  answered by %s at %s: %s\n",
-			       json_is_string(json_object_get(a, "agent")) ? str(a, "agent") : str(a, "from"),
-			       when(a, "timestamp", ts), str(a, "answer"));
+			fprintf(OUT, "  answered by %s at %s: %s\n",
+			             json_is_string(json_object_get(a, "agent")) ? str(a, "agent") : str(a, "from"),
+			             when(a, "timestamp", ts), str(a, "answer"));
 		else
-			printf("  unanswered, due %s\n", when(m, "answer_due", ts));
+			fprintf(OUT, "  unanswered, due %s\n", when(m, "answer_due", ts));
 	}
 	json_array_foreach(json_object_get(t, "superseded"), i, m) {
-		printf("%ssuperseded%s %s %s", sgr(AMP_SGR_YELLOW), sgr(AMP_SGR_RESET),
-		       json_is_string(json_object_get(m, "type")) ? str(m, "type") : str(m, "kind"),
-		       str(m, "id"));
-		printf(" from %s", str(m, "from"));
+		fprintf(OUT, "%ssuperseded%s %s %s", sgr(AMP_SGR_YELLOW), sgr(AMP_SGR_RESET),
+		             json_is_string(json_object_get(m, "type")) ? str(m, "type") : str(m, "kind"),
+		             str(m, "id"));
+		fprintf(OUT, " from %s", str(m, "from"));
 		if (json_is_string(json_object_get(m, "by")))
-			printf(", by %s", str(m, "by"));
-		printf(": %s\n", str(m, "reason"));
+			fprintf(OUT, ", by %s", str(m, "by"));
+		fprintf(OUT, ": %s\n", str(m, "reason"));
 	}
 }
 
@@ -263,22 +273,22 @@ static void print_holders(const json_t *s)
 	size_t i, open;
 
 	json_array_foreach(json_object_get(s, "claims"), i, m)
-		printf("%s%s%s%s%s", i ? ", " : "  held by ", str(m, "agent"),
-		       json_is_string(json_object_get(m, "subtask_id")) ? " for " : "",
-		       json_is_string(json_object_get(m, "subtask_id")) ? str(m, "subtask_id") : "",
-		       json_is_true(json_object_get(m, "expired")) ? " (expired)" : "");
+		fprintf(OUT, "%s%s%s%s%s", i ? ", " : "  held by ", str(m, "agent"),
+		             json_is_string(json_object_get(m, "subtask_id")) ? " for " : "",
+		             json_is_string(json_object_get(m, "subtask_id")) ? str(m, "subtask_id") : "",
+		             json_is_true(json_object_get(m, "expired")) ? " (expired)" : "");
 	json_array_foreach(json_object_get(s, "waits_for"), i, m)
-		printf("%s%s (%s%s)", i ? ", " : "  waits for ", str(m, "task_id"), str(m, "state"),
-		       json_is_true(json_object_get(m, "soft")) ? ", soft" : "");
+		fprintf(OUT, "%s%s (%s%s)", i ? ", " : "  waits for ", str(m, "task_id"), str(m, "state"),
+		             json_is_true(json_object_get(m, "soft")) ? ", soft" : "");
 	/* What the team reports (issue 33): progress, questions unanswered. */
 	json_array_foreach(json_object_get(s, "progress"), i, m)
-		printf("%s%s %lld%%", i ? ", " : "  progress ", str(m, "agent"),
-		       (long long)json_integer_value(json_object_get(m, "percent")));
+		fprintf(OUT, "%s%s %lld%%", i ? ", " : "  progress ", str(m, "agent"),
+		             (long long)json_integer_value(json_object_get(m, "percent")));
 	open = 0;
 	json_array_foreach(json_object_get(s, "questions"), i, m)
 		open += json_is_null(json_object_get(m, "answer"));
 	if (open)
-		printf("  %zu question%s unanswered", open, open == 1 ? "" : "s");
+		fprintf(OUT, "  %zu question%s unanswered", open, open == 1 ? "" : "s");
 }
 
 /* amp status TASK: the task's status, its claims and what it waits for.
@@ -344,10 +354,10 @@ static void print_brief(int idw, const char *id, const amp_summary_brief *b, con
 		put_count(&line, b->unreadable, 0);
 		put(&line, " unreadable", 0);
 	}
-	fwrite(line.buf, 1, line.len, stdout);
+	fwrite(line.buf, 1, line.len, OUT);
 	if (s)
 		print_holders(s);
-	putchar('\n');
+	fputc('\n', OUT);
 }
 
 int main(int argc, char **argv)
@@ -439,8 +449,8 @@ int main(int argc, char **argv)
 			err.status = AMP_EIO;
 			code = amp_cli_fail("status", &err);
 			if (!json_out)
-				printf("%-*s %sunreadable%s  %s\n", idw, amp_term(ids[i]), sgr(AMP_SGR_RED),
-				       sgr(AMP_SGR_RESET), amp_term(err.message));
+				fprintf(OUT, "%-*s %sunreadable%s  %s\n", idw, amp_term(ids[i]), sgr(AMP_SGR_RED),
+				             sgr(AMP_SGR_RESET), amp_term(err.message));
 			json_array_append_new(out, json_pack("{s:s,s:s,s:s}", "task_id", ids[i],
 							     "state", "unreadable", "reason", err.message));
 			continue;
@@ -455,16 +465,17 @@ int main(int argc, char **argv)
 		json_decref(s);
 	}
 	if (json_out) {
-		amp_cli_print_json(out, 1);
+		amp_cli_print_result("status-list", "tasks", out, 1);
 	} else if (!nids && !finished) {
-		printf("no tasks yet\n");
+		fprintf(OUT, "no tasks yet\n");
 	} else if (!nids) {
-		printf("no open tasks; %zu finished (amp status --all lists them)\n", finished);
+		fprintf(OUT, "no open tasks; %zu finished (amp status --all lists them)\n", finished);
 	} else if (finished) {
-		printf("and %zu finished task%s (amp status --all lists them)\n", finished,
-		       finished == 1 ? "" : "s");
+		fprintf(OUT, "and %zu finished task%s (amp status --all lists them)\n", finished,
+		             finished == 1 ? "" : "s");
 	}
 cleanup:
+	amp_human_out_end(&h);
 	amp_summaries_close(cache);
 	json_decref(out);
 	amp_strv_free(ids, nids);

@@ -8,6 +8,7 @@
 
 #include "schema/schema.h"
 #include "base/util.h"
+#include "base/errout.h"
 #include "json/json.h"
 #include "record/record.h"
 
@@ -280,7 +281,8 @@ int main(int argc, char **argv)
 		amp_validate_results_free(&res);
 	}
 	if (as_json) {
-		doc = json_pack("{s:b, s:O}", "valid", worst == AMP_OK,
+		doc = json_pack("{s:o, s:b, s:O}", "format", amp_errout_format("validate"),
+				"valid", worst == AMP_OK,
 				"results", results);
 		if (!doc || amp_json_dumpf(doc, stdout, JSON_INDENT(2)) < 0) {
 			fprintf(stderr, "amp validate: error: out of memory\n");

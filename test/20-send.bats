@@ -320,7 +320,7 @@ print("fields ok")' "$output"
 	run amp errors --json
 	assert_output --partial '"path": "/payload/risk_level"'
 	refute_output --partial '"path": "/task_id"'
-	id=$(amp errors --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+	id=$(amp errors --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["errors"][0]["id"])')
 	amp errors --raw "$id" > back.bin
 	cmp back.bin nul.json
 	# garbage lives on its own ref, never in the message history

@@ -197,7 +197,7 @@ garbage() { git count-objects -v 2> /dev/null | awk '$1 == "garbage:" { print $2
 	run -0 amp fsck
 	git fsck --full --strict --no-dangling
 	run -0 amp status --all --json
-	[ "$(echo "$output" | json_get 'len(d)')" = 9 ]
+	[ "$(echo "$output" | json_get 'len(d["tasks"])')" = 9 ]
 }
 
 @test "the hourly sweep after a write removes an hour-old pack without its index, and leaves one with a .keep, a whole pack and a young one" {

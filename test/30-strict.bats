@@ -131,7 +131,8 @@ rotate() {
 	assert_output --partial "may not write as admin"
 	as admin
 	run -0 amp init
-	assert_line "Strict mode on: trust starts at the admin's signed commit on each ref; what is below it the admin vouches for, everything above must be signed"
+	assert_line "Strict mode on: trust starts at the admin's signed commit on each ref;"
+	assert_line "what is below it the admin vouches for, everything above must be signed"
 	run -0 amp init # once is enough
 	refute_output --partial "Strict mode on"
 	for ref in refs/amp/messages refs/amp/errors; do

@@ -306,7 +306,7 @@ turn() {
 	run -0 on c2 amp status $T --json
 	assert_output --partial "amp sync fetched it from origin, whose hub took it unchecked (no amp hook); it stays in the history"
 	run -0 on c2 amp errors --json
-	run -0 json_get '[(e["command"], e["source"]) for e in d]' <<< "$output"
+	run -0 json_get '[(e["command"], e["source"]) for e in d["errors"]]' <<< "$output"
 	assert_output '[["sync", "origin"], ["sync", "origin"]]'
 	run -0 on c2 amp status T-2026-045 --json
 	run -0 json_get '[m["msg_id"] for m in d["messages"]]' <<< "$output"
@@ -321,7 +321,7 @@ turn() {
 	run -0 json_get 'len(d["escalations"])' <<< "$output"
 	assert_output 2
 	run -0 on c3 amp errors --json
-	run -0 json_get 'len(d)' <<< "$output"
+	run -0 json_get 'len(d["errors"])' <<< "$output"
 	assert_output 2
 	run -0 on c3 amp watch --once
 	assert_output ""

@@ -93,7 +93,7 @@ ids() {
 	run amp claim "$T" --agent bob --wait 20
 	wait
 	assert_success
-	assert_output --regexp "^claimed $T as bob until "
+	assert_output --regexp "^claimed $T as bob, expires "
 	# It waited for the release, and not for its whole --wait.
 	ms=$((($(date +%s%N) - start) / 1000000))
 	[ "$ms" -ge 400 ] && [ "$ms" -lt 15000 ] || fail "waited ${ms} ms"

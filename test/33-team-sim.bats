@@ -24,7 +24,7 @@ load enforcer
 	cd "$team/w"
 	run amp status --all --json
 	assert_success
-	echo "$output" | json_get '" ".join(t["task_id"] + "=" + t["state"] for t in d)' > "$BATS_TEST_TMPDIR/states"
+	echo "$output" | json_get '" ".join(t["task_id"] + "=" + t["state"] for t in d["tasks"])' > "$BATS_TEST_TMPDIR/states"
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/states")" "T-2026-001=approved T-2026-002=approved T-2026-003=aborted T-2026-004=approved T-2026-005=approved T-2026-006=approved T-2026-007=approved T-2026-008=approved"
 	run amp status T-2026-003
 	assert_line --regexp "^control: .*  abort by coordinator: the feature was dropped\$"

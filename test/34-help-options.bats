@@ -9,7 +9,7 @@ load helpers
 
 @test "amp status -h: the usage line first, then one line for each of its options" {
 	run -0 --separate-stderr amp status -h
-	assert_equal "${lines[0]}" "usage: amp status [<task_id> | --all] [--json] [--utc] [--color[=<when>] | --no-color] [--no-pager] [--repo <dir>]"
+	assert_equal "${lines[0]}" "usage: amp status [<task_id> | --all] [--json] [--utc] [--wide] [--color[=<when>] | --no-color] [--no-pager] [--repo <dir>]"
 	assert_line "options:"
 	assert_line --regexp $'^\t--json +print JSON'
 	assert_line --regexp $'^\t--all +every task$'
@@ -44,7 +44,7 @@ load helpers
 @test "an unknown option gets the most similar option of its command" {
 	run -2 --separate-stderr amp status --jsno
 	assert_equal "$stderr" "amp status: error: unknown option or missing value: '--jsno'
-usage: amp status [<task_id> | --all] [--json] [--utc] [--color[=<when>] | --no-color] [--no-pager] [--repo <dir>]
+usage: amp status [<task_id> | --all] [--json] [--utc] [--wide] [--color[=<when>] | --no-color] [--no-pager] [--repo <dir>]
 
 The most similar option is
 	--json"

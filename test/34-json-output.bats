@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # Issue 34, "errors a program can read": with --json, a failing command
-# prints one JSON object on stdout, {"format": 1, "error": {"code", "exit",
-# "path", "message"}, "errors": [...]}, which schemas/output/error.schema.json
+# prints one JSON object on stdout, {"format": {"name": "error", "version":
+# 1}, "error": {"code", "exit", "path", "message"}, "errors": [...]}, which schemas/output/error.schema.json
 # describes (checked with amp's own validator and with python3-jsonschema),
 # and the human line on stderr as before.
 
@@ -28,7 +28,7 @@ import json, sys, jsonschema
 schema = json.load(open(sys.argv[1])); doc = json.load(open(sys.argv[2]))
 jsonschema.Draft7Validator.check_schema(schema)
 jsonschema.validate(doc, schema, cls=jsonschema.Draft7Validator)
-print(doc["format"], doc["error"]["exit"], doc["error"]["code"])' "$schema" "$BATS_TEST_TMPDIR/err.json"
+print(doc["format"]["version"], doc["error"]["exit"], doc["error"]["code"])' "$schema" "$BATS_TEST_TMPDIR/err.json"
 	assert_output "1 $2 $3"
 	output=$1
 }

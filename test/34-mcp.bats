@@ -241,7 +241,7 @@ record() {
 	run complete_bash "amp mc"
 	assert_output "mcp"
 	run complete_bash "amp mcp --"
-	assert_output "--agent --from --help --repo"
+	assert_output "--agent --from --help --repo --signing-key"
 	run complete_bash "amp mcp --from "
 	assert_output "admin coordinator executor reviewer system"
 }

@@ -87,7 +87,7 @@ text() {
 	assert_output '[false, [], 0, []]'
 	# amp agents --json reports what the page shows
 	run -0 amp agents --json
-	run -0 json_get '[(a["agent"], a["last_heartbeat"], len(a["recent"]), a["recent"][0]["type"]) for a in d]' <<< "$output"
+	run -0 json_get '[(a["agent"], a["last_heartbeat"], len(a["recent"]), a["recent"][0]["type"]) for a in d["agents"]]' <<< "$output"
 	assert_output '[["alice", "2026-02-26T14:33:07+00:00", 1, "task_result"], ["mallory", null, 5, "escalation"]]'
 }
 
@@ -108,7 +108,7 @@ text() {
 	at 1320; amp escalate T-2026-044 --from executor --agent alice --type conflict --severity info --description "$(printf 'first line\nsecond')" > /dev/null
 	at 1330; amp escalate T-2026-044 --from executor --agent alice --type conflict --severity info --description "$($PY -c 'print("\u00e9" * 100)')" > /dev/null
 	run -0 amp agents --json
-	run -0 json_get '[r.get("text") for r in d[0]["recent"][:3]]' <<< "$output"
+	run -0 json_get '[r.get("text") for r in d["agents"][0]["recent"][:3]]' <<< "$output"
 	assert_output "$($PY -c 'import json; print(json.dumps(["\u00e9" * 60 + "...", "first line...", "the spec is ambiguous"]))')"
 }
 

@@ -69,7 +69,7 @@ setup() {
 	at 120
 	AMP_ROLE=admin run amp resume $T --reason "Admin decided: carry on" --json
 	assert_success
-	assert_output "{\"task_id\":\"$T\",\"control\":\"resume-1772116447000\",\"lifts\":\"$E\",\"was\":\"suspended\",\"state\":\"in_progress\",\"type\":\"resume\",\"from\":\"admin\",\"escalation\":null}"
+	assert_output "{\"format\":{\"name\":\"resume\",\"version\":1},\"task_id\":\"$T\",\"control\":\"resume-1772116447000\",\"lifts\":\"$E\",\"was\":\"suspended\",\"state\":\"in_progress\",\"type\":\"resume\",\"from\":\"admin\",\"escalation\":null}"
 	run git show "refs/amp/messages:tasks/2026/0/$T/000004.ctl.resume-1772116447000.json"
 	assert_success
 	assert_output --partial '"type": "resume"'

@@ -345,5 +345,5 @@ refs/amp/messages"
 	assert_success
 	run amp status $T --json
 	assert_output --partial '"state": "aborted"'
-	refute_output --partial '"name"'
+	assert_output --partial '"unreadable": []'
 }

@@ -77,7 +77,7 @@ watch_reports_broken_once() {
 	assert_line --regexp "^$T3 +new +0 msgs  0 rejects  1 unreadable$"
 	run amp status --json
 	assert_success
-	assert_equal "$(echo "$output" | json_get '[(t["task_id"], t["unreadable"]) for t in d]')" \
+	assert_equal "$(echo "$output" | json_get '[(t["task_id"], t["unreadable"]) for t in d["tasks"]]')" \
 		"[[\"$T\", 0], [\"$T2\", 1], [\"$T3\", 1]]"
 	run amp status $T3
 	assert_success
@@ -124,7 +124,7 @@ watch_reports_broken_once() {
 	[[ $stderr == "amp status: error: cannot read the task directory tasks/2026/0/$T2, tree $tree_id"* ]] || fail "stderr: $stderr"
 	run --separate-stderr amp status --json
 	assert_failure 4
-	assert_equal "$(echo "$output" | json_get '[(t["task_id"], t["state"], t.get("reason", "")[:41]) for t in d]')" \
+	assert_equal "$(echo "$output" | json_get '[(t["task_id"], t["state"], t.get("reason", "")[:41]) for t in d["tasks"]]')" \
 		"[[\"$T\", \"dispatched\", \"\"], [\"$T2\", \"unreadable\", \"cannot read the task directory tasks/2026\"]]"
 	run amp status $T2
 	assert_failure 4
@@ -169,7 +169,7 @@ watch_reports_broken_once() {
 	# issue 30: every command that lists tasks reports it and skips it
 	run --separate-stderr amp status --json
 	assert_failure 4
-	assert_equal "$(echo "$output" | json_get '[(t["task_id"], t["state"]) for t in d]')" "[[\"$T\", \"dispatched\"]]"
+	assert_equal "$(echo "$output" | json_get '[(t["task_id"], t["state"]) for t in d["tasks"]]')" "[[\"$T\", \"dispatched\"]]"
 	assert_equal "$stderr" "amp status: error: tasks/2026/0/T-2026-04x: not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped"
 }
 

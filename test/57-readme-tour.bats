@@ -25,6 +25,6 @@ tour_script() {
 	cd tour-repo
 	[ "$(amp status T-2026-001 --json | json_get 'd["state"]')" = approved ]
 	# nothing was refused on the way
-	[ "$(amp errors --json)" = "[]" ]
+	[ "$(amp errors --json | json_get 'd["errors"]')" = "[]" ]
 	[ "$(git rev-list --count refs/amp/messages)" -eq 9 ]
 }

@@ -789,7 +789,7 @@ JSON
 	m=$(commit_count) e=$(error_count)
 	run --separate-stderr amp send --envelope "$f" --json
 	assert_success
-	assert_output "{\"msg_id\":\"task_dispatch-$T-1772116327000\",\"duplicate\":true,\"escalation\":null}"
+	assert_output "{\"format\":{\"name\":\"send\",\"version\":1},\"msg_id\":\"task_dispatch-$T-1772116327000\",\"duplicate\":true,\"escalation\":null}"
 	[ "$(commit_count)" = "$m" ] && [ "$(error_count)" = "$e" ]
 	# the same msg_id with other content is still refused, as before
 	sed 's/"risk_level": "medium"/"risk_level": "low"/' "$f" > "$BATS_TEST_TMPDIR/other.json"
@@ -803,7 +803,7 @@ JSON
 @test "idempotency: a retry with the same key and content returns the first msg_id and writes nothing" {
 	at 0
 	allowed amp send task_dispatch --task $T --from coordinator --to executor --payload "$(P dispatch.json)" --idempotency-key K1 --json
-	assert_output "{\"msg_id\":\"task_dispatch-$T-1772116327000\",\"duplicate\":false,\"escalation\":null}"
+	assert_output "{\"format\":{\"name\":\"send\",\"version\":1},\"msg_id\":\"task_dispatch-$T-1772116327000\",\"duplicate\":false,\"escalation\":null}"
 	D=task_dispatch-$T-1772116327000
 	# the key is kept beside the message, in the same commit
 	run head_files
@@ -813,7 +813,7 @@ JSON
 	m=$(commit_count)
 	run --separate-stderr amp send task_dispatch --task $T --from coordinator --to executor --payload "$(P dispatch.json)" --idempotency-key K1 --json
 	assert_success
-	assert_output "{\"msg_id\":\"$D\",\"duplicate\":true,\"escalation\":null}"
+	assert_output "{\"format\":{\"name\":\"send\",\"version\":1},\"msg_id\":\"$D\",\"duplicate\":true,\"escalation\":null}"
 	[ "$stderr" = "amp send: $D was already in the SSOT (nothing written)" ]
 	AMP_IDEMPOTENCY_KEY=K1 run --separate-stderr amp send task_dispatch --task $T --from coordinator --to executor --payload "$(P dispatch.json)"
 	assert_success
@@ -854,7 +854,7 @@ JSON
 	m=$(commit_count)
 	run --separate-stderr amp verdict $T --decision approved --confidence 0.9 --payload "$(P verdict.json)" --idempotency-key V1 --json
 	assert_success
-	assert_output "{\"msg_id\":\"$V\",\"duplicate\":true,\"escalation\":null}"
+	assert_output "{\"format\":{\"name\":\"verdict\",\"version\":1},\"msg_id\":\"$V\",\"duplicate\":true,\"escalation\":null}"
 	[ "$(commit_count)" = "$m" ]
 	# without the key the same retry is a second verdict, refused
 	refused "review_request $Q is not awaiting a verdict" approved \

@@ -70,7 +70,7 @@ escalation $T system -> admin"
 	run --separate-stderr amp approve $T --from admin --reason "blast radius checked" --json
 	assert_success
 	C=approve-1772116387000
-	assert_output "{\"task_id\":\"$T\",\"control\":\"$C\",\"approves\":\"$D\",\"was\":\"awaiting_approval\",\"state\":\"dispatched\",\"type\":\"approve\",\"from\":\"admin\",\"escalation\":null}"
+	assert_output "{\"format\":{\"name\":\"approve\",\"version\":1},\"task_id\":\"$T\",\"control\":\"$C\",\"approves\":\"$D\",\"was\":\"awaiting_approval\",\"state\":\"dispatched\",\"type\":\"approve\",\"from\":\"admin\",\"escalation\":null}"
 	run git log -1 --format='%an|%s' refs/amp/messages
 	assert_output "admin|approve $T admin: approves $D"
 	run git log -1 --format=%b refs/amp/messages

@@ -68,7 +68,7 @@ teardown() {
 	send_dispatch
 	at 300; run amp ack "$D" --from executor --json
 	assert_success
-	assert_output "{\"ack_for\":\"$D\",\"duplicate\":false,\"escalation\":null}"
+	assert_output "{\"format\":{\"name\":\"ack\",\"version\":1},\"ack_for\":\"$D\",\"duplicate\":false,\"escalation\":null}"
 	run amp status $T --json
 	assert_output --partial '"ack_late_seconds": null'
 	assert_equal "$(escalation_count ack_timeout)" 0

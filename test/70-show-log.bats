@@ -169,22 +169,22 @@ message     $V"
 	run --separate-stderr amp show "$V" --context --json
 	assert_success
 	[ -z "$stderr" ]
-	[ "$(json_get '[m["msg_id"] for m in d]' <<< "$output")" = "[\"$D\", \"$R\", \"$Q\", \"$V\"]" ]
+	[ "$(json_get '[m["msg_id"] for m in d["messages"]]' <<< "$output")" = "[\"$D\", \"$R\", \"$Q\", \"$V\"]" ]
 	# each element is the stored message, parsed
-	[ "$(json_get 'd[1]' <<< "$output")" = "$(git show "refs/amp/messages:$(stored_path "$R")" | json_get d)" ]
+	[ "$(json_get 'd["messages"][1]' <<< "$output")" = "$(git show "refs/amp/messages:$(stored_path "$R")" | json_get d)" ]
 }
 
 @test "show --context follows an escalation's affected_msgs, and each message appears once" {
 	conversation
 	run amp show "$E" --context --json
 	assert_success
-	[ "$(json_get '[m["msg_id"] for m in d]' <<< "$output")" = "[\"$D\", \"$R\", \"$Q\", \"$V\", \"$E\"]" ]
+	[ "$(json_get '[m["msg_id"] for m in d["messages"]]' <<< "$output")" = "[\"$D\", \"$R\", \"$Q\", \"$V\", \"$E\"]" ]
 	run amp show "$E" --context
 	run grep -c '^message ' <<< "$output"
 	assert_output 5
 	# a message with no references is its own context
 	run amp show "$D" --context --json
-	[ "$(json_get '[m["msg_id"] for m in d]' <<< "$output")" = "[\"$D\"]" ]
+	[ "$(json_get '[m["msg_id"] for m in d["messages"]]' <<< "$output")" = "[\"$D\"]" ]
 }
 
 @test "show --context follows a context_ref to another task's message" {
@@ -198,7 +198,7 @@ task        $T
 message     $D2
 task        T-2026-045"
 	run amp show "$D2" --context --json
-	[ "$(json_get '[m["task_id"] for m in d]' <<< "$output")" = '["T-2026-044", "T-2026-045"]' ]
+	[ "$(json_get '[m["task_id"] for m in d["messages"]]' <<< "$output")" = '["T-2026-044", "T-2026-045"]' ]
 }
 
 @test "show --context: a referenced message missing from the SSOT is shown as missing, not an error" {
@@ -228,8 +228,8 @@ named by    $X
 message     $X"
 	run amp show "$X" --context --json
 	assert_success
-	[ "$(json_get 'd[0]' <<< "$output")" = '{"msg_id": "task_result-T-2026-046-1", "unavailable": "missing", "reason": "not in the SSOT", "referenced_by": "'"$X"'"}' ]
-	[ "$(json_get '[m["msg_id"] for m in d]' <<< "$output")" = "[\"task_result-T-2026-046-1\", \"task_dispatch-T-2026-099-5\", \"$D\", \"$X\"]" ]
+	[ "$(json_get 'd["messages"][0]' <<< "$output")" = '{"msg_id": "task_result-T-2026-046-1", "unavailable": "missing", "reason": "not in the SSOT", "referenced_by": "'"$X"'"}' ]
+	[ "$(json_get '[m["msg_id"] for m in d["messages"]]' <<< "$output")" = "[\"task_result-T-2026-046-1\", \"task_dispatch-T-2026-099-5\", \"$D\", \"$X\"]" ]
 }
 
 @test "show: control characters and bidi overrides in message text are escaped on the terminal and exact in --json" {
@@ -282,7 +282,7 @@ message     $X"
 	run amp show --help
 	assert_success
 	# issue 34: the usage line, then each option on a line of its own
-	assert_line --index 0 "usage: amp show <msg_id> [--context] [--json] [--utc] [--color[=<when>] | --no-color] [--no-pager] [--repo <dir>]"
+	assert_line --index 0 "usage: amp show <msg_id> [--context] [--json] [--utc] [--wide] [--color[=<when>] | --no-color] [--no-pager] [--repo <dir>]"
 	assert_line --partial "	--context "
 }
 
@@ -409,7 +409,7 @@ ctl heartbeat-1772116362000"
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/log.jsonl")" -eq 9 ]
 	run $PY - "$BATS_TEST_TMPDIR/log.jsonl" <<'PY'
 import json, subprocess, sys
-keys = ["commit", "time", "task_id", "kind", "type", "from", "to", "id", "path", "unreadable", "agent", "record"]
+keys = ["format", "commit", "time", "task_id", "kind", "type", "from", "to", "id", "path", "unreadable", "agent", "record"]
 commits = subprocess.run(["git", "rev-list", "refs/amp/messages"], capture_output=True, text=True).stdout.split()
 for line in open(sys.argv[1]):
     r = json.loads(line)
@@ -475,7 +475,7 @@ msg $D2"
 	[[ $stderr == *"amp log: error: commit "*": cannot read tree tasks/2026/0/T-2026-045"* ]] || fail "$stderr"
 	# the 9 records, then (issue 34) the error as one JSON object
 	[ "$(printf '%s\n' "$output" | $PY -c 'import json,sys; print(len([l for l in sys.stdin]))')" -eq 10 ]
-	[[ $(tail -n 1 <<< "$output") == '{"format":1,"error":{"code":'*'"exit":4'* ]] || fail "$(tail -n 1 <<< "$output")"
+	[[ $(tail -n 1 <<< "$output") == '{"format":{"name":"error","version":1},"error":{"code":'*'"exit":4'* ]] || fail "$(tail -n 1 <<< "$output")"
 	restore_objects
 }
 

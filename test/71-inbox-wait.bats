@@ -162,7 +162,7 @@ conversation() {
 	assert_line --index 1 "as of $(git rev-parse --short=7 refs/amp/messages) (refs/amp/messages)"
 	run amp inbox executor --json
 	# the executor's inbox adds what the team reports (issue 33)
-	assert_equal "$(echo "$output" | json_get 'sorted(d)')" '["answers", "messages", "ref", "released", "role", "tip"]'
+	assert_equal "$(echo "$output" | json_get 'sorted(d)')" '["answers", "format", "messages", "ref", "released", "role", "tip"]'
 	assert_equal "$(echo "$output" | json_get 'd["tip"]')" "$(git rev-parse refs/amp/messages)"
 	assert_equal "$(echo "$output" | json_get 'd["ref"]')" refs/amp/messages
 	assert_equal "$(echo "$output" | json_get 'd["role"]')" executor
@@ -434,7 +434,7 @@ woken_within() {
 		amp ack "$id" --from executor > /dev/null &&
 		$PY - "$BATS_TEST_TMPDIR/context.json" > "$BATS_TEST_TMPDIR/r.json" <<'PY' &&
 import json, sys
-dispatch = json.load(open(sys.argv[1]))[-1]["payload"]
+dispatch = json.load(open(sys.argv[1]))["messages"][-1]["payload"]
 print(json.dumps({
     "subtask_id": dispatch["subtasks"][0]["subtask_id"],
     "completion_status": "complete",

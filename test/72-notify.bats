@@ -172,7 +172,7 @@ PY
 	at 11
 	run --separate-stderr amp watch --once --json --exec "$REC"
 	assert_success
-	assert_output "{\"action\":\"notify_failed\",\"kind\":\"escalation\",\"msg_id\":\"$E\",\"task_id\":\"$T\",\"type\":\"escalation\",\"escalation_type\":\"conflict\",\"severity\":\"info\",\"attempt\":2,\"error\":\"exited 1\",\"retry_in_sec\":2}"
+	assert_output "{\"format\":{\"name\":\"watch\",\"version\":1},\"action\":\"notify_failed\",\"kind\":\"escalation\",\"msg_id\":\"$E\",\"task_id\":\"$T\",\"type\":\"escalation\",\"escalation_type\":\"conflict\",\"severity\":\"info\",\"attempt\":2,\"error\":\"exited 1\",\"retry_in_sec\":2}"
 	assert_equal "$stderr" "amp watch: notify: $REC exited 1 for escalation $E (attempt 2, next in 2s)"
 	at 12; amp watch --once --exec "$REC"
 	assert_equal "$(calls)" 2
@@ -184,7 +184,7 @@ PY
 	at 17
 	run --separate-stderr amp watch --once --json --exec "$REC"
 	assert_success
-	assert_output "{\"action\":\"notified\",\"kind\":\"escalation\",\"msg_id\":\"$E\",\"task_id\":\"$T\",\"type\":\"escalation\",\"escalation_type\":\"conflict\",\"severity\":\"info\",\"attempt\":4}"
+	assert_output "{\"format\":{\"name\":\"watch\",\"version\":1},\"action\":\"notified\",\"kind\":\"escalation\",\"msg_id\":\"$E\",\"task_id\":\"$T\",\"type\":\"escalation\",\"escalation_type\":\"conflict\",\"severity\":\"info\",\"attempt\":4}"
 	assert_equal "$stderr" ""
 	assert_equal "$(calls)" 4
 	grep -qx AMP_NOTIFY_ATTEMPT=4 "$N/4.env"

@@ -72,7 +72,7 @@ the_round_trip() {
 	assert_output --partial "$D"
 	run -0 on b amp ack "$D" --from executor
 	run -0 on b amp sync --json
-	assert_output --regexp '^\{"remote":"origin","fetched":0,"replayed":0,"superseded":0,"pushed":1,"push":true,"tip":"[0-9a-f]{40}","retries":0,"errors_synced":true\}$'
+	assert_output --regexp '^\{"format":\{"name":"sync","version":1\},"remote":"origin","fetched":0,"replayed":0,"superseded":0,"pushed":1,"push":true,"tip":"[0-9a-f]{40}","retries":0,"errors_synced":true\}$'
 	run -0 on a amp sync
 	assert_output --regexp "^fetched 1 record \([0-9a-f]{7}\)$"
 	run -0 on a amp status $T --json

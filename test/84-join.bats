@@ -206,7 +206,7 @@ JSON
 	for c in a b; do
 		[ "$(git -C $c rev-parse refs/amp/errors)" = "$(git -C "$HUB" rev-parse refs/amp/errors)" ]
 		run -0 on $c amp errors --json
-		run -0 json_get '[e["time"] for e in d if e["command"] == "send"]' <<< "$output"
+		run -0 json_get '[e["time"] for e in d["errors"] if e["command"] == "send"]' <<< "$output"
 		assert_output '["2026-02-26T14:32:37+00:00", "2026-02-26T14:32:27+00:00"]'
 	done
 	# b's refusal was replayed onto a's: linear history, its author kept

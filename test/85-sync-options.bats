@@ -33,7 +33,7 @@ hub_has() {
 	at 5
 	on b amp sync > /dev/null
 	run -0 on b amp ack "$D" --from executor --sync --json
-	assert_output --regexp '^\{"ack_for":"'"$D"'","duplicate":false,"escalation":null\}$'
+	assert_output --regexp '^\{"format":\{"name":"ack","version":1\},"ack_for":"'"$D"'","duplicate":false,"escalation":null\}$'
 	hub_has "ack.$D"
 	at 10
 	run -0 on b amp heartbeat $T --from executor --sync

@@ -71,7 +71,7 @@ critical_unknowns() {
 	run -0 amp fsck
 	assert_output --regexp '^amp fsck: [0-9]+ commits checked: clean$'
 	run -0 amp fsck --json
-	assert_output "[]"
+	assert_output --partial '"findings": []'
 	run -0 amp watch --once
 	refute_output --partial "escalated unknown"
 	[ "$(git rev-parse refs/amp-seen/messages)" = "$(git rev-parse refs/amp/messages)" ]
@@ -94,7 +94,7 @@ critical_unknowns() {
 	assert_line "amp fsck: ${C:0:7}: $(git ls-tree -r --name-only refs/amp/messages | grep -F ".msg.$V.json"): modifies a file: the SSOT only appends"
 	assert_line --regexp "^amp fsck: ${C:0:7}: tasks/2026/0/$T/[0-9]{6}\.msg\.$LOCK\.json: deletes a file: the SSOT only appends$"
 	run -3 amp fsck --json
-	run -0 json_get '[(f["commit"], f["kind"], f["file"].split(".")[1:3], f["reason"]) for f in d if f["commit"] == "'"$C"'"]' <<< "$output"
+	run -0 json_get '[(f["commit"], f["kind"], f["file"].split(".")[1:3], f["reason"]) for f in d["findings"] if f["commit"] == "'"$C"'"]' <<< "$output"
 	assert_output "[[\"$C\", \"corrupt\", [\"msg\", \"$V\"], \"modifies a file: the SSOT only appends\"], [\"$C\", \"corrupt\", [\"msg\", \"$LOCK\"], \"deletes a file: the SSOT only appends\"]]"
 }
 
@@ -252,7 +252,7 @@ open(sys.argv[2], "wb").write(zlib.compress(b"blob %d\0" % len(d) + d))' "$BATS_
 	run -3 amp fsck --json
 	# root first: the tampering commit's findings before the merge's; the
 	# side commit is not on the main line
-	run -0 json_get '[(f["commit"][:7], f["reason"].split(":")[0]) for f in d if f["commit"] in ("'"$C"'", "'"$M"'")]' <<< "$output"
+	run -0 json_get '[(f["commit"][:7], f["reason"].split(":")[0]) for f in d["findings"] if f["commit"] in ("'"$C"'", "'"$M"'")]' <<< "$output"
 	assert_output "[[\"${C:0:7}\", \"modifies a file\"], [\"${C:0:7}\", \"deletes a file\"], [\"${M:0:7}\", \"a merge commit\"]]"
 	run -0 amp log --json
 	run -0 $PY -c 'import json, sys

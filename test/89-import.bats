@@ -74,7 +74,7 @@ result_before_ack() {
 	# imported again: every line is already there
 	run amp import --repo "$b" "$BATS_TEST_TMPDIR/log.jsonl" --json
 	assert_success
-	assert_output '{"imported":0,"duplicates":9,"escalations":0,"tip":"'"$(git -C "$b" rev-parse refs/amp/messages)"'"}'
+	assert_output '{"format":{"name":"import","version":1},"imported":0,"duplicates":9,"escalations":0,"tip":"'"$(git -C "$b" rev-parse refs/amp/messages)"'"}'
 }
 
 @test "a result before the dispatch's ACK is refused naming the line and the field, nothing written" {
@@ -144,7 +144,7 @@ PY
 	before=$(git rev-parse refs/amp/messages)
 	run amp import /dev/null --json
 	assert_success
-	assert_output '{"imported":0,"duplicates":0,"escalations":0,"tip":"'"$before"'"}'
+	assert_output '{"format":{"name":"import","version":1},"imported":0,"duplicates":0,"escalations":0,"tip":"'"$before"'"}'
 	printf '\n  \n' | amp import -
 	assert_equal "$(git rev-parse refs/amp/messages)" "$before"
 }

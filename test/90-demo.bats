@@ -15,7 +15,7 @@ load helpers
 	assert_output --regexp "resumed T-2026-044 \(suspended -> dispatched\)"
 	assert_output --partial 'Good "git" signature for admin'
 	# two executors race for one task: one claim wins, the other is told who
-	assert_output --regexp "claimed T-2026-045 as (alice|bob) until "
+	assert_output --regexp "claimed T-2026-045 as (alice|bob), expires "
 	assert_output --regexp "amp claim: error: /task_id: task T-2026-045 is claimed by (alice|bob) until "
 	# the demo cleans up its throw-away repositories
 	assert_equal "$(find "$BATS_TEST_TMPDIR" -maxdepth 1 -name 'amp-demo*' | wc -l)" 0

@@ -405,8 +405,8 @@ PYEOF
 	git fsck --full --strict --no-dangling
 	run -0 amp fsck
 	# what was there before reads back the same
-	for t in $(echo "$before" | json_get '" ".join(t["task_id"] for t in d)'); do
-		[ "$(echo "$before" | json_get "[t for t in d if t['task_id'] == '$t'][0]['state']")" = \
+	for t in $(echo "$before" | json_get '" ".join(t["task_id"] for t in d["tasks"])'); do
+		[ "$(echo "$before" | json_get "[t for t in d['tasks'] if t['task_id'] == '$t'][0]['state']")" = \
 		  "$(amp status "$t" --json | json_get 'd["state"]')" ]
 	done
 	diff <(echo "$records") <(git ls-tree -r refs/amp/messages | sort | grep -F -f <(echo "$records"))

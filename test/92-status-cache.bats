@@ -137,7 +137,7 @@ uncached() {
 human_from_json() {
 	amp status --json | $PY -c '
 import json, sys
-for t in json.load(sys.stdin):
+for t in json.load(sys.stdin)["tasks"]:
     line = "%s %s %d msgs %d rejects" % (t["task_id"], t["state"], t["messages"], t["reject_count"])
     if t["acks_overdue"]: line += " ACK overdue"
     if t["acks_pending"]: line += " ACK pending"
@@ -190,16 +190,16 @@ finish_044() {
 	[ "${#lines[@]}" = 2 ]
 	# --json lists the same tasks as the text, with or without --all
 	run -0 amp status --json
-	[ "$(json_get '[t["task_id"] for t in d]' <<< "$output")" = '["T-2026-045"]' ]
+	[ "$(json_get '[t["task_id"] for t in d["tasks"]]' <<< "$output")" = '["T-2026-045"]' ]
 	run -0 amp status --all --json
-	[ "$(json_get '[t["task_id"] for t in d]' <<< "$output")" = '["T-2026-044", "T-2026-045"]' ]
+	[ "$(json_get '[t["task_id"] for t in d["tasks"]]' <<< "$output")" = '["T-2026-044", "T-2026-045"]' ]
 	# aborted: its dispatch ACKed, nothing awaited
 	amp ack "$(amp status T-2026-045 --json | json_get 'd["messages"][0]["msg_id"]')" --from executor > /dev/null
 	amp abort T-2026-045 --reason "not needed" --from admin > /dev/null
 	run -0 env NO_COLOR=1 amp status
 	assert_output "no open tasks; 2 finished (amp status --all lists them)"
 	run -0 amp status --json
-	assert_output "[]"
+	assert_output --partial '"tasks": []'
 	run -0 env NO_COLOR=1 amp status --all
 	assert_line --regexp '^T-2026-045 +aborted'
 	# a finished task whose tree is lost: the default listing does not
@@ -221,7 +221,7 @@ shards=.git/amp/status.shards
 @test "the shards file: a shard whose tree did not change is not read again; a new record, damage or another policy is read" {
 	finish_044
 	at 110; amp ack "$V" --from coordinator > /dev/null
-	expected=$(amp status --all --json | json_get '[t["task_id"] for t in d if t["state"] != "approved"]')
+	expected=$(amp status --all --json | json_get '[t["task_id"] for t in d["tasks"] if t["state"] != "approved"]')
 	run -0 amp status
 	shard=$(git rev-parse "refs/amp/messages:tasks/2026/0")
 	tree45=$(git rev-parse "refs/amp/messages:tasks/2026/0/T-2026-045")
@@ -238,7 +238,7 @@ shards=.git/amp/status.shards
 	# a new record in the shard: its tree changes, it is read again
 	at 120; amp heartbeat T-2026-045 --from executor > /dev/null
 	run -0 amp status --json
-	[ "$(json_get '[t["task_id"] for t in d]' <<< "$output")" = "$expected" ]
+	[ "$(json_get '[t["task_id"] for t in d["tasks"]]' <<< "$output")" = "$expected" ]
 	grep -q $'\tT-2026-045\t' "$shards"
 	# lines that do not read back, a file of another policy or none: read
 	good=$(cat "$shards")
@@ -247,20 +247,20 @@ shards=.git/amp/status.shards
 		"$line"$'\textra' "${line/T-2026-045/}"; do
 		printf '%s\n%s\n' "$(head -n 1 <<< "$good")" "$bad" > "$shards"
 		run -0 amp status --json
-		[ "$(json_get '[t["task_id"] for t in d]' <<< "$output")" = "$expected" ]
+		[ "$(json_get '[t["task_id"] for t in d["tasks"]]' <<< "$output")" = "$expected" ]
 		[ "$(cat "$shards")" = "$good" ]
 	done
 	sed -i '1s/\t.*/\t9 9 9/' "$shards"
 	run -0 amp status --json
-	[ "$(json_get '[t["task_id"] for t in d]' <<< "$output")" = "$expected" ]
+	[ "$(json_get '[t["task_id"] for t in d["tasks"]]' <<< "$output")" = "$expected" ]
 	head -n 1 "$shards" | grep -q $'\t3 4 300000$'
 	echo garbage > "$shards"
 	run -0 amp status --json
-	[ "$(json_get '[t["task_id"] for t in d]' <<< "$output")" = "$expected" ]
+	[ "$(json_get '[t["task_id"] for t in d["tasks"]]' <<< "$output")" = "$expected" ]
 	[ "$(cat "$shards")" = "$good" ]
 	# another policy (the states depend on it): a file of its own
 	git config amp.lockThreshold 5
 	run -0 amp status --json
-	[ "$(json_get '[t["task_id"] for t in d]' <<< "$output")" = "$expected" ]
+	[ "$(json_get '[t["task_id"] for t in d["tasks"]]' <<< "$output")" = "$expected" ]
 	head -n 1 "$shards" | grep -q $'\t5 4 300000$'
 }

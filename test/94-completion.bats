@@ -55,7 +55,7 @@ complete_bash() {
 	run -0 complete_bash "amp send --t"
 	assert_output "--task --template --to"
 	run -0 complete_bash "amp status --"
-	assert_output "--all --color --help --json --no-color --no-pager --repo --utc"
+	assert_output "--all --color --help --json --no-color --no-pager --repo --utc --wide"
 }
 
 @test "bash: message types after amp send, roles where a role goes, values a usage lists" {
@@ -139,7 +139,7 @@ complete_zsh() {
 	assert_equal "$(sed -n '/^== amp s$/{n;p}' <<< "$output")" "schema send show status sync"
 	assert_equal "$(sed -n '/^== amp f$/{n;p}' <<< "$output")" "foo fsck"
 	assert_equal "$(sed -n '/^== amp send --t$/{n;p}' <<< "$output")" "--task --template --to"
-	assert_equal "$(sed -n '/^== amp status --$/{n;p}' <<< "$output")" "--all --color --help --json --no-color --no-pager --repo --utc"
+	assert_equal "$(sed -n '/^== amp status --$/{n;p}' <<< "$output")" "--all --color --help --json --no-color --no-pager --repo --utc --wide"
 	assert_equal "$(sed -n '/^== amp send $/{n;p}' <<< "$output")" \
 		"escalation review_request review_verdict task_dispatch task_result"
 	assert_equal "$(sed -n '/^== amp send task_result --from $/{n;p}' <<< "$output")" \

@@ -71,7 +71,7 @@ dispatch_task() {
 		[ "$(grep -lx 6 "$g"/rc.* | wc -l)" -eq 7 ] || fail "round $round: losers not exit 6: $(cat "$g"/rc.*)"
 		winner=$(amp status "$task" --json | json_get 'd["claims"][0]["agent"]')
 		grep -qx 0 "$g/rc.${winner#exec}" || fail "round $round: status names $winner, who lost"
-		assert_equal "$(cat "$g/out.${winner#exec}")" "claimed $task as $winner until 2026-02-26T15:02:07+00:00 ($(claims "$task" | json_get 'd[0]["claim"]'))"
+		assert_equal "$(cat "$g/out.${winner#exec}")" "claimed $task as $winner, expires 2026-02-26 15:02:07 +0000 ($(claims "$task" | json_get 'd[0]["claim"]'))"
 		for i in 1 2 3 4 5 6 7 8; do
 			[ "exec$i" = "$winner" ] && continue
 			assert_equal "$(cat "$g/err.$i")" "amp claim: error: /task_id: task $task is claimed by $winner until 2026-02-26T15:02:07+00:00"
@@ -84,14 +84,14 @@ dispatch_task() {
 @test "a loser's --json names the holder and when its lease ends; a claim of nobody's task is exit 3; --agent is required" {
 	send_dispatch
 	run -0 amp claim $T --agent alice --ttl 600 --json
-	assert_output '{"task_id":"T-2026-044","subtask_id":null,"claimed":true,"agent":"alice","claim":"claim-1772116327000","expires":"2026-02-26T14:42:07+00:00","renewed":false,"holder":"alice"}'
+	assert_output '{"format":{"name":"claim","version":1},"task_id":"T-2026-044","subtask_id":null,"claimed":true,"agent":"alice","claim":"claim-1772116327000","expires":"2026-02-26T14:42:07+00:00","renewed":false,"holder":"alice"}'
 	at 10
 	run -6 --separate-stderr amp claim $T --agent bob --json
 	assert_equal "$stderr" "amp claim: error: /task_id: task $T is claimed by alice until 2026-02-26T14:42:07+00:00"
-	assert_output '{"task_id":"T-2026-044","subtask_id":null,"claimed":false,"agent":"bob","claim":null,"expires":"2026-02-26T14:42:07+00:00","renewed":false,"holder":"alice"}'
+	assert_output '{"format":{"name":"claim","version":1},"task_id":"T-2026-044","subtask_id":null,"claimed":false,"agent":"bob","claim":null,"expires":"2026-02-26T14:42:07+00:00","renewed":false,"holder":"alice"}'
 	# The holder claiming again renews its lease.
 	run -0 amp claim $T --agent alice --ttl 600
-	assert_output "renewed the claim of $T as alice until 2026-02-26T14:42:17+00:00 (claim-1772116337000)"
+	assert_output "renewed the claim of $T as alice, expires 2026-02-26 14:42:17 +0000 (claim-1772116337000)"
 	run -3 amp claim T-2026-999 --agent bob
 	assert_output "amp claim: error: /task_id: task T-2026-999 has no records"
 	run -2 amp claim $T
@@ -191,7 +191,7 @@ dispatch_task() {
 	run -3 amp release $T --agent bob
 	assert_output "amp release: error: /task_id: bob holds no single lease of task $T to release"
 	run -0 amp release $T --agent alice --reason "done for today" --json
-	assert_output '{"task_id":"T-2026-044","subtask_id":null,"release":"release-1772116327000","releases":"claim-1772116327000","agent":"alice","from":"executor"}'
+	assert_output '{"format":{"name":"release","version":1},"task_id":"T-2026-044","subtask_id":null,"release":"release-1772116327000","releases":"claim-1772116327000","agent":"alice","from":"executor"}'
 	run -3 amp release $T --agent alice
 	amp claim $T --agent bob > /dev/null
 	at 1

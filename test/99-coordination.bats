@@ -96,7 +96,7 @@ Amp-Agent: planner-1"
 	run -0 git -c gpg.ssh.allowedSignersFile="$K/signers" verify-commit refs/amp/messages
 	# a claim needs no --agent either: the principal names the instance
 	run -0 amp claim $T --from executor
-	assert_output --regexp "^claimed $T as alice until "
+	assert_output --regexp "^claimed $T as alice, expires "
 	run -0 git log -1 --format='%an|%(trailers:key=Amp-Agent,valueonly)' refs/amp/messages
 	assert_output "alice|alice"
 }
@@ -111,7 +111,7 @@ dispatch_of() {
 	run -0 amp depend $B --on $T --from coordinator
 	assert_output "$B waits for $T (depend-1772116327000)"
 	run -0 amp ready --json
-	assert_output '[]'
+	assert_output '{"format":{"name":"ready","version":1},"tasks":[]}'
 	run -0 amp status $B --json
 	run -0 json_get 'd["waits_for"]' <<< "$output"
 	assert_output '[{"task_id": "T-2026-044", "soft": false, "state": "new"}]'
@@ -119,27 +119,27 @@ dispatch_of() {
 	assert_output "amp send: error: /task_id: task $B waits for $T (new): a dispatch is refused until it is approved (amp depend)"
 	send_dispatch
 	run -0 amp ready --json
-	assert_output '[{"task_id":"T-2026-044","state":"dispatched","priority":"P2","deadline":null,"capability":null,"since":"2026-02-26T14:32:07+00:00"}]'
+	assert_output '{"format":{"name":"ready","version":1},"tasks":[{"task_id":"T-2026-044","state":"dispatched","priority":"P2","deadline":null,"capability":null,"since":"2026-02-26T14:32:07+00:00"}]}'
 	run -0 amp status $B
 	assert_line "waits for $T (dispatched)"
 	at 5; amp ack "$D" --from executor > /dev/null
 	at 10; review_round 0
 	run -0 amp ready
-	assert_output "$T  P2  in_review         since 2026-02-26T14:32:07+00:00"
+	assert_output "$T  P2  in_review         since 2026-02-26 14:32:07 +0000"
 	run -3 dispatch_of $B
 	assert_output --partial "waits for $T (in_review)"
 	at 20; amp verdict $T --decision approved --confidence 0.95 --payload "$BATS_TEST_TMPDIR/p/verdict.json" > /dev/null
 	run -0 amp ready --json
-	assert_output '[{"task_id":"T-2026-045","state":"new","priority":"P2","deadline":null,"capability":null,"since":"2026-02-26T14:32:07+00:00"}]'
+	assert_output '{"format":{"name":"ready","version":1},"tasks":[{"task_id":"T-2026-045","state":"new","priority":"P2","deadline":null,"capability":null,"since":"2026-02-26T14:32:07+00:00"}]}'
 	run -0 amp status $B --json
 	run -0 json_get 'd["waits_for"]' <<< "$output"
 	assert_output '[]'
 	run -0 dispatch_of $B
 	run -0 amp ready --json
-	assert_output '[{"task_id":"T-2026-045","state":"dispatched","priority":"P2","deadline":null,"capability":null,"since":"2026-02-26T14:32:07+00:00"}]'
+	assert_output '{"format":{"name":"ready","version":1},"tasks":[{"task_id":"T-2026-045","state":"dispatched","priority":"P2","deadline":null,"capability":null,"since":"2026-02-26T14:32:07+00:00"}]}'
 	amp claim $B --agent alice > /dev/null
 	run -0 amp ready --json
-	assert_output '[]'
+	assert_output '{"format":{"name":"ready","version":1},"tasks":[]}'
 }
 
 @test "dependencies: a cycle is refused, and so is a task depending on itself; only the coordinator or the admin plans them" {
@@ -183,7 +183,7 @@ JSON
 	amp plan T-2026-003 --priority P0 --from coordinator > /dev/null
 	amp plan T-2026-001 --priority P3 --from coordinator > /dev/null
 	run -0 amp ready --json
-	run -0 json_get '[(t["task_id"], t["priority"]) for t in d]' <<< "$output"
+	run -0 json_get '[(t["task_id"], t["priority"]) for t in d["tasks"]]' <<< "$output"
 	assert_output '[["T-2026-003", "P0"], ["T-2026-002", "P2"], ["T-2026-001", "P3"]]'
 	run -0 amp inbox executor --json
 	run -0 json_get '[m["task_id"] for m in d["messages"]]' <<< "$output"
@@ -194,15 +194,15 @@ JSON
 	run -0 json_get '[m["task_id"] for m in d["messages"]]' <<< "$output"
 	assert_output '["T-2026-002", "T-2026-001", "T-2026-003"]'
 	run -0 amp ready
-	assert_output "T-2026-002  P2  dispatched        since 2026-02-26T14:32:09+00:00
-T-2026-001  P3  dispatched        since 2026-02-26T14:32:08+00:00"
+	assert_output "T-2026-002  P2  dispatched        since 2026-02-26 14:32:09 +0000
+T-2026-001  P3  dispatched        since 2026-02-26 14:32:08 +0000"
 }
 
 @test "deadline missed: amp watch escalates it once, naming the plan record; a new deadline is a new cause" {
 	send_dispatch
 	amp ack "$D" --from executor > /dev/null
 	run -0 amp plan $T --deadline 2026-02-26T15:00:00+00:00 --from coordinator --json
-	assert_output '{"task_id":"T-2026-044","control":"plan-1772116327000","from":"coordinator"}'
+	assert_output '{"format":{"name":"plan","version":1},"task_id":"T-2026-044","control":"plan-1772116327000","from":"coordinator"}'
 	amp heartbeat $T --from executor > /dev/null
 	run -0 amp watch --once
 	assert_output ""
@@ -257,9 +257,9 @@ T-2026-001  P3  dispatched        since 2026-02-26T14:32:08+00:00"
 	dispatch_of T-2026-002 > /dev/null
 	amp plan T-2026-002 --capability swift --from coordinator > /dev/null
 	run -0 amp ready --capability swift --json
-	assert_output '[{"task_id":"T-2026-002","state":"dispatched","priority":"P2","deadline":null,"capability":"swift","since":"2026-02-26T14:32:07+00:00"}]'
+	assert_output '{"format":{"name":"ready","version":1},"tasks":[{"task_id":"T-2026-002","state":"dispatched","priority":"P2","deadline":null,"capability":"swift","since":"2026-02-26T14:32:07+00:00"}]}'
 	run -0 amp ready --capability rust --json
-	assert_output '[]'
+	assert_output '{"format":{"name":"ready","version":1},"tasks":[]}'
 	run -2 amp plan T-2026-001 --capability 'a b' --from coordinator
 }
 
@@ -272,7 +272,7 @@ T-2026-001  P3  dispatched        since 2026-02-26T14:32:08+00:00"
 	amp heartbeat $T --from coordinator --agent planner > /dev/null
 	amp heartbeat $T --from executor --agent alice > /dev/null
 	run -0 amp agents --json
-	assert_output '[{"agent":"alice","roles":["executor"],"last_write":"2026-02-26T14:32:16+00:00","last_task":"T-2026-044","writes":3,"last_heartbeat":"2026-02-26T14:32:16+00:00","recent":[],"holds":[{"task_id":"T-2026-044","subtask_id":null,"expires":"2026-02-26T15:02:16+00:00"}],"declared":null},{"agent":"planner","roles":["coordinator"],"last_write":"2026-02-26T14:32:16+00:00","last_task":"T-2026-044","writes":1,"last_heartbeat":"2026-02-26T14:32:16+00:00","recent":[],"holds":[],"declared":null}]'
+	assert_output '{"format":{"name":"agents","version":1},"agents":[{"agent":"alice","roles":["executor"],"last_write":"2026-02-26T14:32:16+00:00","last_task":"T-2026-044","writes":3,"last_heartbeat":"2026-02-26T14:32:16+00:00","recent":[],"holds":[{"task_id":"T-2026-044","subtask_id":null,"expires":"2026-02-26T15:02:16+00:00"}],"declared":null},{"agent":"planner","roles":["coordinator"],"last_write":"2026-02-26T14:32:16+00:00","last_task":"T-2026-044","writes":1,"last_heartbeat":"2026-02-26T14:32:16+00:00","recent":[],"holds":[],"declared":null}]}'
 	run -0 amp agents
 	assert_output "alice  roles executor  last write 2026-02-26T14:32:16+00:00 on $T  holds $T
 planner  roles coordinator  last write 2026-02-26T14:32:16+00:00 on $T"

@@ -55,7 +55,7 @@ Amp-Agent: alice'
 	at 1
 	run -0 amp register --agent bob --role reviewer --from admin --json
 	path=$(register_paths bob)
-	assert_output "{\"agent\":\"bob\",\"from\":\"admin\",\"roles\":[\"reviewer\"],\"capabilities\":[],\"record\":\"$path\"}"
+	assert_output "{\"format\":{\"name\":\"register\",\"version\":1},\"agent\":\"bob\",\"from\":\"admin\",\"roles\":[\"reviewer\"],\"capabilities\":[],\"record\":\"$path\"}"
 	run -0 git log -1 --format='%an|%(trailers:key=Amp-Agent,valueonly)|' refs/amp/messages
 	assert_output 'admin||'
 	run -0 amp fsck
@@ -89,7 +89,7 @@ usage: amp register [--agent <name>] --role <role>... [--capability <name>]...
 	assert_line --index 0 "$T   dispatched    1 msgs  0 rejects  ACK pending  held by alice"
 	assert_line --index 1 "$B   new           0 msgs  0 rejects  waits for $T (dispatched, soft)"
 	run -0 amp status --json
-	run -0 json_get '[(t["task_id"], t["claims"], t["waits_for"]) for t in d]' <<< "$output"
+	run -0 json_get '[(t["task_id"], t["claims"], t["waits_for"]) for t in d["tasks"]]' <<< "$output"
 	assert_output '[["T-2026-044", [{"agent": "alice", "subtask_id": null, "expires": "2026-02-26T14:42:08+00:00", "expired": false}], []], ["T-2026-045", [], [{"task_id": "T-2026-044", "soft": true, "state": "dispatched"}]]]'
 	# Served from the cache, which keeps the leases and dependencies.
 	run -0 bash -c "grep '^T-2026-044'$'\t' .git/amp/status.cache | cut -f11"
@@ -108,7 +108,7 @@ usage: amp register [--agent <name>] --role <role>... [--capability <name>]...
 	run -0 amp status
 	assert_line --index 0 "$T   in_progress   2 msgs  0 rejects  held by alice (expired)"
 	run -0 amp status --json
-	run -0 json_get 'd[0]["claims"]' <<< "$output"
+	run -0 json_get 'd["tasks"][0]["claims"]' <<< "$output"
 	assert_output '[{"agent": "alice", "subtask_id": null, "expires": "2026-02-26T14:50:27+00:00", "expired": true}]'
 	at 1110; amp release $T --agent alice --from executor > /dev/null
 	# nobody holds it now and alice ACKed the round: the result is hers
@@ -139,7 +139,7 @@ plant_register() {
 	# Well formed, but not written by oscar: the commit names no instance.
 	plant_register oscar '{"protocol_version":"AMP/1.0","type":"register","from":"executor","agent":"oscar","roles":["executor"],"timestamp":"2026-02-26T14:32:12+00:00"}'
 	run -3 amp fsck --json
-	run -0 json_get '[(f["file"], f["kind"], f["reason"]) for f in d]' <<< "$output"
+	run -0 json_get '[(f["file"], f["kind"], f["reason"]) for f in d["findings"]]' <<< "$output"
 	mallory=$(register_paths mallory) eve=$(register_paths eve) trent=$(register_paths trent) oscar=$(register_paths oscar)
 	assert_output "[[\"$mallory\", \"rule\", \"/from: an agent registers as one of the roles it declares, or the admin registers it: executor is neither\"], [\"$eve\", \"corrupt\", \"/agent: names agent alice, not the agent of its directory (eve)\"], [\"agents/bob/register-1772116330000-000000000000.json\", \"corrupt\", \"its name says blob 000000000000, its content is blob 9e26dfeeb6e6\"], [\"$trent\", \"corrupt\", \"unexpected property \\\"task_id\\\"\"], [\"$oscar\", \"rule\", \"/agent: only oscar itself (or the admin) registers oscar, but the commit was written by an unnamed instance\"]]"
 }
@@ -181,7 +181,7 @@ alice|register alice executor|alice"
 	at 8; amp register --agent bob --role reviewer --from admin > /dev/null
 	run -0 amp agents --json
 	alice=$(register_paths alice | grep 1772116334000) bob=$(register_paths bob)
-	assert_output "[{\"agent\":\"alice\",\"roles\":[\"executor\"],\"last_write\":\"2026-02-26T14:32:14+00:00\",\"last_task\":null,\"writes\":4,\"last_heartbeat\":null,\"recent\":[],\"holds\":[{\"task_id\":\"T-2026-044\",\"subtask_id\":null,\"expires\":\"2026-02-26T14:42:12+00:00\"}],\"declared\":{\"roles\":[\"executor\",\"reviewer\"],\"capabilities\":[\"c\",\"rust\"],\"from\":\"executor\",\"declared\":\"2026-02-26T14:32:14+00:00\",\"record\":\"$alice\"}},{\"agent\":\"bob\",\"roles\":[],\"last_write\":null,\"last_task\":null,\"writes\":0,\"last_heartbeat\":null,\"recent\":[],\"holds\":[],\"declared\":{\"roles\":[\"reviewer\"],\"capabilities\":[],\"from\":\"admin\",\"declared\":\"2026-02-26T14:32:15+00:00\",\"record\":\"$bob\"}}]"
+	assert_output "{\"format\":{\"name\":\"agents\",\"version\":1},\"agents\":[{\"agent\":\"alice\",\"roles\":[\"executor\"],\"last_write\":\"2026-02-26T14:32:14+00:00\",\"last_task\":null,\"writes\":4,\"last_heartbeat\":null,\"recent\":[],\"holds\":[{\"task_id\":\"T-2026-044\",\"subtask_id\":null,\"expires\":\"2026-02-26T14:42:12+00:00\"}],\"declared\":{\"roles\":[\"executor\",\"reviewer\"],\"capabilities\":[\"c\",\"rust\"],\"from\":\"executor\",\"declared\":\"2026-02-26T14:32:14+00:00\",\"record\":\"$alice\"}},{\"agent\":\"bob\",\"roles\":[],\"last_write\":null,\"last_task\":null,\"writes\":0,\"last_heartbeat\":null,\"recent\":[],\"holds\":[],\"declared\":{\"roles\":[\"reviewer\"],\"capabilities\":[],\"from\":\"admin\",\"declared\":\"2026-02-26T14:32:15+00:00\",\"record\":\"$bob\"}}]}"
 	run -0 amp agents
 	# Its own register records are writes too (of no task).
 	assert_output "alice  roles executor  last write 2026-02-26T14:32:14+00:00  holds $T  declared executor,reviewer; capabilities c,rust
@@ -204,17 +204,17 @@ planner  roles coordinator  last write 2026-02-26T14:32:13+00:00 on $T"
 	# The cache is what is read on the same tip: a planted count shows.
 	$PY -c 'import json,sys; p=sys.argv[1]; d=json.load(open(p)); d["agents"]["alice"]["writes"]=41; json.dump(d,open(p,"w"))' .git/amp/agents.json
 	run -0 amp agents --json
-	run -0 json_get 'd[0]["writes"]' <<< "$output"
+	run -0 json_get 'd["agents"][0]["writes"]' <<< "$output"
 	assert_output 41
 	# One more commit: 41 + 1, from the cache and the one commit since.
 	at 7; amp heartbeat $T --from executor --agent alice > /dev/null
 	run -0 amp agents --json
-	run -0 json_get 'd[0]["writes"]' <<< "$output"
+	run -0 json_get 'd["agents"][0]["writes"]' <<< "$output"
 	assert_output 42
 	# Another history (the tip does not descend from it): read again.
 	echo '{"version":1,"tip":"0123456789012345678901234567890123456789","agents":{"alice":{"agent":"alice","roles":{},"last_write":null,"last_task":null,"writes":41}}}' > .git/amp/agents.json
 	run -0 amp agents --json
-	run -0 json_get 'd[0]["writes"]' <<< "$output"
+	run -0 json_get 'd["agents"][0]["writes"]' <<< "$output"
 	assert_output 3
 }
 
@@ -226,17 +226,17 @@ planner  roles coordinator  last write 2026-02-26T14:32:13+00:00 on $T"
 	amp plan $C --priority P1 --from coordinator > /dev/null
 	amp register --agent alice --role executor --capability rust --capability c > /dev/null
 	run -0 amp ready --agent alice --json
-	run -0 json_get '[t["task_id"] for t in d]' <<< "$output"
+	run -0 json_get '[t["task_id"] for t in d["tasks"]]' <<< "$output"
 	assert_output '["T-2026-046", "T-2026-044"]'
 	run -0 amp ready --agent alice --capability rust
-	assert_output "$T  P2  dispatched        since 2026-02-26T14:32:07+00:00"
+	assert_output "$T  P2  dispatched        since 2026-02-26 14:32:07 +0000"
 	# An agent that declared nothing takes what needs no capability.
 	run -0 amp ready --agent nobody --json
-	run -0 json_get '[t["task_id"] for t in d]' <<< "$output"
+	run -0 json_get '[t["task_id"] for t in d["tasks"]]' <<< "$output"
 	assert_output '["T-2026-046"]'
 	at 1; amp register --agent alice --role executor --capability go > /dev/null
 	run -0 amp ready --agent alice --json
-	run -0 json_get '[t["task_id"] for t in d]' <<< "$output"
+	run -0 json_get '[t["task_id"] for t in d["tasks"]]' <<< "$output"
 	assert_output '["T-2026-046", "T-2026-045"]'
 	run -2 amp ready --agent 'a b'
 }
@@ -314,7 +314,7 @@ as of "
 	run -3 amp fsck
 	assert_output --partial "$carol: rule: /agent: carol registers itself with its own key: the signing key's principal is executor, not carol@executor"
 	run -0 amp agents --json
-	run -0 json_get '[[a["agent"], a["declared"]["roles"]] for a in d]' <<< "$output"
+	run -0 json_get '[[a["agent"], a["declared"]["roles"]] for a in d["agents"]]' <<< "$output"
 	assert_output '[["alice", ["executor"]], ["bob", ["reviewer"]], ["carol", ["executor"]]]'
 }
 

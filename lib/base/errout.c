@@ -12,6 +12,7 @@
 /* Command-line glue: one command per process. */
 static struct {
 	int on, printed, stream;
+	char command[64];
 	size_t count;
 	int status[KEPT];
 	char path[KEPT][AMP_PATH_MAX];
@@ -24,6 +25,7 @@ void amp_errout_begin(int argc, char **argv)
 	int i;
 
 	name = name ? name + 1 : "";
+	snprintf(out.command, sizeof(out.command), "%s", name);
 	out.stream = !strcmp(name, "log") || !strcmp(name, "watch");
 	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)
 		if (!strcmp(argv[i], "--json"))
@@ -33,6 +35,16 @@ void amp_errout_begin(int argc, char **argv)
 void amp_errout_result_printed(void)
 {
 	out.printed = 1;
+}
+
+const char *amp_errout_command(void)
+{
+	return out.command;
+}
+
+json_t *amp_errout_format(const char *name)
+{
+	return json_pack("{s:s, s:i}", "name", name, "version", AMP_JSON_FORMAT);
 }
 
 int amp_errout_on(void)
@@ -107,7 +119,7 @@ int amp_errout_end(int code)
 	list = json_array();
 	for (i = 0; i < out.count; i++)
 		json_array_append_new(list, one(i, amp_exit_code(out.status[i])));
-	doc = json_pack("{s:i, s:o, s:o}", "format", AMP_JSON_FORMAT, "error",
+	doc = json_pack("{s:o, s:o, s:o}", "format", amp_errout_format("error"), "error",
 			one(first, code), "errors", list);
 	fflush(stdout);
 	if (doc)

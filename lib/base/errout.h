@@ -1,18 +1,31 @@
 #ifndef AMP_ERROUT_H
 #define AMP_ERROUT_H
 
+#include <jansson.h>
+
 /*
  * errout.h - errors a program can read (issue 34): with --json, a failing
  * command prints one JSON object on stdout,
- *   {"format": 1, "error": {"code", "exit", "path", "message"}, "errors": [...]}
+ *   {"format": {"name": "error", "version": 1},
+ *    "error": {"code", "exit", "path", "message"}, "errors": [...]}
  * (schemas/output/error.schema.json), besides the human line on stderr.
  * The driver turns it on for a built-in command given --json; every error
  * printed through amp_print_error (and amp_cli_usage_error) is recorded,
  * and amp_errout_end prints the object when the command fails.
  */
 
-/* The version of the --json layouts (the "format" member). */
+/* The version of the --json layouts: every --json object carries
+ * "format": {"name": <layout>, "version": AMP_JSON_FORMAT}, the layout
+ * described by schemas/output/<name>.schema.json.  A change that renames,
+ * removes or retypes a member raises the version. */
 #define AMP_JSON_FORMAT 1
+
+/* {"name": name, "version": AMP_JSON_FORMAT}: a new reference. */
+json_t *amp_errout_format(const char *name);
+
+/* The command's name ("status" for amp-status), from amp_errout_begin's
+ * argv[0]; "" before it. */
+const char *amp_errout_command(void);
 
 /* Turns the JSON error object on when argv (before a "--") holds --json;
  * argv[0] ends with the command's name. */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +35,9 @@ int amp_human_option(amp_human *h, int c, const char *arg, amp_error *err)
 		return 1;
 	case AMP_OPT_NO_PAGER:
 		h->no_pager = 1;
+		return 1;
+	case AMP_OPT_WIDE:
+		h->wide = 1;
 		return 1;
 	default:
 		return 0;
@@ -113,9 +117,119 @@ static void start_pager(git_repository *repo, amp_human *h)
 	atexit(wait_pager);
 }
 
+int amp_human_columns(void)
+{
+	struct winsize ws;
+	const char *env = getenv("COLUMNS");
+	char *end;
+	long n;
+
+	if (!isatty(STDOUT_FILENO))
+		return 0;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	if (env && *env) {
+		errno = 0;
+		n = strtol(env, &end, 10);
+		if (!errno && !*end && n >= 1 && n <= 10000)
+			return (int)n;
+	}
+	return 80;
+}
+
+/* The length of the SGR sequence at s ("\033[...m"), 0 when none starts
+ * there: amp's own colour, the only escape human output holds (amp_term
+ * escapes every other control). */
+static size_t sgr_len(const char *s)
+{
+	size_t i = 2;
+
+	if (s[0] != '\033' || s[1] != '[')
+		return 0;
+	while ((s[i] >= '0' && s[i] <= '9') || s[i] == ';')
+		i++;
+	return s[i] == 'm' ? i + 1 : 0;
+}
+
+/* Writes the line s[0..len) fitted to width columns. */
+static int fit_line(const char *s, size_t len, int width, FILE *out)
+{
+	size_t i = 0, cut = 0, n;
+	int cols = 0, colored = 0;
+
+	while (i < len) {
+		if ((n = sgr_len(s + i))) {
+			colored = 1;
+			i += n;
+			continue;
+		}
+		if (cols == width - 1)
+			cut = i; /* where "..." goes, if the rest does not fit */
+		if (++cols > width)
+			break;
+		/* to the next character: past the UTF-8 continuation bytes */
+		for (i++; i < len && ((unsigned char)s[i] & 0xC0) == 0x80; i++)
+			;
+	}
+	if (cols <= width)
+		return fwrite(s, 1, len, out) == len ? 0 : EOF;
+	if (fwrite(s, 1, cut, out) != cut || fputs("\xe2\x80\xa6", out) == EOF)
+		return EOF;
+	return colored ? fputs(AMP_SGR_RESET, out) : 0;
+}
+
+int amp_human_fit(const char *text, size_t len, int width, FILE *out)
+{
+	const char *end = text + len, *nl;
+
+	if (width <= 0)
+		return fwrite(text, 1, len, out) == len ? 0 : EOF;
+	for (; text < end; text = nl + 1) {
+		size_t n = (nl = memchr(text, '\n', (size_t)(end - text))) ? (size_t)(nl - text)
+									    : (size_t)(end - text);
+
+		if (fit_line(text, n, width, out) == EOF)
+			return EOF;
+		if (!nl)
+			return 0;
+		if (fputc('\n', out) == EOF)
+			return EOF;
+	}
+	return 0;
+}
+
+FILE *amp_human_out(amp_human *h)
+{
+	if (!h->out)
+		h->out = h->width > 0 ? open_memstream(&h->outbuf, &h->outlen) : NULL;
+	if (!h->out)
+		h->out = stdout;
+	return h->out;
+}
+
+int amp_human_out_end(amp_human *h)
+{
+	int status = 0;
+
+	if (h->out && h->out != stdout) {
+		if (fclose(h->out) == 0 && h->outbuf)
+			status = amp_human_fit(h->outbuf, h->outlen, h->width, stdout);
+		free(h->outbuf);
+		h->outbuf = NULL;
+	}
+	h->out = NULL;
+	return fflush(stdout) == EOF ? EOF : status;
+}
+
 void amp_human_start(amp_human *h, git_repository *repo, int json, int pager)
 {
 	int tty = isatty(STDOUT_FILENO);
+	amp_error err;
+
+	/* Measured before the pager takes stdout: the terminal is behind it. */
+	h->width = json || h->wide ? 0 : amp_human_columns();
+	if (amp_clock_now_ms(&h->now_ms, &err) < 0)
+		h->now_ms = 0;
 
 	/* Decided before the pager takes stdout: the terminal is behind it. */
 	if (json || h->color == AMP_COLOR_NEVER)
@@ -150,7 +264,10 @@ char *amp_human_time_ms(const amp_human *h, int64_t ms, char buf[AMP_HUMAN_TIME_
 	return buf;
 }
 
-const char *amp_human_time(const amp_human *h, const char *iso, char buf[AMP_HUMAN_TIME_BUFSZ])
+/* An ISO 8601 time `iso` as `fmt` writes its Unix ms: "-" for NULL, text
+ * that is no time escaped (amp_human_time, amp_human_when). */
+static const char *iso_as(const amp_human *h, const char *iso, char *buf,
+			  char *(*fmt)(const amp_human *, int64_t, char *))
 {
 	int64_t ms;
 
@@ -158,7 +275,12 @@ const char *amp_human_time(const amp_human *h, const char *iso, char buf[AMP_HUM
 		return "-";
 	if (amp_time_parse(iso, &ms) < 0)
 		return amp_term(iso);
-	return amp_human_time_ms(h, ms, buf);
+	return fmt(h, ms, buf);
+}
+
+const char *amp_human_time(const amp_human *h, const char *iso, char buf[AMP_HUMAN_TIME_BUFSZ])
+{
+	return iso_as(h, iso, buf, amp_human_time_ms);
 }
 
 char *amp_human_ago(int64_t then_ms, int64_t now_ms, char buf[AMP_HUMAN_REL_BUFSZ])
@@ -174,6 +296,25 @@ char *amp_human_ago(int64_t then_ms, int64_t now_ms, char buf[AMP_HUMAN_REL_BUFS
 	else
 		snprintf(buf, AMP_HUMAN_REL_BUFSZ, "in %s", amp_duration_format(s, d));
 	return buf;
+}
+
+char *amp_human_when_ms(const amp_human *h, int64_t ms, char buf[AMP_HUMAN_TIME_BUFSZ])
+{
+	if (!h->width)
+		return amp_human_time_ms(h, ms, buf);
+	return amp_human_ago(ms, h->now_ms, buf);
+}
+
+const char *amp_human_when(const amp_human *h, const char *iso, char buf[AMP_HUMAN_TIME_BUFSZ])
+{
+	return iso_as(h, iso, buf, amp_human_when_ms);
+}
+
+int amp_human_when_width(const amp_human *h)
+{
+	/* "59m ago", "in 23h", "2d3h ago"; a longer one ("23h59m ago")
+	 * pushes the rest of its line on. */
+	return h->width ? 8 : AMP_HUMAN_TIME_WIDTH;
 }
 
 struct timed {

@@ -40,10 +40,18 @@ static int drain(int fd, char **buf, size_t *len, size_t *cap)
 	return 0;
 }
 
+/* What run_fd() watches besides the program's pipes (amp_run_watch). */
+struct watch {
+	int fd;                    /* -1: nothing */
+	int (*on_input)(void *ctx);
+	void *ctx;
+};
+
 /* amp_run with the program's stderr on errfd (-1: amp's own) and, when
- * `in` is NULL, its stdin from infd (-1: /dev/null). */
+ * `in` is NULL, its stdin from infd (-1: /dev/null); `watch` (or NULL) is
+ * watched while it runs (amp_run_watch). */
 static int run_fd(const char *const *argv, const char *in, size_t inlen, int infd, char **out,
-		  size_t *outlen, int errfd, int *code, amp_error *err)
+		  size_t *outlen, int errfd, struct watch *watch, int *code, amp_error *err)
 {
 	posix_spawn_file_actions_t fa;
 	int inpipe[2] = { -1, -1 }, outpipe[2] = { -1, -1 };
@@ -101,9 +109,9 @@ static int run_fd(const char *const *argv, const char *in, size_t inlen, int inf
 	}
 	/* Feed stdin and drain stdout together: either may fill its pipe. */
 	while ((in && inpipe[1] >= 0) || (out && outpipe[0] >= 0)) {
-		struct pollfd fds[2];
+		struct pollfd fds[3];
 		nfds_t n = 0;
-		int w = -1, r = -1;
+		int w = -1, r = -1, x = -1;
 
 		if (in && inpipe[1] >= 0) {
 			fds[n].fd = inpipe[1];
@@ -115,10 +123,25 @@ static int run_fd(const char *const *argv, const char *in, size_t inlen, int inf
 			fds[n].events = POLLIN;
 			r = (int)n++;
 		}
+		if (watch && watch->fd >= 0) {
+			fds[n].fd = watch->fd;
+			fds[n].events = POLLIN;
+			x = (int)n++;
+		}
 		if (poll(fds, n, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
+		}
+		if (x >= 0 && fds[x].revents) {
+			int stop = watch->on_input(watch->ctx);
+
+			/* Asked to stop: the program's output still drains to
+			 * its end, which its exit brings. */
+			if (stop > 0)
+				kill(pid, SIGTERM);
+			if (stop)
+				watch->fd = -1;
 		}
 		if (w >= 0 && fds[w].revents) {
 			ssize_t put = sent < inlen ? write(inpipe[1], in + sent, inlen - sent) : 0;
@@ -175,13 +198,13 @@ cleanup:
 static int run(const char *const *argv, const char *in, size_t inlen, char **out,
 	       size_t *outlen, int errfd, int *code, amp_error *err)
 {
-	return run_fd(argv, in, inlen, -1, out, outlen, errfd, code, err);
+	return run_fd(argv, in, inlen, -1, out, outlen, errfd, NULL, code, err);
 }
 
 int amp_run_stdin_fd(const char *const *argv, int infd, char **out, size_t *outlen, int *code,
 		     amp_error *err)
 {
-	return run_fd(argv, NULL, 0, infd, out, outlen, -1, code, err);
+	return run_fd(argv, NULL, 0, infd, out, outlen, -1, NULL, code, err);
 }
 
 int amp_run(const char *const *argv, const char *in, size_t inlen, char **out,
@@ -194,6 +217,15 @@ int amp_run_errfd(const char *const *argv, const char *in, size_t inlen, char **
 		  size_t *outlen, int errfd, int *code, amp_error *err)
 {
 	return run(argv, in, inlen, out, outlen, errfd, code, err);
+}
+
+int amp_run_watch(const char *const *argv, const char *in, size_t inlen, char **out,
+		  size_t *outlen, int errfd, int watch, int (*on_input)(void *ctx), void *ctx,
+		  int *code, amp_error *err)
+{
+	struct watch w = { watch, on_input, ctx };
+
+	return run_fd(argv, in, inlen, -1, out, outlen, errfd, &w, code, err);
 }
 
 int amp_run_quiet(const char *const *argv, const char *in, size_t inlen, char **out,

@@ -32,6 +32,17 @@ int amp_run_errfd(const char *const *argv, const char *in, size_t inlen, char **
 		  size_t *outlen, int errfd, int *code, amp_error *err);
 
 /*
+ * amp_run_errfd that also watches file descriptor `watch` while the
+ * program runs: when it has input, on_input(ctx) is called, and the
+ * program is ended (SIGTERM) when it returns 1, and `watch` no longer
+ * watched when it returns 1 or -1 (its end of file).  *code is then
+ * 128 + 15.
+ */
+int amp_run_watch(const char *const *argv, const char *in, size_t inlen, char **out,
+		  size_t *outlen, int errfd, int watch, int (*on_input)(void *ctx), void *ctx,
+		  int *code, amp_error *err);
+
+/*
  * amp_run with the program's stderr captured, not shown: its first errsz-1
  * bytes into errbuf as one line (newlines as "; ", other control characters
  * as spaces, trailing blanks cut), for amp to report in its own error.

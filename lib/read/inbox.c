@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/errout.h"
 #include "base/tempfile.h"
 #include "store/store.h"
 #include "record/record.h"
@@ -592,8 +593,9 @@ void amp_inbox_free(amp_inbox *in)
 /* The documented --json object (amp_inbox_render). */
 static json_t *inbox_json(const amp_inbox *in, const char *role, const char *ref, int64_t now_ms)
 {
-	json_t *out = json_pack("{s:s,s:s,s:s,s:[]}", "role", role, "tip", in->tip, "ref", ref,
-				"messages");
+	/* The layout of schemas/output/inbox.schema.json (base/errout.h). */
+	json_t *out = json_pack("{s:o,s:s,s:s,s:s,s:[]}", "format", amp_errout_format("inbox"),
+				"role", role, "tip", in->tip, "ref", ref, "messages");
 	json_t *list = json_object_get(out, "messages"), *r;
 	size_t i;
 
@@ -725,10 +727,16 @@ static char *format(const json_t *inbox, const amp_human *h)
 	json_array_foreach(list, i, m) {
 		const json_t *due = json_object_get(m, "due_seconds");
 
-		fprintf(f, "%-*s  %-14s %-11s -> %-11s %-*s  %-*s  ", AMP_HUMAN_TIME_WIDTH,
-			amp_human_time(h, amp_json_str(m, "timestamp"), t),
-			field(m, "type"), field(m, "from"), field(m, "to"), taskw, field(m, "task_id"),
-			idw, field(m, "msg_id"));
+		if (h->width)
+			/* A terminal: the id (which holds the type and the
+			 * task), who sent it and when, in 80 columns. */
+			fprintf(f, "%-*s  from %-11s  %-*s  ", idw, field(m, "msg_id"), field(m, "from"),
+				amp_human_when_width(h), amp_human_when(h, amp_json_str(m, "timestamp"), t));
+		else
+			fprintf(f, "%-*s  %-14s %-11s -> %-11s %-*s  %-*s  ", AMP_HUMAN_TIME_WIDTH,
+				amp_human_time(h, amp_json_str(m, "timestamp"), t),
+				field(m, "type"), field(m, "from"), field(m, "to"), taskw,
+				field(m, "task_id"), idw, field(m, "msg_id"));
 		if (json_is_true(json_object_get(m, "acked")))
 			fputs("acked", f);
 		else if (json_is_integer(due) && json_integer_value(due) >= 0)

@@ -197,8 +197,16 @@ static int load_signing(amp_store *st, amp_error *err)
 	amp_signing *s = &st->signing;
 	int status;
 
-	if ((status = config_path(st, "amp.signingKey", s->key, sizeof(s->key), err)) < 0 ||
-	    (status = config_path(st, "amp.allowedSigners", s->allowed, sizeof(s->allowed),
+	const char *key = getenv("AMP_SIGNING_KEY");
+
+	/* AMP_SIGNING_KEY (an absolute path) before the config: amp mcp
+	 * --signing-key hands its key to the commands it runs this way. */
+	if (key && *key && snprintf(s->key, sizeof(s->key), "%s", key) >= (int)sizeof(s->key))
+		return amp_error_set(err, AMP_EUSAGE, "", "AMP_SIGNING_KEY: the path is too long");
+	if ((!key || !*key) &&
+	    (status = config_path(st, "amp.signingKey", s->key, sizeof(s->key), err)) < 0)
+		return status;
+	if ((status = config_path(st, "amp.allowedSigners", s->allowed, sizeof(s->allowed),
 				  err)) < 0 ||
 	    (status = amp_store_config_bool(st, "amp.requireSigned", 0, &s->require, err)) < 0)
 		return status;

@@ -365,12 +365,32 @@ cleanup:
 	git_tree_free(tip);
 }
 
-void amp_cli_print_json(const json_t *value, int pretty)
+void amp_cli_print_document(const json_t *value, int pretty)
 {
 	amp_json_dumpf(value, stdout, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |
 		       JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
 	putchar('\n');
+}
+
+void amp_cli_print_result(const char *name, const char *key, const json_t *value, int pretty)
+{
+	json_t *doc = json_object();
+
+	/* "format" first, so that a program reads it before the rest. */
+	json_object_set_new(doc, "format", amp_errout_format(name));
+	if (json_is_object(value) && !key)
+		json_object_update(doc, (json_t *)value);
+	else /* a list is a member: "items" when the caller names none */
+		json_object_set(doc, key ? key : "items", (json_t *)value);
+	amp_json_dumpf(doc, stdout, (pretty ? JSON_INDENT(2) : JSON_COMPACT) | JSON_PRESERVE_ORDER);
+	putchar('\n');
+	json_decref(doc);
 	amp_errout_result_printed();
+}
+
+void amp_cli_print_json(const json_t *value, int pretty)
+{
+	amp_cli_print_result(amp_errout_command(), NULL, value, pretty);
 }
 
 int amp_cli_idempotency_key(const char *cmd, const char **key)
@@ -442,7 +462,7 @@ int amp_cli_inbox_print(const char *cmd, amp_store *st, const amp_inbox *in,
 		amp_error_set(&err, AMP_EIO, "", "out of memory");
 		return amp_cli_fail(cmd, &err);
 	}
-	fputs(text, stdout);
+	amp_human_fit(text, strlen(text), h->width, stdout);
 	free(text);
 	return 0;
 }

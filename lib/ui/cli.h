@@ -163,8 +163,20 @@ void amp_cli_report_escalation(const char *cmd, const amp_send_result *res);
  * that is not approved yet. */
 void amp_cli_warn_soft_waits(const char *cmd, amp_store *st, const json_t *msg);
 
-/* Prints `value` on stdout as the --json result: one JSON document and a
- * newline, indented when `pretty`, members in their order.  Borrowed. */
+/* Prints the object `value` on stdout as the --json result of the
+ * command (issue 34): one JSON object and a newline, indented when
+ * `pretty`, "format": {"name": <the command>, "version"} first, then the
+ * members of `value` in their order (schemas/output/<command>.schema.json);
+ * a `value` that is no object is the member "items".  Borrowed. */
 void amp_cli_print_json(const json_t *value, int pretty);
+
+/* Prints a document that is no --json result (a schema, a payload
+ * template) as it is: indented when `pretty`, and a newline. */
+void amp_cli_print_document(const json_t *value, int pretty);
+
+/* The same with the layout's name given: `value`'s members after "format",
+ * or when `key` is not NULL, `value` (an array) as the member `key`, so
+ * that every --json result is one object that says its format. */
+void amp_cli_print_result(const char *name, const char *key, const json_t *value, int pretty);
 
 #endif

@@ -73,6 +73,7 @@ static const struct {
 	{ "subtask", "<id>", "the subtask, not the whole task" },
 	{ "suggest", "<text>", "a suggested fix" },
 	{ "sync", NULL, "sync after the write" },
+	{ "signing-key", "<file>", "the SSH key that signs every write (amp.signingKey)" },
 	{ "task", "<task_id>", "the task" },
 	{ "template", NULL, "print a payload to fill in, then send" },
 	{ "timeout", "<duration>", "give up after this long (exit 5)" },
@@ -86,6 +87,7 @@ static const struct {
 	{ "answer:answer", "<text>", "the answer (data)" },
 	{ "until", "<time>", "only what is older" },
 	{ "utc", NULL, "times in UTC rather than local time" },
+	{ "wide", NULL, "every column in full, however wide the terminal" },
 	{ "work", NULL, "the hooks of a work repository" },
 };
 

@@ -8,11 +8,13 @@
 #include "mcp.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/proc.h"
+#include "mcp_input.h"
 #include "template.h"
 #include "base/util.h"
 #include "json/json.h"
@@ -158,6 +160,9 @@ struct amp_mcp {
 	amp_schema_set *checks; /* the tools' input schemas, to check arguments */
 	json_t *schemas[NTOOLS]; /* what the arguments are checked against */
 	int initialized;
+	amp_mcp_input *input;   /* amp_mcp_serve's: read while a tool runs */
+	json_t *current;        /* the id of the request being answered */
+	int cancelled;          /* the client cancelled it: no answer */
 };
 
 /* ---- the tools' schemas ------------------------------------------------ */
@@ -417,20 +422,49 @@ static json_t *tool_error(int code, const char *path, const char *message)
 	return r;
 }
 
+/* While a read-only tool runs: what the client sends is read, and a
+ * notifications/cancelled of the request ends the tool (amp_run_watch). */
+static int on_input(void *ctx)
+{
+	amp_mcp *s = ctx;
+
+	if (amp_mcp_input_more(s->input) < 0)
+		return -1;
+	if (amp_mcp_input_cancels(s->input, s->current)) {
+		s->cancelled = 1;
+		return 1;
+	}
+	return 0;
+}
+
 /* Runs `argv` with `in` on its stdin; *out, *errtext new (the caller
- * frees). */
-static int run_amp(const char *const *argv, const char *in, size_t inlen, char **out,
-		   size_t *outlen, char **errtext, int *code, amp_error *err)
+ * frees).  A read-only tool (`cancellable`) is ended when the client
+ * cancels its request (MCP: notifications/cancelled); a write always runs
+ * to its end, so that none is cut half-way. */
+static int run_amp(amp_mcp *s, int cancellable, const char *const *argv, const char *in,
+		   size_t inlen, char **out, size_t *outlen, char **errtext, int *code,
+		   amp_error *err)
 {
 	FILE *f = tmpfile();
 	long size;
-	int status;
+	int status, watch = cancellable && s->input && s->current ? s->input->fd : -1;
 
 	*errtext = NULL;
 	if (!f)
 		return amp_error_set(err, AMP_EIO, "", "cannot make a temporary file: %s",
 				     strerror(errno));
-	status = amp_run_errfd(argv, in, inlen, out, outlen, fileno(f), code, err);
+	/* The cancellation may be there already, read with the request. */
+	if (watch >= 0 && amp_mcp_input_cancels(s->input, s->current)) {
+		s->cancelled = 1;
+		watch = -1;
+	}
+	if (s->cancelled) {
+		fclose(f);
+		*code = 128 + SIGTERM;
+		return (*out = strdup("")) && (*errtext = strdup("")) ? AMP_OK :
+			amp_error_set(err, AMP_EIO, "", "out of memory");
+	}
+	status = amp_run_watch(argv, in, inlen, out, outlen, fileno(f), watch, on_input, s, code, err);
 	if (status == AMP_OK) {
 		size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
 		/* amp's stderr is a few lines; more is cut, not read whole. */
@@ -598,7 +632,8 @@ static json_t *call_tool(amp_mcp *s, const tool *t, size_t index, json_t *args)
 		result = tool_error(2, "", "too many arguments");
 		goto cleanup;
 	}
-	if (run_amp(w.v, in, inlen, &out, &outlen, &errtext, &code, &err) < 0) {
+	if (run_amp(s, !!(t->flags & READ_ONLY), w.v, in, inlen, &out, &outlen, &errtext, &code,
+		    &err) < 0) {
 		result = tool_error(4, err.path, err.message);
 		goto cleanup;
 	}
@@ -668,7 +703,7 @@ static json_t *read_via(amp_mcp *s, const char *name, json_t *args, json_t **err
 static json_t *resources_list(amp_mcp *s, json_t *id)
 {
 	json_t *error, *status = read_via(s, "status", json_object(), &error), *list = json_array();
-	json_t *items = json_object_get(status, "items"), *task;
+	json_t *items = json_object_get(status, "tasks"), *task;
 	size_t i;
 
 	if (!status)
@@ -798,6 +833,8 @@ json_t *amp_mcp_handle(amp_mcp *s, const char *line, size_t len)
 		resp = rpc_error(id, RPC_INVALID_PARAMS, "params must be an object", NULL);
 		goto cleanup;
 	}
+	s->current = id;
+	s->cancelled = 0;
 	if (!strcmp(method, "initialize"))
 		resp = initialize(s, id, params);
 	else if (!strcmp(method, "ping"))
@@ -815,64 +852,47 @@ json_t *amp_mcp_handle(amp_mcp *s, const char *line, size_t len)
 	else
 		resp = rpc_error(id, RPC_METHOD_NOT_FOUND, "Method not found",
 				 json_pack("{s:s}", "method", amp_json_text(method)));
+	/* MCP: a request the client cancelled gets no response. */
+	if (s->cancelled) {
+		json_decref(resp);
+		resp = NULL;
+	}
+	s->current = NULL;
 cleanup:
 	json_decref(req);
 	return resp;
 }
 
-/* Reads one line of at most `max` bytes into *buf; a longer one is read
- * to its end and dropped (*len = max + 1).  0 at the end of the input. */
-static int read_line(FILE *in, char **buf, size_t *cap, size_t max, size_t *len)
-{
-	int c;
-
-	*len = 0;
-	while ((c = getc(in)) != EOF && c != '\n') {
-		if (*len >= max) {
-			*len = max + 1;
-			continue;
-		}
-		if (*len >= *cap) {
-			size_t bigger = *cap ? *cap * 2 : 4096;
-			char *more;
-
-			if (bigger > max)
-				bigger = max;
-			if (!(more = realloc(*buf, bigger)))
-				return -1;
-			*buf = more;
-			*cap = bigger;
-		}
-		(*buf)[(*len)++] = (char)c;
-	}
-	return c != EOF || *len;
-}
-
 int amp_mcp_serve(amp_mcp *s, FILE *in, FILE *out, amp_error *err)
 {
-	size_t max = s->cfg->line_max ? s->cfg->line_max : AMP_MCP_LINE_MAX, cap = 0, len;
-	char *buf = NULL, *text;
+	amp_mcp_input input = { .fd = fileno(in),
+				.max = s->cfg->line_max ? s->cfg->line_max : AMP_MCP_LINE_MAX };
+	const char *line;
+	char *text;
 	json_t *resp;
-	int got, status = AMP_OK;
+	size_t len;
+	int got, too_long, status = AMP_OK;
 
-	while ((got = read_line(in, &buf, &cap, max, &len)) != 0) {
+	s->input = &input;
+	while ((got = amp_mcp_input_next(&input, &line, &len, &too_long)) != 0) {
 		if (got < 0) {
 			resp = rpc_error(NULL, RPC_PARSE_ERROR, "Parse error: out of memory", NULL);
-		} else if (len > max) {
+		} else if (too_long) {
 			char why[96];
 
-			snprintf(why, sizeof(why), "Parse error: the line is longer than %zu bytes", max);
+			snprintf(why, sizeof(why), "Parse error: the line is longer than %zu bytes", input.max);
 			resp = rpc_error(NULL, RPC_PARSE_ERROR, why, NULL);
 		} else {
 			/* A blank line (or a lone CR) is no message. */
-			if (len && buf[len - 1] == '\r')
-				len--;
 			if (!len)
 				continue;
-			resp = amp_mcp_handle(s, buf, len);
+			resp = amp_mcp_handle(s, line, len);
 		}
-		if (!resp)
+		if (!resp) {
+			if (got < 0)
+				break;
 			continue;
+		}
 		text = amp_json_dumps(resp, JSON_COMPACT);
 		json_decref(resp);
 		if (!text || fprintf(out, "%s\n", text) < 0 || fflush(out) != 0) {
@@ -881,7 +901,10 @@ int amp_mcp_serve(amp_mcp *s, FILE *in, FILE *out, amp_error *err)
 			break;
 		}
 		free(text);
+		if (got < 0)
+			break;
 	}
-	free(buf);
+	s->input = NULL;
+	amp_mcp_input_free(&input);
 	return status;
 }
