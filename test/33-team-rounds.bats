@@ -360,7 +360,7 @@ plant_as() {
 	run -0 json_get '[(p["task_id"], p["agent"], p["percent"], p["note"]) for p in d["progress"]]' <<< "$output"
 	assert_output '[["'$T'", "alice", 60, "tests green"]]'
 	run -0 amp status --json
-	run -0 json_get '[(t["task_id"], [(p["agent"], p["percent"]) for p in t["progress"]], t["questions"]) for t in d]' <<< "$output"
+	run -0 json_get '[(t["task_id"], [(p["agent"], p["percent"]) for p in t["progress"]], t["questions"]) for t in d["tasks"]]' <<< "$output"
 	assert_output '[["'$T'", [["alice", 60]], []]]'
 	run -0 amp status
 	assert_output --regexp "$T .*  progress alice 60%"
@@ -390,7 +390,7 @@ plant_as() {
 	run -0 amp inbox executor --agent bob --json
 	assert_equal "$(json_get 'd["released"]' <<< "$output")" "[]"
 	run -0 amp status --json
-	run -0 json_get '[r["claim"] for t in d for r in t["released"]]' <<< "$output"
+	run -0 json_get '[r["claim"] for t in d["tasks"] for r in t["released"]]' <<< "$output"
 	assert_output '["'$C'"]'
 	# alice claims again: she has been told
 	at 1910
@@ -424,7 +424,7 @@ plant_as() {
 	assert_equal "$(amp status $B --json | json_get 'd["claims"]')" "[]"
 	assert_equal "$(amp status $C --json | json_get '[c["agent"] for c in d["claims"]]')" '["alice"]'
 	run -0 amp ready --json
-	assert_equal "$(json_get '[t["task_id"] for t in d]' <<< "$output")" '["'$A'", "'$B'"]'
+	assert_equal "$(json_get '[t["task_id"] for t in d["tasks"]]' <<< "$output")" '["'$A'", "'$B'"]'
 	# the release is the holder's own, with the reason
 	run -0 amp log --type release --json
 	assert_output --partial "recovered: amp watch released"

@@ -185,6 +185,8 @@ every_json() {
 	j claim amp claim $T --agent alice --json
 	j heartbeat amp heartbeat $T --agent alice --from executor --json
 	j progress amp progress $T --agent alice --percent 50 --note half --json
+	j ask amp ask $T --agent alice --question "Which API version?" --json
+	j answer amp answer $T --question "$(json_get 'd["record"]' < "$out/ask.out")" --answer v2 --from coordinator --json
 	j release amp release $T --agent alice --json
 	j register amp register --agent alice --role executor --capability c --from admin --json
 	j depend amp depend T-2026-045 --on $T --from coordinator --json

@@ -47,7 +47,7 @@ records() {
 assert_amp_fsck_clean() {
 	run amp fsck --json "$@"
 	assert_success
-	assert_output '[]'
+	assert_equal "$(python3 -c 'import json, sys; print(json.load(sys.stdin)["findings"])' <<< "$output")" '[]'
 }
 
 # assert_all_acked TASK [ARGS]: every message of TASK that asks for an ACK

@@ -167,7 +167,7 @@ conversation() {
 	assert_equal "$(echo "$output" | json_get 'd["ref"]')" refs/amp/messages
 	assert_equal "$(echo "$output" | json_get 'd["role"]')" executor
 	run amp inbox reviewer --json
-	assert_equal "$(echo "$output" | json_get 'sorted(d)')" '["messages", "ref", "role", "tip"]'
+	assert_equal "$(echo "$output" | json_get 'sorted(d)')" '["format", "messages", "ref", "role", "tip"]'
 	assert_equal "$(echo "$output" | json_get 'd["messages"]')" '[]'
 	assert_equal "$(echo "$output" | json_get 'd["tip"]')" "$(git rev-parse refs/amp/messages)"
 }
