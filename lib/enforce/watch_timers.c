@@ -66,6 +66,42 @@ static const char *write_key(char *buf, size_t bufsz, const char *task, const ch
 }
 
 /*
+ * SPEC-022 feedback (protocol/question.h): each question with no answer
+ * yet runs a clock of ack_timeout_sec from when it was asked (its trusted
+ * time), escalated once (ack_timeout, cause: the question record's path,
+ * AMP_DEADLINE_CAUSE) when it runs out.  Sets "questions" of out.
+ */
+static void derive_questions(const struct task_pass *t, json_t *out)
+{
+	const amp_task_log *log = t->log;
+	json_t *qs = json_array(), *q, *answers = NULL;
+	size_t i;
+
+	json_array_foreach((answers = amp_questions_json(log)), i, q) {
+		const char *name = amp_json_str(q, "record");
+		const amp_entry *e = name ? amp_task_log_find(log, AMP_ENTRY_CTL, name) : NULL;
+		json_t *timeout = e ? json_object_get(e->doc, "ack_timeout_sec") : NULL;
+		char file[300], path[512];
+		int64_t asked;
+
+		if (!e || !json_is_null(json_object_get(q, "answer")) || !json_is_integer(timeout))
+			continue;
+		amp_watch_entry_name(e, file, sizeof(file));
+		amp_watch_record_path(log, file, path, sizeof(path));
+		if (amp_watch_has_cause(log, "ack_timeout", path) ||
+		    (asked = amp_watch_trusted_time(t, e, NULL)) < 0)
+			continue;
+		json_array_append_new(qs, json_pack("{s:s,s:s,s:s?,s:I,s:I}", "question", name,
+			"path", path, "agent", amp_json_str(e->doc, "agent"), "asked", (json_int_t)asked,
+			"deadline", (json_int_t)(asked + json_integer_value(timeout) * 1000)));
+	}
+	json_decref(answers);
+	if (json_array_size(qs))
+		json_object_set(out, "questions", qs);
+	json_decref(qs);
+}
+
+/*
  * The timers of a task from its whole log (state s): the ACKs awaited with
  * their deadlines, and who holds the ball (amp_task_holders) since when,
  * each with the arrival of its message (arrival_of) so that the next
@@ -160,6 +196,7 @@ json_t *amp_watch_derive_timers(const struct task_pass *t, const amp_task_state 
 	}
 	if (json_array_size(acks))
 		json_object_set(out, "acks", acks);
+	derive_questions(t, out);
 	if (json_array_size(held)) {
 		json_object_set(out, "holders", held);
 		json_object_set(out, "fired", fired);
@@ -260,6 +297,42 @@ static void evaluate_acks(struct watch *w, const char *task, json_t *t, int *fir
 	}
 	if (json_array_size(kept) != json_array_size(acks))
 		json_object_set(t, "acks", kept);
+	json_decref(kept);
+}
+
+/* A question past its answer deadline with no answer: an ack_timeout
+ * escalation naming the question, its asker and the task, once per
+ * question record (its cause). */
+static void evaluate_questions(struct watch *w, const char *task, json_t *t, int *fired)
+{
+	json_t *qs = json_object_get(t, "questions"), *kept = json_array(), *q, *affected;
+	int64_t now = w->o->now_ms;
+	char when[AMP_TIME_BUFSZ], asked[AMP_TIME_BUFSZ], description[1400];
+	size_t i;
+
+	json_array_foreach(qs, i, q) {
+		int64_t deadline = json_integer_value(json_object_get(q, "deadline"));
+		const char *agent = amp_json_str(q, "agent"), *path = amp_json_str(q, "path");
+
+		if (!path || now <= deadline) {
+			json_array_append(kept, q);
+			continue;
+		}
+		snprintf(description, sizeof(description),
+			 AMP_DEADLINE_CAUSE "%.600s: question %s of task %s, asked by the executor%s%.100s at %s, had no answer by %s (%lld s late). The Coordinator answers it: amp answer %s --question %s (SPEC-022 feedback).",
+			 path, amp_or_none(amp_json_str(q, "question")), task, agent ? " instance " : "",
+			 agent ? agent : "", amp_time_format(json_integer_value(json_object_get(q, "asked")), asked),
+			 amp_time_format(deadline, when), (long long)((now - deadline) / 1000), task,
+			 amp_or_none(amp_json_str(q, "question")));
+		affected = json_array();
+		if (amp_watch_fire(w, task, "ack_timeout", "warning", affected, NULL, description, path) < 0)
+			json_array_append(kept, q);
+		else
+			*fired = 1;
+		json_decref(affected);
+	}
+	if (json_array_size(kept) != json_array_size(qs))
+		json_object_set(t, "questions", kept);
 	json_decref(kept);
 }
 
@@ -420,6 +493,7 @@ void amp_watch_evaluate_timers(struct watch *w, int *fired)
 		evaluate_leases(w, task, t, fired);
 		evaluate_deadline(w, task, t, fired);
 		evaluate_acks(w, task, t, fired);
+		evaluate_questions(w, task, t, fired);
 		evaluate_holders(w, task, t, fired);
 	}
 	/* A task found unreadable while escalating keeps no timers. */
