@@ -39,6 +39,16 @@ question_escalations() {
 	amp status "$T" --json | json_get "'\n'.join(e['description'] for e in d['escalations'] if e['escalation_type'] == 'ack_timeout' and not e['affected_msgs'])"
 }
 
+# still_one_escalation: a pass from a fresh watch state writes no second
+# question or answer escalation, and amp fsck is clean.
+still_one_escalation() {
+	rm .git/amp/watch.json
+	run -0 amp watch --once
+	run -0 question_escalations
+	assert_equal "${#lines[@]}" 1
+	run -0 amp fsck
+}
+
 @test "amp watch escalates alice's question unanswered past its deadline once (ack_timeout naming the question, alice and the task); bob's answered one and a question still in time are not escalated" {
 	alice_acks
 	at 10
@@ -61,11 +71,7 @@ question_escalations() {
 	# once: a later pass, and a fresh state, write no second one
 	at 700
 	run -0 amp watch --once
-	rm .git/amp/watch.json
-	run -0 amp watch --once
-	run -0 question_escalations
-	assert_equal "${#lines[@]}" 1
-	run -0 amp fsck
+	still_one_escalation
 }
 
 @test "a question answered after its deadline passed but before amp watch ran is not escalated" {
@@ -127,11 +133,7 @@ question_escalations() {
 	# a late acknowledgement is still taken; nothing is escalated again
 	at 400
 	amp ask "$T" --agent alice --ack "$A" > /dev/null
-	rm .git/amp/watch.json
-	run -0 amp watch --once
-	run -0 question_escalations
-	assert_equal "${#lines[@]}" 1
-	run -0 amp fsck
+	still_one_escalation
 }
 
 @test "amp dashboard: the task page shows each instance's latest progress (percent, note, who, when) and the questions with their answers and state, every text escaped" {

@@ -16,29 +16,22 @@ static int is_ctl(const amp_entry *e, const char *type)
 	return e->kind == AMP_ENTRY_CTL && t && !strcmp(t, type);
 }
 
-/* The answer record of question `name` in log, or NULL. */
-static const amp_entry *answer_of(const amp_task_log *log, const char *name)
+/* The control record of `type` whose `field` names `name` in log (an
+ * answer of a question, the answer_ack of an answer), or NULL. */
+static const amp_entry *naming(const amp_task_log *log, const char *type, const char *field,
+			       const char *name)
 {
 	size_t i;
 
 	for (i = 0; i < log->count; i++)
-		if (is_ctl(&log->entries[i], "answer") &&
-		    !strcmp(amp_or_none(amp_json_str(log->entries[i].doc, "answers")), name))
+		if (is_ctl(&log->entries[i], type) &&
+		    !strcmp(amp_or_none(amp_json_str(log->entries[i].doc, field)), name))
 			return &log->entries[i];
 	return NULL;
 }
 
-/* The answer_ack record of answer `name` in log, or NULL. */
-static const amp_entry *ack_of(const amp_task_log *log, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < log->count; i++)
-		if (is_ctl(&log->entries[i], "answer_ack") &&
-		    !strcmp(amp_or_none(amp_json_str(log->entries[i].doc, "acks")), name))
-			return &log->entries[i];
-	return NULL;
-}
+#define answer_of(log, name) naming((log), "answer", "answers", (name))
+#define ack_of(log, name) naming((log), "answer_ack", "acks", (name))
 
 /* The answer object of amp_questions_json for answer record a. */
 static json_t *answer_json(const amp_task_log *log, const amp_entry *a)
