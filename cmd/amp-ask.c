@@ -12,10 +12,11 @@
 
 static const char usage[] =
 	"usage: amp ask <task_id> --question <text> [--subtask <id>] [--ack-timeout <seconds>]\n"
+	"       amp ask <task_id> --ack <answer-ms>\n"
 	"               [--agent <name>] [--from executor] [--sync|--no-sync] [--json] [--repo <dir>]\n";
 
 struct ask_args {
-	const char *question, *subtask, *timeout;
+	const char *question, *subtask, *timeout, *ack;
 	long long seconds;
 };
 
@@ -27,6 +28,8 @@ static int option(amp_cli_writer *w, int c)
 		a->question = optarg;
 	else if (c == 's')
 		a->subtask = optarg;
+	else if (c == 'k')
+		a->ack = optarg;
 	else
 		a->timeout = optarg;
 	return 0;
@@ -36,6 +39,9 @@ static int check(amp_cli_writer *w)
 {
 	struct ask_args *a = w->ctx;
 
+	if (a->ack)
+		return !*a->ack || a->question || a->subtask || a->timeout ?
+		       amp_cli_usage_error("ask", usage, "--ack takes an answer record and goes alone") : 0;
 	if (!a->question || !*a->question)
 		return amp_cli_usage_error("ask", usage, "--question is required and not empty");
 	if (a->subtask && !*a->subtask)
@@ -51,9 +57,10 @@ int main(int argc, char **argv)
 		{ "question", required_argument, NULL, 'q' },
 		{ "subtask", required_argument, NULL, 's' },
 		{ "ack-timeout", required_argument, NULL, 'a' },
+		{ "ack", required_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct ask_args a = { NULL, NULL, NULL, 0 };
+	struct ask_args a = { NULL, NULL, NULL, NULL, 0 };
 	amp_cli_writer w = { .cmd = "ask", .usage = usage, .opts = opts, .option = option,
 			     .usage_one = "one task id expected", .operand_name = "<task_id>",
 			     .operand_def = "task_id", .check = check, .ctx = &a };
@@ -66,6 +73,17 @@ int main(int argc, char **argv)
 		amp_errlist_add(&w.errors, AMP_ERULE, "/from",
 				"a clarification question comes from the executor, not %s", w.from);
 		return amp_cli_write_done(&w, AMP_ERULE);
+	}
+	if (a.ack) {
+		/* the asker acknowledges the answer (protocol/question.h) */
+		status = amp_coord_ack_answer(w.st, w.set, w.arg, a.ack, amp_store_agent(w.st),
+					      w.now_ms, &res, &w.errors);
+		if (status >= 0)
+			amp_cli_write_print(&w, json_pack("{s:s,s:s,s:s?,s:s}", "task_id", w.arg,
+							  "acks", a.ack, "agent", amp_store_agent(w.st),
+							  "record", res.name),
+					    "%s", res.name);
+		return amp_cli_write_done(&w, status);
 	}
 	status = amp_coord_ask(w.st, w.set, w.arg, a.subtask, amp_store_agent(w.st), a.question,
 			       a.seconds, w.now_ms, &res, &w.errors);

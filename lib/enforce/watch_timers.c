@@ -65,6 +65,67 @@ static const char *write_key(char *buf, size_t bufsz, const char *task, const ch
 	return buf;
 }
 
+/* The timer of control record `name` of the log (a question, or an answer
+ * to acknowledge): its path, who it waits for, and its deadline, the
+ * record's trusted time + its ack_timeout_sec; NULL when it runs none or
+ * was escalated already (cause: its path). */
+static json_t *record_timer(const struct task_pass *t, const char *name, const char *waits_for)
+{
+	const amp_entry *e = name ? amp_task_log_find(t->log, AMP_ENTRY_CTL, name) : NULL;
+	json_t *timeout = e ? json_object_get(e->doc, "ack_timeout_sec") : NULL;
+	char file[300], path[512];
+	int64_t at;
+
+	if (!json_is_integer(timeout))
+		return NULL;
+	amp_watch_entry_name(e, file, sizeof(file));
+	amp_watch_record_path(t->log, file, path, sizeof(path));
+	if (amp_watch_has_cause(t->log, "ack_timeout", path) ||
+	    (at = amp_watch_trusted_time(t, e, NULL)) < 0)
+		return NULL;
+	return json_pack("{s:s,s:s,s:s,s:s?,s:I,s:I}", "kind", waits_for, "record", name,
+			 "path", path, "agent", amp_json_str(e->doc, "agent"), "at", (json_int_t)at,
+			 "deadline", (json_int_t)(at + json_integer_value(timeout) * 1000));
+}
+
+/*
+ * SPEC-022 feedback (protocol/question.h): each question with no answer
+ * yet runs a clock of its ack_timeout_sec from when it was asked (its
+ * trusted time), and each answer with an ack_timeout_sec not acknowledged
+ * yet (answer_ack) one from when it was answered; each is escalated once
+ * (ack_timeout, cause: the record's path, AMP_DEADLINE_CAUSE) when it runs
+ * out.  Sets "questions" of out: [{"kind" ("answer": the coordinator owes
+ * an answer; "ack": the asker owes the acknowledgement), "record",
+ * "path", "agent" (who wrote it), "at", "deadline", "question" and
+ * "asker" for an ack}].
+ */
+static void derive_questions(const struct task_pass *t, json_t *out)
+{
+	json_t *qs = json_array(), *all = amp_questions_json(t->log), *q, *timer;
+	size_t i;
+
+	json_array_foreach(all, i, q) {
+		json_t *a = json_object_get(q, "answer");
+
+		if (!json_is_object(a))
+			timer = record_timer(t, amp_json_str(q, "record"), "answer");
+		else if (json_is_null(json_object_get(a, "acked")) &&
+			 (timer = record_timer(t, amp_json_str(a, "record"), "ack")))
+			json_object_set_new(timer, "question", json_string(amp_json_str(q, "record")));
+		else
+			timer = NULL;
+		if (timer) {
+			if (amp_json_str(q, "agent"))
+				json_object_set_new(timer, "asker", json_string(amp_json_str(q, "agent")));
+			json_array_append_new(qs, timer);
+		}
+	}
+	json_decref(all);
+	if (json_array_size(qs))
+		json_object_set(out, "questions", qs);
+	json_decref(qs);
+}
+
 /*
  * The timers of a task from its whole log (state s): the ACKs awaited with
  * their deadlines, and who holds the ball (amp_task_holders) since when,
@@ -160,6 +221,7 @@ json_t *amp_watch_derive_timers(const struct task_pass *t, const amp_task_state 
 	}
 	if (json_array_size(acks))
 		json_object_set(out, "acks", acks);
+	derive_questions(t, out);
 	if (json_array_size(held)) {
 		json_object_set(out, "holders", held);
 		json_object_set(out, "fired", fired);
@@ -260,6 +322,61 @@ static void evaluate_acks(struct watch *w, const char *task, json_t *t, int *fir
 	}
 	if (json_array_size(kept) != json_array_size(acks))
 		json_object_set(t, "acks", kept);
+	json_decref(kept);
+}
+
+/* Into buf, the description of timer q of derive_questions run out at
+ * `now` on task: "deadline missed: <path>: ..." naming the record, who
+ * owes what, and the task. */
+static void question_description(const json_t *q, const char *task, int64_t now, char *buf,
+				 size_t bufsz)
+{
+	const char *asker = amp_json_str(q, "asker"), *agent = amp_json_str(q, "agent");
+	const char *record = amp_or_none(amp_json_str(q, "record"));
+	int64_t deadline = json_integer_value(json_object_get(q, "deadline"));
+	char when[AMP_TIME_BUFSZ], at[AMP_TIME_BUFSZ];
+
+	amp_time_format(json_integer_value(json_object_get(q, "at")), at);
+	amp_time_format(deadline, when);
+	if (!strcmp(amp_or_none(amp_json_str(q, "kind")), "ack"))
+		snprintf(buf, bufsz,
+			 AMP_DEADLINE_CAUSE "%.600s: answer %s to question %s of task %s, given by the coordinator%s%.100s at %s, was not acknowledged by the executor%s%.100s that asked by %s (%lld s late). The asker acknowledges it: amp ask %s --ack %s (SPEC-022 feedback).",
+			 amp_json_str(q, "path"), record, amp_or_none(amp_json_str(q, "question")), task,
+			 agent ? " instance " : "", agent ? agent : "", at, asker ? " instance " : "",
+			 asker ? asker : "", when, (long long)((now - deadline) / 1000), task, record);
+	else
+		snprintf(buf, bufsz,
+			 AMP_DEADLINE_CAUSE "%.600s: question %s of task %s, asked by the executor%s%.100s at %s, had no answer by %s (%lld s late). The Coordinator answers it: amp answer %s --question %s (SPEC-022 feedback).",
+			 amp_json_str(q, "path"), record, task, asker ? " instance " : "",
+			 asker ? asker : "", at, when, (long long)((now - deadline) / 1000), task, record);
+}
+
+/* A question past its answer deadline with no answer, or an answer past
+ * its acknowledgement deadline with no answer_ack: an ack_timeout
+ * escalation (question_description), once per record (its cause). */
+static void evaluate_questions(struct watch *w, const char *task, json_t *t, int *fired)
+{
+	json_t *qs = json_object_get(t, "questions"), *kept = json_array(), *q, *affected;
+	char description[1600];
+	size_t i;
+
+	json_array_foreach(qs, i, q) {
+		const char *path = amp_json_str(q, "path");
+
+		if (!path || w->o->now_ms <= json_integer_value(json_object_get(q, "deadline"))) {
+			json_array_append(kept, q);
+			continue;
+		}
+		question_description(q, task, w->o->now_ms, description, sizeof(description));
+		affected = json_array();
+		if (amp_watch_fire(w, task, "ack_timeout", "warning", affected, NULL, description, path) < 0)
+			json_array_append(kept, q);
+		else
+			*fired = 1;
+		json_decref(affected);
+	}
+	if (json_array_size(kept) != json_array_size(qs))
+		json_object_set(t, "questions", kept);
 	json_decref(kept);
 }
 
@@ -420,6 +537,7 @@ void amp_watch_evaluate_timers(struct watch *w, int *fired)
 		evaluate_leases(w, task, t, fired);
 		evaluate_deadline(w, task, t, fired);
 		evaluate_acks(w, task, t, fired);
+		evaluate_questions(w, task, t, fired);
 		evaluate_holders(w, task, t, fired);
 	}
 	/* A task found unreadable while escalating keeps no timers. */

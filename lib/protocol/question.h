@@ -8,8 +8,14 @@
  *              the executor asks; the coordinator owes an answer within
  *              N seconds (its ACK deadline)
  *   answer    {"type":"answer", "from":coordinator|admin, "agent":NAME?,
- *              "answers":"question-<unix_ms>", "answer":TEXT}
- *              the answer, at most one per question
+ *              "answers":"question-<unix_ms>", "answer":TEXT,
+ *              "ack_timeout_sec":N?}
+ *              the answer, at most one per question; the asker owes its
+ *              acknowledgement within N seconds
+ *   answer_ack {"type":"answer_ack", "from":"executor", "agent":NAME?,
+ *              "acks":"answer-<unix_ms>"}
+ *              the asker (the instance the question names) acknowledges
+ *              the answer, once (amp ask --ack)
  */
 #ifndef AMP_QUESTION_H
 #define AMP_QUESTION_H
@@ -24,12 +30,15 @@
 /* The questions of the task, oldest first: [{"task_id", "record", "agent"
  * (or null), "subtask_id" (or null), "question", "asked", "answer_due",
  * "answer" (null, or {"record", "from", "agent" (or null), "answer",
- * "timestamp"})}], times as ISO 8601.  New reference. */
+ * "timestamp", "ack_due" (or null), "acked" (the answer_ack's time, or
+ * null)})}], times as ISO 8601.  New reference. */
 json_t *amp_questions_json(const amp_task_log *log);
 
 /* For an answer record `doc` that arrives or is written after `before`:
- * AMP_OK when it answers a question of before that has no answer yet;
- * else AMP_ERULE with the reason in why.  Other records pass. */
+ * AMP_OK when it answers a question of before that has no answer yet; for
+ * an answer_ack, when it acknowledges an answer of before not acknowledged
+ * yet, as the instance that asked; else AMP_ERULE with the reason in why.
+ * Other records pass. */
 int amp_question_check_record(const amp_task_log *before, const json_t *doc,
 			      char *why, size_t whysz);
 

@@ -309,7 +309,7 @@ int amp_log_type_valid(const char *type)
 	static const char *const controls[] = { "resume", "approve", "abort", "heartbeat", "superseded",
 						"idempotency_key", "claim", "release", "depend", "plan",
 						"register", "address", "progress", "round", "acked",
-						"question", "answer" };
+						"question", "answer", "answer_ack" };
 	size_t i;
 
 	if (amp_type_lookup(type) || !strcmp(type, "ack"))

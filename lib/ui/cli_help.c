@@ -85,6 +85,8 @@ static const struct {
 	{ "ask:ack-timeout", "<seconds>", "how long the coordinator has to answer (default 3600)" },
 	{ "answer:question", "<question-ms>", "the question record answered (amp ask printed it)" },
 	{ "answer:answer", "<text>", "the answer (data)" },
+	{ "answer:ack-timeout", "<seconds>", "how long the asker has to acknowledge the answer (default 3600)" },
+	{ "ask:ack", "<answer-ms>", "acknowledge this answer (amp answer printed it) instead of asking" },
 	{ "until", "<time>", "only what is older" },
 	{ "utc", NULL, "times in UTC rather than local time" },
 	{ "wide", NULL, "every column in full, however wide the terminal" },
@@ -95,13 +97,16 @@ static const char *describe(const char *cmd, const char *name, const char **arg)
 {
 	char key[128];
 	size_t i;
+	int pass;
 
+	/* "cmd:name" first (pass 0), wherever it stands, then "name" */
 	snprintf(key, sizeof(key), "%s:%s", cmd, name);
-	for (i = 0; i < sizeof(options) / sizeof(options[0]); i++)
-		if (!strcmp(options[i].key, key) || !strcmp(options[i].key, name)) {
-			*arg = options[i].arg;
-			return options[i].text;
-		}
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < sizeof(options) / sizeof(options[0]); i++)
+			if (!strcmp(options[i].key, pass ? name : key)) {
+				*arg = options[i].arg;
+				return options[i].text;
+			}
 	*arg = NULL;
 	return "";
 }

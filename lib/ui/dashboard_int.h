@@ -91,6 +91,11 @@ json_t *dash_task_row(const amp_task_log *log, const json_t *t, const char *page
 /* "<b>severity type</b> [msg_id]: description" of an escalation. */
 void dash_put_escalation(FILE *f, const json_t *e, const char *msg_id);
 
+/* ---- dashboard_feedback.c ---- */
+/* The task's progress reports and its questions with their answers (issue
+ * 33), as tables; nothing when it has none. */
+void dash_put_feedback(FILE *f, const amp_task_log *log);
+
 /* ---- dashboard_overview.c ---- */
 /* The overview's numbers, from the pass. */
 struct dash_overview {

@@ -4,7 +4,8 @@
  * conversation as threads (the task's own records, then each subtask's
  * rounds: request, result, review, verdict, rework), each escalation with
  * its cause and what lifted it, the bookkeeping records (ACKs, heartbeats,
- * idempotency keys, records set aside) folded away; and the task's row.
+ * idempotency keys, records set aside) folded away; the team's progress
+ * reports and questions (dashboard_feedback.c); and the task's row.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -529,6 +530,7 @@ void dash_render_task(FILE *f, const amp_task_log *log, const json_t *t, const j
 	}
 	put_summary(f, t, row);
 	put_subtasks(f, t);
+	dash_put_feedback(f, log);
 	if (place(log, &th) < 0) {
 		fputs("<p class=\"overdue\">out of memory</p>\n", f);
 		goto done;

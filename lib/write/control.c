@@ -41,7 +41,7 @@ static int role_may(const char *type, const char *from)
 		return amp_role_in(from, "executor coordinator admin system");
 	if (!strcmp(type, "depend") || !strcmp(type, "plan"))
 		return amp_role_in(from, "coordinator admin");
-	if (!strcmp(type, "progress") || !strcmp(type, "question"))
+	if (!strcmp(type, "progress") || !strcmp(type, "question") || !strcmp(type, "answer_ack"))
 		return !strcmp(from, "executor");
 	if (!strcmp(type, "answer"))
 		return amp_role_in(from, "coordinator admin");
@@ -109,7 +109,7 @@ int amp_control_allowed(const amp_task_log *log, const char *type, const char *f
 		return 0;
 	}
 	amp_task_state_compute(log, &s);
-	if (amp_role_in(type, "claim release depend plan progress question answer")) {
+	if (amp_role_in(type, "claim release depend plan progress question answer answer_ack")) {
 		char closed[512];
 
 		/* Leases are coord.h's (amp_coord_check_record); like a

@@ -14,7 +14,7 @@
 #include "record_writer.h"
 
 enum coord_op { OP_CLAIM, OP_RELEASE, OP_EXPIRE, OP_DEPEND, OP_PLAN, OP_DEADLINE, OP_PROGRESS,
-		OP_QUESTION, OP_ANSWER };
+		OP_QUESTION, OP_ANSWER, OP_ANSWER_ACK };
 
 struct coord_ctx {
 	enum coord_op op;
@@ -26,13 +26,15 @@ struct coord_ctx {
 	const char *reason;  /* release: its reason; progress: the note;
 			      * question, answer: the text */
 	long long ttl_sec;   /* claim: the lease; progress: the percent;
-			      * question: seconds to answer */
+			      * question: seconds to answer; answer:
+			      * seconds to acknowledge it (0: none) */
 	int64_t now_ms;
 	amp_coord_result *res;
 	amp_errlist *errors;
 	size_t errors_base;
 	json_t *doc; /* the record of the last attempt */
-	const char *on; /* depend: the task waited for; answer: the question */
+	const char *on; /* depend: the task waited for; answer: the question;
+			 * answer_ack: the answer */
 	int soft;
 	const amp_plan *plan; /* plan: the fields to write (-1, 0, NULL: none) */
 };
@@ -349,7 +351,10 @@ static int build_progress(struct coord_ctx *c, const amp_task_log *log, amp_stor
 	return status;
 }
 
-/* SPEC-022 feedback: a question, or its one answer (protocol/question.h). */
+static const char *op_type(enum coord_op op);
+
+/* SPEC-022 feedback: a question, its one answer, or the asker's
+ * acknowledgement of the answer (protocol/question.h). */
 static int build_feedback(struct coord_ctx *c, const amp_task_log *log, const amp_task_state *s,
 			  amp_store_write *w, amp_error *err)
 {
@@ -368,17 +373,24 @@ static int build_feedback(struct coord_ctx *c, const amp_task_log *log, const am
 		extra = json_pack("{s:s*,s:s*,s:s,s:I}", "agent", c->agent, "subtask_id", c->subtask,
 				  "question", c->reason, "ack_timeout_sec", (json_int_t)c->ttl_sec);
 	} else {
-		json_t *probe = json_pack("{s:s,s:s}", "type", "answer", "answers", c->on);
+		int ack = c->op == OP_ANSWER_ACK;
+		json_t *probe = json_pack("{s:s,s:s,s:s,s:s*}", "type", ack ? "answer_ack" : "answer",
+					  ack ? "acks" : "answers", c->on, "from", c->from,
+					  "agent", c->agent);
 
 		status = amp_question_check_record(log, probe, why, sizeof(why));
 		json_decref(probe);
 		if (status < 0)
-			return refuse(c, err, AMP_ERULE, "/answers", why);
-		control_name(log, "answer", c->now_ms, c->res->name, sizeof(c->res->name));
-		extra = json_pack("{s:s*,s:s,s:s}", "agent", c->agent, "answers", c->on,
-				  "answer", c->reason);
+			return refuse(c, err, AMP_ERULE, ack ? "/acks" : "/answers", why);
+		control_name(log, ack ? "answer_ack" : "answer", c->now_ms, c->res->name,
+			     sizeof(c->res->name));
+		extra = ack ? json_pack("{s:s*,s:s}", "agent", c->agent, "acks", c->on)
+			    : json_pack("{s:s*,s:s,s:s}", "agent", c->agent, "answers", c->on,
+					"answer", c->reason);
+		if (extra && !ack && c->ttl_sec > 0)
+			json_object_set_new(extra, "ack_timeout_sec", json_integer(c->ttl_sec));
 	}
-	status = extra ? add_doc(c, log, c->op == OP_QUESTION ? "question" : "answer", extra, w, err)
+	status = extra ? add_doc(c, log, op_type(c->op), extra, w, err)
 		       : amp_error_set(err, AMP_ESCHEMA, "", "the text must be valid UTF-8");
 	json_decref(extra);
 	return status;
@@ -390,10 +402,7 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 	amp_task_log log;
 	amp_task_state s;
 	char closed[512], why[700];
-	const char *type = c->op == OP_CLAIM ? "claim" : c->op == OP_DEPEND ? "depend" :
-			   c->op == OP_PLAN ? "plan" : c->op == OP_DEADLINE ? "escalation" :
-			   c->op == OP_PROGRESS ? "progress" : c->op == OP_QUESTION ? "question" :
-			   c->op == OP_ANSWER ? "answer" : "release";
+	const char *type = op_type(c->op);
 	int status;
 
 	amp_errlist_truncate(c->errors, c->errors_base);
@@ -419,7 +428,7 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 		status = build_claim(c, &log, &s, w, err);
 	} else if (c->op == OP_PROGRESS) {
 		status = build_progress(c, &log, w, err);
-	} else if (c->op == OP_QUESTION || c->op == OP_ANSWER) {
+	} else if (c->op == OP_QUESTION || c->op == OP_ANSWER || c->op == OP_ANSWER_ACK) {
 		status = build_feedback(c, &log, &s, w, err);
 	} else if (c->op == OP_RELEASE) {
 		status = build_release(c, &log, w, err);
@@ -438,10 +447,11 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 		else if (c->op == OP_PROGRESS)
 			snprintf(w->subject, sizeof(w->subject), "progress %s %s: %s %lld%%", c->task_id,
 				 c->from, c->agent, c->ttl_sec);
-		else if (c->op == OP_QUESTION || c->op == OP_ANSWER)
+		else if (c->op == OP_QUESTION || c->op == OP_ANSWER || c->op == OP_ANSWER_ACK)
 			snprintf(w->subject, sizeof(w->subject), "%s %s %s%s%s%s%s", type, c->task_id,
 				 c->from, c->agent ? " " : "", c->agent ? c->agent : "",
-				 c->op == OP_ANSWER ? ": answers " : "", c->op == OP_ANSWER ? c->on : "");
+				 c->op == OP_ANSWER ? ": answers " : c->op == OP_ANSWER_ACK ? ": acks " : "",
+				 c->op == OP_QUESTION ? "" : c->on);
 		else if (c->op == OP_CLAIM)
 			snprintf(w->subject, sizeof(w->subject), "claim %s %s: %s%s%s", c->task_id,
 				 c->from, c->agent, c->subtask ? " subtask " : "",
@@ -466,7 +476,8 @@ static int build(amp_store *st, git_tree *tip, void *vctx, amp_store_write *w, a
 static const char *op_type(enum coord_op op)
 {
 	static const char *const types[] = { "claim", "release", "release", "depend", "plan",
-					     "escalation", "progress", "question", "answer" };
+					     "escalation", "progress", "question", "answer",
+					     "answer_ack" };
 
 	return types[op];
 }
@@ -553,16 +564,27 @@ int amp_coord_ask(amp_store *st, amp_schema_set *set, const char *task_id,
 
 int amp_coord_answer(amp_store *st, amp_schema_set *set, const char *task_id,
 		     const char *question_name, const char *from, const char *agent,
-		     const char *answer, int64_t now_ms, amp_coord_result *res,
-		     amp_errlist *errors)
+		     const char *answer, long long ack_timeout_sec, int64_t now_ms,
+		     amp_coord_result *res, amp_errlist *errors)
 {
-	struct coord_ctx c = { OP_ANSWER, set, task_id, NULL, from, agent, answer, 0,
+	struct coord_ctx c = { OP_ANSWER, set, task_id, NULL, from, agent, answer, ack_timeout_sec,
 			       now_ms, res, errors, errors->count, NULL, question_name, 0, NULL };
 
 	memset(res, 0, sizeof(*res));
 	if (!amp_role_in(from, "coordinator admin"))
 		return amp_errlist_add(errors, AMP_ERULE, "/from",
 				       "a question is answered by the coordinator or the admin, not %s", from);
+	return run(st, &c);
+}
+
+int amp_coord_ack_answer(amp_store *st, amp_schema_set *set, const char *task_id,
+			 const char *answer_name, const char *agent, int64_t now_ms,
+			 amp_coord_result *res, amp_errlist *errors)
+{
+	struct coord_ctx c = { OP_ANSWER_ACK, set, task_id, NULL, "executor", agent, NULL, 0,
+			       now_ms, res, errors, errors->count, NULL, answer_name, 0, NULL };
+
+	memset(res, 0, sizeof(*res));
 	return run(st, &c);
 }
 

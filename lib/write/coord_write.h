@@ -88,14 +88,24 @@ int amp_coord_ask(amp_store *st, amp_schema_set *set, const char *task_id,
 		  amp_errlist *errors);
 
 /* `from` (coordinator or admin; instance `agent` or NULL) answers question
- * record `question_name` of task_id with `answer` (data).  Refused
- * (AMP_ERULE, logged) for another role, a question the task does not hold
- * or one answered already, a task closed to the role.  res->name gets the
- * record's name. */
+ * record `question_name` of task_id with `answer` (data), to be
+ * acknowledged by the asker within ack_timeout_sec (0: no deadline).
+ * Refused (AMP_ERULE, logged) for another role, a question the task does
+ * not hold or one answered already, a task closed to the role.  res->name
+ * gets the record's name. */
 int amp_coord_answer(amp_store *st, amp_schema_set *set, const char *task_id,
 		     const char *question_name, const char *from, const char *agent,
-		     const char *answer, int64_t now_ms, amp_coord_result *res,
-		     amp_errlist *errors);
+		     const char *answer, long long ack_timeout_sec, int64_t now_ms,
+		     amp_coord_result *res, amp_errlist *errors);
+
+/* The executor instance `agent` (or NULL) acknowledges answer record
+ * `answer_name` of task_id (an answer_ack record).  Refused (AMP_ERULE,
+ * logged) for an answer the task does not hold or one acknowledged
+ * already, from another instance than the one that asked, a task closed
+ * to the executor.  res->name gets the record's name. */
+int amp_coord_ack_answer(amp_store *st, amp_schema_set *set, const char *task_id,
+			 const char *answer_name, const char *agent, int64_t now_ms,
+			 amp_coord_result *res, amp_errlist *errors);
 
 /* `from` (coordinator or admin) records that task_id depends on `on`.
  * Refused (AMP_ERULE, logged) for another role, a cycle, a task closed to
