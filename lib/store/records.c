@@ -227,6 +227,16 @@ static int cmp_listed_ref(const void *a, const void *b)
 		      (*(const struct listed *const *)b)->id);
 }
 
+/* The layout of the tree a shard path is found in: <YYYY>/<S> in layout 1,
+ * <YYYY>/<A>/<B> in layout 2 (layout.c); a task out of its place is told
+ * its place in that layout. */
+static int shard_layout(const char *shard)
+{
+	const char *slash = strchr(shard, '/');
+
+	return slash && strchr(slash + 1, '/') ? AMP_LAYOUT_FANNED : AMP_LAYOUT_FLAT;
+}
+
 int amp_store_task_in_place(amp_store *st, const char *shard, const git_tree_entry *e)
 {
 	const char *name = git_tree_entry_name(e);
@@ -246,7 +256,7 @@ int amp_store_task_in_place(amp_store *st, const char *shard, const git_tree_ent
 		amp_store_note_skipped(st, path, "not a task's directory but a file: skipped");
 	else if (!amp_task_id_valid(name, strlen(name)))
 		amp_store_note_skipped(st, path, "not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped");
-	else if (amp_store_task_dir(AMP_LAYOUT_FANNED, name, dir, sizeof(dir)) == 0 &&
+	else if (amp_store_task_dir(shard_layout(shard), name, dir, sizeof(dir)) == 0 &&
 		 snprintf(why, sizeof(why), "task %s out of its place (%s): skipped", name, dir) > 0)
 		amp_store_note_skipped(st, path, why);
 	return 0;
