@@ -132,8 +132,9 @@ text() {
 	assert_line --index 23 '<title>10 message(s), 1 open escalation(s)</title>'
 	assert_line --index 22 '<title>0 message(s), 0 open escalation(s)</title>'
 	run -0 web text "file://$out/index.html#hours-24"
+	# (the one script: the inline filter script, 36-dashboard-static)
 	run -0 json_get '[d["scripts"], d["log"]]' <<< "$output"
-	assert_output '[[], []]'
+	assert_output '[["(inline)"], []]'
 }
 
 @test "static pages filter their task tables by state and by the role holding the task through the URL's fragment, with no script and no server" {
@@ -167,11 +168,11 @@ text() {
 	run -0 grep -F '<a href="#state-suspended">suspended</a>' "$out/index.html" "$out/$group"
 	run -0 grep -F '<a href="#role-executor">executor</a>' "$out/$group"
 	# a row names its state and roles in attributes, escaped like the rest
-	run -0 grep -F '<tr class="task" data-state="suspended" data-roles="">' "$out/$group"
-	run -0 grep -F '<tr class="task" data-state="submitted" data-roles="coordinator">' "$out/$group"
+	run -0 grep -F '<tr class="task" data-state="suspended" data-roles="" ' "$out/$group"
+	run -0 grep -F '<tr class="task" data-state="submitted" data-roles="coordinator" ' "$out/$group"
 	run -0 web text "file://$out/$group#state-suspended"
 	run -0 json_get '[d["pwned"], d["scripts"], d["log"]]' <<< "$output"
-	assert_output '[false, [], []]'
+	assert_output '[false, ["(inline)"], []]'
 }
 
 @test "axe-core in Chromium: no serious or critical violation on the agents page and the views chosen by a fragment" {
