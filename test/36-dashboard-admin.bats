@@ -24,19 +24,11 @@ load dashboard
 # and in the error log a result for T-2026-044 refused for a bad field.
 setup_file() {
 	local BATS_TEST_TMPDIR=$BATS_FILE_TMPDIR
-	make_ssot
-	git config amp.checkRepo false
-	at 0; send_dispatch
-	at 2; amp claim $T --agent alice > /dev/null
-	at 5; amp ack "$D" --from executor --agent alice > /dev/null
+	alice_on_task
 	at 100; amp send task_dispatch --task T-2026-045 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
 	sed -e 's/"risk_level": "medium"/"risk_level": "high"/' -e 's/Reconstruct watchOS/Migrate the billing database of/' \
 		"$BATS_TEST_TMPDIR/p/dispatch.json" > "$BATS_TEST_TMPDIR/p/high.json"
 	at 200; amp send task_dispatch --task T-2026-046 --from coordinator --payload "$BATS_TEST_TMPDIR/p/high.json" > /dev/null
-	$PY - "$HOSTILE" "$BATS_TEST_TMPDIR/p/dispatch.json" > "$BATS_TEST_TMPDIR/p/hostile.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[2])); d["description"] = sys.argv[1] + " evil"; print(json.dumps(d))
-PY
 	at 300; amp send task_dispatch --task T-2026-047 --from coordinator --payload "$BATS_TEST_TMPDIR/p/hostile.json" > /dev/null
 	at 310; amp escalate T-2026-047 --from coordinator --type conflict --severity critical --description "$HOSTILE" > /dev/null
 	# T-2026-049: a rejected round, a second round in review; an
@@ -56,11 +48,7 @@ PY
 }
 
 setup() {
-	cp -a "$BATS_FILE_TMPDIR/repo" "$BATS_TEST_TMPDIR/repo"
-	cp -a "$BATS_FILE_TMPDIR/p" "$BATS_TEST_TMPDIR/p"
-	cd "$BATS_TEST_TMPDIR/repo" || return 1
-	at 1200
-	out=$BATS_TEST_TMPDIR/site
+	copy_ssot
 }
 
 
