@@ -23,11 +23,7 @@ load dashboard
 #   an unnamed coordinator dispatched T-2026-044 at 0 s.
 setup_file() {
 	local BATS_TEST_TMPDIR=$BATS_FILE_TMPDIR i
-	make_ssot
-	git config amp.checkRepo false
-	at 0; send_dispatch
-	at 2; amp claim $T --agent alice > /dev/null
-	at 5; amp ack "$D" --from executor --agent alice > /dev/null
+	alice_on_task
 	at 60; amp heartbeat $T --from executor --agent alice > /dev/null
 	at 200; amp send task_result --task $T --from executor --agent alice --payload "$BATS_TEST_TMPDIR/p/result.json" > /dev/null
 	for i in 0 1 2 3 4 5; do
@@ -35,21 +31,13 @@ setup_file() {
 		at $((300 + i)); amp send task_dispatch --task T-2026-05$i --from coordinator --agent mallory \
 			--payload "$BATS_TEST_TMPDIR/p/d$i.json" > /dev/null
 	done
-	$PY - "$HOSTILE" "$BATS_TEST_TMPDIR/p/dispatch.json" > "$BATS_TEST_TMPDIR/p/hostile.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[2])); d["description"] = sys.argv[1] + " evil"; print(json.dumps(d))
-PY
 	at 400; amp send task_dispatch --task T-2026-047 --from coordinator --agent mallory --payload "$BATS_TEST_TMPDIR/p/hostile.json" > /dev/null
 	at 410; amp escalate T-2026-047 --from coordinator --agent mallory --type conflict --severity critical --description "$HOSTILE" > /dev/null
 	at 1200
 }
 
 setup() {
-	cp -a "$BATS_FILE_TMPDIR/repo" "$BATS_TEST_TMPDIR/repo"
-	cp -a "$BATS_FILE_TMPDIR/p" "$BATS_TEST_TMPDIR/p"
-	cd "$BATS_TEST_TMPDIR/repo" || return 1
-	at 1200
-	out=$BATS_TEST_TMPDIR/site
+	copy_ssot
 }
 
 # text FILE: what Chromium shows of it (JSON of drive.js text).
@@ -132,8 +120,9 @@ text() {
 	assert_line --index 23 '<title>10 message(s), 1 open escalation(s)</title>'
 	assert_line --index 22 '<title>0 message(s), 0 open escalation(s)</title>'
 	run -0 web text "file://$out/index.html#hours-24"
+	# (the one script: the inline filter script, 36-dashboard-static)
 	run -0 json_get '[d["scripts"], d["log"]]' <<< "$output"
-	assert_output '[[], []]'
+	assert_output '[["(inline)"], []]'
 }
 
 @test "static pages filter their task tables by state and by the role holding the task through the URL's fragment, with no script and no server" {
@@ -167,11 +156,11 @@ text() {
 	run -0 grep -F '<a href="#state-suspended">suspended</a>' "$out/index.html" "$out/$group"
 	run -0 grep -F '<a href="#role-executor">executor</a>' "$out/$group"
 	# a row names its state and roles in attributes, escaped like the rest
-	run -0 grep -F '<tr class="task" data-state="suspended" data-roles="">' "$out/$group"
-	run -0 grep -F '<tr class="task" data-state="submitted" data-roles="coordinator">' "$out/$group"
+	run -0 grep -F '<tr class="task" data-state="suspended" data-roles="" ' "$out/$group"
+	run -0 grep -F '<tr class="task" data-state="submitted" data-roles="coordinator" ' "$out/$group"
 	run -0 web text "file://$out/$group#state-suspended"
 	run -0 json_get '[d["pwned"], d["scripts"], d["log"]]' <<< "$output"
-	assert_output '[false, [], []]'
+	assert_output '[false, ["(inline)"], []]'
 }
 
 @test "axe-core in Chromium: no serious or critical violation on the agents page and the views chosen by a fragment" {

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by the dashboard suites (97-dashboard, 36-dashboard-admin,
-# 36-dashboard-team), which use the variables set here (SC2034).
+# 36-dashboard-team, 36-dashboard-static), which use the variables set here (SC2034).
 # shellcheck disable=SC2034
 
 # serve [ARGS...]: starts amp dashboard --serve on a free loopback port;
@@ -41,3 +41,29 @@ fit_chart() {
 	sed -n '/<div class="win fit" id="hours-fit">/,/<\/svg>/p' "$1"
 }
 
+
+# alice_on_task: the start of the 36-dashboard suites' SSOTs, built in
+# setup_file: T-2026-044 dispatched at 0 s, claimed by alice at 2 s and
+# ACKed by her at 5 s; and p/hostile.json, the dispatch with $HOSTILE
+# (and " evil") as its description.
+alice_on_task() {
+	make_ssot
+	git config amp.checkRepo false
+	at 0; send_dispatch
+	at 2; amp claim $T --agent alice > /dev/null
+	at 5; amp ack "$D" --from executor --agent alice > /dev/null
+	$PY - "$HOSTILE" "$BATS_TEST_TMPDIR/p/dispatch.json" > "$BATS_TEST_TMPDIR/p/hostile.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[2])); d["description"] = sys.argv[1] + " evil"; print(json.dumps(d))
+PY
+}
+
+# copy_ssot: a test's own copy of the SSOT setup_file built, at 1200 s;
+# out is where its site goes.
+copy_ssot() {
+	cp -a "$BATS_FILE_TMPDIR/repo" "$BATS_TEST_TMPDIR/repo"
+	cp -a "$BATS_FILE_TMPDIR/p" "$BATS_TEST_TMPDIR/p"
+	cd "$BATS_TEST_TMPDIR/repo" || return 1
+	at 1200
+	out=$BATS_TEST_TMPDIR/site
+}

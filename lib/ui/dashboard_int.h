@@ -61,6 +61,10 @@ int dash_page_open(struct page *p, amp_error *err);
 int dash_page_finish(struct gen *g, struct page *p, const char *rel, int if_changed, amp_error *err);
 /* The top of a page; `up` is the path back to DIR ("" or "../"). */
 void dash_page_head(FILE *f, const char *title, const char *up);
+/* dash_page_head for a page with a task table the filter script
+ * (dashboard_script.c) works on: its policy allows that script by its
+ * hash. */
+void dash_page_head_filtered(FILE *f, const char *title, const char *up);
 /* The end of a page; now_ms >= 0 says when it was generated. */
 void dash_page_tail(FILE *f, int64_t now_ms);
 const char *dash_str(const json_t *o, const char *key);
@@ -170,10 +174,20 @@ int dash_render_agents(amp_store *st, FILE *f, int64_t now_ms, json_t **brief, a
 /* ---- dashboard_errors.c ---- */
 int dash_render_errors(amp_store *st, const char *dir, FILE *f, amp_error *err);
 
+/* ---- dashboard_script.c ---- */
+extern const char dash_filter_js[];
+/* "sha256-<base64>" of dash_filter_js, for a policy's script-src (a
+ * static buffer, computed once). */
+const char *dash_filter_hash(void);
+/* The table's count of shown rows and the script, inline. */
+void dash_put_filter_script(FILE *f);
+
 /* ---- dashboard_live.c ---- */
 extern const char dash_live_js[];
 extern const size_t dash_live_js_len;
-extern const char dash_live_csp[];
+/* The policy --serve sends: the static one plus its own origin's scripts
+ * and fetches, and the filter script by its hash (a static buffer). */
+const char *dash_live_csp(void);
 /* The page as --serve sends it: its policy allowing the server's own
  * scripts, live.js loaded at its end, into *out (the caller frees). */
 int dash_live_page(const char *html, size_t len, char **out, size_t *outlen);

@@ -46,10 +46,19 @@ const size_t dash_live_js_len = sizeof(dash_live_js) - 1;
 
 /* The policy the server sends with a page: the static one plus scripts
  * and fetches of its own origin. */
-const char dash_live_csp[] = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; "
-			     "script-src 'self'; connect-src 'self'";
+const char *dash_live_csp(void)
+{
+	static char csp[256];
 
-#define STATIC_CSP "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src 'self'\">"
+	if (!csp[0])
+		snprintf(csp, sizeof(csp), "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; "
+			 "script-src 'self' '%s'; connect-src 'self'", dash_filter_hash());
+	return csp;
+}
+
+/* The static policy's start; the attribute ends at the next '">' (a
+ * page of task tables adds the filter script's hash). */
+#define STATIC_CSP "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src 'self'"
 
 /* The first n bytes of needle in hay (len bytes), or NULL. */
 static const char *find(const char *hay, size_t len, const char *needle)
@@ -65,7 +74,7 @@ static const char *find(const char *hay, size_t len, const char *needle)
 int dash_live_page(const char *html, size_t len, char **out, size_t *outlen)
 {
 	const char *csp = find(html, len, STATIC_CSP);
-	const char *end = NULL, *p;
+	const char *end = NULL, *p, *stop;
 	FILE *m;
 
 	/* The last </body>: every page ends with it, and message text
@@ -76,12 +85,13 @@ int dash_live_page(const char *html, size_t len, char **out, size_t *outlen)
 	*outlen = 0;
 	if (!(m = open_memstream(out, outlen)))
 		return -1;
-	if (!csp || !end || end < csp) {
+	stop = csp && end > csp ? find(csp, (size_t)(end - csp), "\">") : NULL;
+	if (!stop) {
 		fwrite(html, 1, len, m);
 	} else {
 		fwrite(html, 1, (size_t)(csp - html), m);
-		fprintf(m, "content=\"%s\">", dash_live_csp);
-		p = csp + strlen(STATIC_CSP);
+		fprintf(m, "content=\"%s\">", dash_live_csp());
+		p = stop + 2;
 		fwrite(p, 1, (size_t)(end - p), m);
 		fputs("<script src=\"/live.js\"></script>\n", m);
 		fwrite(end, 1, len - (size_t)(end - html), m);

@@ -253,11 +253,18 @@ void dash_render_rows(FILE *f, const char *table_id, const json_t *rows, const c
 	const json_t *row, *s;
 	size_t i, j;
 
-	fprintf(f, "<div class=\"wrap\"><table id=\"%s\"><tr>", table_id);
+	/* A static page's headers ("#") are the filter script's sort links. */
+	int scripted = sort_base && sort_base[0] == '#';
+
+	fprintf(f, "<div class=\"wrap\"><table id=\"%s\"%s", table_id, scripted ? " class=\"filtered\"" : "");
+	if (now_ms >= 0)
+		fprintf(f, " data-now=\"%lld\"", (long long)now_ms);
+	fputs("><tr>", f);
 	for (i = 0; i < sizeof(columns) / sizeof(columns[0]); i++) {
 		fprintf(f, "<th scope=\"col\"%s>", i == 6 ? " class=\"hide-s\"" : "");
 		if (sort_base && columns[i][1]) {
-			fputs("<a href=\"", f);
+			fprintf(f, "<a%s%s%s href=\"", scripted ? " data-sort=\"" : "",
+				scripted ? columns[i][1] : "", scripted ? "\"" : "");
 			amp_html_put(f, sort_base, 0);
 			fprintf(f, "sort=%s\">%s</a></th>", columns[i][1], columns[i][0]);
 		} else {
@@ -301,12 +308,13 @@ void dash_render_group(FILE *f, const char *key, const json_t *rows)
 
 	/* The shard's directory, shown: a key of any length fits. */
 	snprintf(where, sizeof(where), "tasks/%.600s/", key);
-	dash_page_head(f, where, "../");
+	dash_page_head_filtered(f, where, "../");
 	fprintf(f, "<p class=\"meta\">%zu task(s) of the SSOT's directory ", json_array_size(rows));
 	amp_html_put(f, where, 0);
 	fputs("</p>\n", f);
 	dash_put_static_filters(f, "../");
-	dash_render_rows(f, "tasks", rows, "../", -1, NULL);
+	dash_render_rows(f, "tasks", rows, "../", -1, "#");
+	dash_put_filter_script(f);
 	dash_page_tail(f, -1);
 }
 
@@ -404,7 +412,7 @@ void dash_render_tasks_static(FILE *f, const json_t *groups)
 
 void dash_render_index(FILE *f, const struct dash_overview *o)
 {
-	dash_page_head(f, "amp dashboard", "");
+	dash_page_head_filtered(f, "amp dashboard", "");
 	put_stats(f, o);
 	fputs("<h2>Needs the admin</h2>\n", f);
 	render_needs(f, o->needs, o->nneeds, NEEDS_SHOWN, o->now_ms);
@@ -415,7 +423,8 @@ void dash_render_index(FILE *f, const struct dash_overview *o)
 	fprintf(f, "<p class=\"meta\">The %d tasks with the latest records; every task is on the "
 		"pages of all tasks below.</p>\n", RECENT_SHOWN);
 	dash_put_static_filters(f, "");
-	dash_render_rows(f, "recent", json_object_get(o->agg, "recent"), "", o->now_ms, NULL);
+	dash_render_rows(f, "recent", json_object_get(o->agg, "recent"), "", o->now_ms, "#");
+	dash_put_filter_script(f);
 	fputs("<h2>Messages per hour, open escalations</h2>\n", f);
 	dash_put_windows(f, o->agg);
 	fputs("<h2>Age of the open tasks</h2>\n", f);

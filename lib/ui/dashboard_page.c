@@ -128,16 +128,21 @@ static const char css[] =
 	ROLE_FILTER("reviewer") "{display:none}"
 	"@media (max-width:600px){body{padding:0 .5em 1em}th,td{padding:.25em}.hide-s{display:none}}";
 
-/* The policy of every page: no script ever, so that even a markup mistake
- * could not run one (--serve adds its own, dashboard_serve.c). */
-#define CSP_META "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; " \
-		 "style-src 'unsafe-inline'; img-src 'self'\">\n"
+/* The policy of every page: no script but, on the pages of task tables,
+ * the filter script by its hash (dashboard_script.c), so that even a
+ * markup mistake could not run one (--serve adds its own,
+ * dashboard_serve.c). */
+#define CSP_META_START "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; " \
+		       "style-src 'unsafe-inline'; img-src 'self'"
 
-void dash_page_head(FILE *f, const char *title, const char *up)
+static void page_head(FILE *f, const char *title, const char *up, int filtered)
 {
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-	      CSP_META, f);
+	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n", f);
+	if (filtered)
+		fprintf(f, CSP_META_START "; script-src '%s'\">\n", dash_filter_hash());
+	else
+		fputs(CSP_META_START "\">\n", f);
 	/* The site's own icon, so that a browser asks for no other. */
 	fprintf(f, "<link rel=\"icon\" href=\"%sfavicon.svg\">\n<title>", up);
 	amp_html_put(f, title, 0);
@@ -147,6 +152,16 @@ void dash_page_head(FILE *f, const char *title, const char *up)
 		"<a href=\"%serrors.html\">Error log</a></nav>\n<h1>", css, up, up, up, up, up);
 	amp_html_put(f, title, 0);
 	fputs("</h1></header>\n<main>\n", f);
+}
+
+void dash_page_head(FILE *f, const char *title, const char *up)
+{
+	page_head(f, title, up, 0);
+}
+
+void dash_page_head_filtered(FILE *f, const char *title, const char *up)
+{
+	page_head(f, title, up, 1);
 }
 
 void dash_page_tail(FILE *f, int64_t now_ms)

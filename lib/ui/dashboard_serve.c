@@ -161,7 +161,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int code, const 
 	}
 	ok = mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) &&
 	     mhd.add_response_header(r, "X-Content-Type-Options", "nosniff") &&
-	     mhd.add_response_header(r, "Content-Security-Policy", dash_live_csp) &&
+	     mhd.add_response_header(r, "Content-Security-Policy", dash_live_csp()) &&
 	     mhd.add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") &&
 	     /* one request per connection, as before: no client keeps one open */
 	     mhd.add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close") &&

@@ -50,8 +50,11 @@ void dash_put_static_filters(FILE *f, const char *up)
 	fputs("<br>Held by: ", f);
 	for (i = 0; roles[i]; i++)
 		fprintf(f, "<a href=\"#role-%s\">%s</a>", roles[i], roles[i]);
-	fprintf(f, "</p>\n<p class=\"meta\">More filters (a holder's name, text, overdue) and sorting: "
-	      "<code>amp dashboard --serve</code>'s <a href=\"%stasks.html\">tasks.html</a>.</p>\n", up);
+	fputs("<br>More: <a href=\"#overdue=1\">overdue</a><a href=\"#escalated=1\">escalated</a>", f);
+	fprintf(f, "</p>\n<p class=\"meta\">Any filter is a URL: <code>#q=text&amp;holder=alice&amp;"
+		"overdue=1&amp;escalated=1&amp;state=rejected&amp;sort=deadline&amp;desc=1</code> "
+		"(with scripts on; <code>amp dashboard --serve</code>'s "
+		"<a href=\"%stasks.html\">tasks.html</a> takes the same as query parameters).</p>\n", up);
 	/* The fragments' targets, siblings before the table. */
 	for (i = 0; dash_states[i]; i++)
 		fprintf(f, "<span class=\"anchor\" id=\"state-%s\"></span>", dash_states[i]);
@@ -60,17 +63,50 @@ void dash_put_static_filters(FILE *f, const char *up)
 	fputs("\n", f);
 }
 
+/* One attribute, its value escaped (a task id or an agent's name is
+ * message text). */
+static void put_attr(FILE *f, const char *name, const char *value)
+{
+	fprintf(f, " data-%s=\"", name);
+	amp_html_put(f, value ? value : "", 0);
+	fputs("\"", f);
+}
+
 void dash_put_row_marks(FILE *f, const json_t *row)
 {
-	const json_t *h;
+	const json_t *h, *d;
+	long long due = -1;
 	size_t i;
 
-	fputs("<tr class=\"task\" data-state=\"", f);
-	amp_html_put(f, str(row, "state") ? str(row, "state") : "", 0);
-	fputs("\" data-roles=\"", f);
+	fputs("<tr class=\"task\"", f);
+	put_attr(f, "state", str(row, "state"));
+	fputs(" data-roles=\"", f);
 	json_array_foreach(json_object_get(row, "holders"), i, h) {
 		fputs(i ? " " : "", f);
 		amp_html_put(f, str(h, "role") ? str(h, "role") : "", 0);
 	}
-	fputs("\">", f);
+	/* What the filter script (dashboard_script.c) matches and sorts by:
+	 * each holder as --serve's holder= names it (who, role, agent), the
+	 * first one's name, the next ACK deadline and the last record (ms). */
+	fputs("\" data-holders=\"", f);
+	json_array_foreach(json_object_get(row, "holders"), i, h) {
+		fputs(i ? " " : "", f);
+		amp_html_put(f, str(h, "who"), 0);
+		fputs(" ", f);
+		amp_html_put(f, str(h, "role"), 0);
+		if (str(h, "agent")) {
+			fputs(" ", f);
+			amp_html_put(f, str(h, "agent"), 0);
+		}
+	}
+	fputs("\"", f);
+	put_attr(f, "task", str(row, "task_id"));
+	put_attr(f, "holder", str(json_array_get(json_object_get(row, "holders"), 0), "who"));
+	json_array_foreach(json_object_get(row, "deadlines"), i, d)
+		if (due < 0 || json_integer_value(d) < due)
+			due = json_integer_value(d);
+	if (due >= 0)
+		fprintf(f, " data-due=\"%lld\"", due);
+	fprintf(f, " data-rejects=\"%lld\" data-last=\"%lld\" data-escalated=\"%d\">",
+		dash_ival(row, "reject_count"), dash_ival(row, "last_ms"), str(row, "suspended_by") != NULL);
 }

@@ -8,6 +8,11 @@
 //   drive.js live URL NEEDLE MS  prints "ready" once URL is open, then waits up to MS
 //                                for NEEDLE in the page's text; exit 0 (printing
 //                                the wait and whether the page was reloaded) or 1
+//   drive.js follow URL SELECTOR...
+//                                clicks each SELECTOR's first match in turn (a link);
+//                                then the visible task rows' ids, one a line, and a
+//                                last line "url" TAB the page's URL; the page's log to
+//                                stderr
 //   drive.js visible URL SELECTOR ATTR [COUNT]
 //                                ATTR of each element matching SELECTOR that is
 //                                shown (laid out), one a line; with COUNT, a tab and
@@ -35,6 +40,9 @@ async function open(width, height) {
 		defaultViewport: { width: width || 1400, height: height || 900 },
 	});
 	const page = await browser.newPage();
+	// AMP_WEB_NOSCRIPT=1: a browser with scripts off
+	if (process.env.AMP_WEB_NOSCRIPT === '1')
+		await page.setJavaScriptEnabled(false);
 	const log = [];
 	page.on('console', (m) => log.push(`console ${m.type()}: ${m.text()}`));
 	page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
@@ -75,6 +83,21 @@ const commands = {
 			.filter((e) => e.getClientRects().length > 0)
 			.map((e) => (e.querySelector('td') || e.querySelector('p')).innerText.split(' ')[0]));
 		process.stdout.write(ids.map((i) => i + '\n').join(''));
+		await close(b);
+	},
+	async follow(url, ...selectors) {
+		const b = await open();
+		await b.page.goto(url, { waitUntil: 'load' });
+		for (const sel of selectors) {
+			await b.page.click(sel);
+			await new Promise((r) => setTimeout(r, 100));
+		}
+		const ids = await b.page.evaluate(() => Array.from(document.querySelectorAll('tr.task'))
+			.filter((e) => e.getClientRects().length > 0)
+			.map((e) => e.querySelector('td').innerText.split(' ')[0]));
+		const href = await b.page.evaluate(() => location.href);
+		process.stdout.write(ids.map((i) => i + '\n').join('') + 'url\t' + href + '\n');
+		process.stderr.write(b.log.map((l) => l + '\n').join(''));
 		await close(b);
 	},
 	async visible(url, selector, attr, count) {
@@ -163,7 +186,7 @@ const commands = {
 
 const [cmd, ...args] = process.argv.slice(2);
 if (!commands[cmd]) {
-	process.stderr.write('usage: drive.js text|rows|visible|live|axe|shot|timing URL ...\n');
+	process.stderr.write('usage: drive.js text|rows|follow|visible|live|axe|shot|timing URL ...\n');
 	process.exit(2);
 }
 commands[cmd](...args).catch((e) => {
