@@ -90,15 +90,19 @@ static int list_errors(amp_store *st, long long limit, int json_out, amp_human *
 	} else {
 		json_t *e, *r;
 		char t[AMP_HUMAN_TIME_BUFSZ];
+		FILE *out;
 		size_t j;
 
 		amp_human_start(h, repo, 0, 1);
+		out = amp_human_out(h);
 		json_array_foreach(all, i, e) {
 			const char *id = json_string_value(json_object_get(e, "msg_id"));
 
-			/* Everything here may come from a rejected message. */
-			printf("%-*s  %-10s exit %lld  %s  %s\n", AMP_HUMAN_TIME_WIDTH,
-			       amp_human_time(h, json_string_value(json_object_get(e, "time")), t),
+			/* Everything here may come from a rejected message.  On a
+			 * terminal the line fits its width and the time is
+			 * relative (human.h), as in amp status. */
+			fprintf(out, "%-*s  %-10s exit %lld  %s  %s\n", amp_human_when_width(h),
+			       amp_human_when(h, json_string_value(json_object_get(e, "time")), t),
 			       amp_term(json_string_value(json_object_get(e, "command"))),
 			       (long long)json_integer_value(json_object_get(e, "exit_code")),
 			       amp_term(json_string_value(json_object_get(e, "id"))),
@@ -106,12 +110,13 @@ static int list_errors(amp_store *st, long long limit, int json_out, amp_human *
 			json_array_foreach(json_object_get(e, "errors"), j, r) {
 				const char *p = json_string_value(json_object_get(r, "path"));
 
-				printf("    %s%s%s\n", p && *p ? amp_term(p) : "", p && *p ? ": " : "",
+				fprintf(out, "    %s%s%s\n", p && *p ? amp_term(p) : "", p && *p ? ": " : "",
 				       amp_term(json_string_value(json_object_get(r, "message"))));
 			}
 		}
 		if (!json_array_size(all))
-			printf("no rejected messages\n");
+			fprintf(out, "no rejected messages\n");
+		amp_human_out_end(h);
 	}
 cleanup:
 	json_decref(all);

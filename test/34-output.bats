@@ -357,3 +357,90 @@ INIT='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":
 	run -2 amp mcp --from executor --signing-key "$BATS_TEST_TMPDIR/no-such-key" < /dev/null
 	assert_output --partial "amp mcp: error: --signing-key $BATS_TEST_TMPDIR/no-such-key: cannot read it"
 }
+
+# fits_tty COLS: every line of $output is valid UTF-8 (a cut never falls
+# inside a character), holds no escape but amp's own colours, whole, and
+# takes at most COLS columns; prints how many lines were cut ("…").
+fits_tty() {
+	python3 - "$1" <<'PY' 3<<< "$output"
+import os, re, sys
+text = os.fdopen(3, "rb").read().decode("utf-8")   # fails on a cut inside UTF-8
+cols, cut = int(sys.argv[1]), 0
+for line in text.split("\n"):
+    assert re.fullmatch(r"(\x1b\[[0-9;]*m|[^\x1b\x07])*", line), repr(line)
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", line)
+    assert len(plain) <= cols, (len(plain), line)
+    cut += plain.endswith("\u2026")
+print(cut)
+PY
+}
+
+@test "amp errors on an 80-column terminal: lines fit, times relative, a hostile id cut at a character and escaped; --wide prints what a pipe gets" {
+	make_ssot
+	python3 -c 'import json; print(json.dumps({"protocol_version": "AMP/1.0", "msg_id": "x\u001b]0;pwned\u0007" + "é漢" * 40 + "\u001b[2J end", "type": "task_dispatch"}))' > env.json
+	run amp send --envelope env.json
+	assert_failure 1
+	at 120
+	run -0 amp errors
+	piped=$output
+	# a pipe: the absolute time and the whole id, its escapes written as text
+	assert_line --index 0 --regexp '^2026-02-26 14:32:07 \+0000  send       exit 1  errors/[^ ]+  x\\x1b\]0;pwned\\x07(é漢){40}\\x1b\[2J end$'
+	on_tty 80 "amp errors"
+	assert_success
+	run -0 fits_tty 80 <<< "$output"
+	[ "$output" -ge 1 ] || fail "nothing was cut"
+	on_tty 80 "amp errors"
+	assert_line --index 0 --regexp '^2m ago +send       exit 1  errors/.*…$'
+	for cols in 61 62 63 64 65; do
+		on_tty $cols "amp errors --color=always"
+		assert_success
+		run -0 fits_tty $cols
+		[ "$output" -ge 1 ] || fail "$cols columns: nothing was cut"
+	done
+	on_tty 80 "amp errors --wide"
+	assert_success
+	assert_output "$piped"
+}
+
+@test "amp agents on an 80-column terminal: lines fit, the last write is relative; --wide prints what a pipe gets; a planted name is escaped, cut at a character" {
+	make_ssot
+	send_dispatch
+	at 5
+	amp ack "$D" --from executor --agent alice > /dev/null
+	amp claim $T --agent alice > /dev/null
+	caps=()
+	for c in rust c go python typescript haskell ocaml postgres kubernetes terraform; do caps+=(--capability "$c"); done
+	amp register --agent alice --role executor --role reviewer "${caps[@]}" > /dev/null
+	at 65
+	run -0 amp agents
+	piped=$output
+	assert_line --index 0 "alice  roles executor  last write 2026-02-26 14:32:12 +0000  holds $T  declared executor,reviewer; capabilities c,go,haskell,kubernetes,ocaml,postgres,python,rust,terraform,typescript"
+	on_tty 80 "amp agents"
+	assert_success
+	assert_line --index 0 --regexp "^alice  roles executor  last write 1m ago  holds $T  declared executor,.*…$"
+	run -0 fits_tty 80
+	[ "$output" -ge 1 ] || fail "nothing was cut"
+	on_tty 80 "amp agents --wide"
+	assert_success
+	assert_output "$piped"
+	# a name planted in the cache of the same tip is data: escaped, and cut
+	# at a character
+	python3 - .git/amp/agents.json <<'PY'
+import json, sys
+p = sys.argv[1]
+d = json.load(open(p))
+a = d["agents"].pop("alice")
+name = "\u001b]0;pwned\u0007" + "é漢" * 40
+a["agent"] = name
+d["agents"][name] = a
+json.dump(d, open(p, "w"))
+PY
+	run -0 amp agents
+	assert_output --partial '\x1b]0;pwned\x07é漢'
+	for cols in 40 41 42 43; do
+		on_tty $cols "amp agents --color=always"
+		assert_success
+		run -0 fits_tty $cols
+		[ "$output" -ge 1 ] || fail "$cols columns: nothing was cut"
+	done
+}

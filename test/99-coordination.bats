@@ -274,8 +274,8 @@ T-2026-001  P3  dispatched        since 2026-02-26 14:32:08 +0000"
 	run -0 amp agents --json
 	assert_output '{"format":{"name":"agents","version":1},"agents":[{"agent":"alice","roles":["executor"],"last_write":"2026-02-26T14:32:16+00:00","last_task":"T-2026-044","writes":3,"last_heartbeat":"2026-02-26T14:32:16+00:00","recent":[],"holds":[{"task_id":"T-2026-044","subtask_id":null,"expires":"2026-02-26T15:02:16+00:00"}],"declared":null},{"agent":"planner","roles":["coordinator"],"last_write":"2026-02-26T14:32:16+00:00","last_task":"T-2026-044","writes":1,"last_heartbeat":"2026-02-26T14:32:16+00:00","recent":[],"holds":[],"declared":null}]}'
 	run -0 amp agents
-	assert_output "alice  roles executor  last write 2026-02-26T14:32:16+00:00 on $T  holds $T
-planner  roles coordinator  last write 2026-02-26T14:32:16+00:00 on $T"
+	assert_output "alice  roles executor  last write 2026-02-26 14:32:16 +0000 on $T  holds $T
+planner  roles coordinator  last write 2026-02-26 14:32:16 +0000 on $T"
 	run -0 amp log --type claim
 	assert_output --regexp "ctl/claim +executor +claim-1772116332000  agent alice$"
 }

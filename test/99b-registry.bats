@@ -184,7 +184,7 @@ alice|register alice executor|alice"
 	assert_output "{\"format\":{\"name\":\"agents\",\"version\":1},\"agents\":[{\"agent\":\"alice\",\"roles\":[\"executor\"],\"last_write\":\"2026-02-26T14:32:14+00:00\",\"last_task\":null,\"writes\":4,\"last_heartbeat\":null,\"recent\":[],\"holds\":[{\"task_id\":\"T-2026-044\",\"subtask_id\":null,\"expires\":\"2026-02-26T14:42:12+00:00\"}],\"declared\":{\"roles\":[\"executor\",\"reviewer\"],\"capabilities\":[\"c\",\"rust\"],\"from\":\"executor\",\"declared\":\"2026-02-26T14:32:14+00:00\",\"record\":\"$alice\"}},{\"agent\":\"bob\",\"roles\":[],\"last_write\":null,\"last_task\":null,\"writes\":0,\"last_heartbeat\":null,\"recent\":[],\"holds\":[],\"declared\":{\"roles\":[\"reviewer\"],\"capabilities\":[],\"from\":\"admin\",\"declared\":\"2026-02-26T14:32:15+00:00\",\"record\":\"$bob\"}}]}"
 	run -0 amp agents
 	# Its own register records are writes too (of no task).
-	assert_output "alice  roles executor  last write 2026-02-26T14:32:14+00:00  holds $T  declared executor,reviewer; capabilities c,rust
+	assert_output "alice  roles executor  last write 2026-02-26 14:32:14 +0000  holds $T  declared executor,reviewer; capabilities c,rust
 bob  roles -  last write (none)  declared reviewer"
 }
 
@@ -197,8 +197,8 @@ bob  roles -  last write (none)  declared reviewer"
 	at 6; amp heartbeat $T --from executor --agent alice > /dev/null
 	amp heartbeat $T --from coordinator --agent planner > /dev/null
 	run -0 amp agents
-	assert_output "alice  roles executor  last write 2026-02-26T14:32:13+00:00 on $T
-planner  roles coordinator  last write 2026-02-26T14:32:13+00:00 on $T"
+	assert_output "alice  roles executor  last write 2026-02-26 14:32:13 +0000 on $T
+planner  roles coordinator  last write 2026-02-26 14:32:13 +0000 on $T"
 	run -0 json_get '[d["tip"], d["agents"]["alice"]["writes"], d["agents"]["planner"]["writes"]]' < .git/amp/agents.json
 	assert_output "[\"$(git rev-parse refs/amp/messages)\", 2, 1]"
 	# The cache is what is read on the same tip: a planted count shows.
