@@ -44,6 +44,7 @@ static const struct {
 	{ "json", NULL, "print JSON (schemas/output/; errors too)" },
 	{ "limit", "<n>", "at most this many" },
 	{ "max-iterations", "<n>", "the review rounds before the task is locked" },
+	{ "migrate", NULL, "move the SSOT to layout 2 in one new commit" },
 	{ "no-ack", NULL, "the message needs no ACK" },
 	{ "no-color", NULL, "no colour" },
 	{ "no-exec", NULL, "do not run the --exec commands" },
