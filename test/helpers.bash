@@ -47,6 +47,12 @@ ssot_layout() {
 	if git cat-file -e "${1:-refs/amp/messages}:amp-layout" 2> /dev/null; then echo 2; else echo 1; fi
 }
 
+# init_layout: the layout amp init writes here (git config amp.layout, else
+# amp's default, 2).
+init_layout() {
+	git config amp.layout || echo 2
+}
+
 # task_path TASK [LAYOUT]: TASK's directory in the tree of LAYOUT (default:
 # that of refs/amp/messages), as amp_store_task_dir writes it.
 task_path() {
