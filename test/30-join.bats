@@ -78,7 +78,7 @@ PY
 {"protocol_version":"AMP/1.0","type":"depend","task_id":"T-2026-420000","from":"coordinator","timestamp":"2026-02-26T14:32:07+00:00","on":"T-2026-400000","soft":false}
 JSON
 	run -3 amp fsck
-	assert_output --partial "T-2026-420000/000001.ctl.depend-1772116327000.json: rule: /on: a cycle: T-2026-400000 already waits for T-2026-420000 (T-2026-400000 -> T-2026-400001 -> T-2026-400002 -> T-2026-400003 -> ... 19993 more -> T-2026-419997 -> T-2026-419998 -> T-2026-419999 -> T-2026-420000)"
+	assert_output --partial "$(record_path T-2026-420000 000001.ctl.depend-1772116327000.json): rule: /on: a cycle: T-2026-400000 already waits for T-2026-420000 (T-2026-400000 -> T-2026-400001 -> T-2026-400002 -> T-2026-400003 -> ... 19993 more -> T-2026-419997 -> T-2026-419998 -> T-2026-419999 -> T-2026-420000)"
 	assert_line "amp fsck: 5 commits checked: 0 corrupt, 1 rule, 0 unreadable"
 }
 
@@ -297,8 +297,8 @@ refused_beside() {
 	refused_beside b "awaits the admin's approval (git config amp.approvalRequired)"
 	# the ACK is set aside, kept byte for byte; the escalation went through
 	run -0 git -C "$HUB" ls-tree -r --name-only refs/amp/messages
-	assert_line --regexp "/$T/[0-9]+\.ctl\.superseded-[0-9a-f]+\.json$"
-	assert_line --regexp "/$T/[0-9]+\.ack\.$D\.json$"
+	assert_line --regexp "/$T/([0-9]{2}/[0-9]{2}/)?[0-9]+\.ctl\.superseded-[0-9a-f]+\.json$"
+	assert_line --regexp "/$T/([0-9]{2}/[0-9]{2}/)?[0-9]+\.ack\.$D\.json$"
 	run -0 on a amp sync
 	run -0 on a amp status T-2026-045 --json
 	run -0 json_get '[e["msg_id"] for e in d["escalations"]]' <<< "$output"

@@ -220,6 +220,6 @@ PY
 	assert_output "$expected"
 	run amp fsck
 	[ "$status" -ne 0 ]
-	assert_output --partial "$T/000002.ack."
+	assert_output --partial "$(dirname "$(record_path "$T" 000002.x.json)")/000002.ack."
 	assert_output --partial "cannot read blob $blob"
 }
