@@ -30,7 +30,8 @@ role = sys.argv[1]
 msgs, acks = [], set()
 for line in sys.stdin:
     meta, path = line.rstrip("\n").split("\t", 1)
-    m = re.match(r"tasks/[^/]+/[^/]+/([^/]+)/\d{6}\.(msg|ack)\.(.+)\.json$", path)
+    # layout 1: tasks/<YYYY>/<S>/<task>/; layout 2: tasks/<YYYY>/<A>/<B>/<task>/<s1>/<s2>/
+    m = re.match(r"tasks/[^/]+/(?:[^/]+/){1,2}(T-[^/]+)/(?:\d\d/\d\d/)?\d{6}\.(msg|ack)\.(.+)\.json$", path)
     if not m:
         continue
     if m.group(2) == "ack":
