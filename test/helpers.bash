@@ -36,10 +36,11 @@ FIXTURES=$BATS_TEST_DIRNAME/fixtures
 export HOME=$BATS_TEST_TMPDIR/home GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1 TZ=UTC
 unset AMP_REPO AMP_ROLE AMP_NOW
 mkdir -p "$HOME"
-# The suites were written for layout 1's paths (tasks/<YYYY>/<S>/<task>/);
-# test/35-layout.bats tests layout 2, amp init's default.
-# AMP_TEST_LAYOUT=2 runs them on layout 2.
-git config --global amp.layout "${AMP_TEST_LAYOUT:-1}"
+# The suites run on the layout amp init writes by default (2, store.h
+# "Layout"), the one users get; AMP_TEST_LAYOUT=1 runs them on layout 1.
+# A test finds a record with task_path / record_path below, never by a
+# layout's literal path.
+[ -z "${AMP_TEST_LAYOUT:-}" ] || git config --global amp.layout "$AMP_TEST_LAYOUT"
 
 # ssot_layout [REF]: the layout of REF's tree (default refs/amp/messages):
 # 2 when it has an amp-layout file, else 1 (lib/store/layout.c).
