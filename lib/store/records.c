@@ -246,7 +246,11 @@ int amp_store_task_in_place(amp_store *st, const char *shard, const git_tree_ent
 		amp_store_note_skipped(st, path, "not a task's directory but a file: skipped");
 	else if (!amp_task_id_valid(name, strlen(name)))
 		amp_store_note_skipped(st, path, "not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped");
-	else if (amp_store_task_dir(AMP_LAYOUT_FANNED, name, dir, sizeof(dir)) == 0 &&
+	/* the place in the layout the shard is of: <YYYY>/<S> is layout 1's,
+	 * <YYYY>/<A>/<B> layout 2's */
+	else if (amp_store_task_dir(strchr(shard, '/') && strchr(strchr(shard, '/') + 1, '/') ?
+					    AMP_LAYOUT_FANNED : AMP_LAYOUT_FLAT,
+				    name, dir, sizeof(dir)) == 0 &&
 		 snprintf(why, sizeof(why), "task %s out of its place (%s): skipped", name, dir) > 0)
 		amp_store_note_skipped(st, path, why);
 	return 0;
