@@ -48,7 +48,7 @@ setup() {
 	assert_output "task_dispatch-T-2026-044-1772116327000"
 	run git log -1 --format='%an|%s|%(trailers:key=Amp-Msg-Id,valueonly)' refs/amp/messages
 	assert_output --partial "coordinator|task_dispatch T-2026-044 coordinator -> executor|task_dispatch-T-2026-044-1772116327000"
-	run git show refs/amp/messages:tasks/2026/0/T-2026-044/000001.msg.task_dispatch-T-2026-044-1772116327000.json
+	run git show "refs/amp/messages:$(record_path T-2026-044 000001.msg.task_dispatch-T-2026-044-1772116327000.json)"
 	assert_success
 	assert_output --partial '"protocol_version": "AMP/1.0"'
 	assert_output --partial '"timestamp": "2026-02-26T14:32:07+00:00"'
@@ -69,7 +69,7 @@ setup() {
 	assert_output --partial "/requires_ack"
 	run amp send escalation --task $T --from executor --payload <(echo '{"escalation_type":"conflict","severity":"info","triggered_by":"executor","description":"x","affected_msgs":[],"system_state_snapshot":{"task_status":"dispatched","reject_count":0,"last_successful_msg_id":null},"auto_suspended":false}')
 	assert_success
-	run git show "refs/amp/messages:tasks/2026/0/T-2026-044/000002.msg.$output.json"
+	run git show "refs/amp/messages:$(record_path T-2026-044 000002.msg.$output.json)"
 	assert_output --partial '"requires_ack": false'
 	refute_output --partial ack_timeout_sec
 	run amp status $T
@@ -192,12 +192,12 @@ print("fields ok")' "$output"
 	b=$(amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
 	assert_equal "$a" task_dispatch-T-2026-044-1772116327000
 	assert_equal "$b" task_dispatch-T-2026-044-1772116327001
-	assert_equal "$(git ls-tree --name-only refs/amp/messages tasks/2026/0/T-2026-044/ | wc -l)" 2
+	assert_equal "$(git ls-tree -r --name-only refs/amp/messages "$(task_path T-2026-044)/" | wc -l)" 2
 }
 
 @test "re-sending the same envelope is a no-op; the same msg_id with other content is refused" {
 	send_dispatch
-	git show "refs/amp/messages:tasks/2026/0/T-2026-044/000001.msg.$D.json" > env.json
+	git show "refs/amp/messages:$(record_path T-2026-044 000001.msg.$D.json)" > env.json
 	before=$(commit_count)
 	run amp send --envelope env.json
 	assert_success
@@ -231,7 +231,7 @@ print("fields ok")' "$output"
 	send_dispatch
 	amp ack "$D" --from executor
 	R=$(amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json")
-	git show "refs/amp/messages:tasks/2026/0/T-2026-044/000001.msg.$D.json" |
+	git show "refs/amp/messages:$(record_path T-2026-044 000001.msg.$D.json)" |
 		sed 's/"msg_id": "task_dispatch-T-2026-044-/"msg_id": "task_dispatch-T-2026-099-/' > env.json
 	run amp send --envelope env.json
 	assert_failure 3
@@ -347,7 +347,7 @@ print("fields ok")' "$output"
 	run amp ack garbage --from executor
 	assert_failure 2
 	assert_output "amp ack: error: <msg_id>: 'garbage' is not a msg_id (<type>-T-YYYY-NNN-<unix_ms>)"
-	run git show "refs/amp/messages:tasks/2026/0/T-2026-044/000002.ack.$D.json"
+	run git show "refs/amp/messages:$(record_path T-2026-044 000002.ack.$D.json)"
 	assert_output --partial '"ack_for": "'"$D"'"'
 	assert_output --partial '"from": "executor"'
 	assert_output --partial '"to": "coordinator"'

@@ -52,9 +52,9 @@ writer() {
 	done
 	wait
 	assert_equal "$(sort -u "$BATS_TEST_TMPDIR/ids" | wc -l)" 40
-	run git ls-tree --name-only refs/amp/messages:tasks/2026/0/T-2026-044
+	run git ls-tree -r --name-only "refs/amp/messages:$(task_path T-2026-044)"
 	assert_equal "${#lines[@]}" 41
-	assert_equal "$(printf '%s\n' "${lines[@]}" | cut -c1-6 | sort -u | wc -l)" 41
+	assert_equal "$(printf '%s\n' "${lines[@]##*/}" | cut -c1-6 | sort -u | wc -l)" 41
 	assert_fsck_clean
 }
 

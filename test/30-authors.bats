@@ -112,7 +112,7 @@ retip() {
 	bad=$(git rev-parse --short=7 refs/amp/messages)
 	run -3 amp fsck
 	# 000004 is bob's acked record, in his ACK's commit (issue 33)
-	assert_line "amp fsck: $bad: tasks/2026/0/$T/000005.msg.task_result-$T-1772116337000.json: rule: /from: task $T is claimed by bob until 2026-02-26T15:02:12+00:00: only bob may write to it as the executor (you are alice)"
+	assert_line "amp fsck: $bad: $(record_path "$T" "000005.msg.task_result-$T-1772116337000.json"): rule: /from: task $T is claimed by bob until 2026-02-26T15:02:12+00:00: only bob may write to it as the executor (you are alice)"
 	run -0 amp watch --once
 	assert_output "escalated unknown $T task_result-$T-1772116337000 (escalation-$T-1772116337000)"
 }

@@ -320,7 +320,7 @@ AMP_SEVERITY=info"
 		assert_output --partial "/payload/branch: must not be \"$b\": a protected branch"
 	done
 	run git ls-tree -r --name-only refs/amp/messages
-	refute_output --partial "T-2026-045/000001.msg.task_dispatch"
+	refute_output --partial "/000001.msg.task_dispatch-T-2026-045-"
 }
 
 @test "a real is stored and printed in the shortest form that reads back the same: --confidence 0.95 is 0.95" {

@@ -66,7 +66,7 @@ installed_path() {
 	tip=$(git rev-parse refs/amp/messages)
 	blob=$(echo '{"not": "a record"}' | git hash-object -w --stdin)
 	GIT_INDEX_FILE=$BATS_TEST_TMPDIR/idx git read-tree "$tip"
-	GIT_INDEX_FILE=$BATS_TEST_TMPDIR/idx git update-index --add --cacheinfo "100644,$blob,tasks/2026/0/$T/junk.json"
+	GIT_INDEX_FILE=$BATS_TEST_TMPDIR/idx git update-index --add --cacheinfo "100644,$blob,$(task_path "$T")/junk.json"
 	tree=$(GIT_INDEX_FILE=$BATS_TEST_TMPDIR/idx git write-tree)
 	c=$(git commit-tree "$tree" -p "$tip" -m junk)
 	git update-ref refs/amp/messages "$c"

@@ -26,9 +26,14 @@ teardown() {
 # fast-import (as a hub without amp's hook would take it), adding N
 # depend records: T-2026-<FIRST+i> waits for T-2026-<FIRST+i+1>.
 chain() {
-	$PY - "$2" "$3" "$(git -C "$1" rev-parse refs/amp/messages)" <<'PY' |
+	$PY - "$2" "$3" "$(git -C "$1" rev-parse refs/amp/messages)" "$(cd "$1" && ssot_layout)" <<'PY' |
 import sys
 first, n, parent = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def task_dir(t):  # helpers.bash task_path
+    s = t[7:-2]
+    if sys.argv[4] == "1":
+        return f"tasks/2026/{s}/{t}"
+    return f"tasks/2026/0/{s}/{t}/00/00" if len(s) <= 2 else f"tasks/2026/{s[:-2]}/{s[-2:]}/{t}/00/00"
 w = sys.stdout.write
 w("commit refs/amp/messages\ncommitter coordinator <coordinator@amp.invalid> 1772116327 +0000\n"
   f"data 6\nchain\nfrom {parent}\n")
@@ -36,7 +41,7 @@ for i in range(n):
     t, on = f"T-2026-{first + i}", f"T-2026-{first + i + 1}"
     body = ('{"protocol_version":"AMP/1.0","type":"depend","task_id":"%s","from":"coordinator",'
             '"timestamp":"2026-02-26T14:32:07+00:00","on":"%s","soft":false}\n') % (t, on)
-    w(f"M 100644 inline tasks/2026/{t[7:-2]}/{t}/000001.ctl.depend-1772116327000.json\n"
+    w(f"M 100644 inline {task_dir(t)}/000001.ctl.depend-1772116327000.json\n"
       f"data {len(body)}\n{body}")
 PY
 		git -C "$1" fast-import --quiet
@@ -67,13 +72,13 @@ PY
 	run -0 amp depend T-2026-399999 --on T-2026-400000 --from coordinator
 	assert_output --regexp "^T-2026-399999 waits for T-2026-400000 \(depend-[0-9]+\)$"
 	run -0 git ls-tree -r --name-only refs/amp/messages
-	assert_line --regexp "^tasks/2026/3999/T-2026-399999/000001\.ctl\.depend-[0-9]+\.json$"
+	assert_line --regexp "^$(task_path T-2026-399999)/([0-9]{2}/[0-9]{2}/)?000001\.ctl\.depend-[0-9]+\.json$"
 	# a hub without amp's hook took the link that closes the cycle
-	plant "tasks/2026/4200/T-2026-420000/000001.ctl.depend-1772116327000.json" <<'JSON'
+	plant "$(record_path T-2026-420000 000001.ctl.depend-1772116327000.json)" <<'JSON'
 {"protocol_version":"AMP/1.0","type":"depend","task_id":"T-2026-420000","from":"coordinator","timestamp":"2026-02-26T14:32:07+00:00","on":"T-2026-400000","soft":false}
 JSON
 	run -3 amp fsck
-	assert_output --partial "T-2026-420000/000001.ctl.depend-1772116327000.json: rule: /on: a cycle: T-2026-400000 already waits for T-2026-420000 (T-2026-400000 -> T-2026-400001 -> T-2026-400002 -> T-2026-400003 -> ... 19993 more -> T-2026-419997 -> T-2026-419998 -> T-2026-419999 -> T-2026-420000)"
+	assert_output --partial "$(record_path T-2026-420000 000001.ctl.depend-1772116327000.json): rule: /on: a cycle: T-2026-400000 already waits for T-2026-420000 (T-2026-400000 -> T-2026-400001 -> T-2026-400002 -> T-2026-400003 -> ... 19993 more -> T-2026-419997 -> T-2026-419998 -> T-2026-419999 -> T-2026-420000)"
 	assert_line "amp fsck: 5 commits checked: 0 corrupt, 1 rule, 0 unreadable"
 }
 
@@ -292,8 +297,8 @@ refused_beside() {
 	refused_beside b "awaits the admin's approval (git config amp.approvalRequired)"
 	# the ACK is set aside, kept byte for byte; the escalation went through
 	run -0 git -C "$HUB" ls-tree -r --name-only refs/amp/messages
-	assert_line --regexp "/$T/[0-9]+\.ctl\.superseded-[0-9a-f]+\.json$"
-	assert_line --regexp "/$T/[0-9]+\.ack\.$D\.json$"
+	assert_line --regexp "/$T/([0-9]{2}/[0-9]{2}/)?[0-9]+\.ctl\.superseded-[0-9a-f]+\.json$"
+	assert_line --regexp "/$T/([0-9]{2}/[0-9]{2}/)?[0-9]+\.ack\.$D\.json$"
 	run -0 on a amp sync
 	run -0 on a amp status T-2026-045 --json
 	run -0 json_get '[e["msg_id"] for e in d["escalations"]]' <<< "$output"

@@ -242,20 +242,26 @@ plant_junk() {
 	echo '{}' | plant "$1"
 }
 
-JUNK="amp %s: error: tasks/2026/0/junk: not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped"
+# shard: the directory of the shard of $T (and of T-2026-046).
+shard() {
+	dirname "$(task_path "$T")"
+}
+
+# (printf it with the command and the shard of $T: tasks/2026/0/ in layout 1)
+JUNK="amp %s: error: %s/junk: not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped"
 
 @test "a directory that is not a task: status, status --all, inbox, ready, agents and dashboard report it, skip it, exit 4 and list the rest" {
 	local c out
 	send_dispatch
 	amp register --agent alice --role executor > /dev/null
-	plant_junk tasks/2026/0/junk/x.json
+	plant_junk "$(shard)/junk/x.json"
 	for c in status "status --all" "inbox executor" ready agents "dashboard --out $BATS_TEST_TMPDIR/dash"; do
 		# twice: a cache made by the first run reports it too
 		for _ in 1 2; do
 			# shellcheck disable=SC2086
 			run --separate-stderr amp $c
 			[ "$status" = 4 ] || fail "amp $c: exit $status ($stderr)"
-			out=$(printf "$JUNK" "${c%% *}")
+			out=$(printf "$JUNK" "${c%% *}" "$(shard)")
 			assert_equal "$stderr" "$out"
 		done
 	done
@@ -273,27 +279,29 @@ JUNK="amp %s: error: tasks/2026/0/junk: not a task's directory (tasks/<YYYY>/<S>
 	# amp fsck: a finding (exit 3)
 	run amp fsck
 	assert_equal "$status" 3
-	assert_line --partial "tasks/2026/0/junk/x.json: not a record in its task's directory"
+	assert_line --partial "$(shard)/junk/x.json: not a record in its task's directory"
 }
 
 @test "a task out of its place and a file among the tasks are reported and skipped the same way" {
 	send_dispatch
-	plant_junk tasks/2026/7/T-2026-046/000001.msg.x.json
-	plant_junk tasks/2026/0/stray.json
+	local away
+	away=$(dirname "$(shard)")/7/T-2026-046
+	plant_junk "$away/000001.msg.x.json"
+	plant_junk "$(shard)/stray.json"
 	run --separate-stderr amp ready
 	assert_equal "$status" 4
 	assert_line --regexp "^$T  P2  dispatched"
-	assert_equal "$stderr" "amp ready: error: tasks/2026/0/stray.json: not a task's directory but a file: skipped
-amp ready: error: tasks/2026/7/T-2026-046: task T-2026-046 out of its place (tasks/2026/0/T-2026-046): skipped"
+	assert_equal "$stderr" "amp ready: error: $(shard)/stray.json: not a task's directory but a file: skipped
+amp ready: error: $away: task T-2026-046 out of its place ($(task_path T-2026-046)): skipped"
 }
 
 @test "amp watch reports a directory that is not a task on the pass that brings it, and enforces the rest" {
 	send_dispatch
-	plant_junk tasks/2026/0/junk/x.json
+	plant_junk "$(shard)/junk/x.json"
 	at 400
 	run --separate-stderr amp watch --once
 	assert_equal "$status" 4
-	assert_equal "$stderr" "$(printf "$JUNK" watch)"
+	assert_equal "$stderr" "$(printf "$JUNK" watch "$(shard)")"
 	assert_line --regexp "^escalated ack_timeout $T $D "
 	# later passes: nothing new to say
 	run --separate-stderr amp watch --once
@@ -305,7 +313,7 @@ amp ready: error: tasks/2026/7/T-2026-046: task T-2026-046 out of its place (tas
 	local hub=$BATS_TEST_TMPDIR/plain.git
 	send_dispatch
 	amp register --agent alice --role executor > /dev/null
-	plant_junk tasks/2026/0/junk/x.json
+	plant_junk "$(shard)/junk/x.json"
 	git init -q --bare "$hub"
 	git push -q "$hub" 'refs/amp/*:refs/amp/*'
 	git clone -q "$hub" "$BATS_TEST_TMPDIR/c" 2> /dev/null
@@ -317,10 +325,10 @@ amp ready: error: tasks/2026/7/T-2026-046: task T-2026-046 out of its place (tas
 	run --separate-stderr amp ready
 	assert_equal "$status" 4
 	assert_line --regexp "^$T  P2  dispatched"
-	assert_equal "$stderr" "$(printf "$JUNK" ready)"
+	assert_equal "$stderr" "$(printf "$JUNK" ready "$(shard)")"
 	run --separate-stderr amp agents
 	assert_equal "$status" 4
 	assert_line --regexp "^alice  roles executor"
-	assert_equal "$stderr" "$(printf "$JUNK" agents)"
+	assert_equal "$stderr" "$(printf "$JUNK" agents "$(shard)")"
 	cd "$BATS_TEST_TMPDIR/repo"
 }

@@ -206,7 +206,8 @@ forge() {
 	run -3 amp heartbeat $T --from reviewer
 	assert_output --partial "may not write as reviewer"
 	[ "$(git rev-parse refs/amp/messages)" = "$tip" ]
-	dir=tasks/${T:2:4}/0/$T
+	# the directory of records 000090..000099 of $T
+	dir=$(dirname "$(record_path "$T" 000090.ctl.x.json)")
 	now=$(date -u +%Y-%m-%dT%H:%M:%S+00:00)
 	for n in 1 2 3; do
 		printf '{"protocol_version": "AMP/1.0", "type": "heartbeat", "task_id": "%s", "from": "executor", "timestamp": "%s", "note": "%s"}\n' \

@@ -30,7 +30,7 @@ load enforcer
 	assert_line --regexp "^control: .*  abort by coordinator: the feature was dropped\$"
 	# No escalation but the planted lock of T-2026-002.
 	run bash -c "git -C '$team/hub.git' ls-tree -r --name-only refs/amp/messages | grep '\.msg\.escalation-'"
-	assert_output --regexp '^tasks/2026/0/T-2026-002/[0-9]{6}\.msg\.escalation-T-2026-002-[0-9]+\.json$'
+	assert_output --regexp '^tasks/2026/0/(0/)?T-2026-002/([0-9]{2}/[0-9]{2}/)?[0-9]{6}\.msg\.escalation-T-2026-002-[0-9]+\.json$'
 	git -C "$team/hub.git" show "refs/amp/messages:$output" | json_get 'd["payload"]["escalation_type"]' | grep -qx hallucination_lock
 	# The dispatches went to named executors: one address record each.
 	[ "$(git -C "$team/hub.git" ls-tree -r --name-only refs/amp/messages | grep -c '\.ctl\.address-')" -eq 10 ]

@@ -16,7 +16,7 @@ load hub
 setup() {
 	make_repo # the work repository the dispatches name
 	write_payloads
-	# amp init's default (helpers.bash keeps the other suites on layout 1)
+	# amp init's default, whatever AMP_TEST_LAYOUT the other suites run on
 	git config --global amp.layout 2
 	git config --global user.name tester
 	git config --global user.email tester@example.invalid

@@ -70,13 +70,13 @@ setup() {
 	AMP_ROLE=admin run amp resume $T --reason "Admin decided: carry on" --json
 	assert_success
 	assert_output "{\"format\":{\"name\":\"resume\",\"version\":1},\"task_id\":\"$T\",\"control\":\"resume-1772116447000\",\"lifts\":\"$E\",\"was\":\"suspended\",\"state\":\"in_progress\",\"type\":\"resume\",\"from\":\"admin\",\"escalation\":null}"
-	run git show "refs/amp/messages:tasks/2026/0/$T/000004.ctl.resume-1772116447000.json"
+	run git show "refs/amp/messages:$(record_path "$T" 000004.ctl.resume-1772116447000.json)"
 	assert_success
 	assert_output --partial '"type": "resume"'
 	assert_output --partial '"from": "admin"'
 	assert_output --partial "\"lifts\": \"$E\""
 	assert_output --partial '"reason": "Admin decided: carry on"'
-	run amp validate --schema "$AMP_SRC/schemas/control.schema.json" --ref "$AMP_SRC/schemas/common.schema.json" <(git show "refs/amp/messages:tasks/2026/0/$T/000004.ctl.resume-1772116447000.json")
+	run amp validate --schema "$AMP_SRC/schemas/control.schema.json" --ref "$AMP_SRC/schemas/common.schema.json" <(git show "refs/amp/messages:$(record_path "$T" 000004.ctl.resume-1772116447000.json)")
 	assert_success
 	run amp status $T
 	assert_line --index 0 --regexp "^$T  in_progress  rejects 0$"

@@ -365,7 +365,7 @@ JSON
 	assert_output --partial "run 'amp init'"
 	# a tree of the SSOT is missing from the object database
 	send_dispatch
-	tree=$(git rev-parse "refs/amp/messages:tasks/2026/0/$T")
+	tree=$(git rev-parse "refs/amp/messages:$(task_path "$T")")
 	loosen_objects
 	rm ".git/objects/${tree:0:2}/${tree:2}"
 	fsck_exempt . "a tree removed on purpose"

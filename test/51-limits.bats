@@ -27,7 +27,7 @@ gen() {
 
 # The dispatch $D was stored, can be ACKed, and amp status shows it.
 assert_accepted() {
-	assert_equal "$(git cat-file -t "refs/amp/messages:tasks/2026/0/$T/000001.msg.$D.json")" blob
+	assert_equal "$(git cat-file -t "refs/amp/messages:$(record_path "$T" 000001.msg.$D.json)")" blob
 	run amp ack "$D" --from executor
 	assert_success
 	run amp status $T
@@ -59,7 +59,7 @@ assert_nothing_stored() {
 	run amp send --envelope "$IN/m.json"
 	assert_success
 	assert_output "$D"
-	assert_equal "$(git cat-file -s "refs/amp/messages:tasks/2026/0/$T/000001.msg.$D.json")" 1048576
+	assert_equal "$(git cat-file -s "refs/amp/messages:$(record_path "$T" 000001.msg.$D.json)")" 1048576
 	run amp validate "$IN/m.json"
 	assert_success
 	assert_accepted

@@ -33,10 +33,9 @@ object_file() {
 	echo ".git/objects/${id:0:2}/${id:2}"
 }
 
-# record_path TASK NAME_PART: the path of the record of TASK whose name holds NAME_PART.
-record_path() {
-	local dir="tasks/${1:2:4}/0/$1"
-	echo "$dir/$(git ls-tree --name-only "refs/amp/messages:$dir/" | grep -F -- "$2")"
+# record_named TASK NAME_PART: the path of the record of TASK whose name holds NAME_PART.
+record_named() {
+	git ls-tree -r --name-only refs/amp/messages "$(task_path "$1")/" | grep -F -- "$2"
 }
 
 # unknown_records: the record paths the unknown escalations of $T name, sorted.
@@ -51,7 +50,7 @@ watch_reports_broken_once() {
 	run --separate-stderr amp watch --once
 	assert_failure 4
 	assert_output --regexp "^escalated ack_timeout $T $D \(escalation-$T-[0-9]+\)$"
-	[[ $stderr == "amp watch: error: cannot read the task directory tasks/2026/0/$T2, tree $tree_id: "*"; task $T2 is skipped until it can be read" ]] ||
+	[[ $stderr == "amp watch: error: cannot read the task directory $(task_path "$T2"), tree $tree_id: "*"; task $T2 is skipped until it can be read" ]] ||
 		fail "stderr: $stderr"
 	run --separate-stderr amp watch --once
 	assert_success
@@ -65,9 +64,9 @@ watch_reports_broken_once() {
 	D3=$(dispatch_to $T3)
 	at 5; A2=$(amp ack "$D2" --from executor)
 	# T2: the ACK's blob is overwritten with garbage; T3: the dispatch's blob is gone
-	f=$(object_file "$(record_path $T2 ".ack.$D2")")
+	f=$(object_file "$(record_named $T2 ".ack.$D2")")
 	chmod u+w "$f"; echo garbage > "$f"
-	rm -f "$(object_file "$(record_path $T3 "$D3")")"
+	rm -f "$(object_file "$(record_named $T3 "$D3")")"
 	fsck_exempt . "a blob overwritten and one removed on purpose"
 	at 400
 	run amp status
@@ -93,7 +92,7 @@ watch_reports_broken_once() {
 	assert_line --partial "escalated unknown $T3 $D3 "
 	assert_equal "${#lines[@]}" 4
 	run escalation_file "$(the_escalation unknown $T3)"
-	assert_output --partial "amp watch cannot use tasks/2026/0/$T3/000001.msg.$D3.json: cannot read blob"
+	assert_output --partial "amp watch cannot use $(record_path "$T3" 000001.msg.$D3.json): cannot read blob"
 	run amp watch --once --full
 	assert_success
 	assert_output ""
@@ -106,8 +105,8 @@ watch_reports_broken_once() {
 @test "defect 4: a task directory that cannot be read is reported once and skipped; the other tasks are still enforced" {
 	send_dispatch
 	D2=$(dispatch_to $T2)
-	tree=$(object_file "tasks/2026/0/$T2")
-	tree_id=$(git rev-parse "refs/amp/messages:tasks/2026/0/$T2")
+	tree=$(object_file "$(task_path "$T2")")
+	tree_id=$(git rev-parse "refs/amp/messages:$(task_path "$T2")")
 	mv "$tree" "$BATS_TEST_TMPDIR/tree.saved"
 	at 400
 	watch_reports_broken_once
@@ -119,16 +118,16 @@ watch_reports_broken_once() {
 	run --separate-stderr amp status
 	assert_failure 4
 	assert_line --index 0 --regexp "^$T +dispatched +2 msgs"
-	assert_line --index 1 --regexp "^$T2 +unreadable  cannot read the task directory tasks/2026/0/$T2, tree $tree_id"
+	assert_line --index 1 --regexp "^$T2 +unreadable  cannot read the task directory $(task_path "$T2"), tree $tree_id"
 	assert_equal "${#lines[@]}" 2
-	[[ $stderr == "amp status: error: cannot read the task directory tasks/2026/0/$T2, tree $tree_id"* ]] || fail "stderr: $stderr"
+	[[ $stderr == "amp status: error: cannot read the task directory $(task_path "$T2"), tree $tree_id"* ]] || fail "stderr: $stderr"
 	run --separate-stderr amp status --json
 	assert_failure 4
 	assert_equal "$(echo "$output" | json_get '[(t["task_id"], t["state"], t.get("reason", "")[:41]) for t in d["tasks"]]')" \
 		"[[\"$T\", \"dispatched\", \"\"], [\"$T2\", \"unreadable\", \"cannot read the task directory tasks/2026\"]]"
 	run amp status $T2
 	assert_failure 4
-	assert_output --partial "cannot read the task directory tasks/2026/0/$T2, tree $tree_id"
+	assert_output --partial "cannot read the task directory $(task_path "$T2"), tree $tree_id"
 	# the healthy task is still written to
 	run amp ack "$D" --from executor
 	assert_success
@@ -148,21 +147,23 @@ watch_reports_broken_once() {
 	at 10
 	run amp watch --once
 	assert_success
-	tree_id=$(git rev-parse "refs/amp/messages:tasks/2026/0/$T2")
-	rm "$(object_file "tasks/2026/0/$T2")"
+	tree_id=$(git rev-parse "refs/amp/messages:$(task_path "$T2")")
+	rm "$(object_file "$(task_path "$T2")")"
 	fsck_exempt . "a tree removed on purpose"
 	at 400
 	watch_reports_broken_once
 }
 
 @test "defect 4: a directory under tasks/ whose name is no task id is reported once and skipped" {
+	local shard
 	send_dispatch
-	echo '{}' | plant "tasks/2026/0/T-2026-04x/000001.msg.x.json"
+	shard=$(dirname "$(task_path "$T")")
+	echo '{}' | plant "$shard/T-2026-04x/000001.msg.x.json"
 	at 400
 	run --separate-stderr amp watch --once
 	assert_failure 4
 	assert_output --regexp "^escalated ack_timeout $T $D "
-	assert_equal "$stderr" "amp watch: error: tasks/2026/0/T-2026-04x: not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped"
+	assert_equal "$stderr" "amp watch: error: $shard/T-2026-04x: not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped"
 	run --separate-stderr amp watch --once
 	assert_success
 	assert_equal "$stderr" ""
@@ -170,15 +171,17 @@ watch_reports_broken_once() {
 	run --separate-stderr amp status --json
 	assert_failure 4
 	assert_equal "$(echo "$output" | json_get '[(t["task_id"], t["state"]) for t in d["tasks"]]')" "[[\"$T\", \"dispatched\"]]"
-	assert_equal "$stderr" "amp status: error: tasks/2026/0/T-2026-04x: not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped"
+	assert_equal "$stderr" "amp status: error: $shard/T-2026-04x: not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped"
 }
 
 @test "a record whose file name is not UTF-8 is escalated once as unknown: by the pass that finds it, by later passes over its task, by --full" {
 	send_dispatch
 	run -0 amp watch --once
-	echo '{"hello": "world"}' | plant "tasks/2026/0/$T/000002.msg.task_dispatch-$T-"$'\xff\xfe'".json"
+	local dir
+	dir=$(dirname "$(record_path "$T" 000002.x.json)")
+	echo '{"hello": "world"}' | plant "$dir/000002.msg.task_dispatch-$T-"$'\xff\xfe'".json"
 	run -0 amp watch --once
-	assert_output --regexp "^escalated unknown $T tasks/2026/0/$T/000002.msg.task_dispatch-$T-"'\\\\xff\\\\xfe'"\.json "
+	assert_output --regexp "^escalated unknown $T $dir/000002.msg.task_dispatch-$T-"'\\\\xff\\\\xfe'"\.json "
 	# the task read again by a later write, and the whole history
 	dispatch_to $T > /dev/null
 	run -0 amp watch --once
@@ -186,13 +189,13 @@ watch_reports_broken_once() {
 	run -0 amp watch --once --full
 	refute_output --partial "escalated unknown"
 	unknowns=$(amp status $T --json | json_get '[e["description"] for e in d["escalations"] if e["escalation_type"] == "unknown"]')
-	assert_equal "$unknowns" "[\"amp watch cannot use tasks/2026/0/$T/000002.msg.task_dispatch-$T-\\\\xff\\\\xfe.json: its name holds no msg_id. Fix or supersede the record; agents must not act on it (No Silent Failure).\"]"
+	assert_equal "$unknowns" "[\"amp watch cannot use $(record_path "$T" 000002.msg.task_dispatch-$T-\\\\xff\\\\xfe.json): its name holds no msg_id. Fix or supersede the record; agents must not act on it (No Silent Failure).\"]"
 }
 
 @test "defect 4: a misplaced record asking for an ACK, dispatching to main, spoils nothing else" {
 	send_dispatch
 	# no msg_id in its name: neither branch_violation nor ack_timeout can name it
-	plant "tasks/2026/0/$T2/000001.msg.junk.json" <<JSON
+	plant "$(record_path "$T2" 000001.msg.junk.json)" <<JSON
 {"msg_id": "junk", "protocol_version": "AMP/1.0", "type": "task_dispatch", "from": "coordinator", "to": "executor",
  "task_id": "$T2", "timestamp": "2026-02-26T14:32:07+00:00", "requires_ack": true, "ack_timeout_sec": 60,
  "payload": {"branch": "main"}}
@@ -203,7 +206,7 @@ JSON
 		assert_success
 		[ "$pass" = 2 ] && assert_output "" && continue
 		assert_line --partial "escalated ack_timeout $T $D "
-		assert_line --regexp "^escalated unknown $T2 tasks/2026/0/$T2/000001\.msg\.junk\.json "
+		assert_line --regexp "^escalated unknown $T2 $(record_path "$T2" 000001\.msg\.junk\.json) "
 		assert_equal "${#lines[@]}" 2
 	done
 	run escalation_file "$(the_escalation unknown $T2)"
@@ -227,7 +230,8 @@ JSON
  "task_id": "$T", "timestamp": "2026-02-26T14:35:00+00:00", "requires_ack": true,
  "payload": {"subtask_id": "T-2026-044-S1", "completion_status": "done"}}
 JSON
-	local dir=tasks/2026/0/$T want
+	local dir want
+	dir=$(dirname "$(record_path "$T" 000002.x.json)")
 	want=$(printf '%s\n' "$dir/000002.msg.$B.json" "$dir/000003.ack.$B.json" \
 		"$dir/000004.ctl.resume-1772116400000.json" "$dir/000005.msg.not-a-msg-id.json" \
 		"$dir/000006.msg.$C.json" | sort)
@@ -304,7 +308,7 @@ JSON
 	# a dispatch-shaped record named "x" became the task's last successful
 	# message, every escalation's snapshot named "x", which no msg_id is,
 	# and each pass escalated the escalation before it
-	plant "tasks/2026/0/$T2/000001.msg.x.json" <<JSON
+	plant "$(record_path "$T2" 000001.msg.x.json)" <<JSON
 {"protocol_version": "AMP/1.0", "type": "task_dispatch", "ack_for": "task_dispatch-$T2-1772116327000",
  "task_id": "$T2", "from": "executor", "to": "coordinator", "timestamp": "2026-02-26T14:33:10+00:00"}
 JSON
@@ -313,7 +317,7 @@ JSON
 		run amp watch --once --full
 		assert_success
 		if [ "$pass" = 1 ]; then
-			assert_output --regexp "^escalated unknown $T2 tasks/2026/0/$T2/000001\.msg\.x\.json \(escalation-$T2-[0-9]+\)$"
+			assert_output --regexp "^escalated unknown $T2 $(record_path "$T2" 000001\.msg\.x\.json) \(escalation-$T2-[0-9]+\)$"
 		else
 			assert_output ""
 		fi
@@ -323,7 +327,7 @@ JSON
 	assert_equal "$(echo "$output" | json_get '[d["state"], d.get("last_successful_msg_id"), len(d["escalations"])]')" \
 		'["new", null, 1]'
 	# what amp wrote conforms to the schema
-	git show "refs/amp/messages:$(record_path $T2 .msg.escalation-)" > "$BATS_TEST_TMPDIR/esc.json"
+	git show "refs/amp/messages:$(record_named $T2 .msg.escalation-)" > "$BATS_TEST_TMPDIR/esc.json"
 	run amp validate "$BATS_TEST_TMPDIR/esc.json"
 	assert_success
 }
@@ -343,7 +347,7 @@ JSON
 		run amp watch --once --full
 		assert_success
 		[ "$pass" = 2 ] && { assert_output ""; continue; }
-		assert_output --regexp "^escalated unknown $T tasks/2026/0/$T/000002\.ack\.$M\.json \(escalation-$T-[0-9]+\)$"
+		assert_output --regexp "^escalated unknown $T $(record_path "$T" 000002\.ack\.$M\.json) \(escalation-$T-[0-9]+\)$"
 	done
 	run amp status $T --json
 	assert_equal "$(echo "$output" | json_get '[e["affected_msgs"] for e in d["escalations"]]')" '[[]]'

@@ -164,7 +164,7 @@ teardown() {
 	AMP_NOW=1772116327 run amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json"
 	assert_success
 	assert_output "task_dispatch-$T-1772116327000"
-	run git show refs/amp/messages:tasks/2026/0/$T/000001.msg.task_dispatch-$T-1772116327000.json
+	run git show refs/amp/messages:$(record_path "$T" 000001.msg.task_dispatch-$T-1772116327000.json)
 	assert_output --partial '"timestamp": "2026-02-26T14:32:07+00:00"'
 }
 

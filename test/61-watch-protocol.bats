@@ -193,7 +193,7 @@ high_risk() {
 @test "a holder whose last write was a heartbeat is escalated once, the heartbeat record being the cause" {
 	dispatch_acked
 	at 600; amp heartbeat $T --from executor > /dev/null
-	HB=$(git ls-tree --name-only "refs/amp/messages:tasks/2026/0/$T/" | grep '\.ctl\.heartbeat-')
+	HB=$(git ls-tree -r --name-only "refs/amp/messages:$(task_path "$T")/" | grep '\.ctl\.heartbeat-' | sed 's#.*/##')
 	at 2400
 	run amp watch --once
 	assert_output ""
@@ -204,9 +204,9 @@ high_risk() {
 	E=$(the_escalation heartbeat_timeout)
 	assert_escalation "$E" heartbeat_timeout warning "[\"$D\"]" in_progress 0 false
 	run escalation_file "$E"
-	assert_output --partial "\"description\": \"no write since tasks/2026/0/$T/$HB: The executor holds $T (handed over by $D"
+	assert_output --partial "\"description\": \"no write since $(record_path "$T" $HB): The executor holds $T (handed over by $D"
 	run git log -1 --format=%B refs/amp/messages
-	assert_output --partial "Amp-Cause: heartbeat_timeout tasks/2026/0/$T/$HB"
+	assert_output --partial "Amp-Cause: heartbeat_timeout $(record_path "$T" $HB)"
 	at 9000
 	for opt in "" --full; do
 		run amp watch --once $opt

@@ -30,7 +30,8 @@ role = sys.argv[1]
 msgs, acks = [], set()
 for line in sys.stdin:
     meta, path = line.rstrip("\n").split("\t", 1)
-    m = re.match(r"tasks/[^/]+/[^/]+/([^/]+)/\d{6}\.(msg|ack)\.(.+)\.json$", path)
+    # layout 1: tasks/<YYYY>/<S>/<task>/; layout 2: tasks/<YYYY>/<A>/<B>/<task>/<s1>/<s2>/
+    m = re.match(r"tasks/[^/]+/(?:[^/]+/){1,2}(T-[^/]+)/(?:\d\d/\d\d/)?\d{6}\.(msg|ack)\.(.+)\.json$", path)
     if not m:
         continue
     if m.group(2) == "ack":
@@ -153,7 +154,7 @@ conversation() {
 	assert_line --index 0 --regexp "  $E  no ACK required$"
 	run amp inbox admin --json
 	assert_equal "$(echo "$output" | json_get 'd["messages"][0]')" \
-		"$(printf '{"msg_id": "%s", "task_id": "T-2026-045", "type": "escalation", "from": "executor", "to": "admin", "timestamp": "%s", "requires_ack": false, "deadline": null, "due_seconds": null, "acked": false, "path": "tasks/2026/0/T-2026-045/000001.msg.%s.json", "agent": null}' "$E" "$AMP_NOW" "$E")"
+		"$(printf '{"msg_id": "%s", "task_id": "T-2026-045", "type": "escalation", "from": "executor", "to": "admin", "timestamp": "%s", "requires_ack": false, "deadline": null, "due_seconds": null, "acked": false, "path": "%s", "agent": null}' "$E" "$AMP_NOW" "$(record_path T-2026-045 "000001.msg.$E.json")")"
 }
 
 @test "every answer names its tip: the as-of line and the json tip are the ref's commit" {
@@ -274,7 +275,7 @@ PY
 	send_dispatch
 	amp inbox executor > /dev/null
 	# the task's tree object disappears (a damaged object database)
-	tree=$(git rev-parse "refs/amp/messages:tasks/2026/0/$T")
+	tree=$(git rev-parse "refs/amp/messages:$(task_path "$T")")
 	at 10; D2=$(amp send task_dispatch --task T-2026-045 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
 	loosen_objects
 	mv ".git/objects/${tree:0:2}/${tree:2}" "$BATS_TEST_TMPDIR/tree.away"

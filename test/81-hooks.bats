@@ -9,7 +9,8 @@ load helpers
 load conversation
 load enforcer
 
-DIR=tasks/2026/0/T-2026-044
+# the directory of the first records of T-2026-044, in the layout amp init writes
+DIR=$(dirname "$(record_path T-2026-044 000001.x.json "$(init_layout)")")
 
 setup() {
 	make_ssot

@@ -244,13 +244,14 @@ JSON
 	on b amp ack "$D" --from executor > /dev/null
 	on b amp sync > /dev/null
 	# clone a holds a hand-made record no list of records could name
-	(cd a && echo '{"hello": "world"}' | plant "tasks/2026/0/$T/000002.msg.task_dispatch-$T-"$'\xff\xfe'".json" 2> /dev/null)
-	local local_tip hub_tip
+	local dir local_tip hub_tip
+	dir=$(cd a && dirname "$(record_path "$T" 000002.msg.x.json)")
+	(cd a && echo '{"hello": "world"}' | plant "$dir/000002.msg.task_dispatch-$T-"$'\xff\xfe'".json" 2> /dev/null)
 	local_tip=$(git -C a rev-parse refs/amp/messages)
 	hub_tip=$(git -C hub.git rev-parse refs/amp/messages)
 	run on a amp sync
 	assert_failure 1
-	assert_output --partial "tasks/2026/0/$T/000002.msg.task_dispatch-$T-"'\\xff\\xfe'".json: a file name that is not UTF-8, in a local commit"
+	assert_output --partial "$dir/000002.msg.task_dispatch-$T-"'\\xff\\xfe'".json: a file name that is not UTF-8, in a local commit"
 	# nothing moved: the local history keeps it, the hub has nothing new
 	[ "$(git -C a rev-parse refs/amp/messages)" = "$local_tip" ]
 	[ "$(git -C hub.git rev-parse refs/amp/messages)" = "$hub_tip" ]

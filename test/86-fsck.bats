@@ -78,13 +78,15 @@ critical_unknowns() {
 }
 
 @test "a record whose file name is not UTF-8 (a fetch or a hand-made commit): amp fsck names it, exit 3" {
+	local dir
 	send_dispatch
-	echo '{"hello": "world"}' | plant "tasks/2026/0/$T/000002.msg.task_dispatch-$T-"$'\xff\xfe'".json"
+	dir=$(dirname "$(record_path "$T" 000002.x.json)")
+	echo '{"hello": "world"}' | plant "$dir/000002.msg.task_dispatch-$T-"$'\xff\xfe'".json"
 	run -3 amp fsck
-	assert_output --partial "$(git rev-parse --short=7 refs/amp/messages): tasks/2026/0/$T/000002.msg.task_dispatch-$T-"'\\xff\\xfe'".json: a file name that is not UTF-8"
+	assert_output --partial "$(git rev-parse --short=7 refs/amp/messages): $dir/000002.msg.task_dispatch-$T-"'\\xff\\xfe'".json: a file name that is not UTF-8"
 	assert_output --partial "1 corrupt"
 	run -3 amp fsck --json
-	assert_output --partial '"file": "tasks/2026/0/'"$T"'/000002.msg.task_dispatch-'"$T"'-\\xff\\xfe.json"'
+	assert_output --partial '"file": "'"$dir"'/000002.msg.task_dispatch-'"$T"'-\\xff\\xfe.json"'
 }
 
 @test "a fast-forward that edits a verdict and deletes the lock: amp fsck names the commit and both files, exit 3" {
@@ -92,7 +94,7 @@ critical_unknowns() {
 	C=$(tamper_commit)
 	run -3 amp fsck
 	assert_line "amp fsck: ${C:0:7}: $(git ls-tree -r --name-only refs/amp/messages | grep -F ".msg.$V.json"): modifies a file: the SSOT only appends"
-	assert_line --regexp "^amp fsck: ${C:0:7}: tasks/2026/0/$T/[0-9]{6}\.msg\.$LOCK\.json: deletes a file: the SSOT only appends$"
+	assert_line --regexp "^amp fsck: ${C:0:7}: $(task_path "$T")/([0-9]{2}/[0-9]{2}/)?[0-9]{6}\.msg\.$LOCK\.json: deletes a file: the SSOT only appends$"
 	run -3 amp fsck --json
 	run -0 json_get '[(f["commit"], f["kind"], f["file"].split(".")[1:3], f["reason"]) for f in d["findings"] if f["commit"] == "'"$C"'"]' <<< "$output"
 	assert_output "[[\"$C\", \"corrupt\", [\"msg\", \"$V\"], \"modifies a file: the SSOT only appends\"], [\"$C\", \"corrupt\", [\"msg\", \"$LOCK\"], \"deletes a file: the SSOT only appends\"]]"
@@ -113,7 +115,7 @@ critical_unknowns() {
 	[ "${#lines[@]}" -eq 1 ]
 	E=${lines[0]}
 	run -0 escalation_file "$E"
-	assert_output --partial "amp watch cannot use ${SEEN:0:12}:tasks/2026/0/$T/"
+	assert_output --partial "amp watch cannot use ${SEEN:0:12}:$(task_path "$T")/"
 	assert_output --partial "moved from $SEEN (kept as refs/amp-seen/messages) to $C"
 	assert_output --partial ".msg.$V.json (changed)"
 	assert_output --partial ".msg.$LOCK.json (removed)"
@@ -148,7 +150,7 @@ critical_unknowns() {
 	run -0 task_state
 	refute_output locked
 	run -3 amp fsck
-	assert_line --regexp "^amp fsck: ${SEEN:0:7}: tasks/2026/0/$T/[0-9]{6}\.msg\.$LOCK\.json: removed: refs/amp-seen/messages \(${SEEN:0:12}\) holds it, refs/amp/messages \(${OLD:0:12}\) does not: history was rewritten$"
+	assert_line --regexp "^amp fsck: ${SEEN:0:7}: $(task_path "$T")/([0-9]{2}/[0-9]{2}/)?[0-9]{6}\.msg\.$LOCK\.json: removed: refs/amp-seen/messages \(${SEEN:0:12}\) holds it, refs/amp/messages \(${OLD:0:12}\) does not: history was rewritten$"
 	at 1100
 	run -0 amp watch --once
 	assert_line --regexp "^escalated unknown $T "

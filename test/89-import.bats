@@ -175,7 +175,7 @@ PY
 	assert_equal "$(git rev-list --min-parents=2 --count refs/amp/messages)" 0
 	[ "$(amp status T-2026-0099 --json | json_get 'd["state"]')" = approved ]
 	for i in 1 2 3 4 5; do
-		git ls-tree -r --name-only refs/amp/messages | grep -q "T-2026-90$i/000001.msg.task_dispatch"
+		git ls-tree -r --name-only refs/amp/messages | grep -q "T-2026-90$i/\(00/00/\)\?000001.msg.task_dispatch"
 	done
 	amp fsck | grep -q clean
 }

@@ -129,7 +129,10 @@ send_n() {
 	amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
 	# the task's directory with its three entries reversed (git mktree
 	# would sort them), then the trees above it and a commit, by hand
-	$PY - "tasks/2026/0/$T" <<'PYEOF'
+	local rdir
+	# the directory holding the records (the task's, or in layout 2 its 00/00/)
+	rdir=$(dirname "$(record_path "$T" 000001.x.json)")
+	$PY - "$rdir" <<'PYEOF'
 import subprocess, sys
 def git(*args, inp=None):
     return subprocess.run(["git", *args], input=inp, capture_output=True, check=True).stdout
@@ -151,10 +154,10 @@ for depth in range(len(path) - 1, -1, -1):
 commit = git("commit-tree", sub, "-p", ref, "-m", "the task directory out of order").decode().strip()
 git("update-ref", ref, commit)
 PYEOF
-	git ls-tree --name-only "refs/amp/messages:tasks/2026/0/$T" > "$BATS_TEST_TMPDIR/names"
+	git ls-tree --name-only "refs/amp/messages:$rdir" > "$BATS_TEST_TMPDIR/names"
 	! LC_ALL=C sort -c "$BATS_TEST_TMPDIR/names" 2> /dev/null || false
 	amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
-	git ls-tree --name-only "refs/amp/messages:tasks/2026/0/$T" > "$BATS_TEST_TMPDIR/names"
+	git ls-tree --name-only "refs/amp/messages:$rdir" > "$BATS_TEST_TMPDIR/names"
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/names")" = 4 ]
 	LC_ALL=C sort -c "$BATS_TEST_TMPDIR/names"
 }

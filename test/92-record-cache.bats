@@ -43,7 +43,7 @@ setup_file() {
 	BATS_TEST_TMPDIR=$BATS_FILE_TMPDIR make_ssot
 	BATS_TEST_TMPDIR=$BATS_FILE_TMPDIR long_task
 	echo "$V" > "$BATS_FILE_TMPDIR/verdict_id"
-	[ "$(git ls-tree --name-only "refs/amp/messages:tasks/2026/0/$T" | wc -l)" -eq 69 ]
+	[ "$(git ls-tree -r --name-only "refs/amp/messages:$(task_path "$T")" | wc -l)" -eq 69 ]
 	rm -rf "$BATS_FILE_TMPDIR/repo/$cache"
 }
 
@@ -156,7 +156,7 @@ PY
 	# form, past U+10FFFF, a sequence cut short), a NUL, a duplicate member,
 	# nesting past 32, a value that is not an object, trailing bytes, an
 	# unknown tag.
-	git ls-tree "refs/amp/messages:tasks/2026/0/$T" | awk '{print $3}' > "$BATS_TEST_TMPDIR/blobs"
+	git ls-tree -r "refs/amp/messages:$(task_path "$T")" | awk '{print $3}' > "$BATS_TEST_TMPDIR/blobs"
 	$PY - "$cache" "$BATS_TEST_TMPDIR/blobs" <<'PY'
 import struct, sys, zlib
 def s(b): return b'"' + bytes([len(b)]) + b
@@ -213,13 +213,13 @@ PY
 	expected=$(reads)
 	[ -s "$cache" ]
 	loosen_objects
-	blob=$(git rev-parse "refs/amp/messages:tasks/2026/0/$T/000002.ack.$(git ls-tree --name-only "refs/amp/messages:tasks/2026/0/$T" | sed -n '2s/^000002\.ack\.//p')")
+	blob=$(git rev-parse "refs/amp/messages:$(git ls-tree -r --name-only refs/amp/messages "$(task_path "$T")/" | grep '/000002\.ack\.')")
 	rm -f ".git/objects/${blob:0:2}/${blob:2}"
 	! git cat-file -e "$blob" 2>/dev/null || false
 	run -0 reads
 	assert_output "$expected"
 	run amp fsck
 	[ "$status" -ne 0 ]
-	assert_output --partial "$T/000002.ack."
+	assert_output --partial "$(dirname "$(record_path "$T" 000002.x.json)")/000002.ack."
 	assert_output --partial "cannot read blob $blob"
 }

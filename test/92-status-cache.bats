@@ -124,7 +124,7 @@ uncached() {
 @test "a task directory whose tree is gone is still reported unreadable, cache or not" {
 	fsck_exempt "$BATS_TEST_TMPDIR/repo" "a tree removed on purpose"
 	amp status --json > /dev/null
-	tree=$(git rev-parse "refs/amp/messages:tasks/2026/0/T-2026-045")
+	tree=$(git rev-parse "refs/amp/messages:$(task_path "T-2026-045")")
 	loosen_objects
 	rm ".git/objects/${tree:0:2}/${tree:2}"
 	run -4 amp status --json
@@ -204,7 +204,7 @@ finish_044() {
 	assert_line --regexp '^T-2026-045 +aborted'
 	# a finished task whose tree is lost: the default listing does not
 	# read it, --all reports it
-	tree=$(git rev-parse "refs/amp/messages:tasks/2026/0/T-2026-044")
+	tree=$(git rev-parse "refs/amp/messages:$(task_path "T-2026-044")")
 	loosen_objects
 	rm ".git/objects/${tree:0:2}/${tree:2}"
 	run -0 env NO_COLOR=1 amp status
@@ -223,16 +223,19 @@ shards=.git/amp/status.shards
 	at 110; amp ack "$V" --from coordinator > /dev/null
 	expected=$(amp status --all --json | json_get '[t["task_id"] for t in d["tasks"] if t["state"] != "approved"]')
 	run -0 amp status
-	shard=$(git rev-parse "refs/amp/messages:tasks/2026/0")
-	tree45=$(git rev-parse "refs/amp/messages:tasks/2026/0/T-2026-045")
+	# the shard of both tasks: tasks/2026/0 (layout 1), its key 2026/0
+	key=$(dirname "$(task_path T-2026-045)")
+	shard=$(git rev-parse "refs/amp/messages:$key")
+	key=${key#tasks/}
+	tree45=$(git rev-parse "refs/amp/messages:$(task_path "T-2026-045")")
 	assert_file_exists "$shards"
 	run -0 tail -n +2 "$shards"
-	assert_output "2026/0"$'\t'"$shard"$'\t'"2"$'\t'"T-2026-045"$'\t'"$tree45"
+	assert_output "$key"$'\t'"$shard"$'\t'"2"$'\t'"T-2026-045"$'\t'"$tree45"
 	# believed while the shard's tree is the one it names (that is the
 	# contract, as with the cache): a line that keeps the tree and drops
 	# the open task hides it
 	good=$(cat "$shards")
-	printf '%s\n%s\n' "$(head -n 1 <<< "$good")" "2026/0"$'\t'"$shard"$'\t'"2" > "$shards"
+	printf '%s\n%s\n' "$(head -n 1 <<< "$good")" "$key"$'\t'"$shard"$'\t'"2" > "$shards"
 	run -0 amp status
 	assert_output "no open tasks; 2 finished (amp status --all lists them)"
 	# a new record in the shard: its tree changes, it is read again

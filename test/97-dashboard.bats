@@ -96,7 +96,7 @@ PY
 	run -0 grep -E '<tr class="task"[^>]*><td><a href="../tasks/T-2026-045.html">T-2026-045</a> <span class="title">[^<]*</span></td><td><span class="st st-locked">locked</span></td><td>-</td><td>T-2026-044-S1 <span class="st st-rejected">rejected</span><br></td><td>3</td>' "$group"
 	run -0 grep -E '<a href="../tasks/T-2026-044.html">T-2026-044</a> <span class="title">[^<]*</span></td><td><span class="st st-approved">approved</span>' "$group"
 	run -0 grep -E '<a href="../tasks/T-2026-046.html">T-2026-046</a> <span class="title">[^<]*</span></td><td><span class="st st-aborted">aborted</span>' "$group"
-	run -0 grep -F '<title>tasks/2026/0/</title>' "$group"
+	run -0 grep -F "<title>$(dirname "$(task_path T-2026-044)")/</title>" "$group"
 	# the overview: the same rows, the latest activity first, and a link
 	# to the group
 	run -0 rows "$out/index.html" recent
@@ -148,10 +148,10 @@ PY
 	run -0 grep -F '<b>critical hallucination_lock</b>' "$page"
 	run -0 grep -F '<span class="st st-locked">locked</span> &middot; 3 reject(s)' "$page"
 	# every record's whole JSON, one click away
-	records=$(git ls-tree --name-only refs/amp/messages:tasks/2026/0/T-2026-045 | wc -l)
+	records=$(git ls-tree -r --name-only "refs/amp/messages:$(task_path T-2026-045)" | wc -l)
 	[ "$(grep -c '<details><summary>JSON</summary>' "$page")" -eq "$records" ]
 	# the SVG timeline: a mark per message and control record, none for ACKs
-	marks=$(git ls-tree --name-only refs/amp/messages:tasks/2026/0/T-2026-045 | grep -vc '\.ack\.')
+	marks=$(git ls-tree -r --name-only "refs/amp/messages:$(task_path T-2026-045)" | grep -vc '\.ack\.')
 	[ "$(grep -c '<a href="#r[0-9]*"><\(circle\|polygon\|rect\)' "$page")" -eq "$marks" ]
 	# the aborted task: its control record, its unreadable record
 	page=$out/tasks/T-2026-046.html
@@ -179,10 +179,12 @@ PY
 
 @test "a task directory that is no task id is reported, skipped (exit 4) and gets no page; the rest are listed" {
 	# named like markup, as a hand-made commit could
-	echo '{"a": 1}' | plant 'tasks/2026/0/"><img src=x onerror=alert(1)>/000001.msg.x.json'
+	local shard
+	shard=$(dirname "$(task_path T-2026-044)")
+	echo '{"a": 1}' | plant "$shard/\"><img src=x onerror=alert(1)>/000001.msg.x.json"
 	run --separate-stderr amp dashboard --out "$out" --json
 	assert_equal "$status" 4
-	assert_equal "$stderr" "amp dashboard: error: tasks/2026/0/\"><img src=x onerror=alert(1)>: not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped"
+	assert_equal "$stderr" "amp dashboard: error: $shard/\"><img src=x onerror=alert(1)>: not a task's directory (tasks/<YYYY>/<S>/<task_id>): skipped"
 	run -1 grep -F 'onerror=alert' "$out/index.html" "$out/groups/2026-0.html"
 	run -0 rows "$out/groups/2026-0.html"
 	assert_output "$(printf '%s\n' T-2026-044 T-2026-045 T-2026-046 T-2026-047)"
@@ -302,7 +304,7 @@ renders_rows() {
 	renders_rows index.html 'amp dashboard' '<a href="groups/2026-0.html">2026 part 0 (4)</a>'
 	run -0 grep -c '<div class="needs">' "$BATS_TEST_TMPDIR/dom.html"
 	assert_output 2
-	renders_rows groups/2026-0.html tasks/2026/0/ '<a href="../tasks/T-2026-047.html">T-2026-047</a>'
+	renders_rows groups/2026-0.html "$(dirname "$(task_path T-2026-044)")/" '<a href="../tasks/T-2026-047.html">T-2026-047</a>'
 }
 
 @test "in headless Chromium: the hostile task's page renders its text as text" {

@@ -77,7 +77,7 @@ dispatch_task() {
 			assert_equal "$(cat "$g/err.$i")" "amp claim: error: /task_id: task $task is claimed by $winner until 2026-02-26T15:02:07+00:00"
 		done
 		# One claim record in the SSOT: the losers wrote nothing.
-		[ "$(git ls-tree --name-only "refs/amp/messages:tasks/2026/1/$task" | grep -c '\.ctl\.claim-')" -eq 1 ]
+		[ "$(git ls-tree -r --name-only "refs/amp/messages:$(task_path "$task")" | grep -c '\.ctl\.claim-')" -eq 1 ]
 	done
 }
 
@@ -175,7 +175,7 @@ dispatch_task() {
 	E=$(the_escalation heartbeat_timeout)
 	assert_escalation "$E" heartbeat_timeout warning "[\"$D\"]" in_progress 0 false
 	run -0 escalation_file "$E"
-	assert_output --partial "\"description\": \"no write since tasks/2026/0/$T/000004.ctl.claim-1772116328000.json: alice claimed $T on a lease of 60 s"
+	assert_output --partial "\"description\": \"no write since $(record_path "$T" 000004.ctl.claim-1772116328000.json): alice claimed $T on a lease of 60 s"
 	# The release is system's, in the same commit as the escalation.
 	run -0 git show --stat --format='%an%n%B' refs/amp/messages
 	assert_output --partial "release $T system: $C of alice"

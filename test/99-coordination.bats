@@ -217,7 +217,7 @@ T-2026-001  P3  dispatched        since 2026-02-26 14:32:08 +0000"
 	E=$(the_escalation unknown)
 	assert_escalation "$E" unknown warning "[\"$D\"]" in_progress 0 false
 	run -0 escalation_file "$E"
-	assert_output --partial "\"description\": \"deadline missed: tasks/2026/0/$T/000003.ctl.plan-1772116327000.json: task $T was due at 2026-02-26T15:00:00+00:00 (amp plan --deadline) and is in_progress.\""
+	assert_output --partial "\"description\": \"deadline missed: $(record_path "$T" 000003.ctl.plan-1772116327000.json): task $T was due at 2026-02-26T15:00:00+00:00 (amp plan --deadline) and is in_progress.\""
 	amp plan $T --deadline 2026-02-26T16:00:00+00:00 --from coordinator > /dev/null
 	AMP_NOW=2026-02-26T16:00:01+00:00 run -0 amp watch --once
 	assert_line --regexp "^escalated unknown $T deadline "

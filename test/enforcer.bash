@@ -173,9 +173,9 @@ plant() {
 
 # next_path TASK ID [KIND]: where the next record of TASK goes.
 next_path() {
-	local dir="tasks/${1:2:4}/0/$1" n
-	n=$(git ls-tree --name-only "refs/amp/messages:$dir" 2>/dev/null | wc -l)
-	printf '%s/%06d.%s.%s.json' "$dir" $((n + 1)) "${3:-msg}" "$2"
+	local n
+	n=$(git ls-tree -r --name-only "refs/amp/messages:$(task_path "$1")" 2>/dev/null | wc -l)
+	record_path "$1" "$(printf '%06d.%s.%s.json' $((n + 1)) "${3:-msg}" "$2")"
 }
 
 # watch_loop_stopped_by SIG: runs `amp watch --interval 1` in the background

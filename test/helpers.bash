@@ -36,10 +36,54 @@ FIXTURES=$BATS_TEST_DIRNAME/fixtures
 export HOME=$BATS_TEST_TMPDIR/home GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1 TZ=UTC
 unset AMP_REPO AMP_ROLE AMP_NOW
 mkdir -p "$HOME"
-# The suites were written for layout 1's paths (tasks/<YYYY>/<S>/<task>/);
-# test/35-layout.bats tests layout 2, amp init's default.
-# AMP_TEST_LAYOUT=2 runs them on layout 2.
-git config --global amp.layout "${AMP_TEST_LAYOUT:-1}"
+# The suites run on the layout amp init writes by default (2, store.h
+# "Layout"), the one users get; AMP_TEST_LAYOUT=1 runs them on layout 1.
+# A test finds a record with task_path / record_path below, never by a
+# layout's literal path.
+[ -z "${AMP_TEST_LAYOUT:-}" ] || git config --global amp.layout "$AMP_TEST_LAYOUT"
+
+# ssot_layout [REF]: the layout of REF's tree (default refs/amp/messages):
+# 2 when it has an amp-layout file, else 1 (lib/store/layout.c).
+ssot_layout() {
+	if git cat-file -e "${1:-refs/amp/messages}:amp-layout" 2> /dev/null; then echo 2; else echo 1; fi
+}
+
+# init_layout: the layout amp init writes here (git config amp.layout, else
+# amp's default, 2).
+init_layout() {
+	git config amp.layout || echo 2
+}
+
+# task_path TASK [LAYOUT]: TASK's directory in the tree of LAYOUT (default:
+# that of refs/amp/messages), as amp_store_task_dir writes it.
+task_path() {
+	local n=${1:7} layout=${2:-$(ssot_layout)} s
+	s=${n:0:${#n}-2}
+	if [ "$layout" = 1 ]; then
+		echo "tasks/${1:2:4}/$s/$1"
+	elif [ ${#s} -le 2 ]; then
+		echo "tasks/${1:2:4}/0/$s/$1"
+	else
+		echo "tasks/${1:2:4}/${s:0:${#s}-2}/${s: -2}/$1"
+	fi
+}
+
+# record_path TASK NAME [LAYOUT]: where the record NAME (000001.msg.x.json)
+# of TASK goes in LAYOUT (default: that of refs/amp/messages).
+record_path() {
+	local layout=${3:-$(ssot_layout)}
+	if [ "$layout" = 1 ]; then
+		echo "$(task_path "$1" 1)/$2"
+	else
+		echo "$(task_path "$1" 2)/${2:0:2}/${2:2:2}/$2"
+	fi
+}
+
+# find_record REF NAME: the path in REF's tree of the record whose file
+# name is NAME (a pattern for grep -E, anchored at the name's start).
+find_record() {
+	git ls-tree -r --name-only "$1" tasks | grep -E "/$2\$" | head -1 | grep .
+}
 
 # Makes a fresh git repository at $BATS_TEST_TMPDIR/repo and cds into it.
 make_repo() {

@@ -12,25 +12,30 @@
 #include "write/write.h"
 #include "verify.h"
 
-/* The task of record path "tasks/<YYYY>/<S>/<task_id>/<name>" into buf;
- * -1 when the path is no record's. */
+/* The task of record path "tasks/<YYYY>/<S>/<task_id>/<name>" (layout 1)
+ * or "tasks/<YYYY>/<A>/<B>/<task_id>/<s1>/<s2>/<name>" (layout 2, store.h
+ * "Layout") into buf; -1 when the path is no record's. */
 static int task_of(const char *path, char *buf, size_t bufsz)
 {
-	const char *p = path, *end;
-	int i;
+	const char *p = path, *start[8], *end;
+	int n = 0, at;
 
 	if (strncmp(p, "tasks/", 6))
 		return -1;
-	p += 6;
-	for (i = 0; i < 2; i++) {
+	for (p += 6; n < 8; p++) {
+		start[n++] = p;
 		if (!(p = strchr(p, '/')))
-			return -1;
-		p++;
+			break;
 	}
-	if (!(end = strchr(p, '/')) || strchr(end + 1, '/') || (size_t)(end - p) >= bufsz)
+	/* the parts: Y S T name, or Y A B T s1 s2 name */
+	at = n == 4 ? 2 : n == 7 ? 3 : -1;
+	if (at < 0 || p)
 		return -1;
-	memcpy(buf, p, (size_t)(end - p));
-	buf[end - p] = '\0';
+	end = strchr(start[at], '/');
+	if ((size_t)(end - start[at]) >= bufsz)
+		return -1;
+	memcpy(buf, start[at], (size_t)(end - start[at]));
+	buf[end - start[at]] = '\0';
 	return 0;
 }
 

@@ -837,11 +837,8 @@ static json_t *group_list(const struct pass *ps)
 	size_t i;
 
 	for (i = 0; i < ps->nshards; i++) {
-		const char *slash = strchr(ps->shards[i].key, '/');
-
 		dash_group_name(ps->shards[i].key, name);
-		snprintf(label, sizeof(label), "%.*s part %s", slash ? (int)(slash - ps->shards[i].key) : 0,
-			 ps->shards[i].key, slash ? slash + 1 : ps->shards[i].key);
+		dash_group_label(ps->shards[i].key, label, sizeof(label));
 		json_array_append_new(out, json_pack("[s,s,I]", name, label,
 			(json_int_t)sum_int(json_object_get(ps->byname, ps->shards[i].key), SUM_COUNT)));
 	}

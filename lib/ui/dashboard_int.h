@@ -134,6 +134,9 @@ int dash_filter_match(const char *filter, const json_t *row, int64_t now_ms);
 void dash_render_rows(FILE *f, const char *table_id, const json_t *rows, const char *up,
 		      int64_t now_ms, const char *sort_base);
 void dash_group_name(const char *key, char buf[AMP_DASHBOARD_NAME_MAX]);
+/* Fills buf with the label of the group of shard `key` ("2026 part 12"),
+ * the part as dash_group_name names the page. */
+void dash_group_label(const char *key, char *buf, size_t bufsz);
 /* A shard's group page: its rows, filterable by state and role. */
 void dash_render_group(FILE *f, const char *key, const json_t *rows);
 /* The query of --serve: the rows of every task matching it, sorted, as a

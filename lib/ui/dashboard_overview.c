@@ -318,19 +318,56 @@ void dash_render_group(FILE *f, const char *key, const json_t *rows)
 	dash_page_tail(f, -1);
 }
 
+/* Splits a shard's key, <YYYY>/<S> (layout 1) or <YYYY>/<A>/<B> (layout
+ * 2, store.h "Layout"), all digits and short, into its year's length and
+ * its part S: A and B joined again, B alone when A is layout 2's "0" for
+ * none, so a group keeps its page name and label when amp gc --migrate
+ * moves the SSOT to layout 2.  0 for any other key. */
+static int group_parts(const char *key, int *year_len, char part[40])
+{
+	const char *slash = strchr(key, '/'), *second, *p;
+
+	if (!slash || slash == key || !slash[1] || strlen(key) >= 40)
+		return 0;
+	for (p = key; *p; p++)
+		if (*p != '/' && (*p < '0' || *p > '9'))
+			return 0;
+	second = strchr(slash + 1, '/');
+	if (second && (second == slash + 1 || !second[1] || strchr(second + 1, '/')))
+		return 0;
+	*year_len = (int)(slash - key);
+	if (!second)
+		snprintf(part, 40, "%s", slash + 1);
+	else if (second - slash == 2 && slash[1] == '0')
+		snprintf(part, 40, "%s", second + 1);
+	else
+		snprintf(part, 40, "%.*s%s", (int)(second - slash - 1), slash + 1, second + 1);
+	return 1;
+}
+
 void dash_group_name(const char *key, char buf[AMP_DASHBOARD_NAME_MAX])
 {
-	const char *slash = strchr(key, '/'), *p;
-	int plain = slash && slash != key && slash[1] && strlen(key) < 40 && !strchr(slash + 1, '/');
+	char part[40];
+	int year_len;
 
-	for (p = key; plain && *p; p++)
-		if (p != slash && (*p < '0' || *p > '9'))
-			plain = 0;
-	if (!plain) {
+	if (!group_parts(key, &year_len, part)) {
 		amp_dashboard_page_name(key, buf);
 		return;
 	}
-	snprintf(buf, AMP_DASHBOARD_NAME_MAX, "%.*s-%s.html", (int)(slash - key), key, slash + 1);
+	snprintf(buf, AMP_DASHBOARD_NAME_MAX, "%.*s-%s.html", year_len, key, part);
+}
+
+void dash_group_label(const char *key, char *buf, size_t bufsz)
+{
+	const char *slash = strchr(key, '/');
+	char part[40];
+	int year_len;
+
+	if (group_parts(key, &year_len, part))
+		snprintf(buf, bufsz, "%.*s part %s", year_len, key, part);
+	else
+		snprintf(buf, bufsz, "%.*s part %s", slash ? (int)(slash - key) : 0, key,
+			 slash ? slash + 1 : key);
 }
 
 /* The links to the filter pages, the current one marked. */
