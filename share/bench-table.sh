@@ -388,7 +388,7 @@ done
 		echo "| pass | rate | packs |"
 		echo "|---|---|---|"
 		cat "$work/big-writers"
-		echo "| lost in those passes | $(cat "$work/lost-big" 2>/dev/null | wc -l) | |"
+		echo "| lost in those passes | $(if [ -f "$work/lost-big" ]; then wc -l < "$work/lost-big"; else echo 0; fi) | |"
 	fi
 } > "$table"
 cat "$table"

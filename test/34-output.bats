@@ -409,12 +409,12 @@ PY
 	amp ack "$D" --from executor --agent alice > /dev/null
 	amp claim $T --agent alice > /dev/null
 	caps=()
-	for c in rust c go python typescript haskell ocaml postgres kubernetes terraform; do caps+=(--capability "$c"); done
+	for c in rust c go python typescript haskell ocaml sql kubernetes terraform; do caps+=(--capability "$c"); done
 	amp register --agent alice --role executor --role reviewer "${caps[@]}" > /dev/null
 	at 65
 	run -0 amp agents
 	piped=$output
-	assert_line --index 0 "alice  roles executor  last write 2026-02-26 14:32:12 +0000  holds $T  declared executor,reviewer; capabilities c,go,haskell,kubernetes,ocaml,postgres,python,rust,terraform,typescript"
+	assert_line --index 0 "alice  roles executor  last write 2026-02-26 14:32:12 +0000  holds $T  declared executor,reviewer; capabilities c,go,haskell,kubernetes,ocaml,python,rust,sql,terraform,typescript"
 	on_tty 80 "amp agents"
 	assert_success
 	assert_line --index 0 --regexp "^alice  roles executor  last write 1m ago  holds $T  declared executor,.*…$"

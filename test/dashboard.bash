@@ -50,7 +50,7 @@ alice_on_task() {
 	make_ssot
 	git config amp.checkRepo false
 	at 0; send_dispatch
-	at 2; amp claim $T --agent alice > /dev/null
+	at 2; amp claim "$T" --agent alice > /dev/null
 	at 5; amp ack "$D" --from executor --agent alice > /dev/null
 	$PY - "$HOSTILE" "$BATS_TEST_TMPDIR/p/dispatch.json" > "$BATS_TEST_TMPDIR/p/hostile.json" <<'PY'
 import json, sys

@@ -42,10 +42,10 @@ mkdir -p "$HOME"
 # layout's literal path.
 [ -z "${AMP_TEST_LAYOUT:-}" ] || git config --global amp.layout "$AMP_TEST_LAYOUT"
 
-# ssot_layout [REF]: the layout of REF's tree (default refs/amp/messages):
-# 2 when it has an amp-layout file, else 1 (lib/store/layout.c).
+# ssot_layout: the layout of refs/amp/messages's tree: 2 when it has an
+# amp-layout file, else 1 (lib/store/layout.c).
 ssot_layout() {
-	if git cat-file -e "${1:-refs/amp/messages}:amp-layout" 2> /dev/null; then echo 2; else echo 1; fi
+	if git cat-file -e "refs/amp/messages:amp-layout" 2> /dev/null; then echo 2; else echo 1; fi
 }
 
 # init_layout: the layout amp init writes here (git config amp.layout, else
