@@ -2,14 +2,13 @@
 # What the last review left: amp ask and amp progress refuse a role other
 # than the executor through the write skeleton's one guard (amp_cli_writer
 # .role); the team's reports of a warm `amp inbox coordinator|executor`
-# come from inbox.json alone, and stay right as sends change them; and
-# share/doc/hub-gitolite.md step 8, inbox mode on gitolite3, followed
-# literally.
+# come from inbox.json alone, and stay right as sends change them.
 
 bats_require_minimum_version 1.5.0
 load helpers
 load conversation
 load enforcer
+load transitions
 
 setup() {
 	make_ssot
@@ -42,4 +41,73 @@ alice_holds() {
 	git config --unset amp.role
 	run -0 amp progress "$T" --percent 10 --agent alice
 	run -0 amp ask "$T" --question why --agent alice
+}
+
+# ---- the team's reports in inbox.json --------------------------------------------
+
+# team ROLE [ARGS...]: amp inbox ROLE --json's team members, compact.
+team() {
+	amp inbox "$@" --json |
+		json_get 'json.dumps({k: [(x.get("task_id"), x.get("record"), x.get("percent"), x.get("due_seconds"), (x.get("answer") or {}).get("answer")) for x in d[k]] for k in ("progress", "questions", "answers", "released") if k in d}, sort_keys=True)'
+}
+
+@test "a warm amp inbox coordinator reads the team's reports from inbox.json alone (the status cache not read), and they stay right as progress, a question and its answer change them" {
+	alice_holds
+	at 10
+	P1=$(amp progress "$T" --percent 30 --note first --agent alice --json | json_get 'd["record"]')
+	run -0 team coordinator
+	assert_output '{"progress": [["'$T'", "'$P1'", 30, null, null]], "questions": []}'
+	# inbox.json keeps them, keyed by task, on the line after the cache
+	run -0 json_get 'json.dumps([(t, [p["percent"] for p in r["progress"]]) for t, r in d.items()])' < <(sed -n 2p .git/amp/inbox.json)
+	assert_output '[["'$T'", [30]]]'
+	# warm: the same answer with no status cache, which is not read (so
+	# not written again either)
+	rm -f .git/amp/status.cache .git/amp/status.shards
+	run -0 team coordinator
+	assert_output '{"progress": [["'$T'", "'$P1'", 30, null, null]], "questions": []}'
+	[ ! -e .git/amp/status.cache ]
+	# a send changes them: the inbox catches up with the new tip
+	at 20
+	P2=$(amp progress "$T" --percent 60 --agent alice --json | json_get 'd["record"]')
+	Q=$(amp ask "$T" --question 'v1 or v2?' --ack-timeout 600 --agent alice)
+	at 80
+	run -0 team coordinator
+	assert_output '{"progress": [["'$T'", "'$P2'", 60, null, null]], "questions": [["'$T'", "'$Q'", null, 540, null]]}'
+	run -0 team executor --agent alice
+	assert_output '{"answers": [], "released": []}'
+	at 90
+	amp answer "$T" --question "$Q" --answer v2 --agent dave > /dev/null
+	run -0 team coordinator
+	assert_output '{"progress": [["'$T'", "'$P2'", 60, null, null]], "questions": []}'
+	run -0 team executor --agent alice
+	assert_output '{"answers": [["'$T'", "'$Q'", null, null, "v2"]], "released": []}'
+	run -0 team executor --agent bob
+	assert_output '{"answers": [], "released": []}'
+	# the same as read from the status cache (--all leaves inbox.json out)
+	# and as rebuilt from nothing
+	run -0 amp inbox coordinator --all --json
+	assert_equal "$(json_get 'json.dumps([d["progress"], d["questions"]])' <<< "$output")" \
+		"$(amp inbox coordinator --json | json_get 'json.dumps([d["progress"], d["questions"]])')"
+	rm .git/amp/inbox.json
+	run -0 team coordinator --task "$T"
+	assert_output '{"progress": [["'$T'", "'$P2'", 60, null, null]], "questions": []}'
+	run -0 team coordinator --task T-2026-999
+	assert_output '{"progress": [], "questions": []}'
+	# approved, every message ACKed: finished, so out of inbox.json and
+	# of the listing; --task still shows its reports (from its records)
+	at 100
+	AMP_AGENT=alice result
+	amp ack "$R" --from coordinator > /dev/null
+	request "$D" "$R"
+	amp ack "$Q" --from reviewer > /dev/null
+	verdict approved "$Q"
+	amp ack "$V" --from coordinator > /dev/null
+	[ "$(task_state)" = approved ]
+	run -0 team coordinator
+	assert_output '{"progress": [], "questions": []}'
+	rm -f .git/amp/status.cache .git/amp/status.shards
+	assert_equal "$(sed -n 2p .git/amp/inbox.json)" '{}'
+	run -0 team coordinator --task "$T"
+	assert_output '{"progress": [["'$T'", "'$P2'", 60, null, null]], "questions": []}'
+	[ ! -e .git/amp/status.cache ]
 }
