@@ -2,16 +2,27 @@
 # What the last review left: amp ask and amp progress refuse a role other
 # than the executor through the write skeleton's one guard (amp_cli_writer
 # .role); the team's reports of a warm `amp inbox coordinator|executor`
-# come from inbox.json alone, and stay right as sends change them.
+# come from inbox.json alone, and stay right as sends change them; and
+# share/doc/hub-gitolite.md step 8, inbox mode on gitolite3, followed
+# literally.
 
 bats_require_minimum_version 1.5.0
 load helpers
 load conversation
 load enforcer
 load transitions
+load hub
+load signing
+load gitolite
 
 setup() {
-	make_ssot
+	# the gitolite test makes its own repositories (people_setup)
+	[[ $BATS_TEST_DESCRIPTION == gitolite3* ]] || make_ssot
+}
+
+teardown() {
+	stop_gitolite_sshd
+	stop_servers
 }
 
 # alice_holds: the coordinator dispatches $T at 0; executor alice ACKs it
@@ -110,4 +121,59 @@ team() {
 	run -0 team coordinator --task "$T"
 	assert_output '{"progress": [["'$T'", "'$P2'", 60, null, null]], "questions": []}'
 	[ ! -e .git/amp/status.cache ]
+}
+
+# ---- share/doc/hub-gitolite.md step 8: inbox mode on gitolite3 -----------------
+
+@test "gitolite3, hub-gitolite.md step 8 as written: with the hub's key in the repository's conf and allowed signers and a refs/amp-in/ rule, strict clones in inbox mode deliver a task through their inboxes; the hub's join commits under its key, each record keeps its author's signature, fsck is clean everywhere" {
+	people_setup
+	gitolite_setup
+	HUB=$GL/repositories/amp.git
+	# 8. the hub's key, made on the server as the hosting user ...
+	ssh-keygen -q -t ed25519 -N '' -C amp-hub -f "$GL/amp-hub-key"
+	# ... in gitolite-admin's allowed signers as system, and the
+	# repository's conf: the inboxes' rule and the key for the join
+	printf 'system %s\n' "$(cut -d' ' -f1,2 "$GL/amp-hub-key.pub")" >> ga/amp/allowed_signers
+	sed -i "/^repo amp\$/a\\    RW+ refs/amp-in/ = @amp\\n    config amp.signingKey = $GL/amp-hub-key" ga/conf/gitolite.conf
+	grep -qx '    RW+ refs/amp-in/ = @amp' ga/conf/gitolite.conf
+	git -C ga commit -q -a -m "amp: inbox mode"
+	git -C ga push -q origin master 2> /dev/null
+	[ "$(git -C "$HUB" config amp.signingKey)" = "$GL/amp-hub-key" ]
+	for p in $PEOPLE; do git -C "$p" config amp.syncPush inbox; done
+	# a task delivered through the inboxes
+	D=$(turn coordinator amp send task_dispatch --task $T --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	id=$(git -C coordinator config amp.syncId)
+	run -0 git -C "$HUB" for-each-ref --format='%(refname)' "refs/amp-in/$id/"
+	assert_output "refs/amp-in/$id/messages"
+	on executor amp sync > /dev/null
+	run -0 on executor amp inbox executor --json
+	assert_equal "$(json_get '[m["msg_id"] for m in d["messages"]]' <<< "$output")" "[\"$D\"]"
+	turn executor amp ack "$D" --from executor > /dev/null
+	# each clone's next push to its inbox replaces what the hub joined
+	# (its records, re-committed by the hub): a forced push, hence RW+
+	R=$(turn executor amp send task_result --task $T --from executor --payload "$BATS_TEST_TMPDIR/p/result.json")
+	turn coordinator amp ack "$R" --from coordinator > /dev/null
+	on executor amp sync > /dev/null
+	run -0 on executor amp status $T --json
+	assert_equal "$(json_get 'd["state"]' <<< "$output")" submitted
+	[ "$(records executor)" = "$(records "$HUB")" ]
+	for r in "msg.$D" "ack.$D" "msg.$R" "ack.$R"; do
+		[ "$(records "$HUB" | grep -cxF "$r")" = 1 ]
+	done
+	# the hub's join committed the records under its own key (system);
+	# each record carries its author's own signature
+	run -0 git -C "$HUB" -c gpg.ssh.allowedSignersFile="$GL/.gitolite/amp/allowed_signers" \
+		log --format='%G? %an %GS' refs/amp/messages
+	assert_line "G coordinator system"
+	assert_line "G executor system"
+	refute_line --regexp '^[^G]'
+	run -0 on coordinator amp fsck --proofs
+	assert_line --regexp "^amp fsck: [0-9a-f]{7}: tasks/.*\\.ack\\.$D\\.json: record signature by executor\$"
+	assert_line --regexp "^amp fsck: [0-9a-f]{7}: tasks/.*\\.msg\\.$D\\.json: record signature by coordinator\$"
+	for p in $PEOPLE; do
+		on "$p" amp sync > /dev/null
+		[ "$(git -C "$p" rev-parse refs/amp/messages)" = "$(git -C "$HUB" rev-parse refs/amp/messages)" ]
+		run -0 on "$p" amp fsck
+		assert_output --regexp "^amp fsck: [0-9]+ commits checked: clean\$"
+	done
 }
