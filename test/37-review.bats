@@ -23,6 +23,7 @@ setup() {
 teardown() {
 	stop_gitolite_sshd
 	stop_servers
+	fsck_all_repos
 }
 
 # alice_holds: the coordinator dispatches $T at 0; executor alice ACKs it
