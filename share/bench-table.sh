@@ -30,7 +30,8 @@
 # with AMP_BENCH_BIG_WRITERS=N, N passes of 8 writers x 50 messages into the
 # biggest SSOT itself, amp's maintenance on, each pass's msgs/s and the most
 # packs seen during it; with AMP_BENCH_CACHE=DIR, the generated records (and
-# the SSOT they go on) are made once per size under DIR and reused.
+# the SSOT they go on) are made once per size under DIR and reused; with
+# AMP_BENCH_KEEP=DIR, the biggest SSOT is kept there afterwards.
 # Medians of AMP_BENCH_ROUNDS (20) whole-process runs (whole-store reads:
 # AMP_BENCH_SLOW_ROUNDS, 5).  Sizes: AMP_BENCH_SIZES ("1000 10000 100000"
 # messages).  Prints one markdown table and writes it, with the data and a
@@ -110,28 +111,15 @@ cat > "$work/dispatch.json" <<'JSON'
  "acceptance_criteria": ["it works"], "risk_level": "low"}
 JSON
 
-# long_task FILE [RECORDS [TASK]]: a task of 1,000 records (500 dispatches,
-# each ACKed; T-2026-999999) as JSON lines for amp import.
-long_task() {
-	python3 - "$1" "${2:-1000}" "${3:-T-2026-999999}" <<'PY'
-import datetime, json, sys
-t0 = 1780000000000
-task = sys.argv[3]
-def ts(ms):
-    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00")
-with open(sys.argv[1], "w") as f:
-    for i in range(int(sys.argv[2]) // 2):
-        ms = t0 + i * 60000
-        mid = f"task_dispatch-{task}-{ms}"
-        f.write(json.dumps({"protocol_version": "AMP/1.0", "msg_id": mid, "type": "task_dispatch",
-            "from": "coordinator", "to": "executor", "task_id": task, "timestamp": ts(ms),
-            "requires_ack": True, "payload": {"description": "bench", "repo": "/srv/bench",
-            "branch": "feature/bench", "subtasks": [{"subtask_id": "S1", "description": "one",
-            "estimated_lines": 1}], "acceptance_criteria": ["it works"], "risk_level": "low"}}) + "\n")
-        f.write(json.dumps({"protocol_version": "AMP/1.0", "type": "ack", "ack_for": mid,
-            "task_id": task, "from": "executor", "to": "coordinator",
-            "timestamp": ts(ms + 5000)}) + "\n")
-PY
+# plant_long N TASK: a task of N records (dispatches each ACKed, then a
+# result and a review request: share/gen-long-task.py) planted on the
+# messages ref with git fast-import in the SSOT's layout, in seconds (amp
+# import of a long task is not what is measured here).
+plant_long() {
+	local layout
+	layout=$(git cat-file -p refs/amp/messages:amp-layout 2> /dev/null || echo 1)
+	python3 "$src/share/gen-long-task.py" "$layout" "$1" "$2" "$(git rev-parse refs/amp/messages)" --review |
+		git fast-import --quiet
 }
 
 # plumbing REPO: one record written the way a shell script would, safely
@@ -163,13 +151,15 @@ send_long10k() { amp send task_dispatch --task T-2026-999998 --from coordinator 
 # $work/stream) and, in the current directory, the SSOT they go on (amp
 # init's commit: the stream names it); made once under AMP_BENCH_CACHE.
 generated() {
-	local c=${AMP_BENCH_CACHE:-}/gen-$1
+	local layout c
+	layout=$(git cat-file -p refs/amp/messages:amp-layout 2> /dev/null || echo 1)
+	c=${AMP_BENCH_CACHE:-}/gen-$1-layout$layout
 	if [ -n "${AMP_BENCH_CACHE:-}" ] && [ -s "$c/lines" ] && [ -d "$c/base" ]; then
 		rm -rf "$repo" && cp -a "$c/base" "$repo" && cd "$repo"
 		ln -sf "$c/lines" "$work/lines" && ln -sf "$c/stream" "$work/stream"
 		return
 	fi
-	python3 "$src/share/gen-traffic.py" "$(($1 * 2))" "$work/lines" "$work/stream" \
+	AMP_GEN_LAYOUT=$layout python3 "$src/share/gen-traffic.py" "$(($1 * 2))" "$work/lines" "$work/stream" \
 		"$(git rev-parse refs/amp/messages)"
 	[ -n "${AMP_BENCH_CACHE:-}" ] || return 0
 	mkdir -p "$c" && rm -rf "$c/base" && cp -a "$repo" "$c/base"
@@ -236,10 +226,8 @@ for n in $sizes; do
 	cell[rss_fastimport,$n]=$(awk '{ printf "%.1f", $1 / 1024 }' "$work/rss")
 	cell[fastimport,$n]=$(awk -v n="$n" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", n / (ns / 1e9) }')
 	cell[disk_import,$n]=$(awk -v k="$(kib size-pack)" -v n="$n" 'BEGIN { printf "%.2f", k / n }')
-	long_task "$work/long"
-	amp import "$work/long" > /dev/null
-	long_task "$work/long10k" "$long_records" T-2026-999998
-	amp import "$work/long10k" > /dev/null
+	plant_long 1000 T-2026-999999
+	plant_long "$long_records" T-2026-999998
 	# what amp's own maintenance leaves after an import (a pack per 5,000
 	# commits, rolled up): the layout every figure below is measured on
 	stamp t0; amp gc > /dev/null; stamp t1
@@ -332,6 +320,9 @@ for n in $sizes; do
 	cell[disk_gc,$n]=$(awk -v k="$total" -v n="$n" 'BEGIN { printf "%.2f", k / n }')
 	echo "$n ${cell[send,$n]} ${cell[status_task,$n]} ${cell[watch_once,$n]} ${cell[status_all,$n]} ${cell[send_long,$n]}" >> "$data"
 	cd "$work"
+	if [ -n "${AMP_BENCH_KEEP:-}" ] && [ "$n" = "${sizes##* }" ]; then
+		rm -rf "$AMP_BENCH_KEEP" && mv "$repo" "$AMP_BENCH_KEEP"
+	fi
 	rm -rf "$repo" "$work/fi-$n"
 done
 
