@@ -43,6 +43,7 @@ one_ssot() {
 	amp fsck --repo "$1/hub.git" > /dev/null
 	echo "$tree" > "$1/tree"
 	git -C "$1/hub.git" ls-tree -r refs/amp/messages > "$1/files"
+	git -C "$1/hub.git" rev-parse 'refs/amp/errors^{tree}' > "$1/errors"
 }
 
 # same_trees RUN...: the runs' trees are one, and the files listing too
@@ -56,7 +57,7 @@ same_trees() {
 	done
 }
 
-@test "partitioned groups rejoined through one hub in three orders end with one tree of refs/amp/messages, byte for byte: the same record paths, markers and escalations on the hub and every clone" {
+@test "partitioned groups rejoined through one hub in three orders end with one tree of refs/amp/messages, byte for byte: the same record paths, markers and escalations on the hub and every clone, and one tree of refs/amp/errors" {
 	local order n=0
 	for order in "b1 b2 a1 a2" "a1 b2 a2 b1" "b2 a2 b1 a1"; do
 		n=$((n + 1))
@@ -68,6 +69,9 @@ same_trees() {
 		cd "$BATS_TEST_TMPDIR"
 	done
 	same_trees "$BATS_TEST_TMPDIR/run1" "$BATS_TEST_TMPDIR/run2" "$BATS_TEST_TMPDIR/run3"
+	# the errors ref, the log of what was set aside, too: one source
+	cmp "$BATS_TEST_TMPDIR/run1/errors" "$BATS_TEST_TMPDIR/run2/errors"
+	cmp "$BATS_TEST_TMPDIR/run1/errors" "$BATS_TEST_TMPDIR/run3/errors"
 	# each loser escalated once, right after its marker and record
 	run -0 git -C "$BATS_TEST_TMPDIR/run1/hub.git" ls-tree -r --name-only refs/amp/messages
 	assert_output --regexp "T-2026-046/00/00/000003\.ctl\.superseded-[0-9a-f]{40}\.json
@@ -166,12 +170,14 @@ strict() {
 	git -C hub.git show "refs/amp/messages:$path.sig" > rec.sig
 	git -C hub.git show "refs/amp/messages:$path" |
 		ssh-keygen -Y verify -f "$K/signers" -I coordinator -n amp-record -s rec.sig
-	# in force: co's dispatch; co2's set aside, and logged for the admin
-	# (the executor's key may not write as system: amp watch with the
-	# system's key escalates it)
+	# in force: co's dispatch; co2's set aside, and the ACK naming it
+	# (the executor's key may not write as system: no escalation)
 	run -0 on ex amp status T-2026-046 --json
 	run -0 json_get '[[s["kind"], s["id"], s["reason"]] for s in d["superseded"]] + [len(d["escalations"])]' <<< "$output"
 	assert_output "[[\"message\", \"$X\", \"the remote holds another record of id $X, and renamed, this one would lose its author's signature\"], [\"ack\", \"$X\", \"it names $X, which this join set aside (the remote holds another record of that id)\"], 0]"
+	# logged on the executor's errors ref
+	run -0 on ex amp errors --json
+	assert_output --partial "the remote holds another record of id $X, and renamed"
 	# its author rejoins: nothing more to deliver, one SSOT
 	on co2 git remote set-url origin "$HUB_BASE/hub.git"
 	run -0 on co2 amp sync

@@ -75,8 +75,8 @@ int amp_sync_escalate_aside(struct replay_ctx *r, amp_task_log *log, const char 
 	if (!r->refused || amp_sync_aside_told_again(doc))
 		return AMP_OK;
 	/* In strict mode a key that may not write as system cannot escalate
-	 * (the hub's hook would refuse it): logged after the join, and amp
-	 * watch with the system's key escalates it (verify.c does the same). */
+	 * (the hub's hook would refuse it): the record is logged after the
+	 * join (amp_sync_tell_refused), as verify.c does. */
 	if (amp_store_signing(r->st)->require &&
 	    amp_signing_may_write(amp_store_signing(r->st), "system", NULL, NULL, 0, err) != AMP_OK)
 		return AMP_OK;
