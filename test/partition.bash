@@ -59,6 +59,7 @@ partitioned() {
 	on a1 amp claim $C --agent alice --from executor > /dev/null
 	on a1 amp sync > /dev/null
 	at 101
+	# shellcheck disable=SC2034 # VA and VB: for the suites' checks
 	VA=$(on a2 amp verdict "$T" --decision approved --confidence 0.9 --from reviewer)
 	on a2 amp sync > /dev/null
 	at 102
@@ -100,8 +101,8 @@ rejoin() {
 
 # decided CLONE: what is in force and what is set aside, as CLONE sees it.
 decided() {
-	on "$1" amp status $C --json | json_get '[d["claims"], d["superseded"]]'
-	on "$1" amp status $T --json | json_get '[d["state"], d["subtasks"], d["superseded"]]'
+	on "$1" amp status "$C" --json | json_get '[d["claims"], d["superseded"]]'
+	on "$1" amp status "$T" --json | json_get '[d["state"], d["subtasks"], d["superseded"]]'
 	on "$1" amp status T-2026-101 --json | json_get '[d["waits_for"], d["superseded"]]'
 	on "$1" amp status T-2026-102 --json | json_get '[d["waits_for"], d["superseded"]]'
 }

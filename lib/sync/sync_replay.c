@@ -21,9 +21,9 @@
 
 static void replay_ctx_free(struct replay_ctx *r)
 {
-	json_decref(r->kept);
 	size_t i;
 
+	json_decref(r->kept);
 	for (i = 0; i < r->nlogs; i++)
 		amp_task_log_free(&r->logs[i]);
 	free(r->logs);
@@ -530,7 +530,7 @@ static const char *names_kept(struct replay_ctx *r, amp_entry_kind kind, const c
 	if (!r->kept || !json_object_size(r->kept))
 		return NULL;
 	if (kind == AMP_ENTRY_ACK && json_object_get(r->kept, id))
-		return json_object_iter_key(json_object_iter_at(r->kept, id));
+		return json_string_value(json_object_get(r->kept, id));
 	if (amp_sync_read_doc(amp_store_repo(r->st), blob, &doc, &ignored) < 0 || !doc)
 		return NULL;
 	/* one id at a time: rename_refs counts the strings it maps */
@@ -554,7 +554,8 @@ static const char *names_kept(struct replay_ctx *r, amp_entry_kind kind, const c
  * the join would rename it (`have`: the remote holds its id with other
  * content), or rewrite it to name a renamed record (`orig` is not
  * `blob`), or it names a record kept aside so (r->kept), it is set aside
- * as it is, with its signature, and escalated.  1 when that settles it,
+ * as it is, with its signature, and told as any record set aside is
+ * (sync_escalate.h).  1 when that settles it,
  * 0 when the record goes on as before, or AMP_EIO.
  */
 static int keep_signed(struct replay_ctx *r, amp_task_log *log, struct dir_index *ix,
@@ -632,7 +633,8 @@ static int replay_file(struct replay_ctx *r, amp_task_log *log, struct dir_index
 	snprintf(mkey, sizeof(mkey), "c:" MARKER_PREFIX "%s", hex);
 	if (json_object_get(ix->ids, mkey))
 		return AMP_OK;
-	/* Another author's bytes are never rewritten (strict mode). */
+	/* A record its author signed is never given new bytes (strict
+	 * mode): set aside as it is instead of renamed or rewritten. */
 	if (id && (status = keep_signed(r, log, ix, dir, kind, idbuf, &orig, &blob, have, err)) != 0)
 		return status < 0 ? status : AMP_OK;
 	/* One id, two records: the local one is renamed. */
