@@ -126,10 +126,11 @@ retip() {
 	on a amp heartbeat $T --from executor --agent alice > /dev/null
 	run -0 on a amp sync --json
 	assert_output --partial '"superseded":1'
-	# the marker, then the conflict escalation the join writes for it
-	run -0 git -C "$HUB" log -2 --format=%B refs/amp/messages
+	# the marker and, in the same commit, the conflict escalation the
+	# join writes for it
+	run -0 git -C "$HUB" log -1 --format=%B refs/amp/messages
 	assert_line "Amp-Superseded: control heartbeat-1772116332000"
-	assert_line "Amp-Type: escalation"
+	assert_line --regexp "^Amp-Escalation: escalation-$T-[0-9]+$"
 	# b writes as bob meanwhile; its sync replays onto a's push
 	at 10
 	on b amp ack "$D" --from executor --agent bob > /dev/null

@@ -191,7 +191,7 @@ depends_in_force() {
 	run -0 on a amp sync
 	run -0 on a amp status T-2026-102 --json
 	run -0 json_get '[(e["escalation_type"], e["from"], e["severity"], e["description"]) for e in d["escalations"]]' <<< "$output"
-	assert_output --regexp '^\[\["conflict", "system", "warning", "amp sync with origin set aside control depend-1772116357000: a cycle: T-2026-101 already waits for T-2026-102 \(T-2026-101 -> T-2026-102\), so T-2026-102 cannot wait for T-2026-101\. It is kept, in force nowhere \(amp status\); write it again if it is still wanted"\]\]$'
+	assert_output --regexp '^\[\["conflict", "system", "warning", "a join set aside control depend-1772116357000: a cycle: T-2026-101 already waits for T-2026-102 \(T-2026-101 -> T-2026-102\), so T-2026-102 cannot wait for T-2026-101\. It is kept, in force nowhere \(amp status\); write it again if it is still wanted"\]\]$'
 	then_more_from_b
 	run -0 on b amp status T-2026-102 --json
 	run -0 json_get 'len(d["escalations"])' <<< "$output"
@@ -313,7 +313,7 @@ refused_beside() {
 	assert_output --partial '"command": "sync"'
 	assert_output --partial "$D awaits the admin's approval"
 	run -0 escalations_of a "$T"
-	assert_output --regexp "^\[\[\"conflict\", \"system\", \"amp sync with origin set aside ack $D: origin's hook refused it: /ack_for: $D awaits the admin's approval \(git config amp.approvalRequired\)\. It is kept, in force nowhere \(amp status\); write it again if it is still wanted\"\]\]$"
+	assert_output --regexp "^\[\[\"conflict\", \"system\", \"a join set aside ack $D: origin's hook refused it: /ack_for: $D awaits the admin's approval \(git config amp.approvalRequired\)\. It is kept, in force nowhere \(amp status\); write it again if it is still wanted\"\]\]$"
 	# a second and a third sync deliver what b writes next
 	then_two_syncs b a "$E"
 	for c in a b; do
@@ -336,7 +336,7 @@ refused_beside() {
 	assert_output --partial "refs/amp-in/$id/messages"
 	assert_output --partial "$D awaits the admin's approval"
 	run -0 escalations_of b "$T"
-	assert_output --regexp "^\[\[\"conflict\", \"system\", \"the hub's join of refs/amp-in/$id/messages set aside ack $D: $D awaits the admin's approval \(git config amp.approvalRequired\)\. It is kept, in force nowhere \(amp status\); write it again if it is still wanted\"\]\]$"
+	assert_output --regexp "^\[\[\"conflict\", \"system\", \"a join set aside ack $D: $D awaits the admin's approval \(git config amp.approvalRequired\)\. It is kept, in force nowhere \(amp status\); write it again if it is still wanted\"\]\]$"
 	# later writes still arrive, and nothing is told twice
 	then_two_syncs b a
 }
@@ -356,7 +356,7 @@ protected_on_hub_only() {
 	run -0 json_get '[d["state"], [(s["kind"], s["id"]) for s in d["superseded"]]]' <<< "$output"
 	assert_output "[\"new\", [[\"message\", \"$D\"]]]"
 	run -0 escalations_of b "$T"
-	assert_output --partial "amp sync with origin set aside message $D: origin's hook refused it: /payload/branch: must not be"
+	assert_output --partial "a join set aside message $D: origin's hook refused it: /payload/branch: must not be"
 	run -0 on a amp errors --json
 	assert_output --partial "a protected branch"
 	then_two_syncs a b "$E"

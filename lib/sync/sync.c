@@ -409,7 +409,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	long long retries;
 	git_oid start;
 	unsigned rng;
-	char id[80] = "", who[400];
+	char id[80] = "";
 	git_oid start_remote;
 	amp_sync_checked checked;
 	struct amp_sync_ssh ssh = { 0, NULL };
@@ -470,8 +470,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 		/* Set aside: told once, and the escalations go with this
 		 * push (the next join finds the remote behind). */
 		if (json_array_size(refused)) {
-			snprintf(who, sizeof(who), "amp sync with %.300s", remote);
-			amp_sync_tell_refused(st, set, remote, who, refused);
+			amp_sync_tell_refused(st, set, remote, refused);
 			json_array_clear(refused);
 			replayed += j.replayed;
 			superseded += j.superseded;

@@ -14,6 +14,7 @@
 #include "store/store.h"
 #include "sync.h"
 #include "sync_aside.h"
+#include "sync_escalate.h"
 
 /* The review_request a verdict names in its context_ref, or NULL. */
 static const char *request_of(const json_t *verdict)
@@ -140,16 +141,38 @@ static int set_aside_told(struct replay_ctx *r, amp_task_log *log, const char *d
 			  amp_entry_kind kind, const char *id, json_t *doc, const git_oid *blob,
 			  const char *by, const char *reason, amp_error *err)
 {
-	int status = set_aside(r, log, dir, kind, id, doc, blob, by, reason, err);
+	const char *kname = kind == AMP_ENTRY_MSG ? "message" :
+			    kind == AMP_ENTRY_ACK ? "ack" : "control";
+	int status = set_aside(r, log, dir, kind, id, doc, blob, by, reason, err), written = 0;
+	amp_error ignored;
 
+	/* Escalated right here, after the record (sync_escalate.h); what
+	 * is not (a schema's refusal, a strict-mode key that may not write
+	 * as system) is left to amp_sync_tell_refused after the join. */
+	if (status == AMP_OK &&
+	    amp_sync_escalate_aside(r, log, kname, id, doc, reason, &written, &ignored) == AMP_EIO)
+		status = amp_error_set(err, AMP_EIO, "", "%s", ignored.message);
 	if (status == AMP_OK && r->refused &&
 	    json_array_append_new(r->refused,
-				  json_pack("{s:s,s:s,s:s,s:s,s:s}", "task", log->task_id, "kind",
-					    kind == AMP_ENTRY_MSG ? "message" :
-					    kind == AMP_ENTRY_ACK ? "ack" : "control",
-					    "id", id, "reason", reason,
-					    "blob", git_oid_tostr_s(blob))) < 0)
+				  json_pack("{s:s,s:s,s:s,s:s,s:s,s:b}", "task", log->task_id, "kind",
+					    kname, "id", id, "reason", reason,
+					    "blob", git_oid_tostr_s(blob), "escalated", written)) < 0)
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+	return status;
+}
+
+int amp_sync_set_aside_as_is(struct replay_ctx *r, amp_task_log *log, const char *dir,
+			     amp_entry_kind kind, const char *id, const git_oid *blob,
+			     const char *reason, amp_error *err)
+{
+	json_t *doc = NULL;
+	int status = amp_sync_read_doc(amp_store_repo(r->st), blob, &doc, err);
+
+	if (status == AMP_OK && !doc)
+		status = AMP_ESCHEMA; /* not a record: the hub's hook judges it */
+	if (status == AMP_OK)
+		status = set_aside_told(r, log, dir, kind, id, doc, blob, NULL, reason, err);
+	json_decref(doc);
 	return status;
 }
 

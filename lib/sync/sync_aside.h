@@ -28,12 +28,18 @@ struct replay_ctx {
 	amp_task_log *logs;    /* of the contested tasks, as built so far */
 	size_t nlogs;
 	char now[AMP_TIME_BUFSZ];
+	int64_t now_ms;        /* the same time */
 	struct updates u;      /* of the commit being replayed */
 	char trailers[4096];   /* Amp-Superseded: lines of that commit */
 	unsigned long superseded; /* records set aside, in all */
+	size_t escalation_files; /* of r->u: the join's own escalations
+				  * (sync_escalate.h), not replayed */
 	char agent[AMP_AGENT_MAX + 1]; /* the Amp-Agent of the commit being
 					* replayed: who wrote its records */
 	json_t *renamed;       /* local id -> the id the join gave it */
+	json_t *kept;          /* local id -> itself: a signed record the
+				* join set aside rather than rename, whose
+				* id names another record in force */
 	json_t *refused;       /* records a rule set aside: {task, kind, id,
 				* reason, blob}, for amp_sync to log and
 				* escalate (NULL: nobody asks) */
@@ -63,5 +69,15 @@ int amp_sync_add_update(struct replay_ctx *r, const char *dir, const char *name,
 int amp_sync_place_record(struct replay_ctx *r, amp_task_log *log, git_tree *base,
 			  const char *dir, amp_entry_kind kind, const char *id,
 			  const git_oid *blob, const char *name, int *aside, amp_error *err);
+
+/*
+ * Sets local record `id` (blob, of `kind`) of task `dir` aside on `log`
+ * as it is, byte for byte (its signature beside it), for `reason`: a
+ * marker, the record, its escalation (sync_escalate.h), noted in
+ * r->refused.  For what the join cannot place without new bytes.
+ */
+int amp_sync_set_aside_as_is(struct replay_ctx *r, amp_task_log *log, const char *dir,
+			     amp_entry_kind kind, const char *id, const git_oid *blob,
+			     const char *reason, amp_error *err);
 
 #endif

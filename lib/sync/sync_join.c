@@ -181,7 +181,7 @@ int amp_sync_absorb(amp_store *st, amp_schema_set *set, const char *ref, const g
 	int records = !strcmp(ref, amp_store_messages_ref(st)), lock, status;
 	int64_t t0 = amp_monotonic_ms(), t1;
 	struct conflict c;
-	char why[300], who[400];
+	char why[300];
 	json_t *refused = json_array();
 
 	memset(out, 0, sizeof(*out));
@@ -200,12 +200,10 @@ int amp_sync_absorb(amp_store *st, amp_schema_set *set, const char *ref, const g
 	amp_store_unlock(lock);
 	out->waited_ms = t1 - t0;
 	out->joined_ms = amp_monotonic_ms() - t1;
-	/* What the join set aside is told once, as a clone's join tells it
-	 * (the escalation is the hub's own write, after the join's). */
-	if (status == AMP_OK && json_array_size(refused)) {
-		snprintf(who, sizeof(who), "the hub's join of %.300s", inbox);
-		amp_sync_tell_refused(st, set, inbox, who, refused);
-	}
+	/* What the join set aside is logged, as a clone's join logs it (the
+	 * join escalated each right after it, sync_escalate.h). */
+	if (status == AMP_OK && json_array_size(refused))
+		amp_sync_tell_refused(st, set, inbox, refused);
 	json_decref(refused);
 	return status;
 }

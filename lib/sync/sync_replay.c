@@ -23,6 +23,7 @@ static void replay_ctx_free(struct replay_ctx *r)
 {
 	size_t i;
 
+	json_decref(r->kept);
 	for (i = 0; i < r->nlogs; i++)
 		amp_task_log_free(&r->logs[i]);
 	free(r->logs);
@@ -490,6 +491,103 @@ static int place_contested(struct replay_ctx *r, amp_task_log *log, struct dir_i
 }
 
 /*
+ * Sets local record `id` (blob) aside as it is (amp_sync_set_aside_as_is)
+ * unless `ix` shows it set aside there already; a message or control
+ * record's id goes to r->kept, so that what names it is set aside too.
+ * AMP_ESCHEMA when it is no record (left to the caller), AMP_EIO.
+ */
+static int keep_aside(struct replay_ctx *r, amp_task_log *log, struct dir_index *ix,
+		      const char *dir, amp_entry_kind kind, const char *id, const git_oid *blob,
+		      const char *reason, amp_error *err)
+{
+	char hex[GIT_OID_HEXSZ + 1], mkey[AMP_PATH_MAX];
+	int status;
+
+	git_oid_tostr(hex, sizeof(hex), blob);
+	snprintf(mkey, sizeof(mkey), "c:" MARKER_PREFIX "%s", hex);
+	if (json_object_get(ix->ids, mkey))
+		return AMP_OK;
+	if ((status = amp_sync_set_aside_as_is(r, log, dir, kind, id, blob, reason, err)) < 0)
+		return status;
+	ix->next_seq = log->next_seq;
+	json_object_set_new(ix->ids, mkey, json_string(hex));
+	if (kind != AMP_ENTRY_ACK && ((!r->kept && !(r->kept = json_object())) ||
+				      json_object_set_new(r->kept, id, json_string(id)) < 0))
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	return AMP_OK;
+}
+
+/* The id of r->kept that local record `blob` (of `kind`, id `id`) names,
+ * or NULL: an ACK by its id, any record by a string of its document. */
+static const char *names_kept(struct replay_ctx *r, amp_entry_kind kind, const char *id,
+			      const git_oid *blob)
+{
+	json_t *doc = NULL;
+	amp_error ignored;
+	const char *old, *hit = NULL;
+	json_t *v;
+
+	if (!r->kept || !json_object_size(r->kept))
+		return NULL;
+	if (kind == AMP_ENTRY_ACK && json_object_get(r->kept, id))
+		return json_string_value(json_object_get(r->kept, id));
+	if (amp_sync_read_doc(amp_store_repo(r->st), blob, &doc, &ignored) < 0 || !doc)
+		return NULL;
+	/* one id at a time: rename_refs counts the strings it maps */
+	json_object_foreach(r->kept, old, v) {
+		json_t *one = json_pack("{s:s}", old, old);
+
+		if (one && rename_refs(doc, one) > 0)
+			hit = old;
+		json_decref(one);
+		if (hit)
+			break;
+	}
+	json_decref(doc);
+	return hit;
+}
+
+/*
+ * The strict-mode guard of replay_file (issue 32): a record that carries
+ * its author's signature (r->sigs) is never given new bytes, which would
+ * leave it unproven or proven by the joining clone's key instead.  When
+ * the join would rename it (`have`: the remote holds its id with other
+ * content), or rewrite it to name a renamed record (`orig` is not
+ * `blob`), or it names a record kept aside so (r->kept), it is set aside
+ * as it is, with its signature, and told as any record set aside is
+ * (sync_escalate.h).  1 when that settles it,
+ * 0 when the record goes on as before, or AMP_EIO.
+ */
+static int keep_signed(struct replay_ctx *r, amp_task_log *log, struct dir_index *ix,
+		       const char *dir, amp_entry_kind kind, const char *idbuf,
+		       const git_oid *orig, const git_oid *blob, const char *have, amp_error *err)
+{
+	char reason[600];
+	const char *named = log ? names_kept(r, kind, idbuf, orig) : NULL;
+	int status, is_signed = r->sigs && json_object_get(r->sigs, git_oid_tostr_s(orig));
+
+	if (!log)
+		return 0;
+	if (named)
+		snprintf(reason, sizeof(reason),
+			 "it names %.200s, which this join set aside (the remote holds another record of that id)",
+			 named);
+	else if (!is_signed)
+		return 0;
+	else if (have && (kind == AMP_ENTRY_MSG || kind == AMP_ENTRY_CTL))
+		snprintf(reason, sizeof(reason),
+			 "the remote holds another record of id %.200s, and renamed, this one would lose its author's signature",
+			 idbuf);
+	else if (!git_oid_equal(orig, blob))
+		snprintf(reason, sizeof(reason),
+			 "it names a record this join renamed, and rewritten, it would lose its author's signature");
+	else
+		return 0;
+	status = keep_aside(r, log, ix, dir, kind, idbuf, orig, reason, err);
+	return status == AMP_ESCHEMA ? 0 : status < 0 ? status : 1;
+}
+
+/*
  * Adds to r->u record file `fname` of task dir `dir` of commit tree `ct`
  * (not a marker: replay_pair moves those), under the next free seq of
  * `ix`, the task's directory in `base`, the tree being built; skips it
@@ -509,7 +607,7 @@ static int replay_file(struct replay_ctx *r, amp_task_log *log, struct dir_index
 	amp_entry_kind kind;
 	const char *id, *have;
 	size_t id_len;
-	git_oid blob;
+	git_oid blob, orig;
 	int status;
 
 	if (amp_store_record_lookup(ct, dir, fname, &e, path, sizeof(path)) < 0) {
@@ -517,6 +615,7 @@ static int replay_file(struct replay_ctx *r, amp_task_log *log, struct dir_index
 		return AMP_OK;
 	}
 	git_oid_cpy(&blob, git_tree_entry_id(e));
+	git_oid_cpy(&orig, &blob);
 	git_tree_entry_free(e);
 	amp_sync_record_key(fname, key, sizeof(key), NULL, &kind, &id, &id_len);
 	if (id) {
@@ -534,6 +633,10 @@ static int replay_file(struct replay_ctx *r, amp_task_log *log, struct dir_index
 	snprintf(mkey, sizeof(mkey), "c:" MARKER_PREFIX "%s", hex);
 	if (json_object_get(ix->ids, mkey))
 		return AMP_OK;
+	/* A record its author signed is never given new bytes (strict
+	 * mode): set aside as it is instead of renamed or rewritten. */
+	if (id && (status = keep_signed(r, log, ix, dir, kind, idbuf, &orig, &blob, have, err)) != 0)
+		return status < 0 ? status : AMP_OK;
 	/* One id, two records: the local one is renamed. */
 	if (have && id && (kind == AMP_ENTRY_MSG || kind == AMP_ENTRY_CTL)) {
 		status = rename_record(r, ix, dir, kind, idbuf, sizeof(idbuf), &blob, err);
@@ -892,6 +995,7 @@ int amp_sync_replay(amp_store *st, amp_schema_set *set, const git_oid *local,
 	    (status = amp_clock_now_ms(&now_ms, err)) < 0)
 		goto cleanup;
 	amp_time_format(now_ms, r.now);
+	r.now_ms = now_ms;
 	if ((r.layout = amp_store_layout(st, w.tree, err)) < 0) {
 		status = r.layout;
 		goto cleanup;
@@ -917,6 +1021,7 @@ int amp_sync_replay(amp_store *st, amp_schema_set *set, const git_oid *local,
 		size_t len, size;
 
 		r.trailers[0] = '\0';
+		r.escalation_files = 0;
 		amp_commit_agent(w.lc, r.agent, sizeof(r.agent));
 		status = replay_records(&r, w.pt, w.ct, w.tree, c, err);
 		if (status == AMP_ERULE)
@@ -946,7 +1051,8 @@ int amp_sync_replay(amp_store *st, amp_schema_set *set, const git_oid *local,
 			 r.trailers[0] && len && msg[len - 1] != '\n' ? "\n" : "", r.trailers);
 		if ((status = walker_commit(&w, message, &r.u, err)) < 0)
 			goto cleanup;
-		*replayed += r.u.count;
+		*replayed += r.u.count - r.escalation_files;
+		r.escalation_files = 0;
 		amp_sync_updates_clear(&r.u);
 	}
 	if (status < 0)

@@ -14,7 +14,8 @@
  * (`onto` when nothing was new), *replayed counts the records and
  * *superseded those set aside.  Records a rule refuses in their new place,
  * and those `aside` names (blob id -> the hub's reason; NULL: none), are
- * set aside and noted in `refused` (NULL: not noted).  AMP_ERULE with *c
+ * set aside, noted in `refused` and escalated right after (NULL: neither,
+ * sync_escalate.h).  AMP_ERULE with *c
  * filled for a conflicting record, AMP_ESCHEMA, AMP_EIO.
  */
 int amp_sync_replay(amp_store *st, amp_schema_set *set, const git_oid *local,

@@ -11,6 +11,7 @@
 #include "store/store.h"
 #include "write/write.h"
 #include "sync_index.h"
+#include "sync_escalate.h"
 #include "sync_tell.h"
 
 /*
@@ -85,7 +86,7 @@ void amp_sync_log_conflict(amp_store *st, amp_schema_set *set, const char *remot
  * learns that what was written is kept but in force nowhere.
  */
 void amp_sync_tell_refused(amp_store *st, amp_schema_set *set, const char *source,
-			   const char *who, const json_t *refused)
+			   const json_t *refused)
 {
 	char description[2048];
 	const json_t *v;
@@ -100,17 +101,17 @@ void amp_sync_tell_refused(amp_store *st, amp_schema_set *set, const char *sourc
 
 		if (git_oid_fromstr(&blob, amp_json_str(v, "blob")) < 0)
 			continue;
-		/* One of these very escalations set aside (a hub that refuses
-		 * them) is logged, not escalated again: that would be a new
-		 * record for the hub to refuse, round after round. */
+		/* Escalated by the join itself, right after the record
+		 * (sync_escalate.h); and one of these very escalations set
+		 * aside (a hub that refuses them) is logged, not escalated
+		 * again: that would be a new record for the hub to refuse,
+		 * round after round. */
 		amp_sync_read_doc(amp_store_repo(st), &blob, &doc, &ignored);
-		told = doc && !strcmp(amp_or_none(amp_json_str(doc, "from")), "system") &&
-		       !strcmp(amp_or_none(amp_json_str(json_object_get(doc, "payload"),
-							"escalation_type")), "conflict");
+		told = json_is_true(json_object_get(v, "escalated")) ||
+		       amp_sync_aside_told_again(doc);
 		json_decref(doc);
-		snprintf(description, sizeof(description),
-			 "%.400s set aside %s %.200s: %.1200s. It is kept, in force nowhere (amp status); write it again if it is still wanted",
-			 who, kind, id, amp_json_str(v, "reason"));
+		amp_sync_aside_description(description, sizeof(description), kind, id,
+					   amp_json_str(v, "reason"));
 		tell_admin(st, set, source, &blob, told ? NULL : amp_json_str(v, "task"),
 			   strcmp(kind, "control") ? id : NULL, amp_json_str(v, "reason"),
 			   description);

@@ -14,8 +14,10 @@ void amp_sync_log_conflict(amp_store *st, amp_schema_set *set, const char *remot
 			   const struct conflict *c, const amp_error *why);
 
 /* Logs and escalates once each record of `refused` ({task, kind, id,
- * reason, blob}) a join set aside; `who` names the join in the text. */
+ * reason, blob, escalated}) a join set aside, `source` the remote or
+ * inbox it came from: each logged on the errors ref, and escalated unless
+ * the join did (`escalated`, sync_escalate.h). */
 void amp_sync_tell_refused(amp_store *st, amp_schema_set *set, const char *source,
-			   const char *who, const json_t *refused);
+			   const json_t *refused);
 
 #endif
