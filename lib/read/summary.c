@@ -72,6 +72,7 @@ struct sentry {
 	const char *raw;
 	size_t rawlen;
 	int borrowed;       /* task points into the cache's buffer */
+	int fresh;          /* summarized by this run: written out by spill() */
 };
 
 /* A shard directory (tasks/<year>/<shard>) as the default listing last
@@ -101,7 +102,22 @@ struct amp_summaries {
 	struct shard *shards; /* sorted by path */
 	size_t nshards;
 	int shards_loaded, shards_dirty;
+	/* The new cache, begun when the summaries made by this run passed
+	 * SPILL_BYTES (spill()); finished by amp_summaries_close. */
+	amp_tempfile spill;
+	FILE *spill_f;
+	size_t fresh_bytes; /* what the fresh entries held take (sentry_bytes) */
 };
+
+/*
+ * At most this much of the summaries a run makes is held in memory: past
+ * it they are written to the new cache file and dropped (spill()), so that
+ * a first listing of an SSOT of 250,000 tasks (1M messages) holds a few
+ * thousand summaries at a time instead of all of them, whatever the
+ * tasks hold (a last timestamp, leases, dependencies and a team report of
+ * up to a record's size each).
+ */
+#define SPILL_BYTES ((size_t)4 << 20)
 
 static void save_shards(amp_summaries *c);
 static void shard_free(struct shard *s);
@@ -451,6 +467,47 @@ static FILE *state_tmp(amp_summaries *c, const char *path, const char *magic, am
 	return f;
 }
 
+/* What entry e takes in memory, for SPILL_BYTES. */
+static size_t sentry_bytes(const struct sentry *e)
+{
+	return sizeof(*e) + strlen(e->task) + 1 + (e->last ? strlen(e->last) + 1 : 0) +
+	       e->ndeadlines * sizeof(*e->deadlines) + (e->leases ? strlen(e->leases) + 1 : 0) +
+	       (e->deps ? strlen(e->deps) + 1 : 0) + (e->team ? strlen(e->team) + 1 : 0);
+}
+
+/*
+ * Writes the entries this run summarized to the new cache file (begun at
+ * the first spill, with its first line) and drops them, keeping those it
+ * loaded.  A task looked up again later is read from its records again and
+ * written a second time, with the same tree and so the same summary (load
+ * keeps the last line of a task).  Best effort like the cache: when the
+ * file cannot be made, nothing is dropped.
+ */
+static void spill(amp_summaries *c)
+{
+	char path[PATH_MAX + 32];
+	size_t i, kept = 0;
+
+	if (!c->spill_f) {
+		cache_path(c->st, path, sizeof(path));
+		if (!(c->spill_f = state_tmp(c, path, CACHE_MAGIC, &c->spill)))
+			return;
+	}
+	for (i = 0; i < c->n; i++) {
+		if (c->v[i].fresh && c->v[i].state[0]) {
+			put_line(c->spill_f, &c->v[i]);
+			sentry_free(&c->v[i]);
+		} else {
+			c->v[kept++] = c->v[i];
+		}
+	}
+	c->n = kept;
+	memset(c->slots, 0, c->nslots * sizeof(*c->slots));
+	for (i = 0; i < c->n; i++)
+		*task_slot(c, c->v[i].task) = i + 1;
+	c->fresh_bytes = 0;
+}
+
 /* The file's lines into c; nothing when it is not a cache of c's policy. */
 static void load(amp_summaries *c, const char *path)
 {
@@ -529,6 +586,7 @@ amp_summaries *amp_summaries_open(amp_store *st)
 	if (!c)
 		return NULL;
 	c->st = st;
+	c->spill.fd = -1;
 	policy_key(st, c->policy, sizeof(c->policy));
 	cache_path(st, path, sizeof(path));
 	load(c, path);
@@ -538,14 +596,15 @@ amp_summaries *amp_summaries_open(amp_store *st)
 void amp_summaries_close(amp_summaries *c)
 {
 	char path[PATH_MAX + 32];
-	amp_tempfile t = { .fd = -1 };
-	FILE *f = NULL;
+	FILE *f;
 	size_t i;
 
 	if (!c)
 		return;
 	cache_path(c->st, path, sizeof(path));
-	if (c->dirty && (f = state_tmp(c, path, CACHE_MAGIC, &t))) {
+	/* after what was spilled, if anything was */
+	f = c->spill_f ? c->spill_f : c->dirty ? state_tmp(c, path, CACHE_MAGIC, &c->spill) : NULL;
+	if (f) {
 		for (i = 0; i < c->n; i++) {
 			if (c->v[i].raw) {
 				put_escaped(f, c->v[i].task);
@@ -556,7 +615,7 @@ void amp_summaries_close(amp_summaries *c)
 				put_line(f, &c->v[i]);
 			}
 		}
-		amp_tempfile_commit(&t); /* in place of `path` */
+		amp_tempfile_commit(&c->spill); /* in place of `path` */
 	}
 	for (i = 0; i < c->n; i++)
 		sentry_free(&c->v[i]);
@@ -697,6 +756,10 @@ static const struct sentry *entry(amp_summaries *c, amp_store *st, git_tree *roo
 	int keep;
 
 	*owned = NULL;
+	/* Here, where no entry this file returned is still held (callers
+	 * copy what they keep, as a store may move the entries too). */
+	if (c && c->fresh_bytes > SPILL_BYTES)
+		spill(c);
 	/* The task directory's tree (the listing's, else looked up): the
 	 * same id, the same records. */
 	if (c && !tree && amp_store_task_lookup(root, task, &te, dir, sizeof(dir)) == 0)
@@ -730,6 +793,8 @@ static const struct sentry *entry(amp_summaries *c, amp_store *st, git_tree *roo
 	amp_task_log_free(&log);
 	if (keep) {
 		c->dirty = 1;
+		e.fresh = 1;
+		c->fresh_bytes += sentry_bytes(&e);
 		if (!(kept = store(c, &e)))
 			amp_error_set(err, AMP_EIO, "", "out of memory");
 		return kept;

@@ -522,17 +522,21 @@ int amp_store_diff_tasks_whole(git_repository *repo, amp_store *skip, git_tree *
  * Records (task id, file name) mapped to a time in ms, the least one seen
  * kept: when each record first reached the SSOT, or the place in history
  * of the commit that brought it (amp_watch_walk_records).  A walk of the
- * whole history (amp watch --full) maps every record of the SSOT, so this
- * is one 24-byte slot per record, keyed by a hash of the names (treediff.c
- * times_key), where a JSON object took some 300 bytes (200,000 records:
- * 6.3 MB instead of 60 MB).
+ * whole history (amp watch --full, a first amp watch) maps every record of
+ * the SSOT, so the map holds at most 2 MiB of 32-byte slots, keyed by a
+ * hash of the names (rectimes.c), and writes the rest to sorted runs in a
+ * temporary file, merged at the first lookup: 2,000,000 records (1M
+ * messages) took 96 MB of memory, 144 MB while the table doubled.
  */
 typedef struct amp_record_times amp_record_times;
 
 /* An empty map (NULL when out of memory); free with amp_record_times_free. */
 amp_record_times *amp_record_times_new(void);
 void amp_record_times_free(amp_record_times *t);
-/* The time of record `name` of `task`, or -1 when it has none. */
+/* The time of record `name` of `task`, or -1 when it has none (or its
+ * runs cannot be read back: the records then count from their
+ * timestamps).  Lookups of one task's records one after the other read
+ * one stretch of the runs. */
 int64_t amp_record_times_get(const amp_record_times *t, const char *task, const char *name);
 /* Sets it to ms (>= 0) unless it has a lesser one; -1 when out of memory. */
 int amp_record_times_put(amp_record_times *t, const char *task, const char *name, int64_t ms);

@@ -14,7 +14,7 @@
  *   packgc.c     amp gc's repack              -> repo
  *   seen.c       amp watch's marker ref        -> treediff names repo
  *   arrivals.c   arrival and first-seen notes  -> repo
- *   treediff.c   the one tree walker           -> records
+ *   treediff.c   the one tree walker           -> records rectimes
  *   records.c    reading tasks and listings    -> reccache tasklog names doccache process
  *   reccache.c   the record caches             -> cache
  *   cache.c      derived files                 -> repo
@@ -23,7 +23,7 @@
  *   sign.c       signing, trust                -> history
  *   history.c    first-parent walks            -> process
  *   tasklog.c    the task log                  -> names
- *   names.c, doccache.c, sweep.c, packwrite.c, process.c: nothing of the folder
+ *   names.c, doccache.c, sweep.c, packwrite.c, process.c, rectimes.c: nothing of the folder
  */
 #ifndef AMP_STORE_INT_H
 #define AMP_STORE_INT_H

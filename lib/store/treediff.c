@@ -1,124 +1,13 @@
 /*
  * treediff.c - the one walker of two trees (store.h amp_tree_diff_walk),
  * and what the store reads with it: the records two tips differ by, and
- * the map of record times.
+ * their times (the map is rectimes.c's).
  */
 #include "store_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <nettle/sha1.h>
-
-/* ---- record times (store.h) ---------------------------------------------- */
-
-struct amp_record_times {
-	struct times_slot {
-		uint64_t key[2]; /* key[0] 0: an empty slot */
-		int64_t ms;
-	} *slot;
-	size_t nslots, used; /* nslots: a power of two, at most 7/8 used */
-};
-
-/*
- * A record's key: the first 128 bits of the SHA-1 of "<task>\0<name>"
- * (key[0] never 0).  The names themselves are not kept: at 200,000 records
- * they were 14.7 MB of the map's 27 MB.  Two records share a key only
- * when their names collide in 128 bits of SHA-1, which names chosen by a
- * hostile agent cannot be made to do (the same trust git puts in SHA-1
- * for the records' own object names).
- */
-static void times_key(const char *task, const char *name, uint64_t key[2])
-{
-	unsigned char digest[20];
-	struct sha1_ctx c;
-
-	sha1_init(&c);
-	sha1_update(&c, strlen(task) + 1, (const uint8_t *)task);
-	sha1_update(&c, strlen(name), (const uint8_t *)name);
-	sha1_digest(&c, SHA1_DIGEST_SIZE, digest);
-	memcpy(key, digest, 16);
-	if (!key[0])
-		key[0] = 1;
-}
-
-/* The slot of `key`, or the empty slot where it would go. */
-static struct times_slot *times_slot(const struct times_slot *slot, size_t nslots,
-				     const uint64_t key[2])
-{
-	size_t i;
-
-	for (i = (size_t)key[0] & (nslots - 1); slot[i].key[0]; i = (i + 1) & (nslots - 1))
-		if (slot[i].key[0] == key[0] && slot[i].key[1] == key[1])
-			break;
-	return (struct times_slot *)&slot[i];
-}
-
-amp_record_times *amp_record_times_new(void)
-{
-	amp_record_times *t = calloc(1, sizeof(*t));
-
-	if (t && !(t->slot = calloc(t->nslots = 1024, sizeof(*t->slot)))) {
-		free(t);
-		t = NULL;
-	}
-	return t;
-}
-
-void amp_record_times_free(amp_record_times *t)
-{
-	if (!t)
-		return;
-	free(t->slot);
-	free(t);
-}
-
-int64_t amp_record_times_get(const amp_record_times *t, const char *task, const char *name)
-{
-	const struct times_slot *s;
-	uint64_t key[2];
-
-	if (!t)
-		return -1;
-	times_key(task, name, key);
-	s = times_slot(t->slot, t->nslots, key);
-	return s->key[0] ? s->ms : -1;
-}
-
-int amp_record_times_put(amp_record_times *t, const char *task, const char *name, int64_t ms)
-{
-	struct times_slot *s;
-	uint64_t key[2];
-	size_t i;
-
-	times_key(task, name, key);
-	s = times_slot(t->slot, t->nslots, key);
-	if (s->key[0]) {
-		if (ms < s->ms)
-			s->ms = ms;
-		return 0;
-	}
-	/* 7/8: the keys are SHA-1, spread evenly, so probes stay short;
-	 * 200,000 records take 6.3 MB. */
-	if ((t->used + 1) * 8 > t->nslots * 7) {
-		struct times_slot *bigger = calloc(t->nslots * 2, sizeof(*bigger));
-
-		if (!bigger)
-			return -1;
-		for (i = 0; i < t->nslots; i++)
-			if (t->slot[i].key[0])
-				*times_slot(bigger, t->nslots * 2, t->slot[i].key) = t->slot[i];
-		free(t->slot);
-		t->slot = bigger;
-		t->nslots *= 2;
-		s = times_slot(t->slot, t->nslots, key);
-	}
-	s->key[0] = key[0];
-	s->key[1] = key[1];
-	s->ms = ms;
-	t->used++;
-	return 0;
-}
 
 /* ---- the walker (store.h) ------------------------------------------------ */
 
