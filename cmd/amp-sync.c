@@ -27,6 +27,8 @@ static void print_text(const amp_sync_result *r)
 	if (r->did_push)
 		printf(", pushed %lu record%s to %s", r->pushed, r->pushed == 1 ? "" : "s",
 		       remote);
+	if (r->pending)
+		printf("'s inbox, not joined yet (its join is under way: amp sync again shows them joined)");
 	printf(" (%.7s)", r->tip);
 	if (r->retries)
 		printf(" after %u retr%s", r->retries, r->retries == 1 ? "y" : "ies");
@@ -83,11 +85,12 @@ int main(int argc, char **argv)
 		print_text(&res);
 		goto cleanup;
 	}
-	out = json_pack("{s:s,s:I,s:I,s:I,s:I,s:b,s:s,s:i,s:b}", "remote",
+	out = json_pack("{s:s,s:I,s:I,s:I,s:I,s:b,s:s,s:i,s:b,s:b,s:i}", "remote",
 			amp_json_text(res.remote), "fetched", (json_int_t)res.fetched,
 			"replayed", (json_int_t)res.replayed, "superseded", (json_int_t)res.superseded,
 			"pushed", (json_int_t)res.pushed, "push", res.did_push, "tip", res.tip,
-			"retries", (int)res.retries, "errors_synced", res.errors_synced);
+			"retries", (int)res.retries, "errors_synced", res.errors_synced,
+			"pending", res.pending, "refetched", (int)res.refetched);
 	amp_cli_print_json(out, 0);
 	json_decref(out);
 cleanup:
