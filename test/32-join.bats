@@ -27,7 +27,13 @@ setup() {
 }
 
 teardown() {
+	local m
 	let_go
+	for m in "${S:-/nonexistent}"/c/.git/amp/ssh/*; do
+		[ -S "$m" ] && ssh -o ControlPath="$m" -O exit x 2> /dev/null
+	done
+	stop_servers
+	[ -z "${S:-}" ] || rm -rf "$S"
 	clones_teardown
 }
 
@@ -51,9 +57,17 @@ let_go() {
 	rm -f "$BATS_TEST_TMPDIR/held"
 }
 
-# send CLONE TASK: a dispatch of TASK on CLONE; its msg_id on stdout.
+# send CLONE TASK: a dispatch of TASK on CLONE (a name in the test's
+# directory, or an absolute path); its msg_id on stdout.
 send() {
-	on "$1" amp send task_dispatch --task "$2" --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json"
+	(cd "$1" && amp send task_dispatch --task "$2" --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+}
+
+# on_abs DIR CMD...: runs CMD in directory DIR.
+on_abs() {
+	local dir=$1
+	shift
+	(cd "$dir" && "$@")
 }
 
 # on_hub ID: the hub's messages ref holds the message ID.
@@ -202,4 +216,36 @@ SH
 	run -1 git -C a push origin "$tip:refs/amp-joined/b1/messages"
 	assert_output --partial "only the hub's join writes refs/amp-joined/"
 	run -1 git -C "$HUB" rev-parse -q --verify refs/amp-joined/b1/messages
+}
+
+@test "amp sync asks the user's ssh for its config (ssh -G) once for a hub, not at every sync; again once ~/.ssh/config changed, or ten minutes passed" {
+	S=$(mktemp -d /tmp/amp32j.XXXXXX) # ssh's socket paths are short
+	start_sshd
+	git clone -q "$HUB" "$S/c" 2> /dev/null
+	git -C "$S/c" remote set-url origin "$SSH_URL"
+	git -C "$S/c" config amp.sshControl true
+	mkdir -p "$BATS_TEST_TMPDIR/bin"
+	printf '#!/bin/sh\ncase " $* " in *" -G "*) echo G >> %s ;; esac\nexec /usr/bin/ssh "$@"\n' \
+		"$BATS_TEST_TMPDIR/asked" > "$BATS_TEST_TMPDIR/bin/ssh"
+	chmod +x "$BATS_TEST_TMPDIR/bin/ssh"
+	GIT_SSH_COMMAND="$BATS_TEST_TMPDIR/bin/ssh ${GIT_SSH_COMMAND#ssh }"
+	run -0 on_abs "$S/c" amp sync
+	for n in 1 2 3; do
+		send "$S/c" "T-2026-050$n" > /dev/null
+		run -0 on_abs "$S/c" amp sync
+	done
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/asked")" = 1 ]
+	# the master amp made carries every sync
+	run -0 find "$S/c/.git/amp/ssh" -type s
+	[ "${#lines[@]}" = 1 ]
+	mkdir -p "$HOME/.ssh"
+	touch "$HOME/.ssh/config"
+	run -0 on_abs "$S/c" amp sync
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/asked")" = 2 ]
+	run -0 on_abs "$S/c" amp sync
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/asked")" = 2 ]
+	rm "$HOME/.ssh/config"
+	touch -d '-11 minutes' "$S/c/.git/amp"/ssh-G-*
+	run -0 on_abs "$S/c" amp sync
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/asked")" = 3 ]
 }
