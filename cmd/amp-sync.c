@@ -85,12 +85,16 @@ int main(int argc, char **argv)
 		print_text(&res);
 		goto cleanup;
 	}
-	out = json_pack("{s:s,s:I,s:I,s:I,s:I,s:b,s:s,s:i,s:b,s:b,s:i}", "remote",
+	out = json_pack("{s:s,s:I,s:I,s:I,s:I,s:b,s:s,s:i,s:b}", "remote",
 			amp_json_text(res.remote), "fetched", (json_int_t)res.fetched,
 			"replayed", (json_int_t)res.replayed, "superseded", (json_int_t)res.superseded,
 			"pushed", (json_int_t)res.pushed, "push", res.did_push, "tip", res.tip,
-			"retries", (int)res.retries, "errors_synced", res.errors_synced,
-			"pending", res.pending, "refetched", (int)res.refetched);
+			"retries", (int)res.retries, "errors_synced", res.errors_synced);
+	/* inbox mode only: a ref-mode sync's shape stays as it was */
+	if (out && res.inbox) {
+		json_object_set_new(out, "pending", json_boolean(res.pending));
+		json_object_set_new(out, "refetched", json_integer(res.refetched));
+	}
 	amp_cli_print_json(out, 0);
 	json_decref(out);
 cleanup:

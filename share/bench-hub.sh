@@ -111,7 +111,7 @@ hub_records() { hub_ids | wc -l; }
 agent() {
 	local i=$1 end=$2 j=0 id out rc b
 	cd "$work/c$i"
-	: > sent; : > syncs
+	: > sent; : > syncs; : > refetched
 	while [ "$(now_ns)" -lt "$end" ]; do
 		for ((b = 0; b < batch; b++)); do
 			id=$(amp send task_dispatch --task "$(printf 'T-2026-%d%04d' $((i + 1)) $j)" \
@@ -120,7 +120,8 @@ agent() {
 		done
 		rc=0
 		out=$(amp sync --json 2>> sync.err) || rc=$?
-		echo "$rc $(echo "$out" | sed -n 's/.*"retries":\([0-9]*\).*/\1/p') $(echo "$out" | sed -n 's/.*"pending":\(true\).*/1/p')" >> syncs
+		echo "$rc $(echo "$out" | sed -n 's/.*"retries":\([0-9]*\).*/\1/p') $(echo "$out" | sed -n 's/.*"pending":true.*/1/p')" >> syncs
+		echo "$out" | sed -n 's/.*"refetched":\([0-9]*\).*/\1/p' >> refetched
 	done
 }
 
@@ -326,6 +327,8 @@ run() {
 		{ all++; if ($1 == 4) gave++; else if ($1 != 0) other++; else { ok++; r += $2; if ($2 > m) m = $2; pend += ($3 == 1) } }
 		END { printf "| %-8s | %3d | %-12s | %4d | %5d | %6.1f | %5s | %5s | %4d | %5.2f | %3d | %4d / %-5d | %3d | %4d | %5s | %5s | %5s | %d |\n",
 			t, n, p, refs, recs, recs / (s / 1000), l[1], l[2], l[3], ok ? r / ok : 0, m, gave, all, other, pend, jn[1], jn[2], jn[3], lost }' <<< "$syncs"
+	# inbox: how often a sync fetched again for a join under way
+	[ "$push" != inbox ] || cat "$work"/c*/refetched | awk '{ s += $1; n++ } END { if (n) printf "    refetched: %.2f fetches again per sync (inbox: waiting for the join under way)\n", s / n }' >&2
 	# why syncs failed, once per reason
 	cat "$work"/c*/sync.err 2> /dev/null | sed -n 's/^amp sync: error: //p' | sed 's/[0-9a-f]\{7,\}/H/g' | sort | uniq -c | sort -rn | head -3 | sed 's/^/    /' >&2
 }

@@ -126,17 +126,21 @@ cleanup:
 	return status;
 }
 
-/* Full-jitter exponential backoff: [0, min(2 s, 50 ms * 2^attempt)). */
-static void backoff(unsigned *rng, unsigned attempt)
+/* Exponential backoff, span min(2 s, first_us * 2^attempt): full jitter,
+ * [0, span), or (`half`) [span / 2, span).  A push that raced goes again
+ * at once as often as not; a fetch for a join under way waits at least
+ * half the span, as a fetch before the join is done is CPU spent on both
+ * sides for nothing. */
+static void backoff(unsigned *rng, unsigned attempt, unsigned long first_us, int half)
 {
-	unsigned long span = 50000, cap = 2000000, us;
+	unsigned long span = first_us, cap = 2000000, us;
 	struct timespec ts;
 
 	while (attempt-- > 0 && span < cap)
 		span *= 2;
 	if (span > cap)
 		span = cap;
-	us = (unsigned long)rand_r(rng) % span;
+	us = (unsigned long)rand_r(rng) % (half ? span / 2 : span) + (half ? span / 2 : 0);
 	ts.tv_sec = (time_t)(us / 1000000);
 	ts.tv_nsec = (long)(us % 1000000) * 1000;
 	nanosleep(&ts, NULL);
@@ -471,7 +475,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	char id[80] = "", who[400];
 	amp_sync_checked checked;
 	struct amp_sync_ssh ssh = { 0, NULL };
-	int status, have_start, rc, inbox, delivered = 0, have_start_remote = 0;
+	int status, have_start, rc, delivered = 0, have_start_remote = 0;
 	unsigned long replayed = 0, superseded = 0;
 	unsigned rng, rounds = 0;
 	struct inbox_push ip = { 0, 0, 0, { { 0 } }, { { 0 } } };
@@ -481,9 +485,9 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	memset(&c, 0, sizeof(c));
 	snprintf(res->remote, sizeof(res->remote), "%s", remote);
 	if ((status = sync_retries(st, &retries, err)) < 0 ||
-	    (status = sync_push_mode(st, &inbox, err)) < 0 ||
-	    (inbox && (status = sync_id(st, id, sizeof(id), err)) < 0) ||
-	    (status = sync_targets(st, remote, inbox, id, &t, err)) < 0)
+	    (status = sync_push_mode(st, &res->inbox, err)) < 0 ||
+	    (res->inbox && (status = sync_id(st, id, sizeof(id), err)) < 0) ||
+	    (status = sync_targets(st, remote, res->inbox, id, &t, err)) < 0)
 		return status;
 	/* made after the early returns above, which own nothing */
 	if (!(refused = json_array()) || !(paths = json_object()) || !(aside = json_object()) ||
@@ -505,14 +509,14 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	if ((status = amp_sync_checked_init(st, t.mirror, have_start ? &start : NULL, &checked,
 					    err)) < 0)
 		goto cleanup;
-	if (inbox && have_start) {
+	if (res->inbox && have_start) {
 		if ((status = push_first(st, remote, &t, paths, aside, seen, &rounds, &start_remote,
 					 &have_start_remote, &delivered, &ip, err)) < 0)
 			goto cleanup;
 		res->did_push = delivered;
 	}
 	for (;;) {
-		if ((status = amp_sync_fetch(st, remote, t.key, inbox ? id : NULL, err)) < 0)
+		if ((status = amp_sync_fetch(st, remote, t.key, res->inbox ? id : NULL, err)) < 0)
 			goto cleanup;
 		status = amp_sync_join(st, set, ref, t.mirror, 1, refused, aside, &j, &c, err);
 		json_object_clear(aside);
@@ -561,10 +565,10 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 				res->pending = 1;
 				break;
 			}
-			backoff(&rng, res->refetched++);
+			backoff(&rng, res->refetched++, 100000, 1);
 			continue;
 		}
-		rc = push_to(st, remote, &t, inbox, ej.push, paths, &ip, err);
+		rc = push_to(st, remote, &t, res->inbox, ej.push, paths, &ip, err);
 		/* The hub's hook refused records (its own settings): set
 		 * aside by the next join, the rest pushed again. */
 		if (rc == PUSH_REFUSED &&
@@ -574,7 +578,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 			status = rc;
 			goto cleanup;
 		}
-		if (rc == PUSHED && inbox) {
+		if (rc == PUSHED && res->inbox) {
 			res->did_push = 1;
 			delivered = 1;
 			if (j.have_remote)
@@ -593,7 +597,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 					       remote, res->retries + 1, ref);
 			goto cleanup;
 		}
-		backoff(&rng, res->retries++);
+		backoff(&rng, res->retries++, 50000, 0);
 	}
 	res->errors_synced = 1;
 	git_oid_tostr(res->tip, sizeof(res->tip), &j.tip);

@@ -57,6 +57,7 @@ typedef struct amp_sync_result {
 	int errors_synced;       /* 1: the errors ref was joined too (by a
 				  * union of its files, always, when the
 				  * sync succeeds) */
+	int inbox;               /* 1: amp.syncPush inbox */
 	int pending;             /* inbox: the push went to the inbox, and
 				  * the hub's join under way had not taken
 				  * it by the last fetch (nothing lost: the
