@@ -222,9 +222,13 @@ static int absorb_inboxes(int push)
 				amp_term(err.message));
 			run.code = amp_exit_code(err.status);
 		}
+		if (ran == AMP_SYNC_JOIN_CHILD)
+			goto cleanup; /* the push has returned: nobody reads this */
 		/* Read by the clone's sync (sync_git.c): its records are the
 		 * join under way's to take, and it fetches until they are. */
-		for (i = 0; !ran && i < inboxes && i < (int)(sizeof(left) / sizeof(left[0])); i++)
+		for (i = 0; ran == AMP_SYNC_JOIN_LEFT && i < inboxes &&
+			    i < (int)(sizeof(left) / sizeof(left[0]));
+		     i++)
 			fprintf(stderr, "amp hook: left %s to the join under way\n", amp_term(left[i]));
 		/* The inboxes stay: deleting a ref while another push's
 		 * receive-pack walks every ref makes that push fail ("bad

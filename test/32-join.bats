@@ -37,13 +37,13 @@ teardown() {
 	clones_teardown
 }
 
-# hold: a process takes the join's lock, as a join under way holds it
-# (HOLDER, its pid), until let_go.
+# hold [LOCKFILE]: a process takes the join's lock (or LOCKFILE), as a
+# join under way holds it (HOLDER, its pid), until let_go.
 hold() {
 	mkdir -p "$HUB/amp"
 	python3 -c 'import fcntl, sys, time
 f = open(sys.argv[1], "a"); fcntl.flock(f, fcntl.LOCK_EX)
-open(sys.argv[2], "w").close(); time.sleep(600)' "$LOCK" "$BATS_TEST_TMPDIR/held" 3>&- &
+open(sys.argv[2], "w").close(); time.sleep(600)' "${1:-$LOCK}" "$BATS_TEST_TMPDIR/held" 3>&- &
 	HOLDER=$!
 	until [ -e "$BATS_TEST_TMPDIR/held" ]; do sleep 0.05; done
 }
@@ -209,6 +209,41 @@ SH
 	run -0 on a amp sync --json
 	assert_output --regexp '"pending":false'
 	run -0 amp fsck --repo "$HUB"
+}
+
+@test "a join still finding inboxes pending after its first look goes on detached: the push that started it returns, and the detached join takes the rest" {
+	git clone -q "$HUB" c 2> /dev/null
+	on c git config amp.syncPush inbox
+	on c git config amp.syncId c1
+	on c amp sync > /dev/null
+	on a git config amp.syncRetries 1
+	A=$(send a T-2026-0601)
+	C=$(send c T-2026-0602)
+	# the ref's writers held: the join c's push starts waits in its first look
+	hold "$HUB/amp/refs_amp_messages.flock"
+	(cd c && amp sync > sync.out 2>&1; echo $? > sync.rc) &
+	c_sync=$!
+	for _ in $(seq 600); do flock -n "$LOCK" true || break; sleep 0.05; done
+	run -0 on a amp sync
+	assert_output --partial "amp hook: left refs/amp-in/a1/messages to the join under way"
+	assert_output --partial "not joined yet"
+	let_go
+	wait "$c_sync"
+	[ "$(cat c/sync.rc)" = 0 ]
+	run -0 cat c/sync.out
+	assert_output --partial "amp hook: joined refs/amp-in/c1/messages into refs/amp/messages"
+	refute_output --partial "joined refs/amp-in/a1/messages"
+	on_hub "$C"
+	# the detached join, stdio on /dev/null, takes a's inbox
+	for _ in $(seq 600); do
+		git -C "$HUB" rev-parse -q --verify refs/amp-joined/a1/messages > /dev/null && break
+		sleep 0.05
+	done
+	[ "$(git -C "$HUB" rev-parse refs/amp-joined/a1/messages)" = "$(git -C "$HUB" rev-parse refs/amp-in/a1/messages)" ]
+	on_hub "$A"
+	flock "$LOCK" true # the detached join has let go
+	run -0 on a amp sync --json
+	assert_output --regexp '"pending":false'
 }
 
 @test "only the hub's join writes refs/amp-joined/: a clone's push there is refused" {

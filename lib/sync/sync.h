@@ -129,13 +129,23 @@ typedef struct amp_sync_inbox_joined {
 
 typedef void (*amp_sync_joined_fn)(const amp_sync_inbox_joined *j, void *ctx);
 
+/* What amp_sync_join_inboxes did in this process. */
+enum {
+	AMP_SYNC_JOIN_LEFT,  /* another join was under way: it takes them */
+	AMP_SYNC_JOIN_RAN,   /* joined what was pending */
+	AMP_SYNC_JOIN_CHILD  /* this is the detached process that went on:
+			      * the caller exits at once */
+};
+
 /*
  * The hub's join (post-receive): when no other join is under way, joins
  * every inbox whose tip is not joined yet (amp_sync_absorb), calling fn
- * after each, and looks again until none is left (for at most 5 s: then
- * the next push's join takes the rest); then, the lock let go, once more,
- * for a push that found it held meanwhile.  When another join is under
- * way it returns at once (*ran 0): that join takes this push's inbox.
+ * after each, and looks again until none is left; then, the lock let go,
+ * once more, for a push that found it held meanwhile.  When inboxes are
+ * still pending after its first look, the rest goes on in a detached
+ * child (*ran AMP_SYNC_JOIN_CHILD there), so the push that started it
+ * returns.  When another join is under way it returns at once (*ran
+ * AMP_SYNC_JOIN_LEFT): that join takes this push's inbox.
  * Each inbox's marker, refs/amp-joined/<id>/<name>, then says its tip was
  * joined, or (AMP_ERULE) why it was refused; a join that failed for the
  * hub's own reason (AMP_EIO) leaves it pending for the next join.  AMP_OK

@@ -7,22 +7,18 @@
  * made of each inbox is said by a marker the clones fetch,
  * refs/amp-joined/<id>/<name> (sync_hub.h).
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "base/clock.h"
 #include "store/store.h"
 #include "sync.h"
 #include "sync_hub.h"
 
 /* The flock the joins take turns on (store/update.c's, by this name). */
 #define AMP_SYNC_JOIN_LOCK "refs/amp-in"
-
-/* A join lets go after this long even when inboxes are still pending:
- * its own push waits for it, and under a steady stream of pushes it would
- * never end.  What it leaves is the next push's join's. */
-#define AMP_SYNC_JOIN_TURN_MS 5000
 
 /* The most inboxes one look takes (2 a clone: messages and errors). */
 #define AMP_SYNC_INBOXES_MAX 4096
@@ -205,16 +201,56 @@ static int join_pending(amp_store *st, amp_schema_set *set, json_t *tried,
 	return AMP_OK;
 }
 
+/* How many inboxes are pending that this join did not try: *n. */
+static int count_pending(amp_store *st, json_t *tried, size_t *n, amp_error *err)
+{
+	struct inbox *ins = NULL;
+	int status = pending(st, tried, &ins, n, err);
+
+	free(ins);
+	return status;
+}
+
+/*
+ * The rest of a join in a process of its own, detached from the push
+ * whose hook started it (a session of its own, stdio on /dev/null, as
+ * git gc --auto detaches), so that push returns after the join's first
+ * look instead of waiting while others' inboxes keep coming.  The child
+ * holds the same lock: a flock belongs to the open file description fork
+ * shares, so the parent only closes its descriptor (flock(LOCK_UN) would
+ * let go the child's too).  0 in the parent, 1 in the child, -1 when
+ * fork failed (the join goes on here).
+ */
+static int go_on_detached(int fd)
+{
+	pid_t pid = fork();
+	int null;
+
+	if (pid < 0)
+		return -1;
+	if (pid > 0) {
+		close(fd);
+		return 0;
+	}
+	setsid();
+	if ((null = open("/dev/null", O_RDWR)) >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		if (null > 2)
+			close(null);
+	}
+	return 1;
+}
+
 int amp_sync_join_inboxes(amp_store *st, amp_schema_set *set, amp_sync_joined_fn fn,
 			  void *ctx, int *ran, amp_error *err)
 {
 	json_t *tried = json_object();
-	struct inbox *left = NULL;
-	int64_t start = amp_monotonic_ms();
-	size_t took, nleft;
+	size_t took, n;
 	int fd = -1, rc, status = AMP_OK;
 
-	*ran = 0;
+	*ran = AMP_SYNC_JOIN_LEFT;
 	if (!tried)
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
 	for (;;) {
@@ -224,21 +260,24 @@ int amp_sync_join_inboxes(amp_store *st, amp_schema_set *set, amp_sync_joined_fn
 			status = rc;
 			break;
 		}
-		*ran = 1;
-		do
+		if (*ran == AMP_SYNC_JOIN_LEFT)
+			*ran = AMP_SYNC_JOIN_RAN;
+		status = join_pending(st, set, tried, fn, ctx, &took, err);
+		/* Still pending after the first look: the rest is the
+		 * detached child's, and this push returns. */
+		if (status == AMP_OK && took && *ran == AMP_SYNC_JOIN_RAN &&
+		    (status = count_pending(st, tried, &n, err)) == AMP_OK && n &&
+		    (rc = go_on_detached(fd)) >= 0) {
+			if (rc == 0)
+				break;
+			*ran = AMP_SYNC_JOIN_CHILD;
+		}
+		while (status == AMP_OK && took)
 			status = join_pending(st, set, tried, fn, ctx, &took, err);
-		while (status == AMP_OK && took &&
-		       amp_monotonic_ms() - start < AMP_SYNC_JOIN_TURN_MS);
 		amp_store_unlock(fd);
-		if (status < 0 || took)
-			break; /* the turn is over; the next push's join takes the rest */
 		/* A push that found the lock held after this join's last look
 		 * left its inbox to this join: look once more, unlocked. */
-		if ((status = pending(st, tried, &left, &nleft, err)) < 0)
-			break;
-		free(left);
-		left = NULL;
-		if (!nleft)
+		if (status < 0 || (status = count_pending(st, tried, &n, err)) < 0 || !n)
 			break;
 	}
 	json_decref(tried);
