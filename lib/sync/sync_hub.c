@@ -7,12 +7,12 @@
  * made of each inbox is said by a marker the clones fetch,
  * refs/amp-joined/<id>/<name> (sync_hub.h).
  */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/proc.h"
 #include "store/store.h"
 #include "sync.h"
 #include "sync_hub.h"
@@ -224,7 +224,6 @@ static int count_pending(amp_store *st, json_t *tried, size_t *n, amp_error *err
 static int go_on_detached(int fd)
 {
 	pid_t pid = fork();
-	int null;
 
 	if (pid < 0)
 		return -1;
@@ -233,13 +232,7 @@ static int go_on_detached(int fd)
 		return 0;
 	}
 	setsid();
-	if ((null = open("/dev/null", O_RDWR)) >= 0) {
-		dup2(null, 0);
-		dup2(null, 1);
-		dup2(null, 2);
-		if (null > 2)
-			close(null);
-	}
+	amp_null_stdio();
 	return 1;
 }
 
