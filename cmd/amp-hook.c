@@ -122,6 +122,12 @@ static void note_arrival(amp_store *st, const char *ref, const git_oid *tip, int
 	}
 }
 
+/* The hub's post-receive: its store, and its exit code so far. */
+struct hub_run {
+	amp_store *st;
+	int code;
+};
+
 /* Says an escalation of the hub's watch pass (amp.hookWatch). */
 static void print_escalation(const amp_watch_action *a, void *ctx)
 {
@@ -147,70 +153,92 @@ static void hub_watch(amp_store *st, amp_schema_set **set, int *code)
 	amp_errlist_free(&errors);
 }
 
+/* What the hub's join made of one inbox (amp_sync_join_inboxes): said on
+ * the pusher's stderr, and the join's arrival noted. */
+static void report_join(const amp_sync_inbox_joined *j, void *ctx)
+{
+	struct hub_run *run = ctx;
+
+	if (j->status < 0) {
+		fprintf(stderr, "amp hook: error: %s: %s (the inbox stays as it is)\n",
+			amp_term(j->inbox), amp_term(j->err->message));
+		run->code = amp_exit_code(j->status);
+		return;
+	}
+	fprintf(stderr, "amp hook: joined %s into %s: %lu record%s replayed, %lu set aside (%.7s)\n",
+		amp_term(j->inbox), j->target, j->out.replayed, j->out.replayed == 1 ? "" : "s",
+		j->out.superseded, git_oid_tostr_s(&j->out.tip));
+	/* For benchmarks (share/bench-hub.sh): how long this join waited
+	 * for the ref's writers (other joins never: they take turns on
+	 * their own lock), and how long it took. */
+	if (getenv("AMP_TRACE"))
+		fprintf(stderr, "amp hook: trace: join of %s: waited_ms=%lld joined_ms=%lld\n",
+			amp_term(j->inbox), j->out.waited_ms, j->out.joined_ms);
+	note_arrival(run->st, j->target, &j->out.tip, &run->code);
+}
+
 /*
  * post-receive on a hub: notes when each update of refs/amp/<ref> arrived
- * (the hub's clock, lib/store/arrivals.h), joins each clone's inbox the
- * push updated (refs/amp-in/<id>/<ref>, amp.syncPush inbox) into
- * refs/amp/<ref> (amp_sync_absorb) and notes the join's arrival, then runs
- * the hub's watch pass when amp.hookWatch says so.  The push has happened
- * whatever this does: a join that fails leaves the inbox as it is and
- * says why, and the clone's sync, which fetches next, sees what is
+ * (the hub's clock, lib/store/arrivals.h); when the push updated a clone's
+ * inbox (refs/amp-in/<id>/<ref>, amp.syncPush inbox), or when run with no
+ * input at all (by hand, or a cron), joins every pending inbox into
+ * refs/amp/<ref> (amp_sync_join_inboxes) and notes each join's arrival,
+ * unless a join is under way: then the push returns at once, its inbox
+ * left to that join ("amp hook: left <inbox> to the join under way").
+ * Then the hub's watch pass when amp.hookWatch says so.  The push has
+ * happened whatever this does: a join that fails leaves the inbox as it
+ * is and says why, and the clone's sync, which fetches next, sees what is
  * missing.
  */
 static int absorb_inboxes(int push)
 {
-	amp_store *st = NULL;
 	amp_schema_set *set = NULL;
 	amp_error err;
 	char line[LINE_MAX_BYTES], a[LINE_MAX_BYTES], b[LINE_MAX_BYTES], c[LINE_MAX_BYTES];
-	int code;
+	char left[8][300];
+	struct hub_run run = { NULL, 0 };
+	int lines = 0, inboxes = 0, ran, i;
 
 	(void)push;
-	if ((code = amp_cli_open_store("hook", NULL, &st)) ||
-	    (code = amp_cli_load_schemas("hook", &set)))
+	if ((run.code = amp_cli_open_store("hook", NULL, &run.st)) ||
+	    (run.code = amp_cli_load_schemas("hook", &set)))
 		goto cleanup;
 	while (fgets(line, sizeof(line), stdin)) {
-		const char *slash;
-		char target[300];
-		amp_sync_absorbed out;
 		git_oid new;
 
-		if (sscanf(line, "%4095s %4095s %4095s", a, b, c) == 3 &&
-		    !strncmp(c, "refs/amp/", 9) && strcmp(c, AMP_ARRIVALS_REF) &&
-		    git_oid_fromstr(&new, b) == 0 && !git_oid_is_zero(&new)) {
-			note_arrival(st, c, &new, &code);
-			continue;
-		}
+		lines++;
 		if (sscanf(line, "%4095s %4095s %4095s", a, b, c) != 3 ||
-		    strncmp(c, AMP_SYNC_INBOX, strlen(AMP_SYNC_INBOX)) ||
-		    !(slash = strchr(c + strlen(AMP_SYNC_INBOX), '/')) ||
 		    git_oid_fromstr(&new, b) < 0 || git_oid_is_zero(&new))
 			continue;
-		snprintf(target, sizeof(target), "refs/amp/%.200s", slash + 1);
-		if (amp_sync_absorb(st, set, target, &new, c, &out, &err) < 0) {
-			fprintf(stderr, "amp hook: error: %s: %s (the inbox stays as it is)\n",
-				amp_term(c), amp_term(err.message));
-			code = amp_exit_code(err.status);
-			continue;
+		if (!strncmp(c, "refs/amp/", 9) && strcmp(c, AMP_ARRIVALS_REF))
+			note_arrival(run.st, c, &new, &run.code);
+		else if (!strncmp(c, AMP_SYNC_INBOX, strlen(AMP_SYNC_INBOX)) &&
+			 inboxes++ < (int)(sizeof(left) / sizeof(left[0])))
+			snprintf(left[inboxes - 1], sizeof(left[0]), "%.290s", c);
+	}
+	if (inboxes || !lines) {
+		if (amp_sync_join_inboxes(run.st, set, report_join, &run, &ran, &err) < 0) {
+			fprintf(stderr, "amp hook: error: the join of the inboxes: %s (they stay as they are)\n",
+				amp_term(err.message));
+			run.code = amp_exit_code(err.status);
 		}
-		fprintf(stderr, "amp hook: joined %s into %s: %lu record%s replayed, %lu set aside (%.7s)\n",
-			amp_term(c), target, out.replayed, out.replayed == 1 ? "" : "s",
-			out.superseded, git_oid_tostr_s(&out.tip));
-		/* For benchmarks (share/bench-hub.sh): how long this push
-		 * waited for other pushes' joins, and its own took. */
-		if (getenv("AMP_TRACE"))
-			fprintf(stderr, "amp hook: trace: join of %s: waited_ms=%lld joined_ms=%lld\n",
-				amp_term(c), out.waited_ms, out.joined_ms);
-		note_arrival(st, target, &out.tip, &code);
-		/* The inbox stays: deleting a ref while another push's
+		if (ran == AMP_SYNC_JOIN_CHILD)
+			goto cleanup; /* the push has returned: nobody reads this */
+		/* Read by the clone's sync (sync_git.c): its records are the
+		 * join under way's to take, and it fetches until they are. */
+		for (i = 0; ran == AMP_SYNC_JOIN_LEFT && i < inboxes &&
+			    i < (int)(sizeof(left) / sizeof(left[0]));
+		     i++)
+			fprintf(stderr, "amp hook: left %s to the join under way\n", amp_term(left[i]));
+		/* The inboxes stay: deleting a ref while another push's
 		 * receive-pack walks every ref makes that push fail ("bad
 		 * object"), and the clone's next push replaces it anyway. */
 	}
-	hub_watch(st, &set, &code);
+	hub_watch(run.st, &set, &run.code);
 cleanup:
 	amp_schema_set_free(set);
-	amp_store_free(st);
-	return code;
+	amp_store_free(run.st);
+	return run.code;
 }
 
 static int install(int argc, char **argv)

@@ -27,6 +27,8 @@ static void print_text(const amp_sync_result *r)
 	if (r->did_push)
 		printf(", pushed %lu record%s to %s", r->pushed, r->pushed == 1 ? "" : "s",
 		       remote);
+	if (r->pending)
+		printf("'s inbox, not joined yet (its join is under way: amp sync again shows them joined)");
 	printf(" (%.7s)", r->tip);
 	if (r->retries)
 		printf(" after %u retr%s", r->retries, r->retries == 1 ? "y" : "ies");
@@ -88,6 +90,11 @@ int main(int argc, char **argv)
 			"replayed", (json_int_t)res.replayed, "superseded", (json_int_t)res.superseded,
 			"pushed", (json_int_t)res.pushed, "push", res.did_push, "tip", res.tip,
 			"retries", (int)res.retries, "errors_synced", res.errors_synced);
+	/* inbox mode only: a ref-mode sync's shape stays as it was */
+	if (out && res.inbox) {
+		json_object_set_new(out, "pending", json_boolean(res.pending));
+		json_object_set_new(out, "refetched", json_integer(res.refetched));
+	}
 	amp_cli_print_json(out, 0);
 	json_decref(out);
 cleanup:

@@ -17,9 +17,12 @@
 #   gave up   syncs that gave up (exit 4: amp.syncRetries, default 10, or a
 #             transport error), out of all syncs;
 #   join      inbox mode: the hub's post-receive hook's trace (AMP_TRACE)
-#             of each push's join: median and p90 ms it waited for other
-#             pushes' joins (the lock they take turns on), median ms of the
+#             of each inbox's join: median and p90 ms it waited for the
+#             ref's writers' lock (never for another join: a push that
+#             finds one under way leaves its inbox to it), median ms of the
 #             join itself;
+#   pend      inbox mode: syncs that ended with their push not joined yet
+#             ("pending", after amp.syncRetries fetches again; not lost);
 #   lost      messages an agent's `amp send` reported that are not on the
 #             hub after one last sync of every clone, one at a time (must be 0).
 #   refs      with AMP_BENCH_HUB_SHARDS=S (default 1), agent I writes to
@@ -108,7 +111,7 @@ hub_records() { hub_ids | wc -l; }
 agent() {
 	local i=$1 end=$2 j=0 id out rc b
 	cd "$work/c$i"
-	: > sent; : > syncs
+	: > sent; : > syncs; : > refetched
 	while [ "$(now_ns)" -lt "$end" ]; do
 		for ((b = 0; b < batch; b++)); do
 			id=$(amp send task_dispatch --task "$(printf 'T-2026-%d%04d' $((i + 1)) $j)" \
@@ -117,7 +120,8 @@ agent() {
 		done
 		rc=0
 		out=$(amp sync --json 2>> sync.err) || rc=$?
-		echo "$rc $(echo "$out" | sed -n 's/.*"retries":\([0-9]*\).*/\1/p')" >> syncs
+		echo "$rc $(echo "$out" | sed -n 's/.*"retries":\([0-9]*\).*/\1/p') $(echo "$out" | sed -n 's/.*"pending":true.*/1/p')" >> syncs
+		echo "$out" | sed -n 's/.*"refetched":\([0-9]*\).*/\1/p' >> refetched
 	done
 }
 
@@ -320,16 +324,18 @@ run() {
 		-v lost="$lost" -v join="$join" \
 		-v lat="$(pct < "$work/latency") $(wc -l < "$work/latency")" \
 		'BEGIN { split(lat, l, " "); split(join, jn, " ") }
-		{ all++; if ($1 == 4) gave++; else if ($1 != 0) other++; else { ok++; r += $2; if ($2 > m) m = $2 } }
-		END { printf "| %-8s | %3d | %-12s | %4d | %5d | %6.1f | %5s | %5s | %4d | %5.2f | %3d | %4d / %-5d | %3d | %5s | %5s | %5s | %d |\n",
-			t, n, p, refs, recs, recs / (s / 1000), l[1], l[2], l[3], ok ? r / ok : 0, m, gave, all, other, jn[1], jn[2], jn[3], lost }' <<< "$syncs"
+		{ all++; if ($1 == 4) gave++; else if ($1 != 0) other++; else { ok++; r += $2; if ($2 > m) m = $2; pend += ($3 == 1) } }
+		END { printf "| %-8s | %3d | %-12s | %4d | %5d | %6.1f | %5s | %5s | %4d | %5.2f | %3d | %4d / %-5d | %3d | %4d | %5s | %5s | %5s | %d |\n",
+			t, n, p, refs, recs, recs / (s / 1000), l[1], l[2], l[3], ok ? r / ok : 0, m, gave, all, other, pend, jn[1], jn[2], jn[3], lost }' <<< "$syncs"
+	# inbox: how often a sync fetched again for a join under way
+	[ "$push" != inbox ] || cat "$work"/c*/refetched | awk '{ s += $1; n++ } END { if (n) printf "    refetched: %.2f fetches again per sync (inbox: waiting for the join under way)\n", s / n }' >&2
 	# why syncs failed, once per reason
 	cat "$work"/c*/sync.err 2> /dev/null | sed -n 's/^amp sync: error: //p' | sed 's/[0-9a-f]\{7,\}/H/g' | sort | uniq -c | sort -rn | head -3 | sed 's/^/    /' >&2
 }
 
 echo "one hub, N agents each sending $batch message(s) then syncing in a loop for ${seconds} s ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), amp.sshControl $control)"
-echo "| server   | N   | mode         | refs | msgs  | msgs/s | lat50 | lat90 | n    | retr  | max | gave up / syncs | oth | wait50 | wait90 | join50 | lost |"
-echo "| -------- | --- | ------------ | ---- | ----- | ------ | ----- | ----- | ---- | ----- | --- | -------------- | --- | ------ | ------ | ------ | ---- |"
+echo "| server   | N   | mode         | refs | msgs  | msgs/s | lat50 | lat90 | n    | retr  | max | gave up / syncs | oth | pend | wait50 | wait90 | join50 | lost |"
+echo "| -------- | --- | ------------ | ---- | ----- | ------ | ----- | ----- | ---- | ----- | --- | -------------- | --- | ---- | ------ | ------ | ------ | ---- |"
 for transport in $transports; do
 	for mode in $modes; do
 		for n in $agents_list; do
@@ -337,4 +343,4 @@ for transport in $transports; do
 		done
 	done
 done
-echo "(lat: probe's ms from write to visible on a second clone, n probes; retr: mean retries per successful sync; gave up: syncs that exited 4; oth: other failures; wait, join: ms a push's join on the hub waited for others' and took itself; lost: sent but not on the hub after a last sync of each clone)"
+echo "(lat: probe's ms from write to visible on a second clone, n probes; retr: mean retries per successful sync; gave up: syncs that exited 4; oth: other failures; pend: syncs whose push the hub's join had not taken yet; wait, join: ms an inbox's join on the hub waited for the ref's writers and took itself; lost: sent but not on the hub after a last sync of each clone)"

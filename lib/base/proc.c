@@ -263,3 +263,16 @@ int amp_run_quiet(const char *const *argv, const char *in, size_t inlen, char **
 	}
 	return status;
 }
+
+void amp_null_stdio(void)
+{
+	int null = open("/dev/null", O_RDWR);
+
+	if (null < 0)
+		return;
+	dup2(null, 0);
+	dup2(null, 1);
+	dup2(null, 2);
+	if (null > 2)
+		close(null);
+}

@@ -50,4 +50,8 @@ int amp_run_watch(const char *const *argv, const char *in, size_t inlen, char **
 int amp_run_quiet(const char *const *argv, const char *in, size_t inlen, char **out,
 		  size_t *outlen, int *code, char *errbuf, size_t errsz, amp_error *err);
 
+/* A detached process's stdin, stdout and stderr on /dev/null (after its
+ * setsid()): nobody waits for what it says. */
+void amp_null_stdio(void);
+
 #endif

@@ -1016,6 +1016,11 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 		json_decref(c.froms);
 		return status;
 	}
+	/* The hub's join says there what it made of each inbox; a clone's
+	 * sync believes it (lib/sync/sync_hub.h). */
+	if (!strncmp(ref, AMP_SYNC_JOINED, strlen(AMP_SYNC_JOINED)))
+		return amp_errlist_add(errors, AMP_ERULE, "",
+				       "only the hub's join writes %s", AMP_SYNC_JOINED);
 	if (strncmp(ref, "refs/amp/", 9))
 		return AMP_OK;
 	if ((status = parse_oid(&old, old_hex, &c)) < 0 ||

@@ -38,5 +38,8 @@ int amp_registry_parse_path(const char *path, char *agent, size_t agentsz, int64
 /* The namespace a hub takes clones' pushes in (git config amp.syncPush
  * inbox, sync.h): refs/amp-in/<sync id>/messages and .../errors. */
 #define AMP_SYNC_INBOX "refs/amp-in/"
+/* Where the hub's join says what it made of each inbox (lib/sync/sync_hub.c):
+ * refs/amp-joined/<sync id>/<name>, written by the hub only. */
+#define AMP_SYNC_JOINED "refs/amp-joined/"
 
 #endif

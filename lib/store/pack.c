@@ -625,7 +625,7 @@ void amp_pack_maybe(amp_store *st)
 {
 	amp_error err;
 	long long limit;
-	int detach = 1, ran, null, fd, busy;
+	int detach = 1, ran, fd, busy;
 	long long packs;
 	size_t rolled = 0;
 	pid_t pid;
@@ -661,13 +661,7 @@ void amp_pack_maybe(amp_store *st)
 	if (pid == 0) {
 		if (setsid() < 0 || fork() != 0)
 			_exit(0);
-		if ((null = open("/dev/null", O_RDWR)) >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-			if (null > 2)
-				close(null);
-		}
+		amp_null_stdio();
 		exec_gc(st);
 		_exit(127);
 	}

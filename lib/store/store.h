@@ -645,6 +645,9 @@ int amp_store_update_batch(amp_store *st, const char *ref, amp_store_step_fn ste
  * while it holds it (flock: that would wait for itself).
  */
 int amp_store_lock(amp_store *st, const char *ref, amp_error *err);
+/* The same flock under `name`, taken only when nobody holds it: 1 taken
+ * (*fd for amp_store_unlock), 0 held by another (*fd -1), AMP_EIO. */
+int amp_store_trylock(amp_store *st, const char *name, int *fd, amp_error *err);
 void amp_store_unlock(int fd);
 
 /* ==== The error log (rejection.c) =========================================== */

@@ -296,6 +296,23 @@ int amp_store_lock(amp_store *st, const char *ref, amp_error *err)
 	return fd;
 }
 
+int amp_store_trylock(amp_store *st, const char *name, int *fd, amp_error *err)
+{
+	int f = open_writer_lock(st, name, err);
+
+	*fd = -1;
+	if (f < 0)
+		return AMP_EIO;
+	if (flock(f, LOCK_EX | LOCK_NB) == 0) {
+		*fd = f;
+		return 1;
+	}
+	close(f);
+	if (errno == EWOULDBLOCK)
+		return 0;
+	return amp_error_set(err, AMP_EIO, "", "cannot lock %s: %s", name, strerror(errno));
+}
+
 void amp_store_unlock(int fd)
 {
 	if (fd >= 0) {

@@ -21,6 +21,7 @@
 #include "store/store.h"
 #include "sync.h"
 #include "sync_git.h"
+#include "sync_hub.h"
 #include "sync_index.h"
 #include "sync_join.h"
 #include "sync_ssh.h"
@@ -125,17 +126,21 @@ cleanup:
 	return status;
 }
 
-/* Full-jitter exponential backoff: [0, min(2 s, 50 ms * 2^attempt)). */
-static void backoff(unsigned *rng, unsigned attempt)
+/* Exponential backoff, span min(2 s, first_us * 2^attempt): full jitter,
+ * [0, span), or (`half`) [span / 2, span).  A push that raced goes again
+ * at once as often as not; a fetch for a join under way waits at least
+ * half the span, as a fetch before the join is done is CPU spent on both
+ * sides for nothing. */
+static void backoff(unsigned *rng, unsigned attempt, unsigned long first_us, int half)
 {
-	unsigned long span = 50000, cap = 2000000, us;
+	unsigned long span = first_us, cap = 2000000, us;
 	struct timespec ts;
 
 	while (attempt-- > 0 && span < cap)
 		span *= 2;
 	if (span > cap)
 		span = cap;
-	us = (unsigned long)rand_r(rng) % span;
+	us = (unsigned long)rand_r(rng) % (half ? span / 2 : span) + (half ? span / 2 : 0);
 	ts.tv_sec = (time_t)(us / 1000000);
 	ts.tv_nsec = (long)(us % 1000000) * 1000;
 	nanosleep(&ts, NULL);
@@ -292,6 +297,15 @@ struct targets {
 	char emirror[600];  /* of the errors ref */
 	char dst[600];      /* the remote's ref the messages ref goes to */
 	char edst[600];     /* the errors ref's */
+	char marks[600];    /* inbox: the hub's marker of dst, fetched (sync_hub.h) */
+	char emarks[600];   /* of edst */
+};
+
+/* Inbox: what the last push delivered there. */
+struct inbox_push {
+	int left;           /* the hub's hook left it to the join under way */
+	int have, ehave;    /* the messages (errors) ref went */
+	git_oid tip, etip;  /* at these tips */
 };
 
 /* The targets of a sync with `remote`: the same refs there, or (`inbox`,
@@ -314,7 +328,57 @@ static int sync_targets(amp_store *st, const char *remote, int inbox, const char
 		return amp_error_git(err, AMP_EIO, "cannot name the mirror of %s", remote);
 	mirror_ref(t->key, ref, t->mirror, sizeof(t->mirror));
 	mirror_ref(t->key, eref, t->emirror, sizeof(t->emirror));
+	snprintf(t->marks, sizeof(t->marks), AMP_SYNC_MARKS "%s/%s", t->key,
+		 ref + strlen("refs/amp/"));
+	snprintf(t->emarks, sizeof(t->emarks), AMP_SYNC_MARKS "%s/%s", t->key,
+		 eref + strlen("refs/amp/"));
 	return AMP_OK;
+}
+
+/* amp_sync_push to the targets; to this clone's inbox (`inbox`), noting
+ * in *ip what went. */
+static int push_to(amp_store *st, const char *remote, const struct targets *t, int inbox,
+		   int errors, json_t *paths, struct inbox_push *ip, amp_error *err)
+{
+	git_repository *repo = amp_store_repo(st);
+
+	if (!inbox)
+		return amp_sync_push(st, remote, t->dst, t->edst, 0, errors, paths, NULL, err);
+	memset(ip, 0, sizeof(*ip));
+	ip->have = git_reference_name_to_id(&ip->tip, repo, amp_store_messages_ref(st)) == 0;
+	ip->ehave = errors &&
+		    git_reference_name_to_id(&ip->etip, repo, amp_store_errors_ref(st)) == 0;
+	git_error_clear();
+	return amp_sync_push(st, remote, t->dst, t->edst, 1, errors, paths, &ip->left, err);
+}
+
+/*
+ * After a push to the inbox that the fetch after it finds not joined (its
+ * records still missing): 1 when the hub's join has yet to take it (the
+ * hook left it to the join under way, or the inbox held it already, and
+ * its markers say neither joined nor refused); else AMP_EIO (err filled):
+ * the join refused it (the hub's reason), or took it and left out what
+ * the fetch still lacks.
+ */
+static int inbox_pending(git_repository *repo, const char *remote, const char *ref,
+			 const struct targets *t, const struct inbox_push *ip, amp_error *err)
+{
+	char why[AMP_MSG_MAX];
+	int m = ip->have ? amp_sync_mark_read(repo, t->marks, &ip->tip, why, sizeof(why))
+			 : AMP_SYNC_MARK_JOINED;
+	int e = AMP_SYNC_MARK_JOINED;
+
+	if (m != AMP_SYNC_MARK_REFUSED && ip->ehave)
+		e = amp_sync_mark_read(repo, t->emarks, &ip->etip, why, sizeof(why));
+	if (m == AMP_SYNC_MARK_REFUSED || e == AMP_SYNC_MARK_REFUSED)
+		return amp_error_set(err, AMP_EIO, "",
+				     "%s's join refused the push to its inbox: %s; nothing lost: the local history stays on %s",
+				     remote, why, ref);
+	if (ip->left && (m == AMP_SYNC_MARK_NONE || e == AMP_SYNC_MARK_NONE))
+		return 1;
+	return amp_error_set(err, AMP_EIO, "",
+			     "%s took the push to its inbox but did not join it into %s (its reason above); nothing lost: the local history stays on %s",
+			     remote, ref, ref);
 }
 
 /*
@@ -328,7 +392,7 @@ static int sync_targets(amp_store *st, const char *remote, int inbox, const char
 static int push_first(amp_store *st, const char *remote, const struct targets *t,
 		      json_t *paths, json_t *aside, json_t *seen, unsigned *rounds,
 		      git_oid *start_remote, int *have_start_remote, int *delivered,
-		      amp_error *err)
+		      struct inbox_push *ip, amp_error *err)
 {
 	git_repository *repo = amp_store_repo(st);
 	const char *ref = amp_store_messages_ref(st), *eref = amp_store_errors_ref(st);
@@ -339,7 +403,7 @@ static int push_first(amp_store *st, const char *remote, const struct targets *t
 	epush = ahead_of_mirror(repo, eref, t->emirror, &ignored, &ignored_have);
 	if (!mpush && !epush)
 		return AMP_OK;
-	rc = amp_sync_push(st, remote, t->dst, t->edst, 1, epush, paths, err);
+	rc = push_to(st, remote, t, 1, epush, paths, ip, err);
 	/* Refused records: set aside by the join below. */
 	if (rc == PUSH_REFUSED && hub_refused(repo, ref, remote, paths, aside, seen, rounds) < 0)
 		rc = AMP_EIO;
@@ -407,24 +471,23 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	struct conflict c;
 	struct timespec now;
 	long long retries;
-	git_oid start;
-	unsigned rng;
-	char id[80] = "";
-	git_oid start_remote;
+	git_oid start, start_remote;
+	char id[80] = "", who[400];
 	amp_sync_checked checked;
 	struct amp_sync_ssh ssh = { 0, NULL };
-	int status, have_start, rc, inbox, delivered = 0, have_start_remote = 0;
+	int status, have_start, rc, delivered = 0, have_start_remote = 0;
 	unsigned long replayed = 0, superseded = 0;
-	unsigned rounds = 0;
+	unsigned rng, rounds = 0;
+	struct inbox_push ip = { 0, 0, 0, { { 0 } }, { { 0 } } };
 	json_t *refused = NULL, *paths = NULL, *aside = NULL, *seen = NULL;
 
 	memset(res, 0, sizeof(*res));
 	memset(&c, 0, sizeof(c));
 	snprintf(res->remote, sizeof(res->remote), "%s", remote);
 	if ((status = sync_retries(st, &retries, err)) < 0 ||
-	    (status = sync_push_mode(st, &inbox, err)) < 0 ||
-	    (inbox && (status = sync_id(st, id, sizeof(id), err)) < 0) ||
-	    (status = sync_targets(st, remote, inbox, id, &t, err)) < 0)
+	    (status = sync_push_mode(st, &res->inbox, err)) < 0 ||
+	    (res->inbox && (status = sync_id(st, id, sizeof(id), err)) < 0) ||
+	    (status = sync_targets(st, remote, res->inbox, id, &t, err)) < 0)
 		return status;
 	/* made after the early returns above, which own nothing */
 	if (!(refused = json_array()) || !(paths = json_object()) || !(aside = json_object()) ||
@@ -446,14 +509,14 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	if ((status = amp_sync_checked_init(st, t.mirror, have_start ? &start : NULL, &checked,
 					    err)) < 0)
 		goto cleanup;
-	if (inbox && have_start) {
+	if (res->inbox && have_start) {
 		if ((status = push_first(st, remote, &t, paths, aside, seen, &rounds, &start_remote,
-					 &have_start_remote, &delivered, err)) < 0)
+					 &have_start_remote, &delivered, &ip, err)) < 0)
 			goto cleanup;
 		res->did_push = delivered;
 	}
 	for (;;) {
-		if ((status = amp_sync_fetch(st, remote, t.key, err)) < 0)
+		if ((status = amp_sync_fetch(st, remote, t.key, res->inbox ? id : NULL, err)) < 0)
 			goto cleanup;
 		status = amp_sync_join(st, set, ref, t.mirror, 1, refused, aside, &j, &c, err);
 		json_object_clear(aside);
@@ -490,15 +553,21 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 		res->superseded = j.superseded + superseded;
 		if (!j.push && !ej.push)
 			break;
-		/* Inbox: the push that delivered was joined by the hub; what
-		 * the fetch after it still lacks, the hub did not take. */
+		/* Inbox: the push that delivered was joined by the hub, or
+		 * left to the join under way there: fetched again (as often
+		 * as amp.syncRetries says) until that join took it, else said
+		 * to be pending. */
 		if (delivered) {
-			status = amp_error_set(err, AMP_EIO, "",
-					       "%s took the push to its inbox but did not join it into %s (its reason above); nothing lost: the local history stays on %s",
-					       remote, ref, ref);
-			goto cleanup;
+			if ((status = inbox_pending(repo, remote, ref, &t, &ip, err)) < 0)
+				goto cleanup;
+			if (res->refetched >= (unsigned)retries) {
+				res->pending = 1;
+				break;
+			}
+			backoff(&rng, res->refetched++, 100000, 1);
+			continue;
 		}
-		rc = amp_sync_push(st, remote, t.dst, t.edst, inbox, ej.push, paths, err);
+		rc = push_to(st, remote, &t, res->inbox, ej.push, paths, &ip, err);
 		/* The hub's hook refused records (its own settings): set
 		 * aside by the next join, the rest pushed again. */
 		if (rc == PUSH_REFUSED &&
@@ -508,7 +577,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 			status = rc;
 			goto cleanup;
 		}
-		if (rc == PUSHED && inbox) {
+		if (rc == PUSHED && res->inbox) {
 			res->did_push = 1;
 			delivered = 1;
 			if (j.have_remote)
@@ -527,7 +596,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 					       remote, res->retries + 1, ref);
 			goto cleanup;
 		}
-		backoff(&rng, res->retries++);
+		backoff(&rng, res->retries++, 50000, 0);
 	}
 	res->errors_synced = 1;
 	git_oid_tostr(res->tip, sizeof(res->tip), &j.tip);

@@ -57,6 +57,12 @@ typedef struct amp_sync_result {
 	int errors_synced;       /* 1: the errors ref was joined too (by a
 				  * union of its files, always, when the
 				  * sync succeeds) */
+	int inbox;               /* 1: amp.syncPush inbox */
+	int pending;             /* inbox: the push went to the inbox, and
+				  * the hub's join under way had not taken
+				  * it by the last fetch (nothing lost: the
+				  * next sync sees it joined) */
+	unsigned refetched;      /* inbox: fetches again for that join */
 } amp_sync_result;
 
 /*
@@ -111,5 +117,41 @@ typedef struct amp_sync_absorbed {
  */
 int amp_sync_absorb(amp_store *st, amp_schema_set *set, const char *ref, const git_oid *from,
 		    const char *inbox, amp_sync_absorbed *out, amp_error *err);
+
+/* One inbox a join of amp_sync_join_inboxes took. */
+typedef struct amp_sync_inbox_joined {
+	const char *inbox;      /* refs/amp-in/<id>/<name> */
+	const char *target;     /* refs/amp/<name> */
+	int status;             /* amp_sync_absorb's */
+	const amp_error *err;   /* why, when status is not AMP_OK */
+	amp_sync_absorbed out;  /* when it is */
+} amp_sync_inbox_joined;
+
+typedef void (*amp_sync_joined_fn)(const amp_sync_inbox_joined *j, void *ctx);
+
+/* What amp_sync_join_inboxes did in this process. */
+enum {
+	AMP_SYNC_JOIN_LEFT,  /* another join was under way: it takes them */
+	AMP_SYNC_JOIN_RAN,   /* joined what was pending */
+	AMP_SYNC_JOIN_CHILD  /* this is the detached process that went on:
+			      * the caller exits at once */
+};
+
+/*
+ * The hub's join (post-receive): when no other join is under way, joins
+ * every inbox whose tip is not joined yet (amp_sync_absorb), calling fn
+ * after each, and looks again until none is left; then, the lock let go,
+ * once more, for a push that found it held meanwhile.  When inboxes are
+ * still pending after its first look, the rest goes on in a detached
+ * child (*ran AMP_SYNC_JOIN_CHILD there), so the push that started it
+ * returns.  When another join is under way it returns at once (*ran
+ * AMP_SYNC_JOIN_LEFT): that join takes this push's inbox.
+ * Each inbox's marker, refs/amp-joined/<id>/<name>, then says its tip was
+ * joined, or (AMP_ERULE) why it was refused; a join that failed for the
+ * hub's own reason (AMP_EIO) leaves it pending for the next join.  AMP_OK
+ * (whatever each inbox's join did) or AMP_EIO.
+ */
+int amp_sync_join_inboxes(amp_store *st, amp_schema_set *set, amp_sync_joined_fn fn,
+			  void *ctx, int *ran, amp_error *err);
 
 #endif

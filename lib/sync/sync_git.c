@@ -64,16 +64,22 @@ static int first_seen(amp_store *st, const char *key, amp_error *err)
 	return amp_arrivals_fetched(st, key, &tip, have_local ? &local : NULL, now, err);
 }
 
-int amp_sync_fetch(amp_store *st, const char *remote, const char *key, amp_error *err)
+int amp_sync_fetch(amp_store *st, const char *remote, const char *key, const char *id,
+		   amp_error *err)
 {
-	char refspec[600];
+	char refspec[600], marks[600];
 	int code, status;
 	/* No auto maintenance: a sync is a hot path, and the clone's git gc
 	 * is the user's (or a cron's) to run. */
 	const char *args[] = { "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-			       "--no-auto-maintenance", "--prune", remote, refspec, NULL };
+			       "--no-auto-maintenance", "--prune", remote, refspec,
+			       id ? marks : NULL, NULL };
 
 	snprintf(refspec, sizeof(refspec), "+refs/amp/*:%s%s/*", AMP_SYNC_NAMESPACE, key);
+	/* Inbox: the hub's markers of this clone's inbox only (sync_hub.h). */
+	if (id)
+		snprintf(marks, sizeof(marks), "+" AMP_SYNC_JOINED "%s/*:" AMP_SYNC_MARKS "%s/*",
+			 id, key);
 	if ((status = run_git(st, args, NULL, -1, &code, err)) < 0)
 		return status;
 	if (code != 0)
@@ -138,7 +144,7 @@ static void hook_refusals(char *text, const char *dst, json_t *paths)
  * (err filled; git's reason went to stderr).
  */
 int amp_sync_push(amp_store *st, const char *remote, const char *dst, const char *edst,
-		  int force, int errors, json_t *refused, amp_error *err)
+		  int force, int errors, json_t *refused, int *left, amp_error *err)
 {
 	const char *ref = amp_store_messages_ref(st), *eref = amp_store_errors_ref(st);
 	char spec[1300], espec[1300], shown[1300], *out = NULL, *line, *save = NULL;
@@ -166,6 +172,17 @@ int amp_sync_push(amp_store *st, const char *remote, const char *dst, const char
 	if (status < 0)
 		goto cleanup;
 	status = PUSHED;
+	/* The hub's hook left the inbox to the join under way (amp hook
+	 * post-receive): its records are joined after the push returns. */
+	if (left) {
+		const char *slash = strrchr(dst, '/');
+		char inbox[700];
+
+		/* "amp hook: left refs/amp-in/<id>/<name> to the join under way" */
+		snprintf(inbox, sizeof(inbox), "amp hook: left %.*s/", (int)(slash ? slash - dst : 0),
+			 dst);
+		*left = said && strstr(said, inbox);
+	}
 	/* --porcelain: "<flag>\t<from>:<to>\t<summary>" per ref; "!" is a
 	 * refusal, "[rejected]" the remote's ref moved first, "[remote
 	 * rejected]" a hook or the server said no. */
@@ -177,6 +194,10 @@ int amp_sync_push(amp_store *st, const char *remote, const char *dst, const char
 			continue;
 		found = 1;
 		summary = line + 3 + strlen(shown);
+		/* "=": the inbox held it already, so no hook ran: whether
+		 * it is joined is the hub's marker's to say. */
+		if (line[0] == '=' && left)
+			*left = 1;
 		if (line[0] != '!')
 			break;
 		/* "[rejected]": the remote's ref had moved when git compared;

@@ -11,17 +11,26 @@
 /* What amp_sync_push returns besides a negative status. */
 enum { PUSHED, PUSH_RACED, PUSH_REFUSED };
 
+/* Where a clone keeps the hub's markers of its inbox (sync_hub.h):
+ * refs/amp-joined/<id>/<name> as refs/amp-sync-joined/<key>/<name>. */
+#define AMP_SYNC_MARKS "refs/amp-sync-joined/"
+
 /* Fetches the remote's refs/amp/... into the mirror refs/amp-sync/<key>/
- * (pruned); AMP_EIO when git fails (its reason went to stderr). */
-int amp_sync_fetch(amp_store *st, const char *remote, const char *key, amp_error *err);
+ * (pruned), and with `id` (inbox mode: this clone's inbox) the hub's
+ * markers of that inbox into AMP_SYNC_MARKS<key>/; AMP_EIO when git fails
+ * (its reason went to stderr). */
+int amp_sync_fetch(amp_store *st, const char *remote, const char *key, const char *id,
+		   amp_error *err);
 
 /*
  * Pushes the messages ref (and the errors ref when `errors`) to `dst` and
  * `edst`, forced when `force`: PUSHED, PUSH_RACED (someone pushed first),
  * PUSH_REFUSED (records the hub's hook refused, in `refused` as {path:
- * reason}; err filled), or a negative status.
+ * reason}; err filled), or a negative status.  *left (when not NULL) is 1
+ * when PUSHED and the hub's hook said it left `dst` to the join under way,
+ * or `dst` held it already (no hook ran): the hub's marker says the rest.
  */
 int amp_sync_push(amp_store *st, const char *remote, const char *dst, const char *edst,
-		  int force, int errors, json_t *refused, amp_error *err);
+		  int force, int errors, json_t *refused, int *left, amp_error *err);
 
 #endif

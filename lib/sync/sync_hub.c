@@ -1,0 +1,278 @@
+/*
+ * sync_hub.c - the hub's join of its clones' inboxes (amp.syncPush inbox,
+ * sync.h): one join at a time takes every inbox still pending, and a push
+ * that finds a join under way leaves its inbox to it and returns at once,
+ * instead of waiting its turn (issue 32: "the hub's join runs once per
+ * push and never makes a push wait for another's join").  What the join
+ * made of each inbox is said by a marker the clones fetch,
+ * refs/amp-joined/<id>/<name> (sync_hub.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/proc.h"
+#include "store/store.h"
+#include "sync.h"
+#include "sync_hub.h"
+
+/* The flock the joins take turns on (store/update.c's, by this name). */
+#define AMP_SYNC_JOIN_LOCK "refs/amp-in"
+
+/* The most inboxes one look takes (2 a clone: messages and errors). */
+#define AMP_SYNC_INBOXES_MAX 4096
+
+struct inbox {
+	char ref[300];    /* refs/amp-in/<id>/<name> */
+	char target[300]; /* refs/amp/<name> */
+	char marker[300]; /* refs/amp-joined/<id>/<name> */
+	git_oid tip;      /* the inbox's tip when looked at */
+};
+
+int amp_sync_mark_read(git_repository *repo, const char *marker, const git_oid *pushed,
+		       char *reason, size_t reasonsz)
+{
+	git_oid at, said;
+	git_blob *blob = NULL;
+	const char *text, *colon;
+	size_t len;
+	int state = AMP_SYNC_MARK_NONE;
+
+	if (reasonsz)
+		reason[0] = '\0';
+	if (git_reference_name_to_id(&at, repo, marker) < 0) {
+		git_error_clear();
+		return AMP_SYNC_MARK_NONE;
+	}
+	/* Joined: the marker is the inbox's tip itself (or one of this
+	 * clone's later pushes, which holds what `pushed` held). */
+	if (git_oid_equal(&at, pushed) || git_graph_descendant_of(repo, &at, pushed) == 1) {
+		git_error_clear();
+		return AMP_SYNC_MARK_JOINED;
+	}
+	git_error_clear();
+	/* Refused: a blob "refused <inbox tip>: <reason>\n". */
+	if (git_blob_lookup(&blob, repo, &at) < 0) {
+		git_error_clear();
+		return AMP_SYNC_MARK_NONE;
+	}
+	text = git_blob_rawcontent(blob);
+	len = (size_t)git_blob_rawsize(blob);
+	if (len > 8 + GIT_OID_HEXSZ + 2 && !strncmp(text, "refused ", 8) &&
+	    git_oid_fromstrn(&said, text + 8, GIT_OID_HEXSZ) == 0 && git_oid_equal(&said, pushed) &&
+	    (colon = text + 8 + GIT_OID_HEXSZ)[0] == ':') {
+		len -= (size_t)(colon + 2 - text);
+		if (reasonsz)
+			snprintf(reason, reasonsz, "%.*s", (int)(len < reasonsz ? len : reasonsz - 1),
+				 colon + 2);
+		if (reasonsz && (len = strlen(reason)) && reason[len - 1] == '\n')
+			reason[len - 1] = '\0';
+		state = AMP_SYNC_MARK_REFUSED;
+	}
+	git_error_clear();
+	git_blob_free(blob);
+	return state;
+}
+
+/* The inbox ref `name` (refs/amp-in/<id>/<name>) as an inbox of this hub
+ * into *in: 0, or -1 when it is none (a ref the hook would refuse). */
+static int parse_inbox(amp_store *st, const char *name, struct inbox *in)
+{
+	const char *id = name + strlen(AMP_SYNC_INBOX), *slash = strchr(id, '/');
+
+	if (strncmp(name, AMP_SYNC_INBOX, strlen(AMP_SYNC_INBOX)) || !slash || slash == id ||
+	    slash - id > 64 || strlen(name) >= sizeof(in->ref) ||
+	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+		    (size_t)(slash - id))
+		return -1;
+	snprintf(in->ref, sizeof(in->ref), "%s", name);
+	snprintf(in->target, sizeof(in->target), "refs/amp/%s", slash + 1);
+	snprintf(in->marker, sizeof(in->marker), AMP_SYNC_JOINED "%s", id);
+	if (strcmp(in->target, amp_store_messages_ref(st)) &&
+	    strcmp(in->target, amp_store_errors_ref(st)))
+		return -1;
+	return 0;
+}
+
+/*
+ * The inboxes whose tip the marker does not say yet, and that this join
+ * did not try at that tip already (`tried`: inbox ref -> hex tip), into
+ * *out (freed by the caller), *n of them.  AMP_OK or AMP_EIO.
+ */
+static int pending(amp_store *st, json_t *tried, struct inbox **out, size_t *n, amp_error *err)
+{
+	git_repository *repo = amp_store_repo(st);
+	git_reference_iterator *it = NULL;
+	git_reference *r = NULL;
+	struct inbox in, *grown;
+	size_t alloc = 0;
+	const char *was;
+	int rc, status = AMP_OK;
+
+	*out = NULL;
+	*n = 0;
+	if (git_reference_iterator_glob_new(&it, repo, AMP_SYNC_INBOX "*") < 0)
+		return amp_error_git(err, AMP_EIO, "cannot list the inboxes");
+	while ((rc = git_reference_next(&r, it)) == 0) {
+		const git_oid *tip = git_reference_target(r);
+
+		if (tip && parse_inbox(st, git_reference_name(r), &in) == 0 && !git_oid_is_zero(tip) &&
+		    *n < AMP_SYNC_INBOXES_MAX) {
+			git_oid_cpy(&in.tip, tip);
+			was = json_string_value(json_object_get(tried, in.ref));
+			if (amp_sync_mark_read(repo, in.marker, tip, NULL, 0) == AMP_SYNC_MARK_NONE &&
+			    !(was && !strcmp(was, git_oid_tostr_s(tip)))) {
+				if (*n == alloc) {
+					alloc = alloc ? 2 * alloc : 16;
+					if (!(grown = realloc(*out, alloc * sizeof(**out)))) {
+						status = amp_error_set(err, AMP_EIO, "", "out of memory");
+						break;
+					}
+					*out = grown;
+				}
+				(*out)[(*n)++] = in;
+			}
+		}
+		git_reference_free(r);
+		r = NULL;
+	}
+	if (status == AMP_OK && rc != GIT_ITEROVER)
+		status = amp_error_git(err, AMP_EIO, "cannot list the inboxes");
+	git_error_clear();
+	git_reference_iterator_free(it);
+	return status;
+}
+
+/* Writes the marker of `in`: its tip when joined, else a blob saying why
+ * the join refused it.  A marker that cannot be written leaves the inbox
+ * pending: the next join takes it again, and finds it joined. */
+static void mark(git_repository *repo, const struct inbox *in, int status, const amp_error *why)
+{
+	git_reference *ref = NULL;
+	char text[AMP_MSG_MAX + 128];
+	git_oid at;
+
+	git_oid_cpy(&at, &in->tip);
+	if (status != AMP_OK) {
+		snprintf(text, sizeof(text), "refused %s: %s\n", git_oid_tostr_s(&in->tip),
+			 why->message);
+		if (git_blob_create_from_buffer(&at, repo, text, strlen(text)) < 0) {
+			git_error_clear();
+			return;
+		}
+	}
+	if (git_reference_create(&ref, repo, in->marker, &at, 1,
+				 status == AMP_OK ? "amp hook: joined" : "amp hook: refused") == 0)
+		git_reference_free(ref);
+	git_error_clear();
+}
+
+/* One look: joins every pending inbox once.  *took: how many were. */
+static int join_pending(amp_store *st, amp_schema_set *set, json_t *tried,
+			amp_sync_joined_fn fn, void *ctx, size_t *took, amp_error *err)
+{
+	struct inbox *ins = NULL;
+	amp_sync_inbox_joined j;
+	amp_error why;
+	size_t i, n;
+	int status;
+
+	*took = 0;
+	if ((status = pending(st, tried, &ins, &n, err)) < 0)
+		return status;
+	for (i = 0; i < n; i++) {
+		memset(&j, 0, sizeof(j));
+		j.inbox = ins[i].ref;
+		j.target = ins[i].target;
+		j.err = &why;
+		j.status = amp_sync_absorb(st, set, ins[i].target, &ins[i].tip, ins[i].ref, &j.out,
+					   &why);
+		/* Each tip once a join: a failure of the hub's own (AMP_EIO),
+		 * not the inbox's fault, leaves it pending for the next. */
+		json_object_set_new(tried, ins[i].ref, json_string(git_oid_tostr_s(&ins[i].tip)));
+		if (fn)
+			fn(&j, ctx);
+		if (j.status != AMP_EIO)
+			mark(amp_store_repo(st), &ins[i], j.status, &why);
+		(*took)++;
+	}
+	free(ins);
+	return AMP_OK;
+}
+
+/* How many inboxes are pending that this join did not try: *n. */
+static int count_pending(amp_store *st, json_t *tried, size_t *n, amp_error *err)
+{
+	struct inbox *ins = NULL;
+	int status = pending(st, tried, &ins, n, err);
+
+	free(ins);
+	return status;
+}
+
+/*
+ * The rest of a join in a process of its own, detached from the push
+ * whose hook started it (a session of its own, stdio on /dev/null, as
+ * git gc --auto detaches), so that push returns after the join's first
+ * look instead of waiting while others' inboxes keep coming.  The child
+ * holds the same lock: a flock belongs to the open file description fork
+ * shares, so the parent only closes its descriptor (flock(LOCK_UN) would
+ * let go the child's too).  0 in the parent, 1 in the child, -1 when
+ * fork failed (the join goes on here).
+ */
+static int go_on_detached(int fd)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid > 0) {
+		close(fd);
+		return 0;
+	}
+	setsid();
+	amp_null_stdio();
+	return 1;
+}
+
+int amp_sync_join_inboxes(amp_store *st, amp_schema_set *set, amp_sync_joined_fn fn,
+			  void *ctx, int *ran, amp_error *err)
+{
+	json_t *tried = json_object();
+	size_t took, n;
+	int fd = -1, rc, status = AMP_OK;
+
+	*ran = AMP_SYNC_JOIN_LEFT;
+	if (!tried)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	for (;;) {
+		if ((rc = amp_store_trylock(st, AMP_SYNC_JOIN_LOCK, &fd, err)) <= 0) {
+			/* 0: a join is under way, and it looks again after
+			 * it lets go: it takes what this push brought. */
+			status = rc;
+			break;
+		}
+		if (*ran == AMP_SYNC_JOIN_LEFT)
+			*ran = AMP_SYNC_JOIN_RAN;
+		status = join_pending(st, set, tried, fn, ctx, &took, err);
+		/* Still pending after the first look: the rest is the
+		 * detached child's, and this push returns. */
+		if (status == AMP_OK && took && *ran == AMP_SYNC_JOIN_RAN &&
+		    (status = count_pending(st, tried, &n, err)) == AMP_OK && n &&
+		    (rc = go_on_detached(fd)) >= 0) {
+			if (rc == 0)
+				break;
+			*ran = AMP_SYNC_JOIN_CHILD;
+		}
+		while (status == AMP_OK && took)
+			status = join_pending(st, set, tried, fn, ctx, &took, err);
+		amp_store_unlock(fd);
+		/* A push that found the lock held after this join's last look
+		 * left its inbox to this join: look once more, unlocked. */
+		if (status < 0 || (status = count_pending(st, tried, &n, err)) < 0 || !n)
+			break;
+	}
+	json_decref(tried);
+	return status;
+}
