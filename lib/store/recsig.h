@@ -13,10 +13,11 @@
  * join, a replay, or a restore from any clone may carry anyone's records
  * unchanged, the record and its signature byte for byte.
  *
- * Verifying costs two ssh-keygen runs; a verified (signature blob,
- * record blob, time) -> principal is kept in <git dir>/amp/record-sigs,
- * derived and safe to delete, and dropped whenever amp.allowedSigners
- * changes (its size or modification time).
+ * Verifying costs two ssh-keygen runs, or none for an Ed25519 key
+ * (sshsig.h); a verified (signature blob, record blob, time) -> principal
+ * is kept in <git dir>/amp/record-sigs (sigcache.h), derived and safe to
+ * delete, and dropped whenever amp.allowedSigners changes (its size or
+ * modification time).
  */
 #ifndef AMP_RECSIG_H
 #define AMP_RECSIG_H

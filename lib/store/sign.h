@@ -29,10 +29,14 @@
 
 #include "base/error.h"
 
+struct amp_sigcache;
+
 typedef struct amp_signing {
 	char key[PATH_MAX];      /* amp.signingKey; "" when none */
 	char allowed[PATH_MAX];  /* amp.allowedSigners; "" when none */
 	int require;             /* amp.requireSigned */
+	struct amp_sigcache *cache; /* verified signatures kept (sigcache.h,
+				     * the store's); NULL: none */
 } amp_signing;
 
 /* 1 when `principal` grants `role`: it is the role, or ends in "@role". */
@@ -92,7 +96,9 @@ int amp_signing_may_write(const amp_signing *s, const char *role, const char *ag
  * -n git` accepts for a principal of s->allowed granting `role`.  Returns
  * 1 (the principal in principal[0..psz)), 0 (why in why[0..whysz): not
  * signed, a key not in the file, a principal that does not grant the role,
- * a signature that does not verify), or AMP_EIO.
+ * a signature that does not verify), or AMP_EIO.  A commit verified once
+ * for a role is not verified again while s->allowed is the same
+ * (s->cache, keyed by the commit id and the role).
  */
 int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const git_oid *id,
 			      const char *role, char *principal, size_t psz, char *why,
