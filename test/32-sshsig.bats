@@ -122,7 +122,7 @@ heartbeat_record() {
 		"$T" "$(date -u +%Y-%m-%dT%H:%M:%S+00:00)" "$1" > "../hb$1.json"
 }
 
-@test "a strict send with an Ed25519 key runs no ssh-keygen: its record signature and its commit signature are byte for byte what ssh-keygen -Y sign writes, and ssh-keygen -Y verify and git verify-commit accept them; the strict hub's hook verifies the push with no ssh-keygen run" {
+@test "a strict send with an Ed25519 key runs no ssh-keygen, with its .pub file beside it or not: its record signature and its commit signature are byte for byte what ssh-keygen -Y sign writes, and ssh-keygen -Y verify and git verify-commit accept them; the strict hub's hook verifies the push with no ssh-keygen run" {
 	strict_setup
 	strict_clone_synced co coordinator
 	counted on co amp send task_dispatch --task $T --from coordinator --to executor --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > d.out
@@ -145,6 +145,12 @@ heartbeat_record() {
 	run -0 git -C "$HUB" -c gpg.ssh.allowedSignersFile="$K/signers" verify-commit refs/amp/messages
 	run -0 git -C "$HUB" -c gpg.ssh.allowedSignersFile="$K/signers" log -1 --format='%G? %GS' refs/amp/messages
 	assert_output "G coordinator"
+	# a key file without its .pub beside it: its public key is read from
+	# the private key in process too
+	mv "$K/coordinator.pub" "$K/coordinator.pub.away"
+	counted on co amp send task_dispatch --task T-2026-045 --from coordinator --to executor --payload "$BATS_TEST_TMPDIR/p/dispatch.json" > /dev/null
+	[ "$(keygen_runs)" = 0 ]
+	mv "$K/coordinator.pub.away" "$K/coordinator.pub"
 }
 
 @test "ssh-keygen's own Ed25519 signatures, of a record (ssh-keygen -Y sign) and of its commit (git commit-tree -S), are verified in process: the strict hub's hook takes the push, amp fsck and amp sync accept them, with no ssh-keygen run" {

@@ -53,9 +53,10 @@ int amp_sign_commit_create(git_repository *repo, const amp_signing *s, git_oid *
 			   size_t nparents, const git_commit **parents, amp_error *err);
 
 /*
- * `ssh-keygen -Y sign -n ns -f s->key` of data[0..len): the armored
- * signature into *sig (malloc'd, the caller frees it), its length in
- * *siglen.  AMP_EIO when ssh-keygen cannot sign (its reason in err).
+ * `ssh-keygen -Y sign -n ns -f s->key` of data[0..len), made in process
+ * for an unencrypted Ed25519 key (sshsig.h): the armored signature into
+ * *sig (malloc'd, the caller frees it), its length in *siglen.  AMP_EIO
+ * when it cannot be made (ssh-keygen's reason in err).
  */
 int amp_sign_buffer(const amp_signing *s, const char *ns, const char *data, size_t len,
 		    char **sig, size_t *siglen, amp_error *err);
@@ -69,7 +70,9 @@ int amp_sign_buffer(const amp_signing *s, const char *ns, const char *data, size
  * `role` unless role is NULL, in principal[0..psz)), 0 (why in
  * why[0..whysz)), or AMP_EIO.  The principal `hint` (NULL: `role`) is
  * tried first with one `-Y verify -I hint` run: a signature by a key of
- * the expected principal costs one ssh-keygen run, not two.
+ * the expected principal costs one ssh-keygen run, not two.  An Ed25519
+ * signature is verified in process first (sshsig.h): ssh-keygen runs only
+ * when that cannot say yes, and its answer is the one returned.
  */
 int amp_signing_verify_buffer(const amp_signing *s, const char *ns, const char *sig,
 			      size_t siglen, const char *data, size_t len, int64_t when_s,

@@ -159,21 +159,18 @@ static char *armor(const uint8_t *blob, size_t len, size_t *outlen)
  */
 static uint8_t *dearmor(const char *sig, size_t siglen, size_t *bloblen)
 {
-	const char *end;
 	uint8_t *blob;
 	char *again = NULL;
-	size_t againlen = 0, start = strlen(SIG_BEGIN);
+	size_t againlen = 0, start = strlen(SIG_BEGIN), flen = strlen(SIG_END) + 1, end;
 	int same;
 
 	if (siglen > AMP_SSHSIG_ARMOR_MAX || siglen < start || memcmp(sig, SIG_BEGIN, start))
 		return NULL;
 	/* the first footer, as ssh-keygen's sshsig_dearmor looks for it */
-	for (end = sig + start; end + strlen(SIG_END) + 1 <= sig + siglen; end++)
-		if (!memcmp(end, "\n" SIG_END, strlen(SIG_END) + 1))
-			break;
-	if (end + strlen(SIG_END) + 1 > sig + siglen)
-		return NULL;
-	if (!(blob = b64_decode(sig + start, (size_t)(end - sig) - start, bloblen)))
+	for (end = start; end + flen <= siglen && memcmp(sig + end, "\n" SIG_END, flen); end++)
+		;
+	if (end + flen > siglen ||
+	    !(blob = b64_decode(sig + start, end - start, bloblen)))
 		return NULL;
 	again = armor(blob, *bloblen, &againlen);
 	same = again && (siglen == againlen || siglen + 1 == againlen) &&
