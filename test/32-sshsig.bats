@@ -153,7 +153,7 @@ heartbeat_record() {
 	mv "$K/coordinator.pub.away" "$K/coordinator.pub"
 }
 
-@test "ssh-keygen's own Ed25519 signatures, of a record (ssh-keygen -Y sign) and of its commit (git commit-tree -S), are verified in process: the strict hub's hook takes the push, amp fsck and amp sync accept them, with no ssh-keygen run" {
+@test "ssh-keygen's own Ed25519 signatures, of a record (ssh-keygen -Y sign) and of its commit (git commit-tree -S), are verified in process: the strict hub's hook takes the push, amp fsck and amp sync accept them, with no ssh-keygen run and nothing kept in <git dir>/amp/record-sigs" {
 	strict_setup
 	in_executor_clone
 	ssh-keygen -q -Y sign -n amp-record -f "$K/executor" < ../hb1.json > ../hb1.sig
@@ -170,6 +170,8 @@ heartbeat_record() {
 	[ "$(keygen_runs)" = 0 ]
 	run -0 cat fsck.out
 	assert_line --regexp "^amp fsck: [0-9a-f]{7}: $dir/000090\.ctl\.heartbeat-k1\.json: record signature by executor$"
+	# checked in process, nothing is kept: no cache to read on the next run
+	[ ! -e w/.git/amp/record-sigs ]
 }
 
 @test "a record signature with one flipped byte, of the wrong namespace, by a key not in the allowed signers, with its armor cut short, with trailing data or a length past its end, or by a key whose valid-before is past, is refused by the strict hub's hook as ssh-keygen -Y verify refuses it, with ssh-keygen's reason" {

@@ -14,10 +14,10 @@
  * unchanged, the record and its signature byte for byte.
  *
  * Verifying costs two ssh-keygen runs, or none for an Ed25519 key
- * (sshsig.h); a verified (signature blob, record blob, time) -> principal
- * is kept in <git dir>/amp/record-sigs (sigcache.h), derived and safe to
- * delete, and dropped whenever amp.allowedSigners changes (its size or
- * modification time).
+ * (sshsig.h); what ssh-keygen verified, (signature blob, record blob,
+ * time) -> principal, is kept in <git dir>/amp/record-sigs (sigcache.h),
+ * derived and safe to delete, and dropped whenever amp.allowedSigners
+ * changes (its size or modification time).
  */
 #ifndef AMP_RECSIG_H
 #define AMP_RECSIG_H

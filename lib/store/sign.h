@@ -80,6 +80,15 @@ int amp_signing_verify_buffer(const amp_signing *s, const char *ns, const char *
 			      size_t psz, char *why, size_t whysz, amp_error *err);
 
 /*
+ * The in-process half of amp_signing_verify_buffer (sshsig.h): 1 with the
+ * principal when the signature verifies as ssh-keygen would verify it, 0
+ * when only ssh-keygen can say (then ask amp_signing_verify_buffer).
+ */
+int amp_signing_verify_in_process(const amp_signing *s, const char *ns, const char *sig,
+				  size_t siglen, const char *data, size_t len, int64_t when_s,
+				  const char *role, const char *hint, char *principal, size_t psz);
+
+/*
  * Strict mode's write check: AMP_OK when s->key's public key has a line in
  * s->allowed whose principals grant `role`; AMP_ERULE naming the role and
  * the key's fingerprint when not (or when there is no key); AMP_EIO when a
@@ -99,8 +108,8 @@ int amp_signing_may_write(const amp_signing *s, const char *role, const char *ag
  * -n git` accepts for a principal of s->allowed granting `role`.  Returns
  * 1 (the principal in principal[0..psz)), 0 (why in why[0..whysz): not
  * signed, a key not in the file, a principal that does not grant the role,
- * a signature that does not verify), or AMP_EIO.  A commit verified once
- * for a role is not verified again while s->allowed is the same
+ * a signature that does not verify), or AMP_EIO.  A commit ssh-keygen
+ * verified for a role is not verified again while s->allowed is the same
  * (s->cache, keyed by the commit id and the role).
  */
 int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const git_oid *id,
