@@ -69,7 +69,9 @@ PKG_CFLAGS = $(GIT2_CFLAGS) $(shell pkg-config --cflags jansson zlib libmicrohtt
 static_or_shared = $(if $(and $(filter archive,$(GIT2_MODE)),$(wildcard $(shell pkg-config --variable=libdir $(1))/$(2))),-l:$(2),$(shell pkg-config --libs $(1)))
 JANSSON_LIBS = $(call static_or_shared,jansson,libjansson.a)
 PCRE2_LIBS   = $(call static_or_shared,libpcre2-8,libpcre2-8.a)
-NETTLE_LIBS  = $(call static_or_shared,nettle,libnettle.a)
+# hogweed: nettle's public-key half (Ed25519, lib/store/sshsig.c), on GMP.
+NETTLE_LIBS  = $(call static_or_shared,hogweed,libhogweed.a) $(call static_or_shared,gmp,libgmp.a) \
+	$(call static_or_shared,nettle,libnettle.a)
 PKG_LIBS   = $(GIT2_LIBS) $(JANSSON_LIBS) $(PCRE2_LIBS) $(NETTLE_LIBS) $(shell pkg-config --libs zlib)
 # lib/store/tls_ca.c, linked into every program in the build its mode needs.
 TLS_CA      = $(if $(filter archive,$(GIT2_MODE)),$(BUILD)/tls_ca_archive.o,$(BUILD)/tls_ca.o)

@@ -20,33 +20,13 @@ load signing
 
 setup() {
 	signing_setup
-	for r in admin coordinator executor reviewer system; do
-		printf '%s %s\n' "$r" "$(cut -d' ' -f1,2 "$K/$r.pub")" >> "$K/signers"
-	done
+	role_signers
 	cd "$BATS_TEST_TMPDIR" || return 1
 }
 
 teardown() {
 	stop_servers
 	fsck_all_repos
-}
-
-# strict_hub DIR: a bare hub with amp's server hook in strict mode, whose
-# own key (for its join) is the system's.
-strict_hub() {
-	git init -q --bare "$1"
-	git -C "$1" config amp.requireSigned true
-	git -C "$1" config amp.allowedSigners "$K/signers"
-	git -C "$1" config amp.signingKey "$K/system"
-	amp hook install --server --repo "$1" > /dev/null
-}
-
-# strict_clone URL NAME KEY: a clone in strict mode writing with $K/KEY.
-strict_clone() {
-	git clone -q "$1" "$2" 2> /dev/null
-	git -C "$2" config amp.allowedSigners "$K/signers"
-	git -C "$2" config amp.requireSigned true
-	git -C "$2" config amp.signingKey "$K/$3"
 }
 
 # verify_records GITDIR: every record of the messages ref has a signature

@@ -28,7 +28,34 @@ signing_setup() {
 	cd "$SSOT" || return 1
 }
 
+# role_signers: $K/signers, the allowed-signers file, grants each role its
+# own key.
+role_signers() {
+	local r
+	for r in admin coordinator executor reviewer system; do
+		printf '%s %s\n' "$r" "$(cut -d' ' -f1,2 "$K/$r.pub")" >> "$K/signers"
+	done
+}
+
 # as KEY: the next commands sign with $K/KEY (a role's key, or another).
 as() {
 	git -C "$SSOT" config amp.signingKey "$K/$1"
+}
+
+# strict_hub DIR: a bare hub with amp's server hook in strict mode, whose
+# own key (for its join) is the system's.
+strict_hub() {
+	git init -q --bare "$1"
+	git -C "$1" config amp.requireSigned true
+	git -C "$1" config amp.allowedSigners "$K/signers"
+	git -C "$1" config amp.signingKey "$K/system"
+	amp hook install --server --repo "$1" > /dev/null
+}
+
+# strict_clone URL NAME KEY: a clone in strict mode writing with $K/KEY.
+strict_clone() {
+	git clone -q "$1" "$2" 2> /dev/null
+	git -C "$2" config amp.allowedSigners "$K/signers"
+	git -C "$2" config amp.requireSigned true
+	git -C "$2" config amp.signingKey "$K/$3"
 }

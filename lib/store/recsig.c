@@ -8,102 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "recsig.h"
 #include "base/clock.h"
 #include "record/record.h"
-
-/* ---- the cache of verified signatures --------------------------------------- */
-
-/* What identifies amp.allowedSigners as read: a cache made against
- * another file (rotated keys) is not used. */
-static void allowed_stamp(const amp_signing *s, char *buf, size_t bufsz)
-{
-	struct stat sb;
-
-	if (stat(s->allowed, &sb) < 0)
-		snprintf(buf, bufsz, "amp-record-sigs 1 none");
-	else
-		snprintf(buf, bufsz, "amp-record-sigs 1 %lld %lld.%09ld", (long long)sb.st_size,
-			 (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec);
-}
-
-static void cache_path(amp_store *st, char *buf, size_t bufsz)
-{
-	snprintf(buf, bufsz, "%s/record-sigs", st->state_dir);
-}
-
-/* st->recsigs, read from the cache file once: key "<sig> <record>
- * <when>", value the principal.  NULL when out of memory. */
-static json_t *cache_load(amp_store *st)
-{
-	char path[PATH_MAX + 32], stamp[128], line[1024];
-	FILE *f;
-
-	if (st->recsigs)
-		return st->recsigs;
-	if (!(st->recsigs = json_object()))
-		return NULL;
-	st->recsig_timeless = 0;
-	if ((f = fopen(st->signing.allowed, "r"))) {
-		int bounded = 0;
-
-		while (!bounded && fgets(line, sizeof(line), f))
-			bounded = strstr(line, "valid-") != NULL;
-		st->recsig_timeless = !bounded && !ferror(f);
-		fclose(f);
-	}
-	cache_path(st, path, sizeof(path));
-	allowed_stamp(&st->signing, stamp, sizeof(stamp));
-	if (!(f = fopen(path, "r")))
-		return st->recsigs;
-	if (fgets(line, sizeof(line), f) && !strncmp(line, stamp, strlen(stamp)) &&
-	    line[strlen(stamp)] == '\n') {
-		while (fgets(line, sizeof(line), f)) {
-			char sig[GIT_OID_HEXSZ + 1], rec[GIT_OID_HEXSZ + 1], key[128], who[300];
-			long long when;
-
-			/* A line cut by a crash is not one: skipped. */
-			if (!strchr(line, '\n') ||
-			    sscanf(line, "%40s %40s %lld %299s", sig, rec, &when, who) != 4)
-				continue;
-			snprintf(key, sizeof(key), "%s %s %lld", sig, rec, when);
-			json_object_set_new(st->recsigs, key, json_string(who));
-		}
-	}
-	fclose(f);
-	return st->recsigs;
-}
-
-/* Adds a verified signature to the cache, and to its file (best effort:
- * the cache is derived; a file of another stamp starts over). */
-static void cache_add(amp_store *st, const char *key, const char *principal)
-{
-	char path[PATH_MAX + 32], stamp[128], line[1024];
-	FILE *f;
-	int fresh;
-
-	if (!cache_load(st) || strpbrk(principal, " \t\r\n"))
-		return;
-	json_object_set_new(st->recsigs, key, json_string(principal));
-	cache_path(st, path, sizeof(path));
-	allowed_stamp(&st->signing, stamp, sizeof(stamp));
-	fresh = 1;
-	if ((f = fopen(path, "r"))) {
-		fresh = !fgets(line, sizeof(line), f) || strncmp(line, stamp, strlen(stamp)) ||
-			line[strlen(stamp)] != '\n';
-		fclose(f);
-	}
-	if (mkdir(st->state_dir, 0777) < 0 && errno != EEXIST)
-		return;
-	if (!(f = fopen(path, fresh ? "w" : "a")))
-		return;
-	if (fresh)
-		fprintf(f, "%s\n", stamp);
-	fprintf(f, "%s %s\n", key, principal);
-	fclose(f);
-}
 
 /* ---- verifying ------------------------------------------------------------ */
 
@@ -179,25 +87,34 @@ int amp_store_record_sig_verify(amp_store *st, git_tree *tree, const char *path,
 		snprintf(why, whysz, "its signature is larger than %d bytes", AMP_RECORD_SIG_MAX);
 		goto cleanup;
 	}
-	snprintf(key, sizeof(key), "%s ", git_oid_tostr_s(git_blob_id(sig)));
-	/* Without valid-after or valid-before in the file, when a key
-	 * signed does not matter: one entry serves every time. */
-	cache_load(st);
-	snprintf(key + strlen(key), sizeof(key) - strlen(key), "%s %lld",
-		 git_oid_tostr_s(git_blob_id(rec)), st->recsig_timeless ? 0LL : (long long)when_s);
-	if (st->recsigs && (cached = json_string_value(json_object_get(st->recsigs, key)))) {
-		snprintf(principal, psz, "%s", cached);
-	} else {
-		status = amp_signing_verify_buffer(&st->signing, AMP_RECORD_SIG_NAMESPACE,
-						   git_blob_rawcontent(sig), (size_t)git_blob_rawsize(sig),
-						   git_blob_rawcontent(rec), (size_t)git_blob_rawsize(rec),
-						   when_s, "its commit time", NULL, role, principal,
-						   psz, reason, sizeof(reason), err);
-		if (status == 0)
-			snprintf(why, whysz, "its record signature: %s", reason);
-		if (status != 1)
-			goto cleanup;
-		cache_add(st, key, principal);
+	/* in process first (sshsig.h); only what ssh-keygen verified is kept
+	 * (sign.c says why) */
+	if (!amp_signing_verify_in_process(&st->signing, AMP_RECORD_SIG_NAMESPACE,
+					   git_blob_rawcontent(sig), (size_t)git_blob_rawsize(sig),
+					   git_blob_rawcontent(rec), (size_t)git_blob_rawsize(rec),
+					   when_s, NULL, role, principal, psz)) {
+		/* Without valid-after or valid-before in the file, when a key
+		 * signed does not matter: one entry serves every time. */
+		snprintf(key, sizeof(key), "%s ", git_oid_tostr_s(git_blob_id(sig)));
+		snprintf(key + strlen(key), sizeof(key) - strlen(key), "%s %lld",
+			 git_oid_tostr_s(git_blob_id(rec)),
+			 amp_sigcache_timeless(&st->sigcache) ? 0LL : (long long)when_s);
+		if ((cached = amp_sigcache_get(&st->sigcache, key))) {
+			snprintf(principal, psz, "%s", cached);
+		} else {
+			status = amp_signing_verify_buffer(&st->signing, AMP_RECORD_SIG_NAMESPACE,
+							   git_blob_rawcontent(sig),
+							   (size_t)git_blob_rawsize(sig),
+							   git_blob_rawcontent(rec),
+							   (size_t)git_blob_rawsize(rec), when_s,
+							   "its commit time", NULL, role, principal,
+							   psz, reason, sizeof(reason), err);
+			if (status == 0)
+				snprintf(why, whysz, "its record signature: %s", reason);
+			if (status != 1)
+				goto cleanup;
+			amp_sigcache_put(&st->sigcache, key, principal);
+		}
 	}
 	/* The role and the instance are the record's, checked on the cached
 	 * principal too. */

@@ -13,8 +13,9 @@
  * join, a replay, or a restore from any clone may carry anyone's records
  * unchanged, the record and its signature byte for byte.
  *
- * Verifying costs two ssh-keygen runs; a verified (signature blob,
- * record blob, time) -> principal is kept in <git dir>/amp/record-sigs,
+ * Verifying costs two ssh-keygen runs, or none for an Ed25519 key
+ * (sshsig.h); what ssh-keygen verified, (signature blob, record blob,
+ * time) -> principal, is kept in <git dir>/amp/record-sigs (sigcache.h),
  * derived and safe to delete, and dropped whenever amp.allowedSigners
  * changes (its size or modification time).
  */

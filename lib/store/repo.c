@@ -393,6 +393,8 @@ int amp_store_open(amp_store **out, const char *path, amp_error *err)
 	    (status = load_fsync(st, err)) < 0)
 		goto cleanup;
 	load_log_all_refs(st);
+	amp_sigcache_init(&st->sigcache, st->state_dir, st->signing.allowed);
+	st->signing.cache = &st->sigcache;
 	st->rng = (unsigned int)getpid() ^ (unsigned int)time(NULL);
 	*out = st;
 	st = NULL;
@@ -407,7 +409,7 @@ void amp_store_free(amp_store *st)
 		return;
 	amp_store_docs_share(st, 0);
 	amp_errlist_free(&st->skipped);
-	json_decref(st->recsigs);
+	amp_sigcache_free(&st->sigcache);
 	git_config_free(st->cfg);
 	git_repository_free(st->repo);
 	free(st);

@@ -29,10 +29,14 @@
 
 #include "base/error.h"
 
+struct amp_sigcache;
+
 typedef struct amp_signing {
 	char key[PATH_MAX];      /* amp.signingKey; "" when none */
 	char allowed[PATH_MAX];  /* amp.allowedSigners; "" when none */
 	int require;             /* amp.requireSigned */
+	struct amp_sigcache *cache; /* verified signatures kept (sigcache.h,
+				     * the store's); NULL: none */
 } amp_signing;
 
 /* 1 when `principal` grants `role`: it is the role, or ends in "@role". */
@@ -49,9 +53,10 @@ int amp_sign_commit_create(git_repository *repo, const amp_signing *s, git_oid *
 			   size_t nparents, const git_commit **parents, amp_error *err);
 
 /*
- * `ssh-keygen -Y sign -n ns -f s->key` of data[0..len): the armored
- * signature into *sig (malloc'd, the caller frees it), its length in
- * *siglen.  AMP_EIO when ssh-keygen cannot sign (its reason in err).
+ * `ssh-keygen -Y sign -n ns -f s->key` of data[0..len), made in process
+ * for an unencrypted Ed25519 key (sshsig.h): the armored signature into
+ * *sig (malloc'd, the caller frees it), its length in *siglen.  AMP_EIO
+ * when it cannot be made (ssh-keygen's reason in err).
  */
 int amp_sign_buffer(const amp_signing *s, const char *ns, const char *data, size_t len,
 		    char **sig, size_t *siglen, amp_error *err);
@@ -65,12 +70,23 @@ int amp_sign_buffer(const amp_signing *s, const char *ns, const char *data, size
  * `role` unless role is NULL, in principal[0..psz)), 0 (why in
  * why[0..whysz)), or AMP_EIO.  The principal `hint` (NULL: `role`) is
  * tried first with one `-Y verify -I hint` run: a signature by a key of
- * the expected principal costs one ssh-keygen run, not two.
+ * the expected principal costs one ssh-keygen run, not two.  An Ed25519
+ * signature is verified in process first (sshsig.h): ssh-keygen runs only
+ * when that cannot say yes, and its answer is the one returned.
  */
 int amp_signing_verify_buffer(const amp_signing *s, const char *ns, const char *sig,
 			      size_t siglen, const char *data, size_t len, int64_t when_s,
 			      const char *at, const char *role, const char *hint, char *principal,
 			      size_t psz, char *why, size_t whysz, amp_error *err);
+
+/*
+ * The in-process half of amp_signing_verify_buffer (sshsig.h): 1 with the
+ * principal when the signature verifies as ssh-keygen would verify it, 0
+ * when only ssh-keygen can say (then ask amp_signing_verify_buffer).
+ */
+int amp_signing_verify_in_process(const amp_signing *s, const char *ns, const char *sig,
+				  size_t siglen, const char *data, size_t len, int64_t when_s,
+				  const char *role, const char *hint, char *principal, size_t psz);
 
 /*
  * Strict mode's write check: AMP_OK when s->key's public key has a line in
@@ -92,7 +108,9 @@ int amp_signing_may_write(const amp_signing *s, const char *role, const char *ag
  * -n git` accepts for a principal of s->allowed granting `role`.  Returns
  * 1 (the principal in principal[0..psz)), 0 (why in why[0..whysz): not
  * signed, a key not in the file, a principal that does not grant the role,
- * a signature that does not verify), or AMP_EIO.
+ * a signature that does not verify), or AMP_EIO.  A commit ssh-keygen
+ * verified for a role is not verified again while s->allowed is the same
+ * (s->cache, keyed by the commit id and the role).
  */
 int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const git_oid *id,
 			      const char *role, char *principal, size_t psz, char *why,

@@ -689,5 +689,6 @@ void amp_store_sweep(amp_store *st);
 #include "arrivals.h"
 #include "sign.h"
 #include "recsig.h"
+#include "sshsig.h"
 
 #endif

@@ -18,11 +18,13 @@
  *   records.c    reading tasks and listings    -> reccache tasklog names doccache process
  *   reccache.c   the record caches             -> cache
  *   cache.c      derived files                 -> repo
- *   repo.c       the handle, its git config    -> tasklog names doccache process
- *   recsig.c     records' own signatures       -> sign names
- *   sign.c       signing, trust                -> history
+ *   repo.c       the handle, its git config    -> tasklog names doccache process sigcache
+ *   recsig.c     records' own signatures       -> sign sigcache names
+ *   sign.c       signing, trust                -> history sshsig sigcache
  *   history.c    first-parent walks            -> process
  *   tasklog.c    the task log                  -> names
+ *   sshsig.c     Ed25519 SSH signatures        -> nothing of the folder
+ *   sigcache.c   verified signatures, kept     -> nothing of the folder
  *   names.c, doccache.c, sweep.c, packwrite.c, process.c, rectimes.c: nothing of the folder
  */
 #ifndef AMP_STORE_INT_H
@@ -31,6 +33,7 @@
 #include <limits.h>
 #include <stdint.h>
 
+#include "sigcache.h"
 #include "store.h"
 
 struct amp_store {
@@ -56,8 +59,7 @@ struct amp_store {
 	git_config *cfg;            /* a snapshot, taken at cfg_ms */
 	int64_t cfg_ms;
 	amp_errlist skipped;        /* amp_store_task_in_place: not tasks */
-	json_t *recsigs;            /* verified record signatures (recsig.c) */
-	int recsig_timeless;        /* amp.allowedSigners bounds no key in time */
+	amp_sigcache sigcache;      /* verified signatures (sigcache.h) */
 };
 
 /* 1 when snprintf's result `n` fitted a buffer of `size` bytes: a name
