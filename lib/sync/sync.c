@@ -472,7 +472,7 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 	struct timespec now;
 	long long retries;
 	git_oid start, start_remote;
-	char id[80] = "", who[400];
+	char id[80] = "";
 	amp_sync_checked checked;
 	struct amp_sync_ssh ssh = { 0, NULL };
 	int status, have_start, rc, delivered = 0, have_start_remote = 0;
