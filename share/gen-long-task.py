@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A git fast-import stream of one commit on refs/amp/messages (on top of
-PARENT) adding task TASK of N records in LAYOUT (1 or 2, store.h "Layout"):
+PARENT) adding task TASK of N records (a commit per record, at its time) in LAYOUT (1 or 2, store.h "Layout"):
 dispatches each ACKed, then (with --review) a task_result and a
 review_request, each ACKed, so that a review_verdict can follow.  For
 test/35-layout.bats and share/bench-layout.sh: a long task in seconds,
@@ -45,8 +45,22 @@ def path(seq, kind, rid):
     return "%s/%s/%s/%s" % (task_dir(), d[0:2], d[2:4], name)
 
 
+first = [True]
+
+
 def put(seq, kind, rid, rec):
     data = json.dumps(rec).encode()
+    if not many:
+        # a commit per record, at the record's own time: no record is far
+        # from the commit that brought it (amp watch's clock check,
+        # amp.maxClockSkew, would escalate each one)
+        when = int(datetime.datetime.fromisoformat(rec["timestamp"]).timestamp())
+        subject = b"planted %s" % rid.encode()
+        out.write(b"commit refs/amp/messages\ncommitter amp <amp@amp.invalid> %d +0000\n"
+                  b"data %d\n%s\n" % (when, len(subject), subject))
+        if first[0]:
+            out.write(b"from %s\n" % parent.encode())
+            first[0] = False
     out.write(b"M 100644 inline %s\ndata %d\n" % (path(seq, kind, rid).encode(), len(data)))
     out.write(data + b"\n")
 
@@ -65,8 +79,9 @@ def ack(m, ms):
 dispatch = {"description": "long", "repo": "/tmp/amp-layout1-work", "branch": "feature/long",
             "subtasks": [{"subtask_id": task + "-S1", "description": "one", "estimated_lines": 1}],
             "acceptance_criteria": ["it works"], "risk_level": "low"}
-out.write(b"commit refs/amp/messages\ncommitter amp <amp@amp.invalid> 1772000000 +0000\n"
-          b"data 17\nplanted long task\nfrom %s\n" % parent.encode())
+if many:
+    out.write(b"commit refs/amp/messages\ncommitter amp <amp@amp.invalid> 1772000000 +0000\n"
+              b"data 17\nplanted long task\nfrom %s\n" % parent.encode())
 seq, ms = 0, t0
 pairs = 0 if many else (n - (4 if review else 0)) // 2
 for i in range(n if many else 0):
