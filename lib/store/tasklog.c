@@ -270,6 +270,29 @@ int amp_task_log_id_taken(const amp_task_log *log, const char *msg_id)
 	return 0;
 }
 
+/* Entries compared by lookups that had no index (amp_task_log_scanned). */
+static unsigned long scanned;
+
+unsigned long amp_task_log_scanned(void)
+{
+	return scanned;
+}
+
+int amp_task_log_own_index(amp_task_log *log)
+{
+	log->index = calloc(1, sizeof(*log->index));
+	return log->index ? 0 : -1;
+}
+
+void amp_task_log_view_free(amp_task_log *log)
+{
+	free(log->entries);
+	index_free(log->index);
+	log->entries = NULL;
+	log->index = NULL;
+	log->count = 0;
+}
+
 const amp_entry *amp_task_log_find(const amp_task_log *log,
 				   amp_entry_kind kind, const char *msg_id)
 {
@@ -281,9 +304,11 @@ const amp_entry *amp_task_log_find(const amp_task_log *log,
 		/* a prefix view sees only its own entries */
 		return *slot && *slot - 1 < log->count ? &log->entries[*slot - 1] : NULL;
 	}
-	for (i = 0; i < log->count; i++)
+	for (i = 0; i < log->count; i++) {
+		scanned++;
 		if (log->entries[i].kind == kind &&
 		    strcmp(log->entries[i].id, msg_id) == 0)
 			return &log->entries[i];
+	}
 	return NULL;
 }
