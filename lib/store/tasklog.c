@@ -50,12 +50,18 @@ int amp_task_log_add_bad(amp_task_log *log, int seq, amp_entry_kind kind, char *
 
 int amp_entry_is_marker(const amp_entry *e, const char **record)
 {
-	const char *type = json_string_value(json_object_get(e->doc, "type"));
-	const char *from = json_string_value(json_object_get(e->doc, "from"));
+	const char *type, *from;
 
+	/* Only a control record is one: a message or an ACK is answered
+	 * without looking into it (every reader asks of every record). */
+	*record = NULL;
+	if (e->kind != AMP_ENTRY_CTL)
+		return 0;
+	type = json_string_value(json_object_get(e->doc, "type"));
+	from = json_string_value(json_object_get(e->doc, "from"));
 	*record = json_string_value(json_object_get(e->doc, "record"));
-	return e->kind == AMP_ENTRY_CTL && type && !strcmp(type, "superseded") && from &&
-	       !strcmp(from, "system") && *record;
+	return type && !strcmp(type, "superseded") && from && !strcmp(from, "system") &&
+	       *record;
 }
 
 /* 1 when entry e is the record file `name`. */
