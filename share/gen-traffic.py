@@ -4,8 +4,10 @@
 # T-2026-<TASK0>, T-2026-<TASK0+1>, ...) as JSON lines for amp import
 # (LINES), and as a git fast-import stream of one commit per record on
 # PARENT with the bytes and paths amp writes (STREAM; /dev/null to skip).
-# Used by share/bench-import.sh and test/89-import.bats.
-import datetime, json, sys
+# The paths are layout AMP_GEN_LAYOUT's (1 by default; 2: store.h "Layout").
+# Used by share/bench-import.sh, share/bench-table.sh and test/89-import.bats.
+import datetime, json, os, sys
+layout = int(os.environ.get("AMP_GEN_LAYOUT", "1"))
 records, lines_path, stream_path, parent = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 t0 = 1772116327000  # 2026-02-26T14:32:07Z
 def ts(ms):
@@ -34,7 +36,16 @@ n = int(sys.argv[5]) if len(sys.argv) > 5 else 0
 written = 0
 while written < records:
     task = f"T-2026-{n:04d}"
-    d = f"tasks/2026/{n:04d}"[:-2] + f"/{task}"  # amp_store_task_dir: the number but its last two digits
+    shard = f"{n:04d}"[:-2]  # amp_store_task_dir: the number but its last two digits
+    if layout == 1:
+        d = f"tasks/2026/{shard}/{task}"
+    elif len(shard) <= 2:
+        d = f"tasks/2026/0/{shard}/{task}"
+    else:
+        d = f"tasks/2026/{shard[:-2]}/{shard[-2:]}/{task}"
+    def rec(seq):
+        s = f"{seq:06d}"
+        return f"{d}/{s}" if layout == 1 else f"{d}/{s[0:2]}/{s[2:4]}/{s}"
     seq = 0
     base = t0 + n * 1000
     def msg(kind, frm, to, ms, payload, extra=None):
@@ -45,11 +56,11 @@ while written < records:
                "task_id": task, "timestamp": ts(ms), "requires_ack": True}
         doc.update(extra or {})
         doc["payload"] = payload
-        commit(f"{d}/{seq:06d}.msg.{mid}.json", doc, frm, f"{kind} {task} {frm} -> {to}", ms)
+        commit(f"{rec(seq)}.msg.{mid}.json", doc, frm, f"{kind} {task} {frm} -> {to}", ms)
         seq += 1
         ack = {"protocol_version": "AMP/1.0", "type": "ack", "ack_for": mid, "task_id": task,
                "from": to, "to": frm, "timestamp": ts(ms + 5000)}
-        commit(f"{d}/{seq:06d}.ack.{mid}.json", ack, to, f"ack {mid} {to} -> {frm}", ms + 5000)
+        commit(f"{rec(seq)}.ack.{mid}.json", ack, to, f"ack {mid} {to} -> {frm}", ms + 5000)
         written += 2
         return mid
     D = msg("task_dispatch", "coordinator", "executor", base, {
