@@ -314,13 +314,7 @@ cleanup:
 	/* For benchmarks and tests: how often the compare-and-swap had to
 	 * start over, how many records were parsed from git or came from a
 	 * record cache. */
-	if (st && getenv("AMP_TRACE")) {
-		unsigned long parsed, cached;
-
-		amp_store_record_counts(st, &parsed, &cached);
-		fprintf(stderr, "amp send: trace: retries=%lu records_parsed=%lu records_cached=%lu\n",
-			amp_store_retries(st), parsed, cached);
-	}
+	amp_cli_trace("send", st);
 	amp_errlist_free(&errors);
 	json_decref(a.context);
 	json_decref(payload);

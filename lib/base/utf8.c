@@ -1,5 +1,6 @@
 #include "utf8.h"
 
+#include <stdint.h>
 #include <string.h>
 
 size_t amp_utf8_seqn(const char *s, size_t avail, unsigned *cp)
@@ -48,8 +49,22 @@ int amp_utf8_validn(const char *s, size_t len)
 	size_t n;
 
 	while (s < end) {
+		uint64_t w;
+
+		/* Most of amp's text is ASCII: eight bytes at a time while
+		 * none is above 0x7f nor 0 ((w - 0x01..) & ~w & 0x80.. is not
+		 * 0 exactly when a byte of w is 0). */
+		while (end - s >= 8) {
+			memcpy(&w, s, 8);
+			if ((w & UINT64_C(0x8080808080808080)) ||
+			    ((w - UINT64_C(0x0101010101010101)) & ~w & UINT64_C(0x8080808080808080)))
+				break;
+			s += 8;
+		}
+		if (s == end)
+			break;
 		if (*s > 0 && (unsigned char)*s < 0x80)
-			s++; /* most of amp's text: one comparison a byte */
+			s++;
 		else if ((n = amp_utf8_seqn(s, (size_t)(end - s), &cp)))
 			s += n;
 		else

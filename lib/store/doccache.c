@@ -96,3 +96,9 @@ void amp_store_docs_share(amp_store *st, size_t slots)
 	}
 	st->docs->slots = n;
 }
+
+void amp_store_share_records(amp_store *st, int on)
+{
+	if (!st->batch)
+		amp_store_docs_share(st, on ? 2 * AMP_STORE_SHARED : 0);
+}

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -287,18 +288,22 @@ fail:
 #define ARENA_POSSIBLE 1
 #endif
 
-/* Blocks of ARENA_BLOCK bytes; a task of 1,000 records decodes into ~3. */
-#define ARENA_BLOCK ((size_t)1 << 20)
-#define ARENA_MAX_BLOCKS 8
+/* One reservation of address space, whose pages the kernel gives memory
+ * as they are first written (a record takes about 2 KiB of it).  Being
+ * one range, it tells a value of the arena from one of malloc in one
+ * comparison: 8 blocks of 1 MiB searched at each free, and malloc past
+ * them, were a third of a send into a task of 10,000 records (310M ->
+ * 206M instructions, callgrind; peak memory 34.7 -> 32.0 MB). */
+#define ARENA_SIZE ((size_t)32 << 20)
 /* Larger values (a long string) come from malloc as usual. */
 #define ARENA_LARGEST 4096
 
 static struct {
 	int enabled;  /* amp_reccache_arena was called */
 	int decoding; /* inside amp_reccache_get */
-	char *block[ARENA_MAX_BLOCKS];
-	size_t nblocks;
-	size_t used;  /* of the last block */
+	char *base;   /* the reservation; NULL: not made (or failed) */
+	int failed;
+	size_t used;
 } arena;
 
 static void *arena_malloc(size_t size)
@@ -308,26 +313,28 @@ static void *arena_malloc(size_t size)
 
 	if (!arena.decoding || !need || need > ARENA_LARGEST)
 		return malloc(size);
-	if (!arena.nblocks || ARENA_BLOCK - arena.used < need) {
-		if (arena.nblocks == ARENA_MAX_BLOCKS || !(b = malloc(ARENA_BLOCK)))
-			return malloc(size);
-		arena.block[arena.nblocks++] = b;
-		arena.used = 0;
+	if (!arena.base && !arena.failed) {
+		void *p = mmap(NULL, ARENA_SIZE, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (p == MAP_FAILED)
+			arena.failed = 1;
+		else
+			arena.base = p;
 	}
-	b = arena.block[arena.nblocks - 1] + arena.used;
+	if (!arena.base || ARENA_SIZE - arena.used < need)
+		return malloc(size);
+	b = arena.base + arena.used;
 	arena.used += need;
 	return b;
 }
 
-/* Every value jansson frees comes here once the arena is on: a value of a
- * block is given back with the process, anything else to free(). */
+/* Every value jansson frees comes here once the arena is on: a value of
+ * the arena is given back with the process, anything else to free(). */
 static void arena_free(void *p)
 {
-	size_t i;
-
-	for (i = arena.nblocks; i-- > 0;)
-		if ((char *)p >= arena.block[i] && (char *)p < arena.block[i] + ARENA_BLOCK)
-			return;
+	if (arena.base && (char *)p >= arena.base && (char *)p < arena.base + ARENA_SIZE)
+		return;
 	free(p);
 }
 

@@ -58,12 +58,12 @@ int amp_reccache_save(const char *state_dir, const char *task_id, const amp_recc
 void amp_reccache_free(amp_reccache *c);
 
 /*
- * From now on, the records amp_reccache_get decodes live in blocks of
- * memory this process only gives back when it exits: each of a record's
- * ~40 values is a pointer bump instead of a malloc, and its json_decref a
- * free of nothing (a send into a task of 1,000 records: 53M -> 41M
- * instructions).  At most 8 MiB of blocks (~4,000 records): past them,
- * records come from malloc again.  Installs jansson allocation functions for the whole
+ * From now on, the records amp_reccache_get decodes live in memory this
+ * process only gives back when it exits: each of a record's ~40 values is
+ * a pointer bump instead of a malloc, and its json_decref a free of
+ * nothing (a send into a task of 1,000 records: 53M -> 41M instructions).
+ * At most 32 MiB (~13,000 records): past them, records come from malloc
+ * again.  Installs jansson allocation functions for the whole
  * process (jansson's other values still come from malloc and go back to
  * free).  For a command that reads a bounded number of tasks and exits
  * (amp send, amp ack ...), never for one that runs on (amp watch): its

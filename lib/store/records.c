@@ -99,10 +99,11 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
 	}
-	/* A long task's records come from its record cache (reccache.h);
-	 * a batch shares its own (doccache.c), and a read of the controls
-	 * skips the rest. */
-	if (!controls_only && !st->docs && n >= AMP_RECCACHE_MIN_RECORDS) {
+	/* A long task's records come from its record cache (reccache.h),
+	 * and are shared with the next read when reads share records
+	 * (amp_store_share_records); a batch shares its own (doccache.c),
+	 * and a read of the controls skips the rest. */
+	if (!controls_only && !st->batch && n >= AMP_RECCACHE_MIN_RECORDS) {
 		cache = amp_reccache_load(st->state_dir, task_id);
 		/* without it the cache is not written, nothing else */
 		cache_ids = malloc(n * sizeof(*cache_ids));
@@ -125,8 +126,10 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 			continue;
 		}
 		if (!(rec->doc = amp_store_docs_get(st, git_tree_entry_id(e))) &&
-		    (rec->doc = amp_reccache_get(cache, git_tree_entry_id(e))))
+		    (rec->doc = amp_reccache_get(cache, git_tree_entry_id(e)))) {
 			st->records_cached++;
+			amp_store_docs_put(st, git_tree_entry_id(e), rec->doc);
+		}
 		if (rec->doc)
 			goto have_doc;
 		/* A record past the size bound is unreadable without being

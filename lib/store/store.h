@@ -157,6 +157,18 @@ int amp_task_log_entry_path(const amp_task_log *log, const amp_entry *e, char *b
 const amp_entry *amp_task_log_find(const amp_task_log *log,
 				   amp_entry_kind kind, const char *msg_id);
 
+/* A copy of a log with an entries array of its own (the log plus the
+ * records a write adds) gets an index of its own, so that its lookups do
+ * not scan (a verdict into a task of 10,000 records compared 1.2G entries
+ * checking the lock it may bring): -1 when out of memory (lookups scan).
+ * amp_task_log_view_free frees such a copy's array and index, not its
+ * records' ids and docs (borrowed from the log). */
+int amp_task_log_own_index(amp_task_log *log);
+void amp_task_log_view_free(amp_task_log *log);
+/* How many entries lookups of logs without an index compared so far in
+ * this process: what AMP_TRACE reports as lookup_scans. */
+unsigned long amp_task_log_scanned(void);
+
 /* 1 when msg_id names a message of the log, readable or not, in force or
  * set aside: an id that must not be given to another message. */
 int amp_task_log_id_taken(const amp_task_log *log, const char *msg_id);
@@ -206,6 +218,15 @@ int amp_store_fsync(const amp_store *st);
 /* How many records this store's reads parsed from git, and how many came
  * from a record cache (reccache.h) instead: what AMP_TRACE reports. */
 void amp_store_record_counts(const amp_store *st, unsigned long *parsed, unsigned long *cached);
+
+/* From now on (on = 1) until on = 0, the reads of this store share the
+ * records they parse or take from a record cache, by blob id (a reference
+ * each; at most AMP_STORE_SHARED of them), as a batch's reads do: for a
+ * command that reads a task before its write reads it again (amp verdict
+ * finds the request it answers), so that the second read builds none of
+ * the records the first built.  Not during a batch, which shares its own. */
+#define AMP_STORE_SHARED 16384
+void amp_store_share_records(amp_store *st, int on);
 
 /* Reads git config `key` into buf ("" when unset); returns 1 when set. */
 int amp_store_config(amp_store *st, const char *key, char *buf, size_t bufsz);

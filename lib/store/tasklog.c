@@ -50,12 +50,18 @@ int amp_task_log_add_bad(amp_task_log *log, int seq, amp_entry_kind kind, char *
 
 int amp_entry_is_marker(const amp_entry *e, const char **record)
 {
-	const char *type = json_string_value(json_object_get(e->doc, "type"));
-	const char *from = json_string_value(json_object_get(e->doc, "from"));
+	const char *type, *from;
 
+	/* Only a control record is one: a message or an ACK is answered
+	 * without looking into it (every reader asks of every record). */
+	*record = NULL;
+	if (e->kind != AMP_ENTRY_CTL)
+		return 0;
+	type = json_string_value(json_object_get(e->doc, "type"));
+	from = json_string_value(json_object_get(e->doc, "from"));
 	*record = json_string_value(json_object_get(e->doc, "record"));
-	return e->kind == AMP_ENTRY_CTL && type && !strcmp(type, "superseded") && from &&
-	       !strcmp(from, "system") && *record;
+	return type && !strcmp(type, "superseded") && from && !strcmp(from, "system") &&
+	       *record;
 }
 
 /* 1 when entry e is the record file `name`. */
@@ -270,6 +276,29 @@ int amp_task_log_id_taken(const amp_task_log *log, const char *msg_id)
 	return 0;
 }
 
+/* Entries compared by lookups that had no index (amp_task_log_scanned). */
+static unsigned long scanned;
+
+unsigned long amp_task_log_scanned(void)
+{
+	return scanned;
+}
+
+int amp_task_log_own_index(amp_task_log *log)
+{
+	log->index = calloc(1, sizeof(*log->index));
+	return log->index ? 0 : -1;
+}
+
+void amp_task_log_view_free(amp_task_log *log)
+{
+	free(log->entries);
+	index_free(log->index);
+	log->entries = NULL;
+	log->index = NULL;
+	log->count = 0;
+}
+
 const amp_entry *amp_task_log_find(const amp_task_log *log,
 				   amp_entry_kind kind, const char *msg_id)
 {
@@ -281,9 +310,11 @@ const amp_entry *amp_task_log_find(const amp_task_log *log,
 		/* a prefix view sees only its own entries */
 		return *slot && *slot - 1 < log->count ? &log->entries[*slot - 1] : NULL;
 	}
-	for (i = 0; i < log->count; i++)
+	for (i = 0; i < log->count; i++) {
+		scanned++;
 		if (log->entries[i].kind == kind &&
 		    strcmp(log->entries[i].id, msg_id) == 0)
 			return &log->entries[i];
+	}
 	return NULL;
 }

@@ -411,6 +411,17 @@ int amp_cli_idempotency_key(const char *cmd, const char **key)
 	return 0;
 }
 
+void amp_cli_trace(const char *cmd, amp_store *st)
+{
+	unsigned long parsed, cached;
+
+	if (!st || !getenv("AMP_TRACE"))
+		return;
+	amp_store_record_counts(st, &parsed, &cached);
+	fprintf(stderr, "amp %s: trace: retries=%lu lookup_scans=%lu records_parsed=%lu records_cached=%lu\n",
+		cmd, amp_store_retries(st), amp_task_log_scanned(), parsed, cached);
+}
+
 void amp_cli_report_escalation(const char *cmd, const amp_send_result *res)
 {
 	if (!res->escalation_id[0])

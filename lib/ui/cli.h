@@ -154,6 +154,12 @@ int amp_cli_inbox_print(const char *cmd, amp_store *st, const struct amp_inbox *
  * is 1..256 bytes of UTF-8; else prints an error and returns 2. */
 int amp_cli_idempotency_key(const char *cmd, const char **key);
 
+/* AMP_TRACE (amp-send(1)): when it is set, says on stderr what the
+ * command's store did -- compare-and-swap retries, records parsed from git
+ * and taken from a record cache, entries task-log lookups compared without
+ * an index -- for benchmarks and tests.  Nothing when st is NULL. */
+void amp_cli_trace(const char *cmd, amp_store *st);
+
 /* Says on stderr which escalation a successful write recorded with it (a
  * lock, a late ACK's timeout), if any. */
 void amp_cli_report_escalation(const char *cmd, const amp_send_result *res);

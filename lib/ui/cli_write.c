@@ -162,6 +162,7 @@ json_t *amp_cli_sent_json(const char *key, const amp_send_result *res)
 
 int amp_cli_write_close(amp_cli_writer *w, int code)
 {
+	amp_cli_trace(w->cmd, w->st);
 	amp_errlist_free(&w->errors);
 	amp_schema_set_free(w->set);
 	amp_store_free(w->st);

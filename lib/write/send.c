@@ -39,8 +39,11 @@ static int log_plus(const amp_task_log *log, amp_entry_kind kind, const char *id
 {
 	*out = *log;
 	out->index = NULL; /* it indexes log's entries, not these */
-	if (!(out->entries = malloc((log->count + 1) * sizeof(*out->entries))))
+	if (!(out->entries = malloc((log->count + 1) * sizeof(*out->entries))) ||
+	    amp_task_log_own_index(out) < 0) {
+		amp_task_log_view_free(out);
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	}
 	if (log->count)
 		memcpy(out->entries, log->entries, log->count * sizeof(*out->entries));
 	out->entries[log->count].seq = log->next_seq;
@@ -353,7 +356,7 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 		if ((status = log_plus(&after, AMP_ENTRY_MSG, amp_json_str(lock, "msg_id"), lock,
 				       &with_lock, err)) < 0)
 			goto cleanup;
-		free(after.entries);
+		amp_task_log_view_free(&after);
 		after = with_lock;
 	}
 	/* AMP/1.0 §04 Confidence Threshold: the admin hears of a doubtful
@@ -407,7 +410,7 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	snprintf(w->author, sizeof(w->author), "%s", amp_json_str(c->msg, "from"));
 	status = AMP_OK;
 cleanup:
-	free(after.entries);
+	amp_task_log_view_free(&after);
 	json_decref(lock);
 	amp_task_log_free(&log);
 	return status;
@@ -833,7 +836,7 @@ static int build_ack(amp_store *st, git_tree *tip, void *vctx,
 	snprintf(w->author, sizeof(w->author), "%s", c->from);
 	status = AMP_OK;
 cleanup:
-	free(after.entries);
+	amp_task_log_view_free(&after);
 	amp_task_state_free(&s);
 	amp_task_log_free(&log);
 	return status;

@@ -57,6 +57,9 @@ int amp_verdict_send(amp_store *st, amp_schema_set *set,
 	int status;
 
 	memset(res, 0, sizeof(*res));
+	/* The send reads the task again, at its tip: what this read built
+	 * serves it. */
+	amp_store_share_records(st, 1);
 	if ((status = amp_store_tip(st, amp_store_messages_ref(st), NULL, &tip, &err)) < 0 ||
 	    (status = amp_store_read_task(st, tip, f->task_id, &log, &err)) < 0) {
 		amp_errlist_add(errors, status, err.path, "%s", err.message);
@@ -132,6 +135,7 @@ int amp_verdict_send(amp_store *st, amp_schema_set *set,
 	status = amp_send_message(st, set, msg, &opts, res, errors);
 cleanup:
 	amp_task_log_free(&log);
+	amp_store_share_records(st, 0);
 	git_tree_free(tip);
 	json_decref(payload);
 	json_decref(context);
