@@ -124,20 +124,20 @@ strict() {
 	git init -q --bare hub.git
 	strict hub.git system
 	amp hook install --server --repo hub.git > /dev/null
-	for r in adm:admin co:coordinator co2:coordinator ex:executor; do
+	for r in adm:admin co:coordinator co2:coordinator exe:executor; do
 		git clone -q hub.git "${r%%:*}" 2> /dev/null
 		strict "${r%%:*}" "${r#*:}"
 	done
 	on adm amp init > /dev/null
 	on adm amp sync > /dev/null
-	for r in co co2 ex; do on $r amp sync > /dev/null; done
-	# partitioned: co2 and ex through a hub of their own
+	for r in co co2 exe; do on $r amp sync > /dev/null; done
+	# partitioned: co2 and exe through a hub of their own
 	git clone -q --bare hub.git b-hub.git 2> /dev/null
 	git -C b-hub.git fetch -q origin 'refs/amp/*:refs/amp/*'
 	strict b-hub.git system
 	amp hook install --server --repo b-hub.git > /dev/null
 	on co2 git remote set-url origin "$HUB_BASE/b-hub.git"
-	on ex git remote set-url origin "$HUB_BASE/b-hub.git"
+	on exe git remote set-url origin "$HUB_BASE/b-hub.git"
 	# the same msg_id on each side, other content: co's on the hub, co2's
 	# (the same id and time, another description) on B's hub
 	X=$(on co amp send task_dispatch --task T-2026-046 --from coordinator --to executor --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
@@ -148,16 +148,16 @@ strict() {
 	run -0 on co2 amp send --envelope "$HUB_BASE/theirs.json"
 	assert_output "$X"
 	on co2 amp sync > /dev/null
-	on ex amp sync > /dev/null
+	on exe amp sync > /dev/null
 	# the executor acknowledges co2's dispatch, the ACK naming it
-	on ex amp ack "$X" --from executor > /dev/null
-	on ex amp sync > /dev/null
+	on exe amp ack "$X" --from executor > /dev/null
+	on exe amp sync > /dev/null
 	theirs=$(git -C b-hub.git ls-tree -r refs/amp/messages | grep "\.msg\.$X\.json$" | awk '{print $3}')
 	ours=$(git -C hub.git rev-parse "refs/amp/messages:$path")
 	[ "$theirs" != "$ours" ]
 	# the executor's clone rejoins first, with the coordinator's record
-	on ex git remote set-url origin "$HUB_BASE/hub.git"
-	run -0 on ex amp sync
+	on exe git remote set-url origin "$HUB_BASE/hub.git"
+	run -0 on exe amp sync
 	# co2's bytes are on the hub, set aside, with co2's signature
 	run -0 git -C hub.git ls-tree -r refs/amp/messages
 	assert_output --regexp "$ours	[^	]*/000001\.msg\.$X\.json"
@@ -172,16 +172,16 @@ strict() {
 		ssh-keygen -Y verify -f "$K/signers" -I coordinator -n amp-record -s rec.sig
 	# in force: co's dispatch; co2's set aside, and the ACK naming it
 	# (the executor's key may not write as system: no escalation)
-	run -0 on ex amp status T-2026-046 --json
+	run -0 on exe amp status T-2026-046 --json
 	run -0 json_get '[[s["kind"], s["id"], s["reason"]] for s in d["superseded"]] + [len(d["escalations"])]' <<< "$output"
 	assert_output "[[\"message\", \"$X\", \"the remote holds another record of id $X, and renamed, this one would lose its author's signature\"], [\"ack\", \"$X\", \"it names $X, which this join set aside (the remote holds another record of that id)\"], 0]"
 	# logged on the executor's errors ref
-	run -0 on ex amp errors --json
+	run -0 on exe amp errors --json
 	assert_output --partial "the remote holds another record of id $X, and renamed"
 	# its author rejoins: nothing more to deliver, one SSOT
 	on co2 git remote set-url origin "$HUB_BASE/hub.git"
 	run -0 on co2 amp sync
-	for r in co co2 ex; do
+	for r in co co2 exe; do
 		on $r amp sync > /dev/null
 		[ "$(git -C $r rev-parse refs/amp/messages)" = "$(git -C hub.git rev-parse refs/amp/messages)" ]
 		(cd $r && amp fsck > /dev/null)
