@@ -1,0 +1,64 @@
+#!/usr/bin/env bats
+# Issue 35, item 3: amp import at the speed of git fast-import.  Behaviour
+# here, never speed (make bench-1m measures that): what an import writes is
+# what git fast-import writes of the same records, at the same paths, in
+# either layout, and both repositories pass git fsck --strict; the bench's
+# records (share/gen-traffic.py) follow the layout of the SSOT they go on.
+
+bats_require_minimum_version 1.5.0
+
+load helpers
+load conversation
+load enforcer
+
+setup() {
+	make_ssot
+	git config amp.checkRepo false
+}
+
+teardown() {
+	fsck_teardown
+}
+
+# import_and_fast_import N: N records of real traffic, imported by amp into
+# this SSOT and by git fast-import (gen-traffic's stream, in the layout
+# the SSOT is in) into a copy of it ($BATS_TEST_TMPDIR/fi).
+import_and_fast_import() {
+	local layout=1
+	git cat-file -e refs/amp/messages:amp-layout 2> /dev/null && layout=2
+	rm -rf "$BATS_TEST_TMPDIR/fi" && cp -a . "$BATS_TEST_TMPDIR/fi"
+	AMP_GEN_LAYOUT=$layout $PY "$BATS_TEST_DIRNAME/../share/gen-traffic.py" "$1" \
+		"$BATS_TEST_TMPDIR/l.jsonl" "$BATS_TEST_TMPDIR/s.fi" "$(git rev-parse refs/amp/messages)"
+	git -C "$BATS_TEST_TMPDIR/fi" fast-import --quiet < "$BATS_TEST_TMPDIR/s.fi"
+	run amp import "$BATS_TEST_TMPDIR/l.jsonl"
+	assert_success
+	assert_output --partial "imported $1 records"
+}
+
+@test "amp import writes the tree git fast-import makes of the same records in layout 2 (gen-traffic's stream follows the layout), git fsck --strict clean" {
+	[ "$(git show refs/amp/messages:amp-layout)" = 2 ]
+	import_and_fast_import 416
+	[ "$(git rev-parse 'refs/amp/messages^{tree}')" = \
+	  "$(git -C "$BATS_TEST_TMPDIR/fi" rev-parse 'refs/amp/messages^{tree}')" ]
+	# one commit per record on both sides
+	[ "$(git rev-list --count refs/amp/messages)" = 417 ]
+	[ "$(git -C "$BATS_TEST_TMPDIR/fi" rev-list --count refs/amp/messages)" = 417 ]
+	# a record of the 52nd task sits in the fan-out of layout 2
+	git cat-file -e 'refs/amp/messages:tasks/2026/0/00/T-2026-0051/00/00/000001.msg.task_dispatch-T-2026-0051-1772116378000.json'
+	run git fsck --strict --no-dangling
+	assert_success
+	run amp fsck
+	assert_success
+}
+
+@test "amp import writes the tree git fast-import makes of the same records in layout 1, git fsck --strict clean" {
+	rm -rf .git/refs/amp .git/amp && git config amp.layout 1 && amp init > /dev/null
+	run git cat-file -e refs/amp/messages:amp-layout
+	assert_failure
+	import_and_fast_import 160
+	[ "$(git rev-parse 'refs/amp/messages^{tree}')" = \
+	  "$(git -C "$BATS_TEST_TMPDIR/fi" rev-parse 'refs/amp/messages^{tree}')" ]
+	git cat-file -e 'refs/amp/messages:tasks/2026/00/T-2026-0019/000008.ack.review_verdict-T-2026-0019-1772116526000.json'
+	run git fsck --strict --no-dangling
+	assert_success
+}
