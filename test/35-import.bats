@@ -62,3 +62,34 @@ import_and_fast_import() {
 	run git fsck --strict --no-dangling
 	assert_success
 }
+
+@test "an import refused after it wrote its first pack (2,000 commits) leaves the ref where it was and the repository clean; the valid records import after" {
+	# after the records (gen-traffic dates them from 2026-02-26T14:32:07Z)
+	export AMP_NOW=2026-03-01T00:00:00Z
+	$PY "$BATS_TEST_DIRNAME/../share/gen-traffic.py" 2016 "$BATS_TEST_TMPDIR/l.jsonl" /dev/null 0
+	# record 2,011 (a task_result) breaks the schema
+	$PY - "$BATS_TEST_TMPDIR/l.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+d = json.loads(lines[2010]); d["payload"]["completion_status"] = "done-ish"
+lines[2010] = json.dumps(d)
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+PY
+	before=$(git rev-parse refs/amp/messages)
+	packs=$(ls .git/objects/pack/*.pack | wc -l)
+	run amp import "$BATS_TEST_TMPDIR/l.jsonl"
+	assert_failure 1
+	assert_output --partial "line 2011: /payload/completion_status"
+	assert_equal "$(git rev-parse refs/amp/messages)" "$before"
+	# the first 2,000 commits did reach a pack: nothing points at them
+	[ "$(ls .git/objects/pack/*.pack | wc -l)" -gt "$packs" ]
+	run git fsck --strict --no-dangling
+	assert_success
+	run amp fsck
+	assert_success
+	head -2008 "$BATS_TEST_TMPDIR/l.jsonl" > "$BATS_TEST_TMPDIR/ok.jsonl"
+	run amp import "$BATS_TEST_TMPDIR/ok.jsonl"
+	assert_success
+	assert_output --partial "imported 2008 records"
+	[ "$(git rev-list --count "$before..refs/amp/messages")" = 2008 ]
+}
