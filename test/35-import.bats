@@ -93,3 +93,35 @@ PY
 	assert_output --partial "imported 2008 records"
 	[ "$(git rev-list --count "$before..refs/amp/messages")" = 2008 ]
 }
+
+@test "an import keeps at most 24 MiB of objects in memory before it writes a pack: a layout-1 task of 1,600 records (trees of up to 1,600 entries, each written whole) imports under 64 MB, in several packs" {
+	rm -rf .git/refs/amp .git/amp && git config amp.layout 1 && amp init > /dev/null
+	git config amp.autoPack 0
+	export AMP_NOW=2026-11-01T00:00:00Z
+	$PY - "$BATS_TEST_TMPDIR/long.jsonl" <<'PY'
+import datetime, json, sys
+def ts(ms):
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+with open(sys.argv[1], "w") as f:
+    for i in range(800):
+        ms = 1780000000000 + i * 60000
+        mid = "task_dispatch-T-2026-999998-%d" % ms
+        f.write(json.dumps({"protocol_version": "AMP/1.0", "msg_id": mid, "type": "task_dispatch",
+            "from": "coordinator", "to": "executor", "task_id": "T-2026-999998", "timestamp": ts(ms),
+            "requires_ack": True, "payload": {"description": "bench", "repo": "/srv/bench",
+            "branch": "feature/bench", "subtasks": [{"subtask_id": "S1", "description": "one",
+            "estimated_lines": 1}], "acceptance_criteria": ["it works"], "risk_level": "low"}}) + "\n")
+        f.write(json.dumps({"protocol_version": "AMP/1.0", "type": "ack", "ack_for": mid,
+            "task_id": "T-2026-999998", "from": "executor", "to": "coordinator",
+            "timestamp": ts(ms + 5000)}) + "\n")
+PY
+	packs=$(ls .git/objects/pack/*.pack | wc -l)
+	run -0 /usr/bin/time -f 'maxrss=%M' amp import "$BATS_TEST_TMPDIR/long.jsonl"
+	assert_line --partial "imported 1600 records"
+	[[ ${lines[-1]} =~ ^maxrss=([0-9]+)$ ]]
+	[ "${BASH_REMATCH[1]}" -lt 65536 ]
+	[ "$(ls .git/objects/pack/*.pack | wc -l)" -ge $((packs + 3)) ]
+	[ "$(git ls-tree refs/amp/messages tasks/2026/9999/T-2026-999998/ | wc -l)" = 1600 ]
+	run git fsck --strict --no-dangling
+	assert_success
+}

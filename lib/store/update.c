@@ -492,7 +492,7 @@ static int batch_build(amp_store *st, const char *ref, struct batch_odb *b,
 	git_commit *cur = NULL;
 	git_tree *tree = NULL;
 	git_oid next;
-	size_t i;
+	size_t i, flushed = 0; /* *n at the last flush */
 	int status;
 
 	memset(&w, 0, sizeof(w));
@@ -520,7 +520,9 @@ static int batch_build(amp_store *st, const char *ref, struct batch_odb *b,
 			status = amp_error_git(err, AMP_EIO, "cannot read a new commit");
 			goto cleanup;
 		}
-		if (++*n % AMP_STORE_BATCH_PACK == 0 && (status = amp_store_batch_flush(st, b, err)) < 0)
+		if ((++*n - flushed >= AMP_STORE_BATCH_PACK ||
+		     amp_store_batch_bytes(b) >= AMP_STORE_BATCH_BYTES) &&
+		    (flushed = *n, status = amp_store_batch_flush(st, b, err)) < 0)
 			goto cleanup;
 	}
 	status = *n ? amp_store_batch_flush(st, b, err) : AMP_OK;
@@ -623,7 +625,7 @@ cleanup:
 	git_commit_free(head);
 	git_commit_free(parent);
 	/* After the flock, as amp_store_update's.  A batch leaves a pack per
-	 * AMP_STORE_BATCH_PACK commits. */
+	 * AMP_STORE_BATCH_PACK commits or AMP_STORE_BATCH_BYTES. */
 	if (status == AMP_OK && n) {
 		amp_store_sweep_hourly(st);
 		amp_pack_maybe(st);
