@@ -18,19 +18,6 @@ struct answer_args {
 	long long seconds;
 };
 
-static int option(amp_cli_writer *w, int c)
-{
-	struct answer_args *a = w->ctx;
-
-	if (c == 'q')
-		a->question = optarg;
-	else if (c == 'a')
-		a->timeout = optarg;
-	else
-		a->answer = optarg;
-	return 0;
-}
-
 static int check(amp_cli_writer *w)
 {
 	struct answer_args *a = w->ctx;
@@ -54,9 +41,9 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct answer_args a = { NULL, NULL, NULL, 0 };
-	amp_cli_writer w = { .cmd = "answer", .usage = usage, .opts = opts, .option = option,
-			     .usage_one = "one task id expected", .operand_name = "<task_id>",
-			     .operand_def = "task_id", .check = check, .ctx = &a };
+	const char **values[] = { &a.question, &a.answer, &a.timeout };
+	amp_cli_writer w = { .cmd = "answer", .usage = usage, .opts = opts, .values = values,
+			     AMP_CLI_TASK_OPERAND, .check = check, .ctx = &a };
 	amp_coord_result res;
 	int code, status;
 

@@ -20,21 +20,6 @@ struct ask_args {
 	long long seconds;
 };
 
-static int option(amp_cli_writer *w, int c)
-{
-	struct ask_args *a = w->ctx;
-
-	if (c == 'q')
-		a->question = optarg;
-	else if (c == 's')
-		a->subtask = optarg;
-	else if (c == 'k')
-		a->ack = optarg;
-	else
-		a->timeout = optarg;
-	return 0;
-}
-
 static int check(amp_cli_writer *w)
 {
 	struct ask_args *a = w->ctx;
@@ -61,19 +46,15 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ask_args a = { NULL, NULL, NULL, NULL, 0 };
-	amp_cli_writer w = { .cmd = "ask", .usage = usage, .opts = opts, .option = option,
-			     .usage_one = "one task id expected", .operand_name = "<task_id>",
-			     .operand_def = "task_id", .check = check, .ctx = &a };
+	const char **values[] = { &a.question, &a.subtask, &a.timeout, &a.ack };
+	amp_cli_writer w = { .cmd = "ask", .usage = usage, .opts = opts, .values = values,
+			     AMP_CLI_TASK_OPERAND, .check = check, .ctx = &a, .role = "executor",
+			     .role_why = "a clarification question comes from the executor" };
 	amp_coord_result res;
 	int code, status;
 
 	if ((code = amp_cli_write_open(&w, argc, argv)) != AMP_CLI_GO)
 		return amp_cli_write_close(&w, code);
-	if (w.from && strcmp(w.from, "executor")) {
-		amp_errlist_add(&w.errors, AMP_ERULE, "/from",
-				"a clarification question comes from the executor, not %s", w.from);
-		return amp_cli_write_done(&w, AMP_ERULE);
-	}
 	if (a.ack) {
 		/* the asker acknowledges the answer (protocol/question.h) */
 		status = amp_coord_ack_answer(w.st, w.set, w.arg, a.ack, amp_store_agent(w.st),

@@ -18,19 +18,6 @@ struct progress_args {
 	long long value;
 };
 
-static int option(amp_cli_writer *w, int c)
-{
-	struct progress_args *a = w->ctx;
-
-	if (c == 'p')
-		a->percent = optarg;
-	else if (c == 'n')
-		a->note = optarg;
-	else
-		a->subtask = optarg;
-	return 0;
-}
-
 static int check(amp_cli_writer *w)
 {
 	struct progress_args *a = w->ctx;
@@ -51,19 +38,15 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct progress_args a = { NULL, NULL, NULL, 0 };
-	amp_cli_writer w = { .cmd = "progress", .usage = usage, .opts = opts, .option = option,
-			     .usage_one = "one task id expected", .operand_name = "<task_id>",
-			     .operand_def = "task_id", .check = check, .ctx = &a };
+	const char **values[] = { &a.percent, &a.note, &a.subtask };
+	amp_cli_writer w = { .cmd = "progress", .usage = usage, .opts = opts, .values = values,
+			     AMP_CLI_TASK_OPERAND, .check = check, .ctx = &a, .role = "executor",
+			     .role_why = "progress is reported by the executor that holds the task" };
 	amp_coord_result res;
 	int code, status;
 
 	if ((code = amp_cli_write_open(&w, argc, argv)) != AMP_CLI_GO)
 		return amp_cli_write_close(&w, code);
-	if (w.from && strcmp(w.from, "executor")) {
-		amp_errlist_add(&w.errors, AMP_ERULE, "/from",
-				"progress is reported by the executor that holds the task, not %s", w.from);
-		return amp_cli_write_done(&w, AMP_ERULE);
-	}
 	status = amp_coord_progress(w.st, w.set, w.arg, a.subtask, amp_store_agent(w.st),
 				    (int)a.value, a.note, w.now_ms, &res, &w.errors);
 	if (status >= 0)

@@ -3,15 +3,12 @@
 # task: dispatch, ACK, result, ACK, review_request, ACK, verdict, ACK; tasks
 # T-2026-<TASK0>, T-2026-<TASK0+1>, ...) as JSON lines for amp import
 # (LINES), and as a git fast-import stream of one commit per record on
-# PARENT with the bytes and paths amp writes (STREAM; /dev/null to skip),
-# in the layout AMP_GEN_LAYOUT names (2, amp init's default, or 1: the
-# layout of the SSOT PARENT is in; lib/store/layout.c).
-# Used by share/bench-import.sh and test/89-import.bats.
+# PARENT with the bytes and paths amp writes (STREAM; /dev/null to skip).
+# The paths are layout AMP_GEN_LAYOUT's (1 by default; 2: store.h "Layout").
+# Used by share/bench-import.sh, share/bench-table.sh and test/89-import.bats.
 import datetime, json, os, sys
+layout = int(os.environ.get("AMP_GEN_LAYOUT", "1"))
 records, lines_path, stream_path, parent = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-layout = os.environ.get("AMP_GEN_LAYOUT", "2")
-if layout not in ("1", "2"):
-    sys.exit("gen-traffic.py: AMP_GEN_LAYOUT must be 1 or 2")
 t0 = 1772116327000  # 2026-02-26T14:32:07Z
 def ts(ms):
     # amp_time_format: milliseconds only when there are some
@@ -35,19 +32,20 @@ def commit(path, doc, author, subject, ms):
     if mark == 1:
         s.write(f"from {parent}\n".encode())
     s.write(f"M 100644 inline {path}\ndata {len(data)}\n".encode() + data + b"\n")
-def fan(seq):
-    # layout 2: the first four of the six digits, two fan-out levels
-    s = f"{seq:06d}"
-    return "" if layout == "1" else f"/{s[:2]}/{s[2:4]}"
 n = int(sys.argv[5]) if len(sys.argv) > 5 else 0
 written = 0
 while written < records:
     task = f"T-2026-{n:04d}"
     shard = f"{n:04d}"[:-2]  # amp_store_task_dir: the number but its last two digits
-    if layout == "1":
+    if layout == 1:
         d = f"tasks/2026/{shard}/{task}"
-    else:  # the shard's last two digits under the rest ("0" when none)
-        d = f"tasks/2026/{shard[:-2] or '0'}/{shard[-2:]}/{task}"
+    elif len(shard) <= 2:
+        d = f"tasks/2026/0/{shard}/{task}"
+    else:
+        d = f"tasks/2026/{shard[:-2]}/{shard[-2:]}/{task}"
+    def rec(seq):
+        s = f"{seq:06d}"
+        return f"{d}/{s}" if layout == 1 else f"{d}/{s[0:2]}/{s[2:4]}/{s}"
     seq = 0
     base = t0 + n * 1000
     def msg(kind, frm, to, ms, payload, extra=None):
@@ -58,11 +56,11 @@ while written < records:
                "task_id": task, "timestamp": ts(ms), "requires_ack": True}
         doc.update(extra or {})
         doc["payload"] = payload
-        commit(f"{d}{fan(seq)}/{seq:06d}.msg.{mid}.json", doc, frm, f"{kind} {task} {frm} -> {to}", ms)
+        commit(f"{rec(seq)}.msg.{mid}.json", doc, frm, f"{kind} {task} {frm} -> {to}", ms)
         seq += 1
         ack = {"protocol_version": "AMP/1.0", "type": "ack", "ack_for": mid, "task_id": task,
                "from": to, "to": frm, "timestamp": ts(ms + 5000)}
-        commit(f"{d}{fan(seq)}/{seq:06d}.ack.{mid}.json", ack, to, f"ack {mid} {to} -> {frm}", ms + 5000)
+        commit(f"{rec(seq)}.ack.{mid}.json", ack, to, f"ack {mid} {to} -> {frm}", ms + 5000)
         written += 2
         return mid
     D = msg("task_dispatch", "coordinator", "executor", base, {

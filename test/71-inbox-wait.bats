@@ -223,7 +223,7 @@ conversation() {
 	# have, of another version: rebuilt
 	for bad in 'garbage' "$(head -c 60 .git/amp/inbox.json)" \
 		   "$(sed 's/"tip":"[0-9a-f]*"/"tip":"0123456789012345678901234567890123456789"/' .git/amp/inbox.json)" \
-		   "$(sed 's/"version":2/"version":99/' .git/amp/inbox.json)" '{}' '[]'; do
+		   "$(sed 's/"version":[0-9]*/"version":99/' .git/amp/inbox.json)" '{}' '[]'; do
 		# a foreign cache that would hide the dispatch if it were trusted
 		printf '%s' "$bad" | sed 's/"to":"executor"/"to":"admin"/' > .git/amp/inbox.json
 		run ids executor

@@ -17,11 +17,13 @@
 #include "store/store.h"
 #include "record/record.h"
 #include "read.h"
+#include "inbox_team.h"
 #include "protocol/protocol.h"
 #include "base/util.h"
 
-/* 2: each record has "agent" (the instance that wrote it, or null). */
-#define CACHE_VERSION 2
+/* 2: each record has "agent" (the instance that wrote it, or null);
+ * 3: the team's reports follow the cache object (inbox_team.h). */
+#define CACHE_VERSION 3
 
 /* ---- reading the SSOT ------------------------------------------------------ */
 
@@ -235,20 +237,30 @@ static int tasks_valid(const json_t *tasks)
 }
 
 /* The cache file, or a fresh cache (tip null) when it is missing, not a
- * regular file, too big (amp_cache_json), not JSON, or not ours (version,
- * ref, build and policy, shape). */
-static json_t *load_cache(amp_store *st)
+ * regular file, too big (amp_cache_bound), not JSON, or not ours (version,
+ * ref, build and policy, shape).  *team: the text of the team's reports
+ * that follows the cache object in the file (inbox_team.h), unparsed: only
+ * the roles they are for read it; a copy the caller frees, NULL with a
+ * fresh cache. */
+static json_t *load_cache(amp_store *st, char **team)
 {
-	char path[PATH_MAX + 16];
-	json_t *c, *key = policy_key(st);
+	char path[PATH_MAX + 16], *buf = NULL;
+	json_t *c = NULL, *key = policy_key(st);
 	const char *ref, *tip;
+	json_error_t jerr;
+	size_t len = 0;
 	git_oid oid;
 
+	*team = NULL;
 	cache_path(st, path, sizeof(path));
-	c = amp_cache_json(st, path);
+	if (amp_cache_read(path, amp_cache_bound(st), &buf, &len) == 0 &&
+	    (c = json_loadb(buf, len, JSON_DISABLE_EOF_CHECK, &jerr)) &&
+	    jerr.position > 0 && (size_t)jerr.position < len)
+		*team = strdup(buf + jerr.position); /* amp_cache_read ends buf in a NUL */
+	free(buf);
 	ref = amp_json_str(c, "ref");
 	tip = amp_json_str(c, "tip");
-	if (!json_is_object(c) ||
+	if (!json_is_object(c) || !*team ||
 	    json_integer_value(json_object_get(c, "version")) != CACHE_VERSION ||
 	    !ref || strcmp(ref, amp_store_messages_ref(st)) ||
 	    !json_equal(json_object_get(c, "policy"), key) ||
@@ -258,6 +270,8 @@ static json_t *load_cache(amp_store *st)
 	    !tasks_valid(json_object_get(c, "tasks"))) {
 		json_decref(c);
 		c = fresh_cache(st);
+		free(*team);
+		*team = NULL;
 	}
 	git_error_clear();
 	json_decref(key);
@@ -266,8 +280,9 @@ static json_t *load_cache(amp_store *st)
 
 /* Best effort: a reader that cannot write the cache still answers (from
  * the SSOT, every time).  Temporary file and rename: a racing reader sees
- * a whole file, and the last rename wins with an answer as good. */
-static void save_cache(amp_store *st, const json_t *c)
+ * a whole file, and the last rename wins with an answer as good.  The
+ * cache object, then on the next line the team's reports. */
+static void save_cache(amp_store *st, const json_t *c, const json_t *team)
 {
 	char path[PATH_MAX + 16];
 	amp_tempfile t = { .fd = -1 };
@@ -276,7 +291,9 @@ static void save_cache(amp_store *st, const json_t *c)
 	cache_path(st, path, sizeof(path));
 	if ((mkdir(amp_store_state_dir(st), 0777) < 0 && errno != EEXIST) ||
 	    amp_tempfile_open(&t, path, 0) < 0 || !(f = amp_tempfile_stream(&t)) ||
-	    json_dumpf(c, f, JSON_COMPACT) < 0 || amp_tempfile_commit(&t) < 0)
+	    json_dumpf(c, f, JSON_COMPACT) < 0 || putc('\n', f) == EOF ||
+	    json_dumpf(team, f, JSON_COMPACT) < 0 || putc('\n', f) == EOF ||
+	    amp_tempfile_commit(&t) < 0)
 		amp_tempfile_rollback(&t);
 }
 
@@ -340,13 +357,14 @@ static void keep_skipped(amp_store *st, json_t *c, git_tree *tip)
 }
 
 /*
- * Brings cache c up to commit `tip`: from the cached tip's tree by a diff
- * both ways (a task only in the old tree is gone: the ref moved back or to
- * another history), or from nothing when c has no tip or its tree cannot
- * be read.  *rebuilt says which.
+ * Brings cache c and the team's reports *team up to commit `tip`: from the
+ * cached tip's tree by a diff both ways (a task only in the old tree is
+ * gone: the ref moved back or to another history), or from nothing when c
+ * has no tip, its tree cannot be read or *team is NULL (they did not read
+ * back).  *rebuilt says which.
  */
-static int update_cache(amp_store *st, json_t **c, const git_oid *tip, int *rebuilt,
-			amp_error *err)
+static int update_cache(amp_store *st, json_t **c, json_t **team, const git_oid *tip,
+			int *rebuilt, amp_error *err)
 {
 	git_repository *repo = amp_store_repo(st);
 	git_commit *old_c = NULL, *new_c = NULL;
@@ -359,11 +377,13 @@ static int update_cache(amp_store *st, json_t **c, const git_oid *tip, int *rebu
 	int status = AMP_OK;
 
 	*rebuilt = 0;
-	if (!hex || git_oid_fromstr(&old, hex) < 0 || git_commit_lookup(&old_c, repo, &old) < 0 ||
-	    git_commit_tree(&old_t, old_c) < 0) {
+	if (!hex || !*team || git_oid_fromstr(&old, hex) < 0 ||
+	    git_commit_lookup(&old_c, repo, &old) < 0 || git_commit_tree(&old_t, old_c) < 0) {
 		git_error_clear();
 		json_decref(*c);
 		*c = fresh_cache(st);
+		json_decref(*team);
+		*team = json_object();
 		*rebuilt = 1;
 	}
 	if (git_commit_lookup(&new_c, repo, tip) < 0 || git_commit_tree(&new_t, new_c) < 0) {
@@ -371,7 +391,7 @@ static int update_cache(amp_store *st, json_t **c, const git_oid *tip, int *rebu
 				       amp_store_messages_ref(st), git_oid_tostr_s(tip));
 		goto cleanup;
 	}
-	if (!touched || !known || !*c) {
+	if (!touched || !known || !*c || !*team) {
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 		goto cleanup;
 	}
@@ -402,6 +422,9 @@ static int update_cache(amp_store *st, json_t **c, const git_oid *tip, int *rebu
 		status = refresh_task(st, new_t, *c, json_object_iter_key(iter), err);
 	if (status == AMP_OK)
 		status = fill_agents(st, json_object_get(*c, "tasks"), known, err);
+	if (status == AMP_OK)
+		status = amp_inbox_team_refresh(st, new_t, touched, json_object_get(*c, "broken"),
+						*team, err);
 	if (status == AMP_OK)
 		json_object_set_new(*c, "tip", json_string(git_oid_tostr(tip_hex, sizeof(tip_hex), tip)));
 cleanup:
@@ -524,7 +547,8 @@ int amp_inbox_read(amp_store *st, const char *role, const char *task, int all,
 		   amp_inbox *out, amp_error *err)
 {
 	const char *ref = amp_store_messages_ref(st), *skipped_path;
-	json_t *c = NULL, *v;
+	json_t *c = NULL, *team = NULL, *v;
+	char *team_text = NULL;
 	git_oid tip;
 	int rc, rebuilt, status;
 
@@ -552,30 +576,41 @@ int amp_inbox_read(amp_store *st, const char *role, const char *task, int all,
 			status = fill_agents(st, out->messages, NULL, err);
 		goto sort;
 	}
-	c = load_cache(st);
+	c = load_cache(st, &team_text);
 	/* A task that could not be read is tried again, even at the same tip
-	 * (an object database repaired, a pack fetched). */
+	 * (an object database repaired, a pack fetched).  The team's reports
+	 * are parsed only for a role they are for: a hit of another role
+	 * reads past them. */
 	if (c && amp_json_str(c, "tip") && !strcmp(amp_json_str(c, "tip"), out->tip) &&
 	    !json_object_size(json_object_get(c, "broken"))) {
 		out->source = AMP_INBOX_HIT;
+		if (amp_inbox_team_role(role))
+			team = amp_inbox_team_load(team_text);
 	} else {
-		if ((status = update_cache(st, &c, &tip, &rebuilt, err)) < 0)
+		team = amp_inbox_team_load(team_text);
+		if ((status = update_cache(st, &c, &team, &tip, &rebuilt, err)) < 0)
 			goto cleanup;
 		out->source = rebuilt ? AMP_INBOX_REBUILT : AMP_INBOX_UPDATED;
-		save_cache(st, c);
+		save_cache(st, c, team);
 	}
 	json_object_foreach(json_object_get(c, "skipped"), skipped_path, v)
 		if (json_is_string(v))
 			amp_store_note_skipped(st, skipped_path, json_string_value(v));
 	status = from_cache(c, role, task, out->messages, err);
+	if (amp_inbox_team_role(role))
+		out->reports = json_incref(team);
 sort:
 	if (status == AMP_OK)
 		status = sort_messages(out->messages, err);
 cleanup:
 	json_decref(c);
+	json_decref(team);
+	free(team_text);
 	if (status < 0) {
 		json_decref(out->messages);
 		out->messages = NULL;
+		json_decref(out->reports);
+		out->reports = NULL;
 	}
 	return status;
 }
@@ -586,6 +621,8 @@ void amp_inbox_free(amp_inbox *in)
 	in->messages = NULL;
 	json_decref(in->team);
 	in->team = NULL;
+	json_decref(in->reports);
+	in->reports = NULL;
 }
 
 /* ---- output -------------------------------------------------------------- */

@@ -13,12 +13,17 @@
  *                           "timestamp","requires_ack","deadline","path",
  *                           "agent"}]},
  *    "broken":{"<task_id>":"<why its directory cannot be read>"}}
+ *   {"<task_id>":{"task_id","progress","questions","released"}}
  *
  * ("deadline": the ACK deadline in Unix ms, amp_task_ack_deadline, or
  * null; "agent": the named instance that wrote it, from the Amp-Agent
  * trailer of the commit that added it, or null -- found once, when the
  * record enters the file, by walking the history from the tip only until
- * the commits of the new records are found.)  The tip is always read from the ref first: an unchanged ref is
+ * the commits of the new records are found.)  On the line after it: what
+ * the team reports on each task not finished (inbox_team.h), kept with
+ * the tasks a diff touches, so that a warm `amp inbox coordinator` reads
+ * no other file, and parsed only for the roles it is for.  The tip is
+ * always read from the ref first: an unchanged ref is
  * answered from the file without reading any git object; a moved ref
  * (amp send, a fetch, a plain `git update-ref`) is caught up by diffing
  * the cached tip's tree against the new one and re-reading only the task
@@ -57,6 +62,9 @@ typedef struct amp_inbox {
 	amp_inbox_source source;
 	json_t *team;       /* what the team reports (inbox_team.h), owned;
 			     * NULL: not asked */
+	json_t *reports;    /* inbox.json's team's reports (inbox_team.h),
+			     * owned; NULL: not read from inbox.json, or
+			     * not for this role */
 } amp_inbox;
 
 /*

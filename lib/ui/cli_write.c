@@ -26,6 +26,21 @@ static const struct option common_opts[] = {
 
 #define OPTS_MAX 24
 
+/* Stores optarg where w->values says option `c` goes: 1, or 0 when it
+ * says nothing of c. */
+static int set_value(amp_cli_writer *w, int c)
+{
+	size_t i;
+
+	for (i = 0; w->values && w->opts && w->opts[i].name; i++) {
+		if (w->opts[i].val == c) {
+			*w->values[i] = optarg;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Parses argv into w; AMP_CLI_GO or the exit code. */
 static int parse(amp_cli_writer *w, int argc, char **argv, const struct option *opts)
 {
@@ -43,10 +58,12 @@ static int parse(amp_cli_writer *w, int argc, char **argv, const struct option *
 		case '?': case ':':
 			return amp_cli_bad_option(w->cmd, w->usage, opts, argv[optind - 1]);
 		default:
-			if (!w->option)
+			if (w->option) {
+				if ((code = w->option(w, c)))
+					return code;
+			} else if (!set_value(w, c)) {
 				return amp_cli_bad_option(w->cmd, w->usage, opts, argv[optind - 1]);
-			if ((code = w->option(w, c)))
-				return code;
+			}
 		}
 	}
 	if ((code = amp_cli_check_args(w->cmd, argc, argv, "h", opts)) ||
@@ -93,6 +110,10 @@ int amp_cli_write_open(amp_cli_writer *w, int argc, char **argv)
 		return code;
 	if (amp_clock_now_ms(&w->now_ms, &err) < 0)
 		return amp_cli_fail(w->cmd, &err);
+	if (w->role && w->from && strcmp(w->from, w->role)) {
+		amp_errlist_add(&w->errors, AMP_ERULE, "/from", "%s, not %s", w->role_why, w->from);
+		return amp_cli_print_errors(w->cmd, &w->errors, AMP_ERULE);
+	}
 	return AMP_CLI_GO;
 }
 
@@ -218,8 +239,7 @@ int amp_cli_control(const char *type, const char *usage, int argc, char **argv)
 	};
 	struct control_args a = { NULL, NULL, NULL };
 	amp_cli_writer w = { .cmd = type, .usage = usage, .opts = opts, .option = control_option,
-			     .usage_one = "one task id expected", .operand_name = "<task_id>",
-			     .operand_def = "task_id", .role_required = 1, .check = control_check,
+			     AMP_CLI_TASK_OPERAND, .role_required = 1, .check = control_check,
 			     .ctx = &a };
 	amp_control_result res;
 	json_t *recovered, *r;

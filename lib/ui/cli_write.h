@@ -18,6 +18,10 @@
 #include "store/store.h"
 #include "write/write.h"
 
+/* The operand of most writing commands: one task id. */
+#define AMP_CLI_TASK_OPERAND \
+	.usage_one = "one task id expected", .operand_name = "<task_id>", .operand_def = "task_id"
+
 /* What amp_cli_write_open returns when the command goes on to write. */
 #define AMP_CLI_GO (-1)
 
@@ -33,6 +37,9 @@ struct amp_cli_writer {
 	/* Takes one of its own options (letter c, value optarg): 0, or the
 	 * exit code after printing a usage error. */
 	int (*option)(amp_cli_writer *w, int c);
+	/* Or, when option is NULL: where each of its own options' argument
+	 * goes, values[i] for opts[i]. */
+	const char ***values;
 	/* The operand: the usage error when there is not exactly one ("one
 	 * task id expected"), its name in errors ("<task_id>") and its
 	 * definition in common.schema.json ("task_id").  usage_one NULL: no
@@ -41,6 +48,11 @@ struct amp_cli_writer {
 	const char *operand_name;
 	const char *operand_def;
 	int role_required;       /* --from (or AMP_ROLE, amp.role) must be set */
+	/* The one role the record comes from (amp ask, amp progress: the
+	 * executor), or NULL for any: another is refused (AMP_ERULE, /from,
+	 * "<role_why>, not <role given>"). */
+	const char *role;
+	const char *role_why;
 	/* Its own checks, after the options and before the schemas load
 	 * (usage errors, number options): 0 or the exit code.  May be NULL. */
 	int (*check)(amp_cli_writer *w);
@@ -68,8 +80,8 @@ struct amp_cli_writer {
  * Parses argv (getopt_long, the command's options and the common ones),
  * checks the arguments (amp_cli_check_args, the operand), runs w->check,
  * loads the schemas, checks the operand's id, runs w->check_ids, opens the
- * SSOT (amp_cli_open_ssot), picks the role (amp_cli_role) and reads the
- * clock.  Returns AMP_CLI_GO, or the exit code to leave with (0 after
+ * SSOT (amp_cli_open_ssot), picks the role (amp_cli_role), reads the
+ * clock and refuses a role other than w->role.  Returns AMP_CLI_GO, or the exit code to leave with (0 after
  * --help) once amp_cli_write_close has freed what was opened.
  */
 int amp_cli_write_open(amp_cli_writer *w, int argc, char **argv);
