@@ -225,6 +225,10 @@ for n in $sizes; do
 	stamp t0; /usr/bin/time -f %M -o "$work/rss" git -C "$work/fi-$n" fast-import --quiet --force < "$work/stream"; stamp t1
 	cell[rss_fastimport,$n]=$(awk '{ printf "%.1f", $1 / 1024 }' "$work/rss")
 	cell[fastimport,$n]=$(awk -v n="$n" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", n / (ns / 1e9) }')
+	# the same work on both sides: the same records at the same paths
+	[ "$(git rev-parse 'refs/amp/messages^{tree}')" = \
+	  "$(git -C "$work/fi-$n" rev-parse 'refs/amp/messages^{tree}')" ] ||
+		echo "bench-table: WARNING: amp import and git fast-import made different trees at $n" >&2
 	cell[disk_import,$n]=$(awk -v k="$(kib size-pack)" -v n="$n" 'BEGIN { printf "%.2f", k / n }')
 	plant_long 1000 T-2026-999999
 	plant_long "$long_records" T-2026-999998
