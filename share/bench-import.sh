@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark of amp import (never part of the tests): the same records,
 # real traffic (per task: dispatch, ACK, result, ACK, review_request, ACK,
-# verdict, ACK), written two ways into fresh SSOTs, one commit per record in
-# the layout tasks/<YYYY>/<S>/<task>/<seq>.<kind>.<id>.json:
+# verdict, ACK), written two ways into fresh SSOTs (layout 2, amp init's),
+# one commit per record at the same paths:
 #   1. git fast-import, from a stream of those commits (the floor: no
 #      checks, one pack);
 #   2. amp import, from the same records as JSON lines (every record checked
@@ -34,7 +34,8 @@ fresh() {
 
 fresh base
 parent=$(git -C base rev-parse refs/amp/messages)
-/usr/bin/python3 "$src/share/gen-traffic.py" "$RECORDS" records.jsonl records.fi "$parent"
+AMP_GEN_LAYOUT=$(git -C base cat-file -e refs/amp/messages:amp-layout 2> /dev/null && echo 2 || echo 1) \
+	/usr/bin/python3 "$src/share/gen-traffic.py" "$RECORDS" records.jsonl records.fi "$parent"
 records=$(wc -l < records.jsonl)
 
 : > fi.times

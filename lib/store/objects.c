@@ -104,6 +104,7 @@ struct mem_recorder {
 		git_object_t type;
 	} *rec;               /* what was written since the last flush */
 	size_t n, alloc;
+	size_t bytes;         /* their sizes, summed */
 };
 
 static int rec_read(void **data, size_t *len, git_object_t *type, git_odb_backend *b,
@@ -146,6 +147,7 @@ static int rec_write(git_odb_backend *b, const git_oid *id, const void *data, si
 	memset(&r->rec[r->n], 0, sizeof(r->rec[r->n]));
 	git_oid_cpy(&r->rec[r->n].id, id);
 	r->rec[r->n++].type = type;
+	r->bytes += len;
 	return r->mem->write(r->mem, id, data, len, type);
 }
 
@@ -168,6 +170,11 @@ void amp_store_batch_hint(amp_store *st, const git_oid *tree, const git_tree *re
 
 	if (r->n && git_oid_equal(&r->rec[r->n - 1].id, tree))
 		git_oid_cpy(&r->rec[r->n - 1].base, git_tree_id(replaced));
+}
+
+size_t amp_store_batch_bytes(const struct batch_odb *b)
+{
+	return b->mem ? b->mem->bytes : 0;
 }
 
 /* Puts the repository's own odb back. */
@@ -344,6 +351,7 @@ int amp_store_batch_flush(amp_store *st, struct batch_odb *b, amp_error *err)
 	}
 	git_mempack_reset(mem);
 	r->n = 0;
+	r->bytes = 0;
 cleanup:
 	if (data)
 		git_odb_backend_data_free(mem, data);

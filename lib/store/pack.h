@@ -1,7 +1,7 @@
 /*
  * pack.h - amp's own storage maintenance: every amp write leaves a small
  * pack of its own (its commit, trees and record blobs: update.c write_one),
- * amp import a pack per AMP_STORE_BATCH_PACK commits, fetches theirs, and
+ * amp import a pack per AMP_STORE_BATCH_PACK commits (or BYTES), fetches theirs, and
  * git itself loose objects; all of them are rolled into bigger packs, so
  * that the pack count and the disk per message stay bounded whatever the
  * history's length (a write's pack holds each object whole; the repack

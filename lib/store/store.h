@@ -643,7 +643,8 @@ typedef int (*amp_store_step_fn)(amp_store *st, git_tree *tip, void *ctx, size_t
 /*
  * amp_store_update for many commits: one commit per step that returns
  * AMP_OK, each on the one before, built in memory (objects written as
- * packs, a pack every AMP_STORE_BATCH_PACK commits, rather than as loose
+ * packs, a pack every AMP_STORE_BATCH_PACK commits or AMP_STORE_BATCH_BYTES
+ * of objects, whichever comes first, rather than as loose
  * objects) while holding the writers' flock, then `ref` moved once by
  * compare-and-swap.  All or nothing: an error from a step leaves the ref
  * where it was (the packs written so far are unreachable; git gc drops
@@ -654,6 +655,11 @@ typedef int (*amp_store_step_fn)(amp_store *st, git_tree *tip, void *ctx, size_t
  * an import of 100k records peaked at 123 MB of RSS, at 2,000 at 100 MB,
  * in the same time). */
 #define AMP_STORE_BATCH_PACK 2000
+/* ...and at most this many bytes of objects: every commit writes the trees
+ * of its path whole, so what 2,000 commits hold grows with those trees,
+ * where amp's bound is 64 MB (issue 35): importing a layout-1 task of
+ * 1,600 records peaked at 138 MB, at 41 MB with this bound (5 packs). */
+#define AMP_STORE_BATCH_BYTES (24u << 20)
 int amp_store_update_batch(amp_store *st, const char *ref, amp_store_step_fn step,
 			   void *ctx, git_oid *out, size_t *commits, amp_error *err);
 

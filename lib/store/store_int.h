@@ -111,6 +111,9 @@ int amp_store_batch_open(amp_store *st, struct batch_odb *b, size_t shared, amp_
 void amp_store_batch_close(amp_store *st, struct batch_odb *b);
 int amp_store_batch_flush(amp_store *st, struct batch_odb *b, amp_error *err);
 void amp_store_batch_hint(amp_store *st, const git_oid *tree, const git_tree *replaced);
+/* The bytes of the objects the batch holds in memory (written since its
+ * last flush). */
+size_t amp_store_batch_bytes(const struct batch_odb *b);
 
 /* ---- commit.c ------------------------------------------------------------- */
 
