@@ -262,10 +262,11 @@ as of "
 	run -0 amp inbox coordinator --json
 	run -0 json_get '[m["agent"] for m in d["messages"]]' <<< "$output"
 	assert_output '["alice"]'
-	run -0 json_get '[[r["msg_id"], r["agent"]] for r in d["tasks"]["T-2026-044"]]' < .git/amp/inbox.json
+	# inbox.json's first line is the cache (its second, the team's reports)
+	run -0 json_get '[[r["msg_id"], r["agent"]] for r in d["tasks"]["T-2026-044"]]' < <(head -1 .git/amp/inbox.json)
 	assert_output "[[\"$R\", \"alice\"], [\"$E\", null]]"
 	# The cache is what answers on the same tip.
-	$PY -c 'import json,sys; p=sys.argv[1]; d=json.load(open(p)); d["tasks"]["T-2026-044"][0]["agent"]="cached"; json.dump(d,open(p,"w"))' .git/amp/inbox.json
+	$PY -c 'import json,sys; p=sys.argv[1]; lines=open(p).read().split("\n", 1); d=json.loads(lines[0]); d["tasks"]["T-2026-044"][0]["agent"]="cached"; open(p,"w").write(json.dumps(d) + "\n" + (lines[1] if len(lines) > 1 else ""))' .git/amp/inbox.json
 	run -0 amp inbox coordinator --json
 	run -0 json_get '[m["agent"] for m in d["messages"]]' <<< "$output"
 	assert_output '["cached"]'
