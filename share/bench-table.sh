@@ -159,6 +159,9 @@ generated() {
 		ln -sf "$c/lines" "$work/lines" && ln -sf "$c/stream" "$work/stream"
 		return
 	fi
+	# the previous size's links to its cache: written through, they
+	# would overwrite that cache with this size's records
+	rm -f "$work/lines" "$work/stream"
 	AMP_GEN_LAYOUT=$layout python3 "$src/share/gen-traffic.py" "$(($1 * 2))" "$work/lines" "$work/stream" \
 		"$(git rev-parse refs/amp/messages)"
 	[ -n "${AMP_BENCH_CACHE:-}" ] || return 0
