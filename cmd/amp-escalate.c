@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "ui/ui.h"
-#include "base/clock.h"
 #include "store/store.h"
 #include "write/write.h"
 
@@ -85,7 +84,6 @@ int main(int argc, char **argv)
 		code = amp_cli_write_close(&w, code);
 		goto cleanup;
 	}
-	a.e.now_ms = w.now_ms;
 	a.e.task_id = w.arg;
 	a.e.from = w.from;
 	a.e.affected_msgs = a.affected;

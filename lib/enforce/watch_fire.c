@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/clock.h"
 #include "base/util.h"
 #include "protocol/protocol.h"
 #include "read/read.h"
@@ -193,7 +192,6 @@ int amp_watch_fire(struct watch *w, const char *task, const char *type,
 	amp_watch_action a;
 	const char *first = json_string_value(json_array_get(affected, 0));
 	char trailers[1100];
-	amp_error clock_err;
 	int status;
 
 	if ((status = amp_watch_need_schemas(w)) < 0) {
@@ -209,13 +207,6 @@ int amp_watch_fire(struct watch *w, const char *task, const char *type,
 	e.affected_msgs = affected;
 	e.suggested_actions = suggested;
 	e.auto_suspended = -1;
-	/* The record's time is this write's, not the pass's start (they are
-	 * one under AMP_NOW): a pass of minutes, a first one over a long
-	 * history, would otherwise write escalations that far behind their
-	 * commits, past amp.maxClockSkew, and take each for a wrong clock
-	 * and escalate it, and that escalation too, without end. */
-	if (amp_clock_now_ms(&e.now_ms, &clock_err) < 0)
-		e.now_ms = w->o->now_ms;
 	e.once = 1;
 	if (!cause)
 		cause = first;

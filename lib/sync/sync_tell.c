@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/clock.h"
 #include "base/util.h"
 #include "record/record.h"
 #include "store/store.h"
@@ -37,7 +36,6 @@ static void tell_admin(amp_store *st, amp_schema_set *set, const char *remote,
 	amp_escalation e = { 0 };
 	amp_send_result res;
 	json_t *list = NULL;
-	int64_t now_ms;
 
 	if (git_blob_lookup(&blob, amp_store_repo(st), blob_id) < 0) {
 		git_error_clear();
@@ -46,7 +44,7 @@ static void tell_admin(amp_store *st, amp_schema_set *set, const char *remote,
 	amp_errlist_add(&reasons, AMP_ERULE, "", "%s", reason);
 	amp_store_log_rejection(st, "sync", remote, git_blob_rawcontent(blob),
 				(size_t)git_blob_rawsize(blob), 0, AMP_ERULE, &reasons, &ignored);
-	if (task && amp_clock_now_ms(&now_ms, &ignored) == 0 &&
+	if (task &&
 	    (list = affected ? json_pack("[s]", affected) : json_array())) {
 		e.task_id = task;
 		e.from = "system";
@@ -56,7 +54,6 @@ static void tell_admin(amp_store *st, amp_schema_set *set, const char *remote,
 		e.description = description;
 		e.affected_msgs = list;
 		e.auto_suspended = -1;
-		e.now_ms = now_ms;
 		e.once = 1;
 		amp_send_escalation(st, set, &e, NULL, &res, &errs);
 	}

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/clock.h"
 #include "base/util.h"
 #include "enforce/enforce.h"
 #include "protocol/protocol.h"
@@ -56,10 +55,9 @@ static int tell(amp_store *st, amp_schema_set *set, const char *remote, git_tree
 	amp_escalation e = { 0 };
 	amp_send_result res = { 0 };
 	amp_error ignored;
-	int64_t now_ms;
 	int wrote = 0;
 
-	if (task_of(path, task, sizeof(task)) < 0 || amp_clock_now_ms(&now_ms, &ignored) < 0 ||
+	if (task_of(path, task, sizeof(task)) < 0 ||
 	    git_tree_entry_bypath(&te, tree, path) < 0 ||
 	    git_blob_lookup(&blob, git_tree_owner(tree), git_tree_entry_id(te)) < 0) {
 		git_error_clear();
@@ -76,7 +74,6 @@ static int tell(amp_store *st, amp_schema_set *set, const char *remote, git_tree
 	e.description = description;
 	e.affected_msgs = json_array();
 	e.auto_suspended = -1;
-	e.now_ms = now_ms;
 	e.once = 1;
 	if (!e.affected_msgs)
 		goto cleanup;

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "record/record.h"
-#include "base/clock.h"
 #include "guard.h"
 #include "base/refname.h"
 #include "protocol/protocol.h"
@@ -182,16 +181,11 @@ int amp_guard_record(amp_store *ssot, amp_schema_set *set, amp_store *work,
 	json_t *affected = dispatch[0] ? json_pack("[s]", dispatch) : json_array();
 	amp_escalation e = { 0 };
 	char description[1536];
-	amp_error err;
 	size_t len;
 	int status;
 
 	if (!affected)
 		return amp_errlist_add(errors, AMP_EIO, "", "out of memory");
-	if ((status = amp_clock_now_ms(&e.now_ms, &err)) < 0) {
-		amp_errlist_add(errors, status, "", "%s", err.message);
-		goto cleanup;
-	}
 	if (!workdir)
 		workdir = git_repository_path(amp_store_repo(work));
 	len = strlen(workdir);
@@ -209,7 +203,6 @@ int amp_guard_record(amp_store *ssot, amp_schema_set *set, amp_store *work,
 	e.affected_msgs = affected;
 	e.auto_suspended = -1;
 	status = amp_send_escalation(ssot, set, &e, NULL, res, errors);
-cleanup:
 	json_decref(affected);
 	return status;
 }

@@ -478,15 +478,8 @@ static int record_refusal_escalation(amp_store *st, amp_schema_set *set,
 	amp_escalation e = { 0 };
 	amp_send_result eres;
 	amp_errlist esc_errors = { 0 };
-	amp_error err;
-	int64_t now;
 	int status;
 
-	if ((status = amp_clock_now_ms(&now, &err)) < 0) {
-		amp_errlist_add(errors, status, "", "could not record the %s escalation: %s",
-				type, err.message);
-		return status;
-	}
 	e.task_id = task;
 	e.from = "system";
 	e.escalation_type = type;
@@ -495,7 +488,6 @@ static int record_refusal_escalation(amp_store *st, amp_schema_set *set,
 	e.description = description;
 	e.affected_msgs = affected;
 	e.auto_suspended = -1;
-	e.now_ms = now;
 	e.once = once;
 	status = amp_send_escalation(st, set, &e, NULL, &eres, &esc_errors);
 	if (status == AMP_OK && !eres.duplicate) {
@@ -675,8 +667,13 @@ int amp_send_escalation(amp_store *st, amp_schema_set *set,
 	f.payload = payload;
 	f.requires_ack = -1;
 	f.ack_timeout_sec = -1;
-	f.now_ms = e->now_ms;
-	if ((status = amp_message_build(&msg, &f, &err)) < 0) {
+	/* The time of this write, not of what the caller began before (one
+	 * under AMP_NOW): a watch pass or a hub's join of minutes would put
+	 * the escalation that far behind its commit, past amp.maxClockSkew,
+	 * and amp watch would take it for a wrong clock and escalate it, and
+	 * that escalation too, without end (test/38-watch-clock.bats). */
+	if ((status = amp_clock_now_ms(&f.now_ms, &err)) < 0 ||
+	    (status = amp_message_build(&msg, &f, &err)) < 0) {
 		amp_errlist_add(errors, status, err.path, "%s", err.message);
 		goto cleanup;
 	}

@@ -95,7 +95,6 @@ typedef struct amp_escalation {
 	int auto_suspended;         /* -1: for the system, true when critical
 				     * (amp suspends the task then only); for
 				     * an agent, true unless severity is info */
-	int64_t now_ms;
 	/* Fire once per cause: do nothing when the task already holds an
 	 * escalation of this type from the same role with the same cause
 	 * (amp_escalation_cause: the record named by the description, else
@@ -105,7 +104,9 @@ typedef struct amp_escalation {
 } amp_escalation;
 
 /*
- * Builds an escalation to the admin and sends it like amp_send_message;
+ * Builds an escalation to the admin and sends it like amp_send_message,
+ * timestamped with the clock (amp_clock_now_ms, AMP_NOW when set) at the
+ * write, whatever the caller was doing before;
  * its system_state_snapshot (task_status, reject_count,
  * last_successful_msg_id) is read from the SSOT inside the
  * compare-and-swap, so it is the state the escalation is committed on.  `extra_trailers` (may be NULL) are
