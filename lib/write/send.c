@@ -33,14 +33,14 @@ struct message_ctx {
 
 
 /* A shallow copy of log with one more record at its end: the log a write
- * leaves.  Free only out->entries. */
+ * leaves, with an index of its own (without one, out of memory, lookups
+ * scan).  Free with amp_task_log_view_free. */
 static int log_plus(const amp_task_log *log, amp_entry_kind kind, const char *id,
 		    json_t *doc, amp_task_log *out, amp_error *err)
 {
 	*out = *log;
 	out->index = NULL; /* it indexes log's entries, not these */
-	if (!(out->entries = malloc((log->count + 1) * sizeof(*out->entries))) ||
-	    amp_task_log_own_index(out) < 0) {
+	if (!(out->entries = malloc((log->count + 1) * sizeof(*out->entries)))) {
 		amp_task_log_view_free(out);
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
 	}
@@ -52,6 +52,7 @@ static int log_plus(const amp_task_log *log, amp_entry_kind kind, const char *id
 	out->entries[log->count].doc = doc;
 	out->count++;
 	out->next_seq++;
+	(void)amp_task_log_own_index(out); /* filled at the first lookup */
 	return AMP_OK;
 }
 
