@@ -70,9 +70,10 @@ int amp_sign_buffer(const amp_signing *s, const char *ns, const char *data, size
  * `role` unless role is NULL, in principal[0..psz)), 0 (why in
  * why[0..whysz)), or AMP_EIO.  The principal `hint` (NULL: `role`) is
  * tried first with one `-Y verify -I hint` run: a signature by a key of
- * the expected principal costs one ssh-keygen run, not two.  An Ed25519
- * signature is verified in process first (sshsig.h): ssh-keygen runs only
- * when that cannot say yes, and its answer is the one returned.
+ * the expected principal costs one ssh-keygen run, not two.  Callers ask
+ * amp_signing_verify_in_process first (an Ed25519 signature, sshsig.h) and
+ * this only when that cannot say yes: ssh-keygen's answer is the one
+ * returned.
  */
 int amp_signing_verify_buffer(const amp_signing *s, const char *ns, const char *sig,
 			      size_t siglen, const char *data, size_t len, int64_t when_s,
