@@ -217,7 +217,9 @@ static int absorb_inboxes(int push)
 			snprintf(left[inboxes - 1], sizeof(left[0]), "%.290s", c);
 	}
 	if (inboxes || !lines) {
-		if (amp_sync_join_inboxes(run.st, set, report_join, &run, &ran, &err) < 0) {
+		int joined = amp_sync_join_inboxes(run.st, set, report_join, &run, &ran, &err);
+
+		if (joined < 0) {
 			fprintf(stderr, "amp hook: error: the join of the inboxes: %s (they stay as they are)\n",
 				amp_term(err.message));
 			run.code = amp_exit_code(err.status);
@@ -225,8 +227,11 @@ static int absorb_inboxes(int push)
 		if (ran == AMP_SYNC_JOIN_CHILD)
 			goto cleanup; /* the push has returned: nobody reads this */
 		/* Read by the clone's sync (sync_git.c): its records are the
-		 * join under way's to take, and it fetches until they are. */
-		for (i = 0; ran == AMP_SYNC_JOIN_LEFT && i < inboxes &&
+		 * join under way's to take, and it fetches until they are.
+		 * Not after an error (the join's lock could not be taken):
+		 * no join is under way, and the clone is told the hub's
+		 * reason above instead of waiting for nothing. */
+		for (i = 0; joined >= 0 && ran == AMP_SYNC_JOIN_LEFT && i < inboxes &&
 			    i < (int)(sizeof(left) / sizeof(left[0]));
 		     i++)
 			fprintf(stderr, "amp hook: left %s to the join under way\n", amp_term(left[i]));

@@ -1052,7 +1052,6 @@ int amp_sync_replay(amp_store *st, amp_schema_set *set, const git_oid *local,
 		if ((status = walker_commit(&w, message, &r.u, err)) < 0)
 			goto cleanup;
 		*replayed += r.u.count - r.escalation_files;
-		r.escalation_files = 0;
 		amp_sync_updates_clear(&r.u);
 	}
 	if (status < 0)
