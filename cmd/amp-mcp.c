@@ -60,8 +60,9 @@ int main(int argc, char **argv)
 			return amp_cli_usage_error("mcp", usage, "--signing-key %s: cannot read it", key);
 		setenv("AMP_SIGNING_KEY", key_buf, 1);
 	}
-	/* The identity is checked once, here, as the writing commands check
-	 * it: a server that cannot write says so before a client connects. */
+	/* The role's name is checked once, here, as the writing commands
+	 * check it; whether the key may write as the role is each write
+	 * tool's command's to check. */
 	if ((code = amp_cli_open_ssot("mcp", repo, &st)) ||
 	    (code = amp_cli_load_schemas("mcp", &set)) ||
 	    (code = amp_cli_role("mcp", st, set, from, 1, &role)))
