@@ -81,19 +81,6 @@ timed() {
 }
 # rss CMD...: the peak RSS of one run of CMD, in MB.
 rss() { /usr/bin/time -f %M -o "$work/rss" "$@" > /dev/null && awk '{ printf "%.1f", $1 / 1024 }' "$work/rss"; }
-# first_run KEY CMD...: one run of CMD as a fresh clone's first: every file
-# amp derives in .git/amp (status, inbox and watch state, the record cache
-# and index, arrival notes) removed first, its locks kept; the time (ms)
-# into cell[KEY,n], the peak RSS (MB) into cell[rss_KEY,n].
-first_run() {
-	local key=$1 t0 t1
-	shift
-	find "$(git rev-parse --git-common-dir)/amp" -mindepth 1 -maxdepth 1 \
-		! -name '*.flock' ! -name '*.lock' -exec rm -rf {} +
-	stamp t0; /usr/bin/time -f %M -o "$work/rss" "$@" > /dev/null 2>&1 || true; stamp t1
-	cell[$key,$n]=$(((t1 - t0) / 1000000))
-	cell[rss_$key,$n]=$(awk '{ printf "%.1f", $1 / 1024 }' "$work/rss")
-}
 # timed_rss KEY CMD...: one run of CMD, its time (ms) into cell[KEY,n] and
 # its peak RSS (MB) into cell[rss_KEY,n].
 timed_rss() {
@@ -102,6 +89,14 @@ timed_rss() {
 	stamp t0; /usr/bin/time -f %M -o "$work/rss" "$@" > /dev/null 2>&1 || true; stamp t1
 	cell[$key,$n]=$(((t1 - t0) / 1000000))
 	cell[rss_$key,$n]=$(awk '{ printf "%.1f", $1 / 1024 }' "$work/rss")
+}
+# first_run KEY CMD...: timed_rss of CMD as a fresh clone's first run:
+# every file amp derives in .git/amp (status, inbox and watch state, the
+# record cache and index, arrival notes) removed first, its locks kept.
+first_run() {
+	find "$(git rev-parse --git-common-dir)/amp" -mindepth 1 -maxdepth 1 \
+		! -name '*.flock' ! -name '*.lock' -exec rm -rf {} +
+	timed_rss "$@"
 }
 kib() { git count-objects -v | awk -v k="$1" '$1 == k ":" { print $2 }'; }
 

@@ -115,7 +115,7 @@ CONF
 	on admin amp sync > /dev/null
 }
 
-# as PERSON CMD...: runs CMD in PERSON's clone, syncing before and after.
+# turn PERSON CMD...: runs CMD in PERSON's clone, syncing before and after.
 turn() {
 	local p=$1
 	shift

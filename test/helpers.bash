@@ -79,12 +79,6 @@ record_path() {
 	fi
 }
 
-# find_record REF NAME: the path in REF's tree of the record whose file
-# name is NAME (a pattern for grep -E, anchored at the name's start).
-find_record() {
-	git ls-tree -r --name-only "$1" tasks | grep -E "/$2\$" | head -1 | grep .
-}
-
 # Makes a fresh git repository at $BATS_TEST_TMPDIR/repo and cds into it.
 make_repo() {
 	git init -q "$BATS_TEST_TMPDIR/repo"
