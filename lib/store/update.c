@@ -548,6 +548,8 @@ static int batch_build(amp_store *st, const char *ref, struct batch_odb *b,
 		}
 	}
 	status = *n ? amp_store_batch_flush(st, b, err) : AMP_OK;
+	if (status == AMP_OK)
+		amp_store_batch_pack_up(st, b);
 cleanup:
 	amp_store_write_reset(&w);
 	git_tree_free(tree);
