@@ -218,6 +218,7 @@ int amp_pack_run(amp_store *st, int auto_, int *ran, amp_pack_counts *before,
 	 * without its index, git's tmp_pack_*): git repack keeps them and
 	 * git count-objects warns of them at every run. */
 	amp_store_sweep(st);
+	amp_pack_unclaim(st);
 	/* Checked under the lock: the repack that held it may have done the
 	 * work already. */
 	if (auto_ && !due(st, limit, amp_pack_packs(st)))

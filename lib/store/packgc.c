@@ -145,6 +145,14 @@ static void claimed_path(amp_store *st, char *path, size_t size)
 	snprintf(path, size, "%s/gc.claimed", amp_store_state_dir(st));
 }
 
+void amp_pack_unclaim(amp_store *st)
+{
+	char path[PATH_MAX];
+
+	claimed_path(st, path, sizeof(path));
+	unlink(path);
+}
+
 void amp_pack_claimed(amp_store *st, struct amp_dir_names *out)
 {
 	char path[PATH_MAX], line[128];

@@ -81,6 +81,11 @@ int amp_pack_lock(amp_store *st, const char *name, int wait, int *busy, amp_erro
  */
 void amp_pack_claimed(amp_store *st, struct amp_dir_names *out);
 
+/* Deletes gc.claimed: called by a repack that just took gc.lock, for
+ * which what a killed repack claimed would be its own claims (it would
+ * skip the packs it is to lay end to end, packcat.h). */
+void amp_pack_unclaim(amp_store *st);
+
 /*
  * Writes <state dir>/<file> with `attrs` (a gitattributes text) when it
  * does not hold that already (under gc.lock) and puts
