@@ -414,14 +414,25 @@ int amp_pack_concat(amp_store *st, const char *pack_dir, const struct amp_pack_n
 		*taken = 0;
 	if (n < 2)
 		return AMP_NOOP;
-	if ((lock = amp_pack_lock(st, "rollup.lock", 1, &busy, err)) < 0)
-		return AMP_EIO;
 	if (!(m.s = calloc(n, sizeof(*m.s))) || !(m.heap = calloc(n, sizeof(*m.heap))) ||
 	    !(names = calloc(n, sizeof(*names)))) {
-		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		free(m.s);
+		free(m.heap);
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	}
+	if ((lock = amp_pack_lock(st, "rollup.lock", 1, &busy, err)) < 0) {
+		status = AMP_EIO;
 		goto cleanup;
 	}
-	if ((status = open_all(st, &m, pack_dir, p, n, names, &objects, err)) != AMP_OK)
+	status = open_all(st, &m, pack_dir, p, n, names, &objects, err);
+	/* Held only to choose and to delete, as a repack holds it
+	 * (packgc.h): the copy may take minutes (2.2 GB at 1M), and writes
+	 * keep rolling their packs up meanwhile.  A pack a roll-up takes
+	 * from under the copy is read through its descriptor; its objects
+	 * are then in two packs until the next repack, which git allows. */
+	close(lock);
+	lock = -1;
+	if (status != AMP_OK)
 		goto cleanup;
 	if (out_open(&o, pack_dir, tmp_pack, sizeof(tmp_pack)) < 0 ||
 	    write_pack(&m, objects, sync, &o, pack_sum) < 0 ||
@@ -455,6 +466,10 @@ int amp_pack_concat(amp_store *st, const char *pack_dir, const struct amp_pack_n
 	}
 	/* The new pack is in place (on disk, with amp.fsync): only now do
 	 * the old ones go. */
+	if ((lock = amp_pack_lock(st, "rollup.lock", 1, &busy, err)) < 0) {
+		status = AMP_EIO;
+		goto cleanup;
+	}
 	for (i = 0; i < m.n; i++)
 		remove_src(pack_dir, names[i]);
 	if (taken)
@@ -471,7 +486,8 @@ cleanup:
 	free(m.s);
 	free(m.heap);
 	free(names);
-	close(lock);
+	if (lock >= 0)
+		close(lock);
 	return status;
 }
 

@@ -25,8 +25,9 @@
 /*
  * Writes the packs p[0..n) of pack_dir (names pack-<hex>) as one pack
  * with its index, placed as amp_packwrite_store places a pack (`sync`:
- * fsynced), then deletes them (each index before its pack), under
- * rollup.lock.  Those it cannot take as they are stay: a pack of 2 GiB or
+ * fsynced), then deletes them (each index before its pack); rollup.lock
+ * is held while it opens them and while it deletes them, not while it
+ * copies (packgc.h: writes keep rolling up).  Those it cannot take as they are stay: a pack of 2 GiB or
  * more, another kind of index, one gone, one a running repack claimed.
  * AMP_NOOP when fewer than two are left, or when an object is in two of
  * them (nothing written: git drops duplicates, amp does not).  *taken
