@@ -121,3 +121,26 @@ clean() {
 	[ "$deltas" -gt 0 ]
 	clean
 }
+
+@test "a pack whose bytes do not match its checksum is never laid end to end: amp gc fails naming it, every pack stays, none is added" {
+	for part in 1 2; do
+		gen 300 "$BATS_TEST_TMPDIR/l.jsonl" $((part * 1000))
+		amp import "$BATS_TEST_TMPDIR/l.jsonl" > /dev/null
+	done
+	ls .git/objects/pack/ > "$BATS_TEST_TMPDIR/before"
+	damaged=$(ls -S .git/objects/pack/*.pack | head -1)
+	chmod u+w "$damaged"
+	cp "$damaged" "$BATS_TEST_TMPDIR/intact.pack"
+	# one byte in the middle of its entries, its header and trailer intact
+	size=$(stat -c %s "$damaged")
+	printf 'X' | dd of="$damaged" bs=1 seek=$((size / 2)) conv=notrunc 2> /dev/null
+	run amp gc
+	assert_failure
+	assert_output --partial "does not match its checksum"
+	ls .git/objects/pack/ > "$BATS_TEST_TMPDIR/after"
+	cmp "$BATS_TEST_TMPDIR/before" "$BATS_TEST_TMPDIR/after"
+	# mended, the same gc lays them end to end
+	cp "$BATS_TEST_TMPDIR/intact.pack" "$damaged"
+	run -0 amp gc
+	[ ! -e "$damaged" ]
+}

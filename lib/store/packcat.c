@@ -231,7 +231,7 @@ static int merge_pass(struct merge *m, enum pass pass, struct out *o)
 	const unsigned char *name;
 	size_t i, top;
 	uint64_t off;
-	int any = 0;
+	int any = 0, c;
 
 	m->len = 0;
 	m->big = 0;
@@ -250,8 +250,10 @@ static int merge_pass(struct merge *m, enum pass pass, struct out *o)
 
 		name = s->names + (size_t)(s->pos - s->at) * 20;
 		if (pass == NAMES) {
-			if (any && !memcmp(last, name, 20))
-				return -1;
+			/* the same name twice; or out of order: an index amp
+			 * cannot trust, never copied */
+			if (any && (c = memcmp(last, name, 20)) >= 0)
+				return c ? -2 : -1;
 			memcpy(last, name, 20);
 			any = 1;
 			emit(o, name, 20);
@@ -315,27 +317,43 @@ static int write_index(struct merge *m, const unsigned char pack_sum[20], struct
 }
 
 /* The new pack: header, every source's entries in turn, checksum (into
- * sum); each source's start set.  0, or -1. */
+ * sum); each source's start set.  0, -1 (a file unreadable or
+ * unwritable) or -2 (a pack whose bytes are not its checksum's). */
 static int write_pack(struct merge *m, uint64_t objects, int sync, struct out *o,
 		      unsigned char sum[20])
 {
 	static unsigned char buf[1 << 20];
-	unsigned char head[12] = "PACK\0\0\0\2";
+	unsigned char head[12] = "PACK\0\0\0\2", got[20];
+	struct sha1_ctx one;
 	uint64_t at = 12, done;
 	size_t i, k;
 
 	put32(head + 8, (uint32_t)objects);
 	emit(o, head, 12);
 	for (i = 0; i < m->n; i++) {
-		m->s[i].start = at;
-		for (done = 0; done < m->s[i].body; done += k) {
-			k = m->s[i].body - done < sizeof(buf) ? (size_t)(m->s[i].body - done) :
-								 sizeof(buf);
-			if (read_at(m->s[i].pack, buf, k, 12 + (off_t)done) < 0)
+		struct src *s = &m->s[i];
+
+		s->start = at;
+		/* Each pack checked as it is copied: its checksum, the one its
+		 * index names (a damaged pack is never copied, and the packs
+		 * are deleted only once the copy is whole). */
+		sha1_init(&one);
+		if (read_at(s->pack, buf, 12, 0) < 0)
+			return -1;
+		sha1_update(&one, 12, buf);
+		for (done = 0; done < s->body; done += k) {
+			k = s->body - done < sizeof(buf) ? (size_t)(s->body - done) : sizeof(buf);
+			if (read_at(s->pack, buf, k, 12 + (off_t)done) < 0)
 				return -1;
+			sha1_update(&one, k, buf);
 			emit(o, buf, k);
 		}
-		at += m->s[i].body;
+		sha1_digest(&one, SHA1_DIGEST_SIZE, got);
+		if (read_at(s->pack, buf, 20, 12 + (off_t)s->body) < 0 ||
+		    read_at(s->idx, buf + 20, 20, IDX_HEAD + (off_t)s->n * 28) < 0 ||
+		    memcmp(got, buf, 20) || memcmp(got, buf + 20, 20))
+			return -2;
+		at += s->body;
 	}
 	return out_close(o, sync, sum);
 }
@@ -407,7 +425,7 @@ int amp_pack_concat(amp_store *st, const char *pack_dir, const struct amp_pack_n
 	struct out o;
 	uint64_t objects = 0;
 	size_t i;
-	int lock, busy, rc, status = AMP_OK;
+	int lock, busy, rc = 0, status = AMP_OK;
 
 	memset(&o, 0, sizeof(o));
 	if (taken)
@@ -435,8 +453,13 @@ int amp_pack_concat(amp_store *st, const char *pack_dir, const struct amp_pack_n
 	if (status != AMP_OK)
 		goto cleanup;
 	if (out_open(&o, pack_dir, tmp_pack, sizeof(tmp_pack)) < 0 ||
-	    write_pack(&m, objects, sync, &o, pack_sum) < 0 ||
-	    out_open(&o, pack_dir, tmp_idx, sizeof(tmp_idx)) < 0) {
+	    (rc = write_pack(&m, objects, sync, &o, pack_sum)) == -2) {
+		status = amp_error_set(err, AMP_EIO, "",
+				       "a pack of %s does not match its checksum: nothing copied",
+				       pack_dir);
+		goto cleanup;
+	}
+	if (rc < 0 || out_open(&o, pack_dir, tmp_idx, sizeof(tmp_idx)) < 0) {
 		status = amp_error_set(err, AMP_EIO, "", "cannot write a pack in %s: %s", pack_dir,
 				       strerror(errno));
 		goto cleanup;
