@@ -3,6 +3,7 @@
  * amp refs (hook.h).
  */
 #include <errno.h>
+#include "base/gitobj.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -599,6 +600,13 @@ static int amp_hook_check_migration(struct check *c, git_tree *old_tree)
 	amp_error err;
 	int from = amp_store_tree_layout(repo, old_tree), to = amp_store_tree_layout(repo, c->tree);
 
+	if (from == AMP_LAYOUT_UNREADABLE || to == AMP_LAYOUT_UNREADABLE) {
+		const git_error *ge = git_error_last();
+
+		amp_errlist_add(c->errors, AMP_EIO, AMP_LAYOUT_FILE, "commit %s: cannot read it: %s",
+				c->commit, ge && ge->message ? ge->message : "unknown error");
+		return -1;
+	}
 	if (from == to || !old_tree) /* a root commit: amp init's (below) */
 		return 0;
 	if (from != AMP_LAYOUT_FLAT || to != AMP_LAYOUT_FANNED) {
@@ -683,10 +691,10 @@ static int check_commit(struct check *c, git_commit *commit)
 		refuse(c, AMP_ESCHEMA, NULL, NULL, "a merge commit: the SSOT keeps a linear history%s%s", NULL, NULL);
 		goto cleanup;
 	}
-	if (git_commit_tree(&c->tree, commit) < 0 ||
+	if (amp_git_commit_tree(&c->tree, commit) < 0 ||
 	    (git_commit_parentcount(commit) == 1 &&
-	     (git_commit_parent(&parent, commit, 0) < 0 ||
-	      git_commit_tree(&old_tree, parent) < 0)) ||
+	     (amp_git_commit_parent(&parent, commit, 0) < 0 ||
+	      amp_git_commit_tree(&old_tree, parent) < 0)) ||
 	    tree_changes(repo, old_tree, c->tree, &ch) < 0) {
 		amp_error err;
 
@@ -870,7 +878,7 @@ static int check_pushed(struct check *c, const git_oid *id)
 	int status;
 
 	amp_store_walk_step();
-	if (git_commit_lookup(&commit, amp_store_repo(c->st), id) < 0) {
+	if (amp_git_commit_lookup(&commit, amp_store_repo(c->st), id) < 0) {
 		status = amp_error_git(&err, AMP_EIO, "cannot read a pushed commit");
 		amp_errlist_add(c->errors, status, "", "%s", err.message);
 		return status;
@@ -912,7 +920,7 @@ static int check_new_commits(struct check *c, const git_oid *new, const git_oid 
 	 * commit reaches is that line below its base with `new`. */
 	for (i = 0; i < 2; i++) {
 		if (hide[i] && !git_oid_is_zero(hide[i]) &&
-		    git_commit_lookup(&commit, repo, hide[i]) == 0)
+		    amp_git_commit_lookup(&commit, repo, hide[i]) == 0)
 			known[nknown++] = hide[i];
 		git_commit_free(commit);
 		commit = NULL;
@@ -1041,7 +1049,7 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 	if (!git_oid_is_zero(&old)) {
 		int ff;
 
-		if (git_commit_lookup(&commit, repo, &old) < 0) {
+		if (amp_git_commit_lookup(&commit, repo, &old) < 0) {
 			git_error_clear();
 			return amp_errlist_add(errors, AMP_ERULE, "",
 					       "its tip %.12s is not here: fetch first", old_hex);

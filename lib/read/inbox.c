@@ -1,4 +1,5 @@
 #include "inbox.h"
+#include "base/gitobj.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -20,6 +21,7 @@
 #include "inbox_team.h"
 #include "protocol/protocol.h"
 #include "base/util.h"
+#include "json/json.h"
 
 /* 2: each record has "agent" (the instance that wrote it, or null);
  * 3: the team's reports follow the cache object (inbox_team.h). */
@@ -129,7 +131,7 @@ static int from_index(amp_store *st, json_t *rec, const char *id)
 
 	if (amp_msg_id_task(id, task, sizeof(task)) < 0 ||
 	    !amp_recindex_find(st, task, AMP_ENTRY_MSG, id, &commit, NULL) ||
-	    git_commit_lookup(&c, amp_store_repo(st), &commit) < 0) {
+	    amp_git_commit_lookup(&c, amp_store_repo(st), &commit) < 0) {
 		git_error_clear();
 		return 0;
 	}
@@ -254,7 +256,7 @@ static json_t *load_cache(amp_store *st, char **team)
 	*team = NULL;
 	cache_path(st, path, sizeof(path));
 	if (amp_cache_read(path, amp_cache_bound(st), &buf, &len) == 0 &&
-	    (c = json_loadb(buf, len, JSON_DISABLE_EOF_CHECK, &jerr)) &&
+	    (c = amp_json_loadb(buf, len, JSON_DISABLE_EOF_CHECK, &jerr, NULL)) &&
 	    jerr.position > 0 && (size_t)jerr.position < len)
 		*team = strdup(buf + jerr.position); /* amp_cache_read ends buf in a NUL */
 	free(buf);
@@ -378,7 +380,7 @@ static int update_cache(amp_store *st, json_t **c, json_t **team, const git_oid 
 
 	*rebuilt = 0;
 	if (!hex || !*team || git_oid_fromstr(&old, hex) < 0 ||
-	    git_commit_lookup(&old_c, repo, &old) < 0 || git_commit_tree(&old_t, old_c) < 0) {
+	    amp_git_commit_lookup(&old_c, repo, &old) < 0 || amp_git_commit_tree(&old_t, old_c) < 0) {
 		git_error_clear();
 		json_decref(*c);
 		*c = fresh_cache(st);
@@ -386,7 +388,7 @@ static int update_cache(amp_store *st, json_t **c, json_t **team, const git_oid 
 		*team = json_object();
 		*rebuilt = 1;
 	}
-	if (git_commit_lookup(&new_c, repo, tip) < 0 || git_commit_tree(&new_t, new_c) < 0) {
+	if (amp_git_commit_lookup(&new_c, repo, tip) < 0 || amp_git_commit_tree(&new_t, new_c) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the commit at %s (%s)",
 				       amp_store_messages_ref(st), git_oid_tostr_s(tip));
 		goto cleanup;
@@ -491,7 +493,7 @@ static int read_all(amp_store *st, const git_oid *tip, const char *role, const c
 	size_t n = 0, i;
 	int status;
 
-	if (git_commit_lookup(&c, amp_store_repo(st), tip) < 0 || git_commit_tree(&tree, c) < 0) {
+	if (amp_git_commit_lookup(&c, amp_store_repo(st), tip) < 0 || amp_git_commit_tree(&tree, c) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the commit at %s (%s)",
 				       amp_store_messages_ref(st), git_oid_tostr_s(tip));
 		goto cleanup;

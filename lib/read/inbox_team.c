@@ -1,4 +1,5 @@
 #include "inbox_team.h"
+#include "base/gitobj.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "base/util.h"
 #include "record/record.h"
 #include "summary.h"
+#include "json/json.h"
 
 /* Adds the task's reports of summary s to team, for role. */
 static void add_task(json_t *team, const json_t *s, const char *role, const char *agent,
@@ -88,7 +90,7 @@ int amp_inbox_team_role(const char *role)
 
 json_t *amp_inbox_team_load(const char *text)
 {
-	json_t *v = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *v = text ? amp_json_loadb(text, strlen(text), 0, NULL, NULL) : NULL;
 
 	if (json_is_object(v))
 		return v;
@@ -125,7 +127,7 @@ int amp_inbox_team(amp_store *st, const char *role, const char *agent, const cha
 			goto cleanup;
 		goto done;
 	}
-	if (git_commit_lookup(&commit, repo, &tip) < 0 || git_commit_tree(&root, commit) < 0) {
+	if (amp_git_commit_lookup(&commit, repo, &tip) < 0 || amp_git_commit_tree(&root, commit) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the tip %s", in->tip);
 		goto cleanup;
 	}

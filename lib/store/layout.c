@@ -18,6 +18,7 @@
  * notes fan out; share/doc/storage.md "Layout" has the measurement).
  */
 #include "store_int.h"
+#include "base/gitobj.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,28 +108,35 @@ int amp_store_tree_layout(git_repository *repo, git_tree *root)
 {
 	const git_tree_entry *e = root ? git_tree_entry_byname(root, AMP_LAYOUT_FILE) : NULL;
 	git_blob *blob = NULL;
-	int layout = -1;
+	int layout = AMP_LAYOUT_UNKNOWN;
 
 	if (!e)
 		return AMP_LAYOUT_FLAT;
-	if (git_tree_entry_type(e) == GIT_OBJECT_BLOB &&
-	    git_blob_lookup(&blob, repo, git_tree_entry_id(e)) == 0 &&
-	    git_blob_rawsize(blob) == 2 && !memcmp(git_blob_rawcontent(blob), "2\n", 2))
+	if (git_tree_entry_type(e) != GIT_OBJECT_BLOB)
+		return AMP_LAYOUT_UNKNOWN;
+	/* A blob that cannot be read (out of memory, a damaged object) says
+	 * nothing of the layout: libgit2's reason is kept for the caller. */
+	if (git_blob_lookup(&blob, repo, git_tree_entry_id(e)) < 0)
+		return AMP_LAYOUT_UNREADABLE;
+	if (git_blob_rawsize(blob) == 2 && !memcmp(git_blob_rawcontent(blob), "2\n", 2))
 		layout = AMP_LAYOUT_FANNED;
-	git_error_clear();
 	git_blob_free(blob);
 	return layout;
+}
+
+int amp_store_layout_error(int layout, amp_error *err)
+{
+	if (layout == AMP_LAYOUT_UNREADABLE)
+		return amp_error_git(err, AMP_EIO, "cannot read %s", AMP_LAYOUT_FILE);
+	return amp_error_set(err, AMP_EIO, AMP_LAYOUT_FILE,
+			     "not a layout this amp knows (it writes 1 and 2): a newer amp's SSOT");
 }
 
 int amp_store_layout(amp_store *st, git_tree *root, amp_error *err)
 {
 	int layout = amp_store_tree_layout(st->repo, root);
 
-	if (layout < 0)
-		return amp_error_set(err, AMP_EIO, AMP_LAYOUT_FILE,
-				     "not a layout this amp knows (it writes 1 and 2): "
-				     "a newer amp's SSOT");
-	return layout;
+	return layout < 0 ? amp_store_layout_error(layout, err) : layout;
 }
 
 /* Looks up `path` below root: 0, GIT_ENOTFOUND (cleared) or a libgit2
@@ -195,8 +203,10 @@ static int flat_add(amp_flat *f, const git_tree_entry *e, const char *sub)
 		size_t alloc = f->alloc ? f->alloc * 2 : 64;
 		amp_flat_entry *grown = realloc(f->v, alloc * sizeof(*grown));
 
-		if (!grown)
+		if (!grown) {
+			git_error_set_oom();
 			return -1;
+		}
 		f->v = grown;
 		f->alloc = alloc;
 	}
@@ -220,6 +230,7 @@ static const char *keep_tree(amp_flat *f, git_tree *t, const char *sub)
 		f->subs = subs;
 	if (!copy) {
 		git_tree_free(t);
+		git_error_set_oom();
 		return NULL;
 	}
 	f->trees[f->ntrees] = t;
@@ -242,7 +253,7 @@ static int flatten(git_repository *repo, git_tree *tree, const char *sub, int le
 		    all_digits(git_tree_entry_name(e)) &&
 		    fits(snprintf(below, sizeof(below), "%s%s%s", sub, *sub ? "/" : "",
 				  git_tree_entry_name(e)), sizeof(below))) {
-			if (git_tree_lookup(&t, repo, git_tree_entry_id(e)) < 0 ||
+			if (amp_git_tree_lookup(&t, repo, git_tree_entry_id(e)) < 0 ||
 			    !(kept = keep_tree(f, t, below)) ||
 			    flatten(repo, t, kept, levels - 1, f) < 0)
 				return -1;
@@ -351,7 +362,7 @@ static int tasks_below(git_repository *repo, git_tree *tree, int levels, amp_tas
 		}
 		if (levels <= 0 || !all_digits(name))
 			continue;
-		if (git_tree_lookup(&sub, repo, git_tree_entry_id(e)) < 0)
+		if (amp_git_tree_lookup(&sub, repo, git_tree_entry_id(e)) < 0)
 			return -1;
 		rc = tasks_below(repo, sub, levels - 1, v, count, alloc);
 		git_tree_free(sub);
@@ -372,7 +383,7 @@ int amp_store_tree_tasks(git_repository *repo, git_tree *root, amp_task_tree **o
 	if (!root || (rc = lookup(root, "tasks", &te)) == GIT_ENOTFOUND)
 		return 0;
 	/* tasks/<year>/ then at most <A>/<B>/ */
-	rc = rc < 0 || git_tree_lookup(&tasks, repo, git_tree_entry_id(te)) < 0 ? -1 :
+	rc = rc < 0 || amp_git_tree_lookup(&tasks, repo, git_tree_entry_id(te)) < 0 ? -1 :
 	     tasks_below(repo, tasks, 3, out, count, &alloc);
 	git_tree_free(tasks);
 	git_tree_entry_free(te);

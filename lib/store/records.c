@@ -3,6 +3,7 @@
  * records into its log, and the listing of the tasks.
  */
 #include "store_int.h"
+#include "base/gitobj.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +27,9 @@ int amp_store_tip(amp_store *st, const char *ref, git_commit **commit,
 				     ref);
 	if (rc < 0)
 		return amp_error_git(err, AMP_EIO, "cannot read %s", ref);
-	if (git_commit_lookup(&c, st->repo, &oid) < 0)
+	if (amp_git_commit_lookup(&c, st->repo, &oid) < 0)
 		return amp_error_git(err, AMP_EIO, "cannot read the commit at %s", ref);
-	if (tree && git_commit_tree(tree, c) < 0) {
+	if (tree && amp_git_commit_tree(tree, c) < 0) {
 		git_commit_free(c);
 		return amp_error_git(err, AMP_EIO, "cannot read the tree at %s", ref);
 	}
@@ -85,7 +86,7 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s", dir);
 		goto cleanup;
 	}
-	if (git_tree_lookup(&tree, st->repo, git_tree_entry_id(dir_entry)) < 0) {
+	if (amp_git_tree_lookup(&tree, st->repo, git_tree_entry_id(dir_entry)) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s, tree %s",
 				       dir, git_oid_tostr_s(git_tree_entry_id(dir_entry)));
 		goto cleanup;
@@ -142,6 +143,18 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 				      "%zu bytes, more than the %d-byte message size limit",
 				      size, AMP_LIMIT_MESSAGE_BYTES);
 		} else if (rc < 0) {
+			/* Out of memory says nothing of the record: the read
+			 * fails, rather than go on without it (a rule would
+			 * decide on a task that lacks it). */
+			if (amp_store_git_out_of_memory()) {
+				status = amp_error_set(err, AMP_EIO, "",
+						       "cannot read blob %s: out of memory",
+						       git_oid_tostr_s(git_tree_entry_id(e)));
+				git_error_clear();
+				free(rec->id);
+				memset(rec, 0, sizeof(*rec));
+				goto cleanup;
+			}
 			amp_error_git(&perr, AMP_EIO, "cannot read blob %s",
 				      git_oid_tostr_s(git_tree_entry_id(e)));
 			git_error_clear();
@@ -150,6 +163,12 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 						   &rec->doc, &perr) == 0 &&
 			   !json_is_object(rec->doc)) {
 			amp_error_set(&perr, AMP_ESCHEMA, "", "not a JSON object");
+		} else if (!rec->doc && perr.status == AMP_EIO) {
+			/* amp_json_parse ran out of memory: the same */
+			status = amp_error_set(err, AMP_EIO, "", "%s", perr.message);
+			free(rec->id);
+			memset(rec, 0, sizeof(*rec));
+			goto cleanup;
 		}
 		if (!blob || !json_is_object(rec->doc)) {
 			if (amp_task_log_add_bad(log, rec->seq, rec->kind, rec->id, git_tree_entry_name(e),
@@ -312,17 +331,22 @@ static int collect_level(amp_store *st, git_tree *tree, const char *prefix, int 
 			if (*count == *alloc) {
 				struct listed *bigger;
 
-				*alloc = *alloc ? *alloc * 2 : 64;
-				if (!(bigger = realloc(*v, *alloc * sizeof(**v))))
+				/* the caller reports libgit2's error: this one */
+				if (!(bigger = realloc(*v, (*alloc ? *alloc * 2 : 64) * sizeof(**v)))) {
+					git_error_set_oom();
 					return -1;
+				}
+				*alloc = *alloc ? *alloc * 2 : 64;
 				*v = bigger;
 			}
-			if (!((*v)[*count].id = strdup(git_tree_entry_name(e))))
+			if (!((*v)[*count].id = strdup(git_tree_entry_name(e)))) {
+				git_error_set_oom();
 				return -1;
+			}
 			git_oid_cpy(&(*v)[(*count)++].tree, git_tree_entry_id(e));
 			continue;
 		}
-		if (git_tree_lookup(&sub, st->repo, git_tree_entry_id(e)) < 0)
+		if (amp_git_tree_lookup(&sub, st->repo, git_tree_entry_id(e)) < 0)
 			return -1;
 		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", git_tree_entry_name(e));
 		rc = collect_level(st, sub, path, through ? 0 : depth - 1, v, count, alloc);
@@ -349,7 +373,7 @@ int amp_store_list_task_trees(amp_store *st, git_tree *root, char ***ids,
 		git_error_clear();
 		return AMP_OK;
 	}
-	if (rc < 0 || git_tree_lookup(&tree, st->repo, git_tree_entry_id(tasks)) < 0) {
+	if (rc < 0 || amp_git_tree_lookup(&tree, st->repo, git_tree_entry_id(tasks)) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read tasks/");
 		goto cleanup;
 	}

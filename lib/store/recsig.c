@@ -3,6 +3,7 @@
  * verified by every reader that checks, cached by blob ids.
  */
 #include "store_int.h"
+#include "base/gitobj.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -171,7 +172,7 @@ int amp_store_check_commit_signed(amp_store *st, const git_commit *commit,
 
 	for (i = 0; i < n; i++)
 		recs[i].proven = 0;
-	if (git_commit_tree(&tree, commit) < 0)
+	if (amp_git_commit_tree(&tree, commit) < 0)
 		return amp_error_git(err, AMP_EIO, "cannot read the tree of %s",
 				     git_oid_tostr_s(git_commit_id(commit)));
 	for (i = 0; i < n && status == 1; i++) {

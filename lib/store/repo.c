@@ -343,7 +343,8 @@ int amp_store_open(amp_store **out, const char *path, amp_error *err)
 	size_t n;
 	int status = AMP_OK;
 
-	git_libgit2_init();
+	if (git_libgit2_init() < 0)
+		return amp_error_git(err, AMP_EIO, "cannot start libgit2");
 	if ((status = amp_store_git_options(err)) < 0)
 		return status;
 	if (!(st = calloc(1, sizeof(*st)))) {

@@ -5,6 +5,7 @@
  * whatever sshsig.c does not do exactly as ssh-keygen is ssh-keygen's.
  */
 #include <errno.h>
+#include "base/gitobj.h"
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -499,7 +500,7 @@ int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const 
 	 * allowed-signers file are checked against when the commit was
 	 * made, so a key retired with valid-before still verifies what it
 	 * signed while it was valid, as `git verify-commit` says. */
-	if (git_commit_lookup(&c, repo, id) < 0) {
+	if (amp_git_commit_lookup(&c, repo, id) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read commit %s", git_oid_tostr_s(id));
 		goto cleanup;
 	}

@@ -254,9 +254,17 @@ unsigned long amp_store_retries(const amp_store *st);
 #define AMP_LAYOUT_FLAT 1
 #define AMP_LAYOUT_FANNED 2
 
-/* The layout of tip tree root (NULL: an empty SSOT, layout 1): 1, 2, or
- * -1 when its AMP_LAYOUT_FILE names none amp knows. */
+#define AMP_LAYOUT_UNKNOWN (-1)
+#define AMP_LAYOUT_UNREADABLE (-2)
+
+/* The layout of tip tree root (NULL: an empty SSOT, layout 1): 1, 2,
+ * AMP_LAYOUT_UNKNOWN when its AMP_LAYOUT_FILE names none amp knows, or
+ * AMP_LAYOUT_UNREADABLE when that file cannot be read (git_error_last()
+ * says why). */
 int amp_store_tree_layout(git_repository *repo, git_tree *root);
+/* Fills err for a negative layout from amp_store_tree_layout and returns
+ * its status (AMP_EIO). */
+int amp_store_layout_error(int layout, amp_error *err);
 /* The same, an unknown layout an AMP_EIO error (a newer amp's SSOT). */
 int amp_store_layout(amp_store *st, git_tree *root, amp_error *err);
 
@@ -314,6 +322,7 @@ typedef struct amp_flat {
 	char **subs;
 	size_t ntrees;
 } amp_flat;
+/* 0, or -1 with libgit2's error set (out of memory too) and *out empty. */
 int amp_store_flatten(git_repository *repo, git_tree *tree, int levels, amp_flat *out);
 /* The record files of a task directory's tree, in either layout. */
 int amp_store_task_files(git_repository *repo, git_tree *task_tree, amp_flat *out);

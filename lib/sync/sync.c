@@ -11,6 +11,7 @@
  * the compare-and-swap of the local ref) is libgit2, in process.
  */
 #include <stdio.h>
+#include "base/gitobj.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -151,7 +152,7 @@ static int tree_of(git_repository *repo, const git_oid *id, git_tree **tree, amp
 	git_commit *c = NULL;
 	int status = AMP_OK;
 
-	if (git_commit_lookup(&c, repo, id) < 0 || git_commit_tree(tree, c) < 0)
+	if (amp_git_commit_lookup(&c, repo, id) < 0 || amp_git_commit_tree(tree, c) < 0)
 		status = amp_error_git(err, AMP_EIO, "cannot read commit %s", git_oid_tostr_s(id));
 	git_commit_free(c);
 	return status;

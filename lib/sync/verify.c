@@ -2,6 +2,7 @@
  * verify.c - amp sync checks what it fetches (verify.h).
  */
 #include <stdio.h>
+#include "base/gitobj.h"
 #include <string.h>
 
 #include "base/util.h"
@@ -116,7 +117,7 @@ static unsigned long tell_commit(amp_store *st, amp_schema_set *set, const char 
 	unsigned long n = 0;
 	size_t i;
 
-	if (git_commit_tree(&tree, commit) < 0) {
+	if (amp_git_commit_tree(&tree, commit) < 0) {
 		git_error_clear();
 		return 0;
 	}
@@ -137,8 +138,8 @@ static unsigned long tell_commit(amp_store *st, amp_schema_set *set, const char 
 		if (!added) {
 			if (!(added = json_object()) ||
 			    (git_commit_parentcount(commit) &&
-			     (git_commit_parent(&parent, commit, 0) < 0 ||
-			      git_commit_tree(&ptree, parent) < 0)) ||
+			     (amp_git_commit_parent(&parent, commit, 0) < 0 ||
+			      amp_git_commit_tree(&ptree, parent) < 0)) ||
 			    amp_store_diff_tasks(repo, ptree, tree, added, -1) < 0) {
 				git_error_clear();
 				break;
@@ -210,7 +211,7 @@ unsigned long amp_sync_check_new(amp_store *st, amp_schema_set *set, const char 
 		git_commit *commit = NULL;
 		amp_errlist found = { 0 };
 
-		if (git_commit_lookup(&commit, repo, &id) < 0) {
+		if (amp_git_commit_lookup(&commit, repo, &id) < 0) {
 			git_error_clear();
 			continue;
 		}

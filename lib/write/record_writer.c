@@ -31,8 +31,7 @@ int amp_write_add_record(amp_store_write *w, const amp_task_log *log,
 	int status;
 
 	if (log->layout < 0)
-		return amp_error_set(err, AMP_EIO, AMP_LAYOUT_FILE,
-				     "not a layout this amp knows (it writes 1 and 2): a newer amp's SSOT");
+		return amp_store_layout_error(log->layout, err);
 	/* In the layout of the tip the log was read from (store.h "Layout") */
 	if (amp_store_entry_name(log->next_seq, kind, id, name, sizeof(name)) < 0 ||
 	    amp_task_log_record_path(log, name, path, sizeof(path)) < 0)
