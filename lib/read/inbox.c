@@ -18,6 +18,7 @@
 #include "record/record.h"
 #include "read.h"
 #include "inbox_team.h"
+#include "summary.h"
 #include "protocol/protocol.h"
 #include "base/util.h"
 
@@ -55,11 +56,14 @@ static json_t *record(const amp_task_log *log, const amp_task_state *s, const am
  * are not messages for anyone: amp watch escalates them; nor are the
  * unACKed messages of an aborted task to anyone but the admin.  AMP_EUSAGE when
  * task_id is not a task id (a directory nobody can address), AMP_EIO when
- * its directory cannot be read.
+ * its directory cannot be read.  With `reports`, the task's entry there
+ * is what its team reports, amp_summary_team_reports at now_ms (none when
+ * it reports nothing): from the log read here, not read again.
  */
 static int read_task(amp_store *st, git_tree *root, const char *task_id, const char *role,
-		     int all, json_t *out, amp_error *err)
+		     int all, json_t *out, json_t *reports, int64_t now_ms, amp_error *err)
 {
+	json_t *team = NULL;
 	amp_task_log log;
 	amp_task_state s;
 	size_t i;
@@ -93,6 +97,9 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, const c
 			json_object_set_new(r, "acked", json_boolean(acked));
 		json_array_append_new(out, r);
 	}
+	if (status == AMP_OK && reports &&
+	    (status = amp_summary_team_reports(&log, now_ms, &team, err)) == AMP_OK && team)
+		json_object_set_new(reports, task_id, team);
 	amp_task_state_free(&s);
 	amp_task_log_free(&log);
 	return status;
@@ -297,9 +304,11 @@ static void save_cache(amp_store *st, const json_t *c, const json_t *team)
 		amp_tempfile_rollback(&t);
 }
 
-/* Reads task `task` of `tree` into the cache again. */
-static int refresh_task(amp_store *st, git_tree *tree, json_t *c, const char *task,
-			amp_error *err)
+/* Reads task `task` of `tree` into the cache c again, and its entry of
+ * the team's reports `team` (none when the task is gone, is no task id or
+ * cannot be read: the inbox reports it). */
+static int refresh_task(amp_store *st, git_tree *tree, json_t *c, json_t *team,
+			const char *task, int64_t now_ms, amp_error *err)
 {
 	json_t *tasks = json_object_get(c, "tasks"), *broken = json_object_get(c, "broken");
 	json_t *list = json_array();
@@ -308,7 +317,8 @@ static int refresh_task(amp_store *st, git_tree *tree, json_t *c, const char *ta
 
 	if (!list)
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
-	status = read_task(st, tree, task, NULL, 0, list, &terr);
+	json_object_del(team, task);
+	status = read_task(st, tree, task, NULL, 0, list, team, now_ms, &terr);
 	json_object_del(tasks, task);
 	json_object_del(broken, task);
 	if (status == AMP_EUSAGE) {
@@ -372,6 +382,7 @@ static int update_cache(amp_store *st, json_t **c, json_t **team, const git_oid 
 	json_t *touched = json_object(), *known = json_object(), *v;
 	const char *hex = amp_json_str(*c, "tip"), *task;
 	char tip_hex[GIT_OID_HEXSZ + 1];
+	int64_t now_ms = 0;
 	git_oid old;
 	void *iter;
 	int status = AMP_OK;
@@ -417,14 +428,18 @@ static int update_cache(amp_store *st, json_t **c, json_t **team, const git_oid 
 			if (json_object_get(r, "agent"))
 				json_object_set(known, amp_json_str(r, "msg_id"), json_object_get(r, "agent"));
 	}
+	/* What the team's reports keep does not depend on the time: the clock
+	 * only feeds the summary they are judged by. */
+	if (json_object_size(touched) && amp_clock_now_ms(&now_ms, err) < 0) {
+		status = AMP_EIO;
+		goto cleanup;
+	}
 	for (iter = json_object_iter(touched); iter && status == AMP_OK;
 	     iter = json_object_iter_next(touched, iter))
-		status = refresh_task(st, new_t, *c, json_object_iter_key(iter), err);
+		status = refresh_task(st, new_t, *c, *team, json_object_iter_key(iter), now_ms,
+				      err);
 	if (status == AMP_OK)
 		status = fill_agents(st, json_object_get(*c, "tasks"), known, err);
-	if (status == AMP_OK)
-		status = amp_inbox_team_refresh(st, new_t, touched, json_object_get(*c, "broken"),
-						*team, err);
 	if (status == AMP_OK)
 		json_object_set_new(*c, "tip", json_string(git_oid_tostr(tip_hex, sizeof(tip_hex), tip)));
 cleanup:
@@ -497,13 +512,13 @@ static int read_all(amp_store *st, const git_oid *tip, const char *role, const c
 		goto cleanup;
 	}
 	if (task) {
-		status = read_task(st, tree, task, role, 1, out, err);
+		status = read_task(st, tree, task, role, 1, out, NULL, 0, err);
 		goto cleanup;
 	}
 	if ((status = amp_store_list_tasks(st, tree, &ids, &n, err)) < 0)
 		goto cleanup;
 	for (i = 0; i < n && status == AMP_OK; i++)
-		if ((status = read_task(st, tree, ids[i], role, 1, out, err)) == AMP_EUSAGE)
+		if ((status = read_task(st, tree, ids[i], role, 1, out, NULL, 0, err)) == AMP_EUSAGE)
 			status = AMP_OK;
 cleanup:
 	amp_strv_free(ids, n);

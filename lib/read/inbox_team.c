@@ -53,7 +53,7 @@ static int by_name(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The team of `role` from inbox.json's reports (amp_inbox_team_refresh):
+/* The team of `role` from inbox.json's reports (inbox_team.h):
  * task `task`'s, or all, by name as amp_summary_list_open lists them. */
 static int team_from_reports(json_t *team, const json_t *reports, const char *role,
 			     const char *agent, const char *task, int64_t now_ms, amp_error *err)
@@ -169,71 +169,5 @@ cleanup:
 	amp_summaries_close(cache);
 	git_tree_free(root);
 	git_commit_free(commit);
-	return status;
-}
-
-/* Task `task`'s entry of amp_inbox_team_refresh, or NULL when it is
- * finished or reports nothing; AMP_EIO when its directory cannot be read. */
-static int task_reports(amp_summaries *summaries, amp_store *st, git_tree *root,
-			const char *task, const git_oid *tree, int64_t now_ms, json_t **out,
-			amp_error *err)
-{
-	amp_summary_brief b;
-	json_t *s;
-
-	*out = NULL;
-	if (amp_summary_brief_get(summaries, st, root, task, tree, now_ms, &b, err) < 0)
-		return AMP_EIO;
-	if (!b.extras || amp_summary_finished(&b))
-		return AMP_OK;
-	if (!(s = amp_summary_get(summaries, st, root, task, now_ms, err)))
-		return AMP_EIO;
-	if (json_array_size(json_object_get(s, "progress")) ||
-	    json_array_size(json_object_get(s, "questions")) ||
-	    json_array_size(json_object_get(s, "released")))
-		*out = json_pack("{s:s,s:O,s:O,s:O}", "task_id", task,
-				 "progress", json_object_get(s, "progress"),
-				 "questions", json_object_get(s, "questions"),
-				 "released", json_object_get(s, "released"));
-	json_decref(s);
-	return AMP_OK;
-}
-
-int amp_inbox_team_refresh(amp_store *st, git_tree *root, const json_t *touched,
-			   const json_t *unreadable, json_t *reports, amp_error *err)
-{
-	amp_summaries *summaries = NULL;
-	const char *task;
-	json_t *v, *r;
-	int64_t now_ms;
-	int status = AMP_OK;
-
-	if (!json_object_size(touched))
-		return AMP_OK;
-	/* What is kept does not depend on the time: the clock only feeds
-	 * the summary. */
-	if (amp_clock_now_ms(&now_ms, err) < 0)
-		return AMP_EIO;
-	summaries = amp_summaries_open(st);
-	json_object_foreach((json_t *)touched, task, v) {
-		git_tree_entry *te = NULL;
-		char dir[128];
-
-		json_object_del(reports, task);
-		if (json_object_get(unreadable, task))
-			continue;
-		if (amp_store_task_lookup(root, task, &te, dir, sizeof(dir)) < 0) {
-			git_error_clear();
-			continue;
-		}
-		status = task_reports(summaries, st, root, task, git_tree_entry_id(te), now_ms, &r,
-				      err);
-		git_tree_entry_free(te);
-		if (status < 0)
-			break;
-		if (r)
-			json_object_set_new(reports, task, r);
-	}
-	amp_summaries_close(summaries);
 	return status;
 }

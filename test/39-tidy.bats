@@ -1,0 +1,46 @@
+#!/usr/bin/env bats
+# Review findings (the i-tidy wave): what an `amp inbox` after a write
+# reads and rewrites, and the helpers the findings folded.
+
+bats_require_minimum_version 1.5.0
+
+load helpers
+load conversation
+load enforcer
+
+setup() {
+	make_ssot
+}
+
+teardown() {
+	fsck_teardown
+}
+
+@test "amp inbox after a write keeps the team's reports from the records it read: status.cache is neither rewritten nor made, and the coordinator sees the new progress" {
+	send_dispatch
+	amp claim "$T" --agent bob > /dev/null
+	amp inbox coordinator > /dev/null
+	# No listing ran: an inbox does not make amp status's cache.
+	amp progress "$T" --percent 30 --note 'first pass' --agent bob > /dev/null
+	run amp inbox coordinator --json
+	assert_success
+	echo "$output" | json_get '[(p["task_id"], p["agent"], p["percent"]) for p in d["progress"]]' > "$BATS_TEST_TMPDIR/progress"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/progress")" '[["'"$T"'", "bob", 30]]'
+	[ ! -e .git/amp/status.cache ]
+	# With a listing's cache in place, an inbox after a write leaves it
+	# as it was (same file, same bytes).
+	amp status > /dev/null
+	cp .git/amp/status.cache "$BATS_TEST_TMPDIR/before"
+	inode=$(stat -c %i .git/amp/status.cache)
+	at 10
+	amp progress "$T" --percent 60 --agent bob > /dev/null
+	run amp inbox coordinator --json
+	assert_success
+	echo "$output" | json_get '[p["percent"] for p in d["progress"]]' > "$BATS_TEST_TMPDIR/progress"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/progress")" "[60]"
+	cmp .git/amp/status.cache "$BATS_TEST_TMPDIR/before"
+	[ "$(stat -c %i .git/amp/status.cache)" = "$inode" ]
+	# and the listing, which reads its cache, still sees the new report.
+	run amp status
+	assert_output --partial "progress bob 60%"
+}
