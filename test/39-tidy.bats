@@ -44,3 +44,18 @@ teardown() {
 	run amp status
 	assert_output --partial "progress bob 60%"
 }
+
+@test "amp inbox --all reads the team's reports from the records it reads, not from amp status's cache: status.cache is not made, and the progress is the same as without --all" {
+	send_dispatch
+	amp claim "$T" --agent bob > /dev/null
+	amp progress "$T" --percent 40 --agent bob > /dev/null
+	run amp inbox coordinator --all --json
+	assert_success
+	echo "$output" | json_get '[(p["task_id"], p["percent"]) for p in d["progress"]]' > "$BATS_TEST_TMPDIR/all"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/all")" '[["'"$T"'", 40]]'
+	[ ! -e .git/amp/status.cache ]
+	run amp inbox coordinator --json
+	echo "$output" | json_get '[(p["task_id"], p["percent"]) for p in d["progress"]]' > "$BATS_TEST_TMPDIR/warm"
+	cmp "$BATS_TEST_TMPDIR/all" "$BATS_TEST_TMPDIR/warm"
+	[ ! -e .git/amp/status.cache ]
+}

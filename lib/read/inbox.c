@@ -98,7 +98,7 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, const c
 		json_array_append_new(out, r);
 	}
 	if (status == AMP_OK && reports &&
-	    (status = amp_summary_team_reports(&log, now_ms, &team, err)) == AMP_OK && team)
+	    (status = amp_summary_team_reports(&log, now_ms, 0, &team, err)) == AMP_OK && team)
 		json_object_set_new(reports, task_id, team);
 	amp_task_state_free(&s);
 	amp_task_log_free(&log);
@@ -247,11 +247,12 @@ static int tasks_valid(const json_t *tasks)
  * regular file, too big (amp_cache_bound), not JSON, or not ours (version,
  * ref, build and policy, shape).  *team: the text of the team's reports
  * that follows the cache object in the file (inbox_team.h), unparsed: only
- * the roles they are for read it; a copy the caller frees, NULL with a
- * fresh cache. */
-static json_t *load_cache(amp_store *st, char **team)
+ * the roles they are for read it; it points into *buf, the file's text
+ * (the caller frees *buf; not copied: a role they are not for pays
+ * nothing for them), NULL with a fresh cache. */
+static json_t *load_cache(amp_store *st, char **buf, const char **team)
 {
-	char path[PATH_MAX + 16], *buf = NULL;
+	char path[PATH_MAX + 16];
 	json_t *c = NULL, *key = policy_key(st);
 	const char *ref, *tip;
 	json_error_t jerr;
@@ -259,12 +260,12 @@ static json_t *load_cache(amp_store *st, char **team)
 	git_oid oid;
 
 	*team = NULL;
+	*buf = NULL;
 	cache_path(st, path, sizeof(path));
-	if (amp_cache_read(path, amp_cache_bound(st), &buf, &len) == 0 &&
-	    (c = json_loadb(buf, len, JSON_DISABLE_EOF_CHECK, &jerr)) &&
+	if (amp_cache_read(path, amp_cache_bound(st), buf, &len) == 0 &&
+	    (c = json_loadb(*buf, len, JSON_DISABLE_EOF_CHECK, &jerr)) &&
 	    jerr.position > 0 && (size_t)jerr.position < len)
-		*team = strdup(buf + jerr.position); /* amp_cache_read ends buf in a NUL */
-	free(buf);
+		*team = *buf + jerr.position; /* amp_cache_read ends buf in a NUL */
 	ref = amp_json_str(c, "ref");
 	tip = amp_json_str(c, "tip");
 	if (!json_is_object(c) || !*team ||
@@ -277,7 +278,6 @@ static json_t *load_cache(amp_store *st, char **team)
 	    !tasks_valid(json_object_get(c, "tasks"))) {
 		json_decref(c);
 		c = fresh_cache(st);
-		free(*team);
 		*team = NULL;
 	}
 	git_error_clear();
@@ -496,9 +496,10 @@ static int sort_messages(json_t *list, amp_error *err)
 	return AMP_OK;
 }
 
-/* --all: straight from the SSOT. */
+/* --all: straight from the SSOT; with `reports`, each task's team
+ * reports there too (read_task). */
 static int read_all(amp_store *st, const git_oid *tip, const char *role, const char *task,
-		    json_t *out, amp_error *err)
+		    json_t *out, json_t *reports, int64_t now_ms, amp_error *err)
 {
 	git_commit *c = NULL;
 	git_tree *tree = NULL;
@@ -512,13 +513,14 @@ static int read_all(amp_store *st, const git_oid *tip, const char *role, const c
 		goto cleanup;
 	}
 	if (task) {
-		status = read_task(st, tree, task, role, 1, out, NULL, 0, err);
+		status = read_task(st, tree, task, role, 1, out, reports, now_ms, err);
 		goto cleanup;
 	}
 	if ((status = amp_store_list_tasks(st, tree, &ids, &n, err)) < 0)
 		goto cleanup;
 	for (i = 0; i < n && status == AMP_OK; i++)
-		if ((status = read_task(st, tree, ids[i], role, 1, out, NULL, 0, err)) == AMP_EUSAGE)
+		if ((status = read_task(st, tree, ids[i], role, 1, out, reports, now_ms, err)) ==
+		    AMP_EUSAGE)
 			status = AMP_OK;
 cleanup:
 	amp_strv_free(ids, n);
@@ -563,7 +565,9 @@ int amp_inbox_read(amp_store *st, const char *role, const char *task, int all,
 {
 	const char *ref = amp_store_messages_ref(st), *skipped_path;
 	json_t *c = NULL, *team = NULL, *v;
-	char *team_text = NULL;
+	const char *team_text;
+	char *cache_text = NULL;
+	int64_t now_ms;
 	git_oid tip;
 	int rc, rebuilt, status;
 
@@ -586,12 +590,20 @@ int amp_inbox_read(amp_store *st, const char *role, const char *task, int all,
 	git_oid_tostr(out->tip, sizeof(out->tip), &tip);
 	if (all) {
 		out->source = AMP_INBOX_UNCACHED;
-		status = read_all(st, &tip, role, task, out->messages, err);
+		/* The team's reports from the same logs (inbox_team.h). */
+		status = AMP_OK;
+		now_ms = 0;
+		if (amp_inbox_team_role(role) && (status = amp_clock_now_ms(&now_ms, err)) == AMP_OK &&
+		    !(out->reports = json_object()))
+			status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		if (status == AMP_OK)
+			status = read_all(st, &tip, role, task, out->messages, out->reports, now_ms,
+					  err);
 		if (status == AMP_OK)
 			status = fill_agents(st, out->messages, NULL, err);
 		goto sort;
 	}
-	c = load_cache(st, &team_text);
+	c = load_cache(st, &cache_text, &team_text);
 	/* A task that could not be read is tried again, even at the same tip
 	 * (an object database repaired, a pack fetched).  The team's reports
 	 * are parsed only for a role they are for: a hit of another role
@@ -620,7 +632,7 @@ sort:
 cleanup:
 	json_decref(c);
 	json_decref(team);
-	free(team_text);
+	free(cache_text);
 	if (status < 0) {
 		json_decref(out->messages);
 		out->messages = NULL;

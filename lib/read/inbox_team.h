@@ -17,12 +17,13 @@
 
 /*
  * Fills in->team for `role` at in->tip, from the tasks not finished (or
- * task `task` only, when not NULL): from in->reports when the inbox came
- * from inbox.json (the inbox keeps there, for each task not finished
+ * task `task` only, when not NULL): from in->reports, the open tasks'
+ * reports amp_inbox_read kept (in inbox.json, for each task not finished
  * that reports anything, amp_summary_team_reports of the log it read
  * when the task changed: task id -> {"task_id", "progress", "questions",
- * "released"}; with `task`, one it did not keep from that task's records
- * alone), else through the status cache (summary.h):
+ * "released"}; with --all, from the logs it read); with `task`, one they
+ * hold nothing of from that task's records alone.  The status cache is
+ * not read: the inbox's one cache of the reports is inbox.json.
  *   - coordinator: {"progress": [{"task_id", "agent", "subtask_id",
  *     "percent", "note", "timestamp", "record"}] (each holder's latest),
  *     "questions": [{"task_id", "record", "agent", "subtask_id",

@@ -743,8 +743,8 @@ cleanup:
 	return status;
 }
 
-int amp_summary_team_reports(const amp_task_log *log, int64_t now_ms, json_t **out,
-			     amp_error *err)
+int amp_summary_team_reports(const amp_task_log *log, int64_t now_ms, int finished_too,
+			     json_t **out, amp_error *err)
 {
 	amp_summary_brief b = { 0 };
 	struct sentry e = { .last_kind = '-' };
@@ -754,6 +754,8 @@ int amp_summary_team_reports(const amp_task_log *log, int64_t now_ms, json_t **o
 	*out = NULL;
 	if (!team)
 		return AMP_OK;
+	if (finished_too)
+		goto reports;
 	/* Finished or not as the listing judges it, from the same summary. */
 	if (summarize(log, now_ms, &e) < 0 || strlen(e.state) >= sizeof(b.state)) {
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
@@ -764,6 +766,7 @@ int amp_summary_team_reports(const amp_task_log *log, int64_t now_ms, json_t **o
 	b.acks_pending = e.ndeadlines; /* pending or overdue: both awaited */
 	if (amp_summary_finished(&b))
 		goto cleanup;
+reports:
 	if (!(*out = json_pack("{s:s,s:O,s:O,s:O}", "task_id", log->task_id,
 			       "progress", json_object_get(team, "progress"),
 			       "questions", json_object_get(team, "questions"),

@@ -73,7 +73,8 @@ int amp_summary_finished(const amp_summary_brief *b);
 
 /*
  * What the team reports on the task of `log` (issue 33) while it is not
- * finished (amp_summary_finished, judged from log as the listing would):
+ * finished (amp_summary_finished, judged from log as the listing would),
+ * or whether it is or not with `finished_too`:
  * in *out a new object {"task_id", "progress", "questions", "released"}
  * (amp_summary_get's arrays, which do not depend on the time), or NULL
  * when the task reports nothing or is finished.  For a reader that has
@@ -81,8 +82,8 @@ int amp_summary_finished(const amp_summary_brief *b);
  * records again nor touches the status cache.  AMP_OK, or AMP_EIO with
  * err filled (out of memory).
  */
-int amp_summary_team_reports(const amp_task_log *log, int64_t now_ms, json_t **out,
-			     amp_error *err);
+int amp_summary_team_reports(const amp_task_log *log, int64_t now_ms, int finished_too,
+			     json_t **out, amp_error *err);
 
 /*
  * The tasks of root that are not finished (amp_summary_finished), sorted
