@@ -25,7 +25,7 @@
 
 struct inbox {
 	char ref[300];    /* refs/amp-in/<id>/<name> */
-	char target[300]; /* refs/amp/<name> */
+	char target[AMP_INBOX_TARGET_MAX]; /* refs/amp/<name> */
 	char marker[300]; /* refs/amp-joined/<id>/<name> */
 	git_oid tip;      /* the inbox's tip when looked at */
 };
@@ -79,19 +79,11 @@ int amp_sync_mark_read(git_repository *repo, const char *marker, const git_oid *
  * into *in: 0, or -1 when it is none (a ref the hook would refuse). */
 static int parse_inbox(amp_store *st, const char *name, struct inbox *in)
 {
-	const char *id = name + strlen(AMP_SYNC_INBOX), *slash = strchr(id, '/');
-
-	if (strncmp(name, AMP_SYNC_INBOX, strlen(AMP_SYNC_INBOX)) || !slash || slash == id ||
-	    slash - id > 64 || strlen(name) >= sizeof(in->ref) ||
-	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
-		    (size_t)(slash - id))
+	if (strlen(name) >= sizeof(in->ref) || amp_hook_inbox_target(st, name, in->target) < 0)
 		return -1;
 	snprintf(in->ref, sizeof(in->ref), "%s", name);
-	snprintf(in->target, sizeof(in->target), "refs/amp/%s", slash + 1);
-	snprintf(in->marker, sizeof(in->marker), AMP_SYNC_JOINED "%s", id);
-	if (strcmp(in->target, amp_store_messages_ref(st)) &&
-	    strcmp(in->target, amp_store_errors_ref(st)))
-		return -1;
+	snprintf(in->marker, sizeof(in->marker), AMP_SYNC_JOINED "%s",
+		 name + strlen(AMP_SYNC_INBOX));
 	return 0;
 }
 
