@@ -160,9 +160,9 @@ static void mark(git_repository *repo, const struct inbox *in, int status, const
 	git_error_clear();
 }
 
-/* One look: joins every pending inbox once.  *took: how many were. */
+/* One look: joins every pending inbox once. */
 static int join_pending(amp_store *st, amp_schema_set *set, json_t *tried,
-			amp_sync_joined_fn fn, void *ctx, size_t *took, amp_error *err)
+			amp_sync_joined_fn fn, void *ctx, amp_error *err)
 {
 	struct inbox *ins = NULL;
 	amp_sync_inbox_joined j;
@@ -170,7 +170,6 @@ static int join_pending(amp_store *st, amp_schema_set *set, json_t *tried,
 	size_t i, n;
 	int status;
 
-	*took = 0;
 	if ((status = pending(st, tried, &ins, &n, err)) < 0)
 		return status;
 	for (i = 0; i < n; i++) {
@@ -187,7 +186,6 @@ static int join_pending(amp_store *st, amp_schema_set *set, json_t *tried,
 			fn(&j, ctx);
 		if (j.status != AMP_EIO)
 			mark(amp_store_repo(st), &ins[i], j.status, &why);
-		(*took)++;
 	}
 	free(ins);
 	return AMP_OK;
@@ -232,12 +230,14 @@ int amp_sync_join_inboxes(amp_store *st, amp_schema_set *set, amp_sync_joined_fn
 			  void *ctx, int *ran, amp_error *err)
 {
 	json_t *tried = json_object();
-	size_t took, n;
+	size_t n;
 	int fd = -1, rc, status = AMP_OK;
 
 	*ran = AMP_SYNC_JOIN_LEFT;
 	if (!tried)
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	/* One look a turn, and one after letting go: a push that joins its
+	 * own inbox alone lists the inboxes twice. */
 	for (;;) {
 		if ((rc = amp_store_trylock(st, AMP_SYNC_JOIN_LOCK, &fd, err)) <= 0) {
 			/* 0: a join is under way, and it looks again after
@@ -245,23 +245,20 @@ int amp_sync_join_inboxes(amp_store *st, amp_schema_set *set, amp_sync_joined_fn
 			status = rc;
 			break;
 		}
-		if (*ran == AMP_SYNC_JOIN_LEFT)
+		if (*ran == AMP_SYNC_JOIN_LEFT) {
 			*ran = AMP_SYNC_JOIN_RAN;
-		status = join_pending(st, set, tried, fn, ctx, &took, err);
-		/* Still pending after the first look: the rest is the
-		 * detached child's, and this push returns. */
-		if (status == AMP_OK && took && *ran == AMP_SYNC_JOIN_RAN &&
-		    (status = count_pending(st, tried, &n, err)) == AMP_OK && n &&
-		    (rc = go_on_detached(fd)) >= 0) {
+		} else if (*ran == AMP_SYNC_JOIN_RAN && (rc = go_on_detached(fd)) >= 0) {
+			/* Still pending after the first turn: the rest is
+			 * the detached child's, and this push returns. */
 			if (rc == 0)
 				break;
 			*ran = AMP_SYNC_JOIN_CHILD;
 		}
-		while (status == AMP_OK && took)
-			status = join_pending(st, set, tried, fn, ctx, &took, err);
+		status = join_pending(st, set, tried, fn, ctx, err);
 		amp_store_unlock(fd);
-		/* A push that found the lock held after this join's last look
-		 * left its inbox to this join: look once more, unlocked. */
+		/* Those that came while it joined, and a push that found the
+		 * lock held after this look left its inbox to this join:
+		 * look once more, unlocked, and take them in another turn. */
 		if (status < 0 || (status = count_pending(st, tried, &n, err)) < 0 || !n)
 			break;
 	}
