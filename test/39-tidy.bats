@@ -59,3 +59,33 @@ teardown() {
 	cmp "$BATS_TEST_TMPDIR/all" "$BATS_TEST_TMPDIR/warm"
 	[ ! -e .git/amp/status.cache ]
 }
+
+@test "a push to a hub in inbox mode raises the hub's .git/amp/join.wanted before it tries the join's lock, a join under way or not; the join that next looks takes the inbox and clears it" {
+	load hub
+	load clones
+	clones_setup
+	on a git config amp.syncPush inbox
+	on a git config amp.syncId a1
+	on a git config amp.syncRetries 1
+	D=$(cd a && amp send task_dispatch --task T-2026-0101 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+	# a join under way: this shell holds the join's lock
+	mkdir -p "$HUB/amp"
+	exec {held}>> "$HUB/amp/refs_amp-in.flock"
+	flock "$held"
+	run on a amp sync
+	flock -u "$held"
+	exec {held}>&-
+	assert_output --partial "amp hook: left refs/amp-in/a1/messages to the join under way"
+	[ -e "$HUB/amp/join.wanted" ]
+	run -0 env -C "$HUB" amp hook post-receive < /dev/null
+	assert_output --partial "amp hook: joined refs/amp-in/a1/messages into refs/amp/messages"
+	[ ! -e "$HUB/amp/join.wanted" ]
+	git -C "$HUB" ls-tree -r --name-only refs/amp/messages | grep -q "\.msg\.$D\.json$"
+	# a push that finds no join under way joins its own inbox, and leaves
+	# the flag cleared
+	at 10
+	(cd a && amp send task_dispatch --task T-2026-0102 --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json") > /dev/null
+	run -0 on a amp sync
+	assert_output --partial "joined"
+	[ ! -e "$HUB/amp/join.wanted" ]
+}
