@@ -325,31 +325,6 @@ static int check_task(struct check *c, const char *task, json_t *added)
 	return status;
 }
 
-/* The task of a record's path (tasks/<YYYY>/<S>/<task>/<name> in layout
- * 1, tasks/<YYYY>/<A>/<B>/<task>/<s1>/<s2>/<name> in 2) into task and its
- * name into *name; -1 when the path is not one in its place in `layout`
- * (store.h "Layout"). */
-static int record_path(int layout, const char *path, char *task, size_t tasksz,
-		       const char **name)
-{
-	const char *slash[8], *p = path;
-	char want[AMP_PATH_MAX];
-	size_t n = 0, len, at = layout == AMP_LAYOUT_FLAT ? 2 : 3;
-
-	while (n < 8 && (p = strchr(p, '/')))
-		slash[n++] = p++;
-	if (n <= at + 1 || strncmp(path, "tasks/", 6))
-		return -1;
-	len = (size_t)(slash[at + 1] - slash[at] - 1);
-	if (len >= tasksz)
-		return -1;
-	memcpy(task, slash[at] + 1, len);
-	task[len] = '\0';
-	*name = slash[n - 1] + 1;
-	return amp_store_record_path(layout, task, *name, want, sizeof(want)) == 0 &&
-	       !strcmp(want, path) ? 0 : -1;
-}
-
 static const char *delta_verb(git_delta_t status)
 {
 	switch (status) {
@@ -641,7 +616,7 @@ static void check_sig_files(struct check *c, int layout, json_t *sigs, json_t *t
 		int found = 0;
 
 		amp_store_sig_record_path(path, rec, sizeof(rec));
-		if (record_path(layout, rec, task_id, sizeof(task_id), &name) == 0)
+		if (amp_store_record_path_parse(layout, rec, task_id, sizeof(task_id), &name) == 0)
 			found = json_object_get(json_object_get(tasks, task_id), name) != NULL;
 		for (k = 0; !found && k < json_array_size(registers); k++)
 			found = !strcmp(json_string_value(json_array_get(registers, k)), rec);
@@ -753,7 +728,7 @@ static int check_commit(struct check *c, git_commit *commit)
 			json_array_append_new(registers, json_string(path));
 			continue;
 		}
-		if (record_path(layout, path, task_id, sizeof(task_id), &name) < 0) {
+		if (amp_store_record_path_parse(layout, path, task_id, sizeof(task_id), &name) < 0) {
 			refuse(c, AMP_ESCHEMA, path, NULL, "%s%s",
 			       layout == AMP_LAYOUT_FLAT ?
 			       "not a record in its task's directory (tasks/<YYYY>/<S>/<task_id>/<seq>.<msg|ack|ctl>.<id>.json)" :
@@ -966,21 +941,31 @@ cleanup:
  * the hub's refs/amp/<name> does not hold must be well-formed; the rules
  * are the hub's join's, in the records' place there (post-receive).
  */
+int amp_hook_inbox_target(amp_store *st, const char *name, char target[AMP_INBOX_TARGET_MAX])
+{
+	const char *id = name + strlen(AMP_SYNC_INBOX), *slash = strchr(id, '/');
+
+	*target = '\0';
+	if (strncmp(name, AMP_SYNC_INBOX, strlen(AMP_SYNC_INBOX)) || !slash || slash == id ||
+	    slash - id > 64 ||
+	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+		    (size_t)(slash - id))
+		return -1;
+	snprintf(target, AMP_INBOX_TARGET_MAX, "refs/amp/%.200s", slash + 1);
+	return strcmp(target, amp_store_messages_ref(st)) &&
+	       strcmp(target, amp_store_errors_ref(st)) ? -2 : 0;
+}
+
 static int check_inbox_update(struct check *c, const char *old_hex, const char *new_hex)
 {
-	const char *id = c->ref + strlen(AMP_SYNC_INBOX), *slash = strchr(id, '/');
-	char target[300];
+	char target[AMP_INBOX_TARGET_MAX];
 	git_oid old, new, tip;
 	int status;
 
-	if (!slash || slash == id || (size_t)(slash - id) > 64 ||
-	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
-		    (size_t)(slash - id))
+	if ((status = amp_hook_inbox_target(c->st, c->ref, target)) == -1)
 		return amp_errlist_add(c->errors, AMP_ERULE, "",
 				       "not an inbox: refs/amp-in/<id>/<ref> with <id> of [A-Za-z0-9_-]{1,64}");
-	snprintf(target, sizeof(target), "refs/amp/%.200s", slash + 1);
-	if (strcmp(target, amp_store_messages_ref(c->st)) &&
-	    strcmp(target, amp_store_errors_ref(c->st)))
+	if (status < 0)
 		return amp_errlist_add(c->errors, AMP_ERULE, "",
 				       "an inbox takes the messages or the errors ref, and %s is neither",
 				       target);

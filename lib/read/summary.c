@@ -671,22 +671,28 @@ static json_t *deps_of(const amp_task_log *log)
 }
 
 /* What a team reports on the task (issue 33): {"progress", "questions",
- * "released"} as compact JSON, or NULL when it has none (or out of
+ * "released"}, a new object, or NULL when it has none (or out of
  * memory). */
-static char *team_of(const amp_task_log *log)
+static json_t *team_json(const amp_task_log *log)
 {
-	json_t *p = amp_progress_json(log), *q = amp_questions_json(log), *t;
+	json_t *p = amp_progress_json(log), *q = amp_questions_json(log), *t = NULL;
 	json_t *r = amp_coord_released_json(log);
-	char *text = NULL;
 
-	if (json_array_size(p) || json_array_size(q) || json_array_size(r)) {
+	if (json_array_size(p) || json_array_size(q) || json_array_size(r))
 		t = json_pack("{s:O,s:O,s:O}", "progress", p, "questions", q, "released", r);
-		text = t ? json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-		json_decref(t);
-	}
 	json_decref(p);
 	json_decref(q);
 	json_decref(r);
+	return t;
+}
+
+/* team_json as compact JSON, or NULL. */
+static char *team_of(const amp_task_log *log)
+{
+	json_t *t = team_json(log);
+	char *text = t ? json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+
+	json_decref(t);
 	return text;
 }
 
@@ -736,6 +742,41 @@ cleanup:
 	json_decref(t);
 	json_decref(l);
 	json_decref(d);
+	return status;
+}
+
+int amp_summary_team_reports(const amp_task_log *log, int64_t now_ms, int finished_too,
+			     json_t **out, amp_error *err)
+{
+	amp_summary_brief b = { 0 };
+	struct sentry e = { .last_kind = '-' };
+	json_t *team = team_json(log);
+	int status = AMP_OK;
+
+	*out = NULL;
+	if (!team)
+		return AMP_OK;
+	if (finished_too)
+		goto reports;
+	/* Finished or not as the listing judges it, from the same summary. */
+	if (summarize(log, now_ms, &e) < 0 || strlen(e.state) >= sizeof(b.state)) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	memcpy(b.state, e.state, sizeof(b.state));
+	b.unreadable = e.unreadable;
+	b.acks_pending = e.ndeadlines; /* pending or overdue: both awaited */
+	if (amp_summary_finished(&b))
+		goto cleanup;
+reports:
+	if (!(*out = json_pack("{s:s,s:O,s:O,s:O}", "task_id", log->task_id,
+			       "progress", json_object_get(team, "progress"),
+			       "questions", json_object_get(team, "questions"),
+			       "released", json_object_get(team, "released"))))
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+cleanup:
+	sentry_free(&e);
+	json_decref(team);
 	return status;
 }
 

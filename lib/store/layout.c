@@ -104,6 +104,35 @@ int amp_store_record_path(int layout, const char *task_id, const char *name, cha
 	return fits(n, bufsz) ? 0 : -1;
 }
 
+int amp_store_record_path_parse(int layout, const char *path, char *task, size_t tasksz,
+				const char **name)
+{
+	const char *slash[8], *p = path;
+	char want[AMP_PATH_MAX];
+	size_t n = 0, len, at;
+	int depth;
+
+	if (strncmp(path, "tasks/", 6))
+		return -1;
+	while (n < 8 && (p = strchr(p, '/')))
+		slash[n++] = p++;
+	/* tasks/Y/S/T/name: 4 slashes; tasks/Y/A/B/T/s1/s2/name: 7 */
+	depth = n == 4 && !p ? AMP_LAYOUT_FLAT : n == 7 && !p ? AMP_LAYOUT_FANNED : -1;
+	if (depth < 0 || (layout && layout != depth))
+		return -1;
+	at = depth == AMP_LAYOUT_FLAT ? 2 : 3;
+	len = (size_t)(slash[at + 1] - slash[at] - 1);
+	if (len >= tasksz)
+		return -1;
+	memcpy(task, slash[at] + 1, len);
+	task[len] = '\0';
+	*name = slash[n - 1] + 1;
+	if (layout && (amp_store_record_path(layout, task, *name, want, sizeof(want)) < 0 ||
+		       strcmp(want, path)))
+		return -1;
+	return 0;
+}
+
 int amp_store_tree_layout(git_repository *repo, git_tree *root)
 {
 	const git_tree_entry *e = root ? git_tree_entry_byname(root, AMP_LAYOUT_FILE) : NULL;

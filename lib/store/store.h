@@ -283,6 +283,15 @@ int amp_store_record_subdir(int layout, int seq, char *buf, size_t bufsz);
 int amp_store_record_path(int layout, const char *task_id, const char *name, char *buf,
 			  size_t bufsz);
 
+/* The task of record path `path` (tasks/<YYYY>/<S>/<task_id>/<name> in
+ * layout 1, tasks/<YYYY>/<A>/<B>/<task_id>/<s1>/<s2>/<name> in 2) into
+ * task and its file name into *name (in path): 0.  With `layout` 1 or 2,
+ * -1 unless path is that record's amp_store_record_path in that layout;
+ * with 0, either depth will do, whatever the names (a path to report).
+ * -1 too when the task does not fit tasksz. */
+int amp_store_record_path_parse(int layout, const char *path, char *task, size_t tasksz,
+				const char **name);
+
 /* The task directory of task_id in root, in whichever layout holds it
  * (the new first), into *out (the caller frees it) and its path into dir:
  * 0; GIT_ENOTFOUND (git's error cleared) when neither has it; else a

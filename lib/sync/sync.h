@@ -140,11 +140,12 @@ enum {
 /*
  * The hub's join (post-receive): when no other join is under way, joins
  * every inbox whose tip is not joined yet (amp_sync_absorb), calling fn
- * after each, and looks again until none is left; then, the lock let go,
- * once more, for a push that found it held meanwhile.  When inboxes are
- * still pending after its first look, the rest goes on in a detached
- * child (*ran AMP_SYNC_JOIN_CHILD there), so the push that started it
- * returns.  When another join is under way it returns at once (*ran
+ * after each; then, the lock let go, again only when a push raised the
+ * flag <state dir>/join.wanted meanwhile (each push raises it before it
+ * tries the lock, the join clears it before each look: sync_hub.c), so
+ * the inboxes are listed once a push.  When inboxes are pending in a
+ * later look, the rest goes on in a detached child (*ran
+ * AMP_SYNC_JOIN_CHILD there), so the push that started it returns.  When another join is under way it returns at once (*ran
  * AMP_SYNC_JOIN_LEFT): that join takes this push's inbox.
  * Each inbox's marker, refs/amp-joined/<id>/<name>, then says its tip was
  * joined, or (AMP_ERULE) why it was refused; a join that failed for the

@@ -7,9 +7,13 @@
  * made of each inbox is said by a marker the clones fetch,
  * refs/amp-joined/<id>/<name> (sync_hub.h).
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/proc.h"
@@ -25,7 +29,7 @@
 
 struct inbox {
 	char ref[300];    /* refs/amp-in/<id>/<name> */
-	char target[300]; /* refs/amp/<name> */
+	char target[AMP_INBOX_TARGET_MAX]; /* refs/amp/<name> */
 	char marker[300]; /* refs/amp-joined/<id>/<name> */
 	git_oid tip;      /* the inbox's tip when looked at */
 };
@@ -79,19 +83,11 @@ int amp_sync_mark_read(git_repository *repo, const char *marker, const git_oid *
  * into *in: 0, or -1 when it is none (a ref the hook would refuse). */
 static int parse_inbox(amp_store *st, const char *name, struct inbox *in)
 {
-	const char *id = name + strlen(AMP_SYNC_INBOX), *slash = strchr(id, '/');
-
-	if (strncmp(name, AMP_SYNC_INBOX, strlen(AMP_SYNC_INBOX)) || !slash || slash == id ||
-	    slash - id > 64 || strlen(name) >= sizeof(in->ref) ||
-	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
-		    (size_t)(slash - id))
+	if (strlen(name) >= sizeof(in->ref) || amp_hook_inbox_target(st, name, in->target) < 0)
 		return -1;
 	snprintf(in->ref, sizeof(in->ref), "%s", name);
-	snprintf(in->target, sizeof(in->target), "refs/amp/%s", slash + 1);
-	snprintf(in->marker, sizeof(in->marker), AMP_SYNC_JOINED "%s", id);
-	if (strcmp(in->target, amp_store_messages_ref(st)) &&
-	    strcmp(in->target, amp_store_errors_ref(st)))
-		return -1;
+	snprintf(in->marker, sizeof(in->marker), AMP_SYNC_JOINED "%s",
+		 name + strlen(AMP_SYNC_INBOX));
 	return 0;
 }
 
@@ -168,19 +164,14 @@ static void mark(git_repository *repo, const struct inbox *in, int status, const
 	git_error_clear();
 }
 
-/* One look: joins every pending inbox once.  *took: how many were. */
-static int join_pending(amp_store *st, amp_schema_set *set, json_t *tried,
-			amp_sync_joined_fn fn, void *ctx, size_t *took, amp_error *err)
+/* Joins inboxes ins[0..n) once each. */
+static void join_each(amp_store *st, amp_schema_set *set, json_t *tried, amp_sync_joined_fn fn,
+		      void *ctx, const struct inbox *ins, size_t n)
 {
-	struct inbox *ins = NULL;
 	amp_sync_inbox_joined j;
 	amp_error why;
-	size_t i, n;
-	int status;
+	size_t i;
 
-	*took = 0;
-	if ((status = pending(st, tried, &ins, &n, err)) < 0)
-		return status;
 	for (i = 0; i < n; i++) {
 		memset(&j, 0, sizeof(j));
 		j.inbox = ins[i].ref;
@@ -195,20 +186,54 @@ static int join_pending(amp_store *st, amp_schema_set *set, json_t *tried,
 			fn(&j, ctx);
 		if (j.status != AMP_EIO)
 			mark(amp_store_repo(st), &ins[i], j.status, &why);
-		(*took)++;
 	}
-	free(ins);
+}
+
+/*
+ * The flag <state dir>/join.wanted: every push raises it before it tries
+ * the join's lock, the join clears it before each look under the lock,
+ * and looks again only when it is raised after it let go.  A push that
+ * found the lock held raised it before: either before the clearing, and
+ * its inbox (pushed before its hook ran) is in that look, or after, and
+ * the join sees it raised.  So the inboxes are listed once per push, not
+ * again after each join to catch a push that came meanwhile.
+ */
+static void wanted_path(amp_store *st, char *buf, size_t bufsz)
+{
+	snprintf(buf, bufsz, "%s/join.wanted", amp_store_state_dir(st));
+}
+
+static int raise_wanted(amp_store *st, amp_error *err)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	wanted_path(st, path, sizeof(path));
+	if ((mkdir(amp_store_state_dir(st), 0777) < 0 && errno != EEXIST) ||
+	    (fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666)) < 0)
+		return amp_error_set(err, AMP_EIO, "", "cannot write %s: %s", path,
+				     strerror(errno));
+	close(fd);
 	return AMP_OK;
 }
 
-/* How many inboxes are pending that this join did not try: *n. */
-static int count_pending(amp_store *st, json_t *tried, size_t *n, amp_error *err)
+/* Whether the flag is raised: 1 also when that cannot be told (look
+ * again, to be safe). */
+static int wanted(amp_store *st)
 {
-	struct inbox *ins = NULL;
-	int status = pending(st, tried, &ins, n, err);
+	char path[PATH_MAX];
+	struct stat sb;
 
-	free(ins);
-	return status;
+	wanted_path(st, path, sizeof(path));
+	return stat(path, &sb) == 0 || errno != ENOENT;
+}
+
+static void clear_wanted(amp_store *st)
+{
+	char path[PATH_MAX];
+
+	wanted_path(st, path, sizeof(path));
+	unlink(path);
 }
 
 /*
@@ -240,39 +265,48 @@ int amp_sync_join_inboxes(amp_store *st, amp_schema_set *set, amp_sync_joined_fn
 			  void *ctx, int *ran, amp_error *err)
 {
 	json_t *tried = json_object();
-	size_t took, n;
+	struct inbox *ins = NULL;
+	size_t n;
 	int fd = -1, rc, status = AMP_OK;
 
 	*ran = AMP_SYNC_JOIN_LEFT;
 	if (!tried)
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	if ((status = raise_wanted(st, err)) < 0)
+		goto cleanup;
 	for (;;) {
 		if ((rc = amp_store_trylock(st, AMP_SYNC_JOIN_LOCK, &fd, err)) <= 0) {
 			/* 0: a join is under way, and it looks again after
-			 * it lets go: it takes what this push brought. */
+			 * it lets go (the flag): it takes what this push
+			 * brought. */
 			status = rc;
 			break;
 		}
-		if (*ran == AMP_SYNC_JOIN_LEFT)
+		clear_wanted(st);
+		if ((status = pending(st, tried, &ins, &n, err)) < 0) {
+			amp_store_unlock(fd);
+			break;
+		}
+		if (*ran == AMP_SYNC_JOIN_LEFT) {
 			*ran = AMP_SYNC_JOIN_RAN;
-		status = join_pending(st, set, tried, fn, ctx, &took, err);
-		/* Still pending after the first look: the rest is the
-		 * detached child's, and this push returns. */
-		if (status == AMP_OK && took && *ran == AMP_SYNC_JOIN_RAN &&
-		    (status = count_pending(st, tried, &n, err)) == AMP_OK && n &&
-		    (rc = go_on_detached(fd)) >= 0) {
+		} else if (n && *ran == AMP_SYNC_JOIN_RAN && (rc = go_on_detached(fd)) >= 0) {
+			/* Still pending after the first turn: the rest is
+			 * the detached child's, and this push returns. */
 			if (rc == 0)
 				break;
 			*ran = AMP_SYNC_JOIN_CHILD;
 		}
-		while (status == AMP_OK && took)
-			status = join_pending(st, set, tried, fn, ctx, &took, err);
+		join_each(st, set, tried, fn, ctx, ins, n);
+		free(ins);
+		ins = NULL;
 		amp_store_unlock(fd);
-		/* A push that found the lock held after this join's last look
-		 * left its inbox to this join: look once more, unlocked. */
-		if (status < 0 || (status = count_pending(st, tried, &n, err)) < 0 || !n)
+		/* A push that found the lock held after the clearing raised
+		 * the flag again: another turn takes its inbox. */
+		if (!wanted(st))
 			break;
 	}
+cleanup:
+	free(ins);
 	json_decref(tried);
 	return status;
 }

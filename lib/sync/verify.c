@@ -12,33 +12,6 @@
 #include "write/write.h"
 #include "verify.h"
 
-/* The task of record path "tasks/<YYYY>/<S>/<task_id>/<name>" (layout 1)
- * or "tasks/<YYYY>/<A>/<B>/<task_id>/<s1>/<s2>/<name>" (layout 2, store.h
- * "Layout") into buf; -1 when the path is no record's. */
-static int task_of(const char *path, char *buf, size_t bufsz)
-{
-	const char *p = path, *start[8], *end;
-	int n = 0, at;
-
-	if (strncmp(p, "tasks/", 6))
-		return -1;
-	for (p += 6; n < 8; p++) {
-		start[n++] = p;
-		if (!(p = strchr(p, '/')))
-			break;
-	}
-	/* the parts: Y S T name, or Y A B T s1 s2 name */
-	at = n == 4 ? 2 : n == 7 ? 3 : -1;
-	if (at < 0 || p)
-		return -1;
-	end = strchr(start[at], '/');
-	if ((size_t)(end - start[at]) >= bufsz)
-		return -1;
-	memcpy(buf, start[at], (size_t)(end - start[at]));
-	buf[end - start[at]] = '\0';
-	return 0;
-}
-
 /*
  * Escalates record `path` of commit tree `tree` for `reason`, once (its
  * cause is its path): permission_denied when `signature` (its commit's key
@@ -50,6 +23,7 @@ static int tell(amp_store *st, amp_schema_set *set, const char *remote, git_tree
 		const char *path, int status, int signature, const char *reason)
 {
 	char task[128], description[1700];
+	const char *name;
 	git_tree_entry *te = NULL;
 	git_blob *blob = NULL;
 	amp_errlist reasons = { 0 }, errs = { 0 };
@@ -58,7 +32,7 @@ static int tell(amp_store *st, amp_schema_set *set, const char *remote, git_tree
 	amp_error ignored;
 	int wrote = 0;
 
-	if (task_of(path, task, sizeof(task)) < 0 ||
+	if (amp_store_record_path_parse(0, path, task, sizeof(task), &name) < 0 ||
 	    git_tree_entry_bypath(&te, tree, path) < 0 ||
 	    git_blob_lookup(&blob, git_tree_owner(tree), git_tree_entry_id(te)) < 0) {
 		git_error_clear();
