@@ -53,6 +53,48 @@ static int parse_entry_name(const char *name, int *seq, amp_entry_kind *kind,
 	return *id ? 0 : -1;
 }
 
+/* Reads and parses the record in blob id: AMP_OK with *doc (a JSON
+ * object; the caller owns it), 1 with *why saying why the record is
+ * unreadable (past the size bound, read only far enough to know, in one
+ * search of the pack indexes (process.h); a blob missing or damaged; not
+ * JSON; not an object): such a record spoils itself only, the task's
+ * other records stay usable (issue 7, defect 4).  AMP_EIO in err when
+ * memory ran out, which says nothing of the record: the read fails,
+ * rather than go on without it (a rule would decide on a task that
+ * lacks it). */
+static int parse_blob(amp_store *st, const git_oid *id, json_t **doc, amp_error *why,
+		      amp_error *err)
+{
+	git_blob *blob = NULL;
+	size_t size;
+	int rc, status = 1;
+
+	*doc = NULL;
+	if ((rc = amp_store_blob_bounded(st->repo, id, AMP_LIMIT_MESSAGE_BYTES, &blob, &size)) > 0) {
+		amp_error_set(why, AMP_ESCHEMA, "", "%zu bytes, more than the %d-byte message size limit",
+			      size, AMP_LIMIT_MESSAGE_BYTES);
+	} else if (rc < 0) {
+		if (amp_store_git_out_of_memory())
+			status = amp_error_set(err, AMP_EIO, "", "cannot read blob %s: out of memory",
+					       git_oid_tostr_s(id));
+		else
+			amp_error_git(why, AMP_EIO, "cannot read blob %s", git_oid_tostr_s(id));
+		git_error_clear();
+	} else if (amp_bounds_parse_record(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob),
+					   doc, why) < 0) {
+		if (why->status == AMP_EIO) /* amp_json_parse ran out of memory */
+			status = amp_error_set(err, AMP_EIO, "", "%s", why->message);
+	} else if (!json_is_object(*doc)) {
+		amp_error_set(why, AMP_ESCHEMA, "", "not a JSON object");
+		json_decref(*doc);
+		*doc = NULL;
+	} else {
+		status = AMP_OK;
+	}
+	git_blob_free(blob);
+	return status;
+}
+
 /* amp_store_read_task, or only the control records when `controls_only`
  * (the others are skipped by their names, never read). */
 static int read_task(amp_store *st, git_tree *root, const char *task_id, int controls_only,
@@ -62,10 +104,9 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 	git_tree_entry *dir_entry = NULL;
 	git_tree *tree = NULL;
 	amp_flat files = { 0 };
-	git_blob *blob = NULL;
 	amp_reccache *cache = NULL;
 	git_oid *cache_ids = NULL; /* the blob of each entry, for the cache */
-	size_t i, n, parsed = 0, size;
+	size_t i, n, parsed = 0;
 	int rc, status = AMP_OK;
 
 	memset(log, 0, sizeof(*log));
@@ -133,60 +174,24 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 		}
 		if (rec->doc)
 			goto have_doc;
-		/* A record past the size bound is unreadable without being
-		 * inflated, in one search of the pack indexes (process.h).  A
-		 * blob that is missing or corrupt spoils its record only: the
-		 * task's other records stay usable (issue 7, defect 4). */
-		if ((rc = amp_store_blob_bounded(st->repo, git_tree_entry_id(e),
-						 AMP_LIMIT_MESSAGE_BYTES, &blob, &size)) > 0) {
-			amp_error_set(&perr, AMP_ESCHEMA, "",
-				      "%zu bytes, more than the %d-byte message size limit",
-				      size, AMP_LIMIT_MESSAGE_BYTES);
-		} else if (rc < 0) {
-			/* Out of memory says nothing of the record: the read
-			 * fails, rather than go on without it (a rule would
-			 * decide on a task that lacks it). */
-			if (amp_store_git_out_of_memory()) {
-				status = amp_error_set(err, AMP_EIO, "",
-						       "cannot read blob %s: out of memory",
-						       git_oid_tostr_s(git_tree_entry_id(e)));
-				git_error_clear();
-				free(rec->id);
-				memset(rec, 0, sizeof(*rec));
-				goto cleanup;
-			}
-			amp_error_git(&perr, AMP_EIO, "cannot read blob %s",
-				      git_oid_tostr_s(git_tree_entry_id(e)));
-			git_error_clear();
-		} else if (amp_bounds_parse_record(git_blob_rawcontent(blob),
-						   (size_t)git_blob_rawsize(blob),
-						   &rec->doc, &perr) == 0 &&
-			   !json_is_object(rec->doc)) {
-			amp_error_set(&perr, AMP_ESCHEMA, "", "not a JSON object");
-		} else if (!rec->doc && perr.status == AMP_EIO) {
-			/* amp_json_parse ran out of memory: the same */
-			status = amp_error_set(err, AMP_EIO, "", "%s", perr.message);
+		if ((rc = parse_blob(st, git_tree_entry_id(e), &rec->doc, &perr, err)) < 0) {
+			status = rc;
 			free(rec->id);
 			memset(rec, 0, sizeof(*rec));
 			goto cleanup;
 		}
-		if (!blob || !json_is_object(rec->doc)) {
+		if (rc > 0) {
 			if (amp_task_log_add_bad(log, rec->seq, rec->kind, rec->id, git_tree_entry_name(e),
 				    perr.message) < 0) {
 				free(rec->id);
 				status = amp_error_set(err, AMP_EIO, "", "out of memory");
 			}
-			json_decref(rec->doc);
 			memset(rec, 0, sizeof(*rec));
 			if (status < 0)
 				goto cleanup;
-			git_blob_free(blob);
-			blob = NULL;
 			continue;
 		}
 		amp_store_docs_put(st, git_tree_entry_id(e), rec->doc);
-		git_blob_free(blob);
-		blob = NULL;
 		st->records_parsed++;
 		parsed++;
 have_doc:
@@ -206,7 +211,6 @@ cleanup:
 	amp_reccache_free(cache);
 	amp_flat_free(&files);
 	free(cache_ids);
-	git_blob_free(blob);
 	git_tree_free(tree);
 	git_tree_entry_free(dir_entry);
 	if (status < 0)
