@@ -34,7 +34,8 @@ static int by_name(const void *a, const void *b)
 
 int amp_dir_names_has(const struct amp_dir_names *d, const char *name)
 {
-	return bsearch(&name, d->v, d->n, sizeof(*d->v), by_name) != NULL;
+	/* bsearch's array may not be NULL, even when empty (UBSan) */
+	return d->n && bsearch(&name, d->v, d->n, sizeof(*d->v), by_name) != NULL;
 }
 
 void amp_dir_names_free(struct amp_dir_names *d)
