@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "record/record.h"
+#include "treecache.h"
 
 /* ---- reading ------------------------------------------------------------ */
 
@@ -52,6 +53,39 @@ static int parse_entry_name(const char *name, int *seq, amp_entry_kind *kind,
 	return *id ? 0 : -1;
 }
 
+/* The record files of task directory `dir_id` (a tree) into *files: in
+ * layout 2 through the task's tree cache (treecache.h); else, or when that listing fails, as amp_store_task_files
+ * lists them, into *flat (which files borrows from).  0 or -1. */
+static int list_files(amp_store *st, const char *task_id, int layout, const git_oid *dir_id,
+		      amp_task_files *files, amp_flat *flat)
+{
+	git_tree *tree = NULL;
+	size_t i;
+	int rc = -1;
+
+	if (layout == AMP_LAYOUT_FANNED && !st->batch &&
+	    amp_task_files_list(st, task_id, dir_id, files) == 0) {
+		st->trees_read += files->from_git;
+		st->trees_cached += files->from_file;
+		return 0;
+	}
+	if (git_tree_lookup(&tree, st->repo, dir_id) < 0 ||
+	    amp_store_task_files(st->repo, tree, flat) < 0)
+		goto cleanup;
+	st->trees_read += 1 + flat->ntrees;
+	if (flat->count && !(files->v = malloc(flat->count * sizeof(*files->v))))
+		goto cleanup;
+	for (i = 0; i < flat->count; i++) {
+		files->v[i].name = git_tree_entry_name(flat->v[i].e);
+		git_oid_cpy(&files->v[i].id, git_tree_entry_id(flat->v[i].e));
+	}
+	files->count = flat->count;
+	rc = 0;
+cleanup:
+	git_tree_free(tree);
+	return rc;
+}
+
 /* amp_store_read_task, or only the control records when `controls_only`
  * (the others are skipped by their names, never read). */
 static int read_task(amp_store *st, git_tree *root, const char *task_id, int controls_only,
@@ -59,8 +93,8 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 {
 	char dir[128];
 	git_tree_entry *dir_entry = NULL;
-	git_tree *tree = NULL;
-	amp_flat files = { 0 };
+	amp_task_files files = { 0 };
+	amp_flat flat = { 0 };
 	git_blob *blob = NULL;
 	amp_reccache *cache = NULL;
 	git_oid *cache_ids = NULL; /* the blob of each entry, for the cache */
@@ -85,13 +119,10 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s", dir);
 		goto cleanup;
 	}
-	if (git_tree_lookup(&tree, st->repo, git_tree_entry_id(dir_entry)) < 0) {
+	if (list_files(st, task_id, log->layout, git_tree_entry_id(dir_entry), &files,
+		       &flat) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s, tree %s",
 				       dir, git_oid_tostr_s(git_tree_entry_id(dir_entry)));
-		goto cleanup;
-	}
-	if (amp_store_task_files(st->repo, tree, &files) < 0) {
-		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s", dir);
 		goto cleanup;
 	}
 	n = files.count;
@@ -111,11 +142,11 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 	/* Tree entries are sorted by name, and names start with the sequence
 	 * number, so this is commit order (amp_store_task_files). */
 	for (i = 0; i < n; i++) {
-		const git_tree_entry *e = files.v[i].e;
+		const amp_task_file *e = &files.v[i];
 		amp_entry *rec = &log->entries[log->count];
 		amp_error perr;
 
-		if (parse_entry_name(git_tree_entry_name(e), &rec->seq,
+		if (parse_entry_name(e->name, &rec->seq,
 				     &rec->kind, &rec->id) < 0)
 			continue; /* not ours: ignore rather than fail */
 		if (rec->seq >= log->next_seq)
@@ -125,10 +156,10 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 			memset(rec, 0, sizeof(*rec));
 			continue;
 		}
-		if (!(rec->doc = amp_store_docs_get(st, git_tree_entry_id(e))) &&
-		    (rec->doc = amp_reccache_get(cache, git_tree_entry_id(e)))) {
+		if (!(rec->doc = amp_store_docs_get(st, &e->id)) &&
+		    (rec->doc = amp_reccache_get(cache, &e->id))) {
 			st->records_cached++;
-			amp_store_docs_put(st, git_tree_entry_id(e), rec->doc);
+			amp_store_docs_put(st, &e->id, rec->doc);
 		}
 		if (rec->doc)
 			goto have_doc;
@@ -136,14 +167,14 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 		 * inflated, in one search of the pack indexes (process.h).  A
 		 * blob that is missing or corrupt spoils its record only: the
 		 * task's other records stay usable (issue 7, defect 4). */
-		if ((rc = amp_store_blob_bounded(st->repo, git_tree_entry_id(e),
+		if ((rc = amp_store_blob_bounded(st->repo, &e->id,
 						 AMP_LIMIT_MESSAGE_BYTES, &blob, &size)) > 0) {
 			amp_error_set(&perr, AMP_ESCHEMA, "",
 				      "%zu bytes, more than the %d-byte message size limit",
 				      size, AMP_LIMIT_MESSAGE_BYTES);
 		} else if (rc < 0) {
 			amp_error_git(&perr, AMP_EIO, "cannot read blob %s",
-				      git_oid_tostr_s(git_tree_entry_id(e)));
+				      git_oid_tostr_s(&e->id));
 			git_error_clear();
 		} else if (amp_bounds_parse_record(git_blob_rawcontent(blob),
 						   (size_t)git_blob_rawsize(blob),
@@ -152,7 +183,7 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 			amp_error_set(&perr, AMP_ESCHEMA, "", "not a JSON object");
 		}
 		if (!blob || !json_is_object(rec->doc)) {
-			if (amp_task_log_add_bad(log, rec->seq, rec->kind, rec->id, git_tree_entry_name(e),
+			if (amp_task_log_add_bad(log, rec->seq, rec->kind, rec->id, e->name,
 				    perr.message) < 0) {
 				free(rec->id);
 				status = amp_error_set(err, AMP_EIO, "", "out of memory");
@@ -165,14 +196,14 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 			blob = NULL;
 			continue;
 		}
-		amp_store_docs_put(st, git_tree_entry_id(e), rec->doc);
+		amp_store_docs_put(st, &e->id, rec->doc);
 		git_blob_free(blob);
 		blob = NULL;
 		st->records_parsed++;
 		parsed++;
 have_doc:
 		if (cache_ids)
-			git_oid_cpy(&cache_ids[log->count], git_tree_entry_id(e));
+			git_oid_cpy(&cache_ids[log->count], &e->id);
 		log->count++;
 	}
 	/* Written again once AMP_RECCACHE_SLACK records came from git: a
@@ -185,10 +216,10 @@ have_doc:
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 cleanup:
 	amp_reccache_free(cache);
-	amp_flat_free(&files);
+	amp_task_files_free(&files);
+	amp_flat_free(&flat);
 	free(cache_ids);
 	git_blob_free(blob);
-	git_tree_free(tree);
 	git_tree_entry_free(dir_entry);
 	if (status < 0)
 		amp_task_log_free(log);
