@@ -159,3 +159,16 @@ swap_blob() {
 	# a young one may be a live reader's
 	[ -e .git/amp/trees/$TASK.4243.tmp ]
 }
+
+@test "amp watch's first pass over a task of 600 records applies each record to the task's state a bounded number of times, not once per record before it: AMP_TRACE state_steps" {
+	plant_task 600 --review
+	AMP_TRACE=1 run -0 --separate-stderr amp watch --once
+	# what it finds: the reviewer silent since the planted request
+	assert_equal "$(grep -c '^escalated ' <<< "$output")" 1
+	assert_output --partial "escalated heartbeat_timeout $TASK review_request-$TASK-"
+	output=$stderr
+	# the state before each record (600), the task's, and those of the
+	# escalation's write: 3,600, where computing each from the start
+	# applied some 500,000
+	[ "$(trace_field state_steps)" -le 6000 ]
+}

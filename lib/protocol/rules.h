@@ -65,10 +65,12 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
  * join): the same rules but one.  An escalation's system_state_snapshot
  * says what its writer's SSOT was; it is checked when the escalation is
  * written, and records another clone wrote meanwhile may come before it
- * here without making it false.
+ * here without making it false.  `state`: before's state when the
+ * caller has it (amp_task_fold_to), else NULL.
  */
 int amp_rules_check_replayed(amp_store *st, git_tree *tree, const amp_task_log *before,
-			     const json_t *msg, const char *agent, amp_errlist *errors);
+			     const amp_task_state *state, const json_t *msg, const char *agent,
+			     amp_errlist *errors);
 
 /*
  * Issue 33, abort mid-review: when `msg` (by a role other than the admin or
