@@ -146,7 +146,6 @@ static int refold(amp_task_fold *f, const amp_task_log *view)
 	for (j = 0; j < view->count; j++)
 		if (apply(f, view, j) < 0)
 			return -1;
-	f->refolds += view->count;
 	return 0;
 }
 
@@ -174,9 +173,14 @@ const amp_task_state *amp_task_fold_to(amp_task_fold *f, const amp_task_log *log
 	}
 	for (j = f->upto; j < n; j++) {
 		view.count = j + 1;
-		if (changes_earlier(f, &view, &log->entries[j]) ? refold(f, &view) < 0 :
-		    apply(f, &view, j) < 0)
+		if (!changes_earlier(f, &view, &log->entries[j])) {
+			if (apply(f, &view, j) < 0)
+				return NULL;
+		} else if (refold(f, &view) < 0) {
 			return NULL;
+		} else {
+			f->refolds += view.count;
+		}
 	}
 	f->upto = n;
 	amp_task_state_end(&f->s);

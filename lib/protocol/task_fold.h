@@ -33,7 +33,8 @@ typedef struct amp_task_fold {
 			     * from their records): a set, open addressing */
 	size_t nnamed, nslots;
 	size_t last_success; /* entry index + 1 of s.last_successful_msg_id */
-	unsigned long refolds; /* records applied again (AMP_TRACE) */
+	unsigned long refolds; /* records applied again, when a record changed
+				* what an earlier one did */
 } amp_task_fold;
 
 /* An empty fold (of no record). */
