@@ -54,14 +54,13 @@ static int parse_entry_name(const char *name, int *seq, amp_entry_kind *kind,
 }
 
 /* The record files of task directory `dir_id` (a tree) into *files: in
- * layout 2 through the task's tree cache (treecache.h); else, or when that listing fails, as amp_store_task_files
- * lists them, into *flat (which files borrows from).  0 or -1. */
+ * layout 2 through the task's tree cache (treecache.h); else, or when that
+ * listing fails, as amp_store_task_files lists them, into *flat and *tree
+ * (files borrows from both; the caller frees them).  0 or -1. */
 static int list_files(amp_store *st, const char *task_id, int layout, const git_oid *dir_id,
-		      amp_task_files *files, amp_flat *flat)
+		      amp_task_files *files, amp_flat *flat, git_tree **tree)
 {
-	git_tree *tree = NULL;
 	size_t i;
-	int rc = -1;
 
 	if (layout == AMP_LAYOUT_FANNED && !st->batch &&
 	    amp_task_files_list(st, task_id, dir_id, files) == 0) {
@@ -69,21 +68,18 @@ static int list_files(amp_store *st, const char *task_id, int layout, const git_
 		st->trees_cached += files->from_file;
 		return 0;
 	}
-	if (git_tree_lookup(&tree, st->repo, dir_id) < 0 ||
-	    amp_store_task_files(st->repo, tree, flat) < 0)
-		goto cleanup;
+	if (git_tree_lookup(tree, st->repo, dir_id) < 0 ||
+	    amp_store_task_files(st->repo, *tree, flat) < 0)
+		return -1;
 	st->trees_read += 1 + flat->ntrees;
 	if (flat->count && !(files->v = malloc(flat->count * sizeof(*files->v))))
-		goto cleanup;
+		return -1;
 	for (i = 0; i < flat->count; i++) {
 		files->v[i].name = git_tree_entry_name(flat->v[i].e);
 		git_oid_cpy(&files->v[i].id, git_tree_entry_id(flat->v[i].e));
 	}
 	files->count = flat->count;
-	rc = 0;
-cleanup:
-	git_tree_free(tree);
-	return rc;
+	return 0;
 }
 
 /* amp_store_read_task, or only the control records when `controls_only`
@@ -93,6 +89,7 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 {
 	char dir[128];
 	git_tree_entry *dir_entry = NULL;
+	git_tree *tree = NULL;
 	amp_task_files files = { 0 };
 	amp_flat flat = { 0 };
 	git_blob *blob = NULL;
@@ -120,7 +117,7 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 		goto cleanup;
 	}
 	if (list_files(st, task_id, log->layout, git_tree_entry_id(dir_entry), &files,
-		       &flat) < 0) {
+		       &flat, &tree) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s, tree %s",
 				       dir, git_oid_tostr_s(git_tree_entry_id(dir_entry)));
 		goto cleanup;
@@ -218,6 +215,7 @@ cleanup:
 	amp_reccache_free(cache);
 	amp_task_files_free(&files);
 	amp_flat_free(&flat);
+	git_tree_free(tree);
 	free(cache_ids);
 	git_blob_free(blob);
 	git_tree_entry_free(dir_entry);
