@@ -87,13 +87,16 @@ const amp_entry *amp_task_has_escalation(const amp_task_log *log, const char *ty
 
 	for (i = 0; type && from && cause && i < log->count; i++) {
 		const amp_entry *e = &log->entries[i];
-		const char *kind = amp_json_str(json_object_get(e->doc, "payload"), "escalation_type");
-		const char *by = amp_json_str(e->doc, "from");
-		const char *c;
+		const char *kind, *by, *c;
 
-		if (e->kind == AMP_ENTRY_MSG && kind && by && !strcmp(kind, type) &&
-		    !strcmp(by, from) && (c = amp_escalation_cause(e->doc, buf, sizeof(buf))) &&
-		    same_cause(c, cause))
+		/* the writer first: amp watch asks once per record of a
+		 * task, and most records are not the asker's */
+		if (e->kind != AMP_ENTRY_MSG || !(by = amp_json_str(e->doc, "from")) ||
+		    strcmp(by, from))
+			continue;
+		kind = amp_json_str(json_object_get(e->doc, "payload"), "escalation_type");
+		if (kind && !strcmp(kind, type) &&
+		    (c = amp_escalation_cause(e->doc, buf, sizeof(buf))) && same_cause(c, cause))
 			return e;
 	}
 	return NULL;
