@@ -172,3 +172,26 @@ swap_blob() {
 	# applied some 500,000
 	[ "$(trace_field state_steps)" -le 6000 ]
 }
+
+@test "a verdict into a task of 300 records applies its records to the task's state twice, not three times: its rules and the lock it may bring share one fold (AMP_TRACE state_steps)" {
+	plant_task 300 --review
+	local tip
+	tip=$(git rev-parse refs/amp/messages)
+	verdict_traced
+	# amp verdict's own read (300), the send's rules (300), the lock (1)
+	[ "$(trace_field state_steps)" -le 610 ]
+	# a rejection at amp.lockThreshold 1 brings the lock in its commit
+	git update-ref refs/amp/messages "$tip"
+	git config amp.lockThreshold 1
+	cat > "$BATS_TEST_TMPDIR/p/reject.json" <<-'JSON'
+	{"criteria_results": [{"criterion": "it works", "passed": false, "evidence": "it does not"}],
+	 "issues": [{"severity": "critical", "file": "a.c", "line": 1, "description": "broken",
+	             "suggested_fix": "mend it"}]}
+	JSON
+	run -0 amp verdict "$TASK" --decision rejected --confidence 0.9 \
+		--payload "$BATS_TEST_TMPDIR/p/reject.json" --from reviewer
+	run -0 git log -1 --format=%B refs/amp/messages
+	assert_output --partial "Amp-Escalation: escalation-$TASK-"
+	run -0 amp status "$TASK" --json
+	assert_output --partial '"state": "locked"'
+}

@@ -623,6 +623,13 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 	return check_send(st, tip, log, NULL, msg, agent, errors);
 }
 
+int amp_rules_check_send_in(amp_store *st, git_tree *tip, const amp_task_log *log,
+			    const amp_task_state *state, const json_t *msg, const char *agent,
+			    amp_errlist *errors)
+{
+	return check_send(st, tip, log, state, msg, agent, errors);
+}
+
 const char *amp_rules_unapproved_dispatch(const amp_task_log *log, const amp_task_state *state,
 					  const json_t *msg, const char *ack_for)
 {

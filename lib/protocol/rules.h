@@ -59,6 +59,10 @@
  */
 int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 			 const json_t *msg, const char *agent, amp_errlist *errors);
+/* The same with log's state when the caller has it (NULL: computed). */
+int amp_rules_check_send_in(amp_store *st, git_tree *tip, const amp_task_log *log,
+			    const amp_task_state *state, const json_t *msg, const char *agent,
+			    amp_errlist *errors);
 
 /*
  * amp_rules_check_send for a message written elsewhere (a push, a fetch, a

@@ -44,7 +44,8 @@ void amp_task_fold_init(amp_task_fold *f);
  * The state of the first n records of log (n <= log->count), what
  * amp_task_state_compute gives for a view of them: borrowed from f (valid
  * until the next call), its pointers borrowed from the log.  Every call
- * on one fold names the same log (or views of one log) and an n no
+ * on one fold names the same log (or views of it, or a copy of it with
+ * records appended, as a write's log of what it adds) and an n no
  * smaller than the last; a smaller n starts again from the first record.
  * NULL when out of memory.
  */
