@@ -55,6 +55,7 @@ struct amp_treememo {
 			      * hash to its id: write it again */
 	struct slot *slot;
 	size_t nslots, used;
+	size_t bytes;        /* the file's and the trees read from git */
 };
 
 /* The process's memo: a tree in it is the content of its id whatever
@@ -155,6 +156,7 @@ static struct amp_treememo *memo_of(struct amp_treememo **held, const char *stat
 		return m;
 	}
 	m->file = (unsigned char *)buf;
+	m->bytes = size;
 	m->from_file = 1;
 	/* a cut-short last entry is left out: its tree comes from git */
 	for (off = MAGIC_LEN; size - off >= ID_LEN + 4; off += ID_LEN + 4 + len) {
@@ -229,6 +231,7 @@ static int tree_get(struct walk *w, const git_oid *id)
 			w->m->used++;
 		git_oid_cpy(&s->id, id);
 		s->len = git_odb_object_size(obj);
+		w->m->bytes += s->len;
 		memcpy(s->owned, git_odb_object_data(obj), s->len);
 		s->raw = s->owned;
 		s->checked = 1;
@@ -378,6 +381,13 @@ cleanup:
 
 void amp_task_files_free(amp_task_files *f)
 {
+	/* A task too long for the file is not kept in memory either: a
+	 * process that runs on (amp watch, dashboard --serve) would hold it
+	 * until it lists another task. */
+	if (memo && memo->bytes > AMP_TREECACHE_MAX) {
+		memo_free(memo);
+		memo = NULL;
+	}
 	free(f->trees);
 	free(f->v);
 	memset(f, 0, sizeof(*f));

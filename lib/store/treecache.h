@@ -34,7 +34,7 @@
 /* Trees read from git before the file is written again. */
 #define AMP_TREECACHE_SLACK 8
 /* The file's size bound: past it, trees come from git (a task of about
- * 300,000 records). */
+ * 300,000 records), and the process keeps none between listings. */
 #define AMP_TREECACHE_MAX ((size_t)32 << 20)
 
 /* One entry of a task's directory, through its fan-out trees. */
