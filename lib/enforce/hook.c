@@ -193,7 +193,7 @@ int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
 	if (denied)
 		return amp_errlist_add(errors, AMP_ERULE, "/context_ref",
 				       "%s awaits the admin's approval: no result before it", denied);
-	return amp_rules_check_replayed(st, tree, &before, e->doc, agent, errors);
+	return amp_rules_check_replayed(st, tree, &before, NULL, e->doc, agent, errors);
 }
 
 /* Notes a record the commit adds, for check_signature. */

@@ -149,6 +149,8 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 {
 	json_t *tasks = json_object_get(w->state, "tasks"), *timers;
 	struct task_pass t;
+	amp_task_fold fold;
+	amp_leases *leases = NULL;
 	amp_task_state s;
 	amp_task_log log;
 	amp_error err;
@@ -165,6 +167,10 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 	t.w = w;
 	t.log = &log;
 	t.old = json_object_get(tasks, task);
+	/* the rules of each new record see the state before it: one pass */
+	amp_task_fold_init(&fold);
+	t.fold = &fold;
+	t.leases = &leases;
 	/* AMP/1.0 No Silent Failure: a record nobody can read is reported. */
 	for (i = 0; i < log.nbad; i++)
 		if (is_new(new_files, log.bad[i].name))
@@ -178,7 +184,7 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 		if (!is_new(new_files, name))
 			continue;
 		if (e->kind == AMP_ENTRY_MSG)
-			unknown = amp_watch_check_message(w, &log, i);
+			unknown = amp_watch_check_message(&t, i);
 		else if (e->kind == AMP_ENTRY_ACK)
 			unknown = amp_watch_check_ack(&t, i);
 		if (!unknown && (e->kind != AMP_ENTRY_CTL || amp_watch_is_type(e->doc, "heartbeat")))
@@ -195,6 +201,8 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 		forget_writes(w, task);
 	}
 	amp_task_state_free(&s);
+	amp_task_fold_free(&fold);
+	free(leases);
 	amp_task_log_free(&log);
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "record/record.h"
+#include "treecache.h"
 
 /* ---- reading ------------------------------------------------------------ */
 
@@ -51,6 +52,37 @@ static int parse_entry_name(const char *name, int *seq, amp_entry_kind *kind,
 		return -1;
 	*id = strndup(at, n);
 	return *id ? 0 : -1;
+}
+
+/* The record files of task directory `dir_id` (a tree) into *files: in
+ * layout 2 through the task's tree cache (treecache.h); else, or when that
+ * listing fails, as amp_store_task_files lists them, into *flat and *tree
+ * (files borrows from both; the caller frees them).  0 or -1. */
+static int list_files(amp_store *st, const char *task_id, int layout, const git_oid *dir_id,
+		      amp_task_files *files, amp_flat *flat, git_tree **tree)
+{
+	size_t i;
+
+	if (layout == AMP_LAYOUT_FANNED && !st->batch &&
+	    amp_task_files_list(st, task_id, dir_id, files) == 0) {
+		st->trees_read += files->from_git;
+		st->trees_cached += files->from_file;
+		return 0;
+	}
+	if (amp_git_tree_lookup(tree, st->repo, dir_id) < 0 ||
+	    amp_store_task_files(st->repo, *tree, flat) < 0)
+		return -1;
+	st->trees_read += 1 + flat->ntrees;
+	if (flat->count && !(files->v = malloc(flat->count * sizeof(*files->v)))) {
+		git_error_set_oom(); /* the caller reports libgit2's error */
+		return -1;
+	}
+	for (i = 0; i < flat->count; i++) {
+		files->v[i].name = git_tree_entry_name(flat->v[i].e);
+		git_oid_cpy(&files->v[i].id, git_tree_entry_id(flat->v[i].e));
+	}
+	files->count = flat->count;
+	return 0;
 }
 
 /* Reads and parses the record in blob id: AMP_OK with *doc (a JSON
@@ -103,7 +135,8 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 	char dir[128];
 	git_tree_entry *dir_entry = NULL;
 	git_tree *tree = NULL;
-	amp_flat files = { 0 };
+	amp_task_files files = { 0 };
+	amp_flat flat = { 0 };
 	amp_reccache *cache = NULL;
 	git_oid *cache_ids = NULL; /* the blob of each entry, for the cache */
 	size_t i, n, parsed = 0;
@@ -127,13 +160,10 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s", dir);
 		goto cleanup;
 	}
-	if (amp_git_tree_lookup(&tree, st->repo, git_tree_entry_id(dir_entry)) < 0) {
+	if (list_files(st, task_id, log->layout, git_tree_entry_id(dir_entry), &files,
+		       &flat, &tree) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s, tree %s",
 				       dir, git_oid_tostr_s(git_tree_entry_id(dir_entry)));
-		goto cleanup;
-	}
-	if (amp_store_task_files(st->repo, tree, &files) < 0) {
-		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s", dir);
 		goto cleanup;
 	}
 	n = files.count;
@@ -153,11 +183,11 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 	/* Tree entries are sorted by name, and names start with the sequence
 	 * number, so this is commit order (amp_store_task_files). */
 	for (i = 0; i < n; i++) {
-		const git_tree_entry *e = files.v[i].e;
+		const amp_task_file *e = &files.v[i];
 		amp_entry *rec = &log->entries[log->count];
 		amp_error perr;
 
-		if (parse_entry_name(git_tree_entry_name(e), &rec->seq,
+		if (parse_entry_name(e->name, &rec->seq,
 				     &rec->kind, &rec->id) < 0)
 			continue; /* not ours: ignore rather than fail */
 		if (rec->seq >= log->next_seq)
@@ -167,21 +197,21 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 			memset(rec, 0, sizeof(*rec));
 			continue;
 		}
-		if (!(rec->doc = amp_store_docs_get(st, git_tree_entry_id(e))) &&
-		    (rec->doc = amp_reccache_get(cache, git_tree_entry_id(e)))) {
+		if (!(rec->doc = amp_store_docs_get(st, &e->id)) &&
+		    (rec->doc = amp_reccache_get(cache, &e->id))) {
 			st->records_cached++;
-			amp_store_docs_put(st, git_tree_entry_id(e), rec->doc);
+			amp_store_docs_put(st, &e->id, rec->doc);
 		}
 		if (rec->doc)
 			goto have_doc;
-		if ((rc = parse_blob(st, git_tree_entry_id(e), &rec->doc, &perr, err)) < 0) {
+		if ((rc = parse_blob(st, &e->id, &rec->doc, &perr, err)) < 0) {
 			status = rc;
 			free(rec->id);
 			memset(rec, 0, sizeof(*rec));
 			goto cleanup;
 		}
 		if (rc > 0) {
-			if (amp_task_log_add_bad(log, rec->seq, rec->kind, rec->id, git_tree_entry_name(e),
+			if (amp_task_log_add_bad(log, rec->seq, rec->kind, rec->id, e->name,
 				    perr.message) < 0) {
 				free(rec->id);
 				status = amp_error_set(err, AMP_EIO, "", "out of memory");
@@ -191,12 +221,12 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 				goto cleanup;
 			continue;
 		}
-		amp_store_docs_put(st, git_tree_entry_id(e), rec->doc);
+		amp_store_docs_put(st, &e->id, rec->doc);
 		st->records_parsed++;
 		parsed++;
 have_doc:
 		if (cache_ids)
-			git_oid_cpy(&cache_ids[log->count], git_tree_entry_id(e));
+			git_oid_cpy(&cache_ids[log->count], &e->id);
 		log->count++;
 	}
 	/* Written again once AMP_RECCACHE_SLACK records came from git: a
@@ -209,9 +239,10 @@ have_doc:
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 cleanup:
 	amp_reccache_free(cache);
-	amp_flat_free(&files);
-	free(cache_ids);
+	amp_task_files_free(&files);
+	amp_flat_free(&flat);
 	git_tree_free(tree);
+	free(cache_ids);
 	git_tree_entry_free(dir_entry);
 	if (status < 0)
 		amp_task_log_free(log);

@@ -428,6 +428,11 @@ void amp_store_record_counts(const amp_store *st, unsigned long *parsed, unsigne
 	*parsed = st->records_parsed;
 	*cached = st->records_cached;
 }
+void amp_store_tree_counts(const amp_store *st, unsigned long *read, unsigned long *cached)
+{
+	*read = st->trees_read;
+	*cached = st->trees_cached;
+}
 
 int amp_store_set_agent(amp_store *st, const char *name, amp_error *err)
 {

@@ -218,6 +218,10 @@ int amp_store_fsync(const amp_store *st);
 /* How many records this store's reads parsed from git, and how many came
  * from a record cache (reccache.h) instead: what AMP_TRACE reports. */
 void amp_store_record_counts(const amp_store *st, unsigned long *parsed, unsigned long *cached);
+/* How many trees of task directories its reads took from git, and how
+ * many from a task's tree cache (treecache.h): AMP_TRACE's trees_read,
+ * trees_cached. */
+void amp_store_tree_counts(const amp_store *st, unsigned long *read, unsigned long *cached);
 
 /* From now on (on = 1) until on = 0, the reads of this store share the
  * records they parse or take from a record cache, by blob id (a reference
