@@ -303,7 +303,8 @@ struct targets {
 
 /* Inbox: what the last push delivered there. */
 struct inbox_push {
-	int left;           /* the hub's hook left it to the join under way */
+	int left;           /* a hub before the "left" marker said it left it to
+			     * the join under way, or the inbox held it */
 	int have, ehave;    /* the messages (errors) ref went */
 	git_oid tip, etip;  /* at these tips */
 };
@@ -354,11 +355,12 @@ static int push_to(amp_store *st, const char *remote, const struct targets *t, i
 
 /*
  * After a push to the inbox that the fetch after it finds not joined (its
- * records still missing): 1 when the hub's join has yet to take it (the
- * hook left it to the join under way, or the inbox held it already, and
- * its markers say neither joined nor refused); else AMP_EIO (err filled):
- * the join refused it (the hub's reason), or took it and left out what
- * the fetch still lacks.
+ * records still missing): 1 when the hub's join has yet to take it (its
+ * marker says it was left to the join under way; or, from a hub before
+ * that marker, the hook said so or the inbox held it already, and the
+ * markers say neither joined nor refused); else AMP_EIO (err filled): the
+ * join refused it (the hub's reason), or took it and left out what the
+ * fetch still lacks.
  */
 static int inbox_pending(git_repository *repo, const char *remote, const char *ref,
 			 const struct targets *t, const struct inbox_push *ip, amp_error *err)
@@ -374,7 +376,8 @@ static int inbox_pending(git_repository *repo, const char *remote, const char *r
 		return amp_error_set(err, AMP_EIO, "",
 				     "%s's join refused the push to its inbox: %s; nothing lost: the local history stays on %s",
 				     remote, why, ref);
-	if (ip->left && (m == AMP_SYNC_MARK_NONE || e == AMP_SYNC_MARK_NONE))
+	if (m == AMP_SYNC_MARK_LEFT || e == AMP_SYNC_MARK_LEFT ||
+	    (ip->left && (m == AMP_SYNC_MARK_NONE || e == AMP_SYNC_MARK_NONE)))
 		return 1;
 	return amp_error_set(err, AMP_EIO, "",
 			     "%s took the push to its inbox but did not join it into %s (its reason above); nothing lost: the local history stays on %s",

@@ -154,4 +154,16 @@ enum {
 int amp_sync_join_inboxes(amp_store *st, amp_schema_set *set, amp_sync_joined_fn fn,
 			  void *ctx, int *ran, amp_error *err);
 
+/*
+ * After amp_sync_join_inboxes said AMP_SYNC_JOIN_LEFT: marks the inbox
+ * `inbox` (refs/amp-in/<id>/<name>) at `tip` as left to the join under
+ * way, refs/amp-joined/<id>/<name> -> a blob "left <tip>\n", unless its
+ * marker says that tip is joined or refused already; by compare-and-swap,
+ * so a join that marks it meanwhile keeps its word.  The clone's sync
+ * fetches the marker and fetches again while it says so (amp-sharing(7),
+ * INBOX MODE).  A ref that is no inbox of this hub is passed over.
+ * AMP_OK or AMP_EIO.
+ */
+int amp_sync_mark_left(amp_store *st, const char *inbox, const git_oid *tip, amp_error *err);
+
 #endif

@@ -173,7 +173,9 @@ int amp_sync_push(amp_store *st, const char *remote, const char *dst, const char
 		goto cleanup;
 	status = PUSHED;
 	/* The hub's hook left the inbox to the join under way (amp hook
-	 * post-receive): its records are joined after the push returns. */
+	 * post-receive): its records are joined after the push returns.
+	 * Its marker says so (sync_hub.h), which the fetch brings; this
+	 * line is read for hubs before that marker. */
 	if (left) {
 		const char *slash = strrchr(dst, '/');
 		char inbox[700];

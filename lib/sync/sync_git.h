@@ -27,8 +27,9 @@ int amp_sync_fetch(amp_store *st, const char *remote, const char *key, const cha
  * `edst`, forced when `force`: PUSHED, PUSH_RACED (someone pushed first),
  * PUSH_REFUSED (records the hub's hook refused, in `refused` as {path:
  * reason}; err filled), or a negative status.  *left (when not NULL) is 1
- * when PUSHED and the hub's hook said it left `dst` to the join under way,
- * or `dst` held it already (no hook ran): the hub's marker says the rest.
+ * when PUSHED and the hub's hook said it left `dst` to the join under way
+ * (a hub before the "left" marker, sync_hub.h, says so only there), or
+ * `dst` held it already (no hook ran): the hub's marker says the rest.
  */
 int amp_sync_push(amp_store *st, const char *remote, const char *dst, const char *edst,
 		  int force, int errors, json_t *refused, int *left, amp_error *err);

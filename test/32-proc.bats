@@ -1,0 +1,102 @@
+#!/usr/bin/env bats
+# A sync's processes and the hub's word to the clone (issue 32, item 3):
+# the hub's post-receive marks an inbox it left to the join under way on
+# refs/amp-joined/<id>/<name> ("left <tip>"), which the clone fetches, so
+# the clone does not read the hook's prose; a join that refuses an inbox
+# says why there, and the clone's sync says the hub's reason.  Clones a and
+# b of a bare hub on the file system (clones.bash), a in inbox mode; the
+# test holds the join's lock as a join under way does (clones.bash: hold).
+
+bats_require_minimum_version 1.5.0
+
+load helpers
+load conversation
+load enforcer
+load hub
+load clones
+
+setup() {
+	clones_setup
+	on a git config amp.syncPush inbox
+	on a git config amp.syncId a1
+	LOCK=$HUB/amp/refs_amp-in.flock
+	HOLDER=
+}
+
+teardown() {
+	let_go
+	clones_teardown
+}
+
+@test "a push left to the join under way is marked on the hub (refs/amp-joined/<id>/messages: left <tip>), and the clone waits for that marker, not for the hook's words" {
+	D=$(send a T-2026-0101)
+	# a hub whose post-receive says nothing to the pusher (its stderr
+	# dropped): only the marker tells the clone
+	mv "$HUB/hooks/post-receive" "$HUB/hooks/post-receive.amp"
+	printf '#!/bin/sh\nexec "%s" 2> /dev/null\n' "$HUB/hooks/post-receive.amp" > "$HUB/hooks/post-receive"
+	chmod +x "$HUB/hooks/post-receive"
+	on a git config amp.syncRetries 1
+	hold
+	run -0 on a amp sync --json
+	refute_output --partial "amp hook: left"
+	assert_output --regexp '"pending":true'
+	assert_output --regexp '"refetched":1'
+	tip=$(git -C a rev-parse refs/amp/messages)
+	run -0 git -C "$HUB" cat-file -p refs/amp-joined/a1/messages
+	assert_output "left $tip"
+	# the clone's copy of the marker says the same
+	run -0 git -C a cat-file -p refs/amp-sync-joined/origin/messages
+	assert_output "left $tip"
+	# the join under way, after it lets go, takes it and its marker says so
+	let_go
+	run -0 env -C "$HUB" amp hook post-receive < /dev/null
+	assert_output --partial "amp hook: joined refs/amp-in/a1/messages into refs/amp/messages"
+	[ "$(git -C "$HUB" rev-parse refs/amp-joined/a1/messages)" = "$tip" ]
+	git -C "$HUB" ls-tree -r --name-only refs/amp/messages | grep -q "\.msg\.$D\.json$"
+	run -0 on a amp sync --json
+	assert_output --regexp '"pending":false'
+	[ "$(git -C a rev-parse refs/amp/messages)" = "$(git -C "$HUB" rev-parse refs/amp/messages)" ]
+}
+
+@test "a join that has marked an inbox joined or refused keeps its word: the hook's left marker does not replace it" {
+	send a T-2026-0201 > /dev/null
+	run -0 on a amp sync --json
+	assert_output --regexp '"pending":false'
+	tip=$(git -C "$HUB" rev-parse refs/amp-in/a1/messages)
+	[ "$(git -C "$HUB" rev-parse refs/amp-joined/a1/messages)" = "$tip" ]
+	# the same tip pushed again (a second push of the same ref by hand,
+	# the hook running while a join is under way): joined stays joined
+	hold
+	run -0 env -C "$HUB" amp hook post-receive <<< "0000000000000000000000000000000000000000 $tip refs/amp-in/a1/messages"
+	assert_output --partial "amp hook: left refs/amp-in/a1/messages to the join under way"
+	[ "$(git -C "$HUB" rev-parse refs/amp-joined/a1/messages)" = "$tip" ]
+}
+
+@test "a join that refuses an inbox says why on its marker, and the clone's sync says the hub's reason (exit 4, nothing lost)" {
+	on a amp register --agent alice --role executor > /dev/null
+	path=$(git -C a ls-tree -r --name-only refs/amp/messages | grep '/register-')
+	# the hub holds another content at the same path (by hand, past the
+	# hooks): a name that lies about its content, which no join takes
+	git -C a cat-file blob "refs/amp/messages:$path" |
+		sed 's/"timestamp"/"capabilities": ["go"], "timestamp"/' > forged.json
+	blob=$(git -C "$HUB" hash-object -w "$BATS_TEST_TMPDIR/forged.json")
+	before=$(git -C "$HUB" rev-parse refs/amp/messages)
+	GIT_INDEX_FILE=$BATS_TEST_TMPDIR/idx git -C "$HUB" read-tree refs/amp/messages
+	GIT_INDEX_FILE=$BATS_TEST_TMPDIR/idx git -C "$HUB" update-index --add --cacheinfo "100644,$blob,$path"
+	tree=$(GIT_INDEX_FILE=$BATS_TEST_TMPDIR/idx git -C "$HUB" write-tree)
+	git -C "$HUB" update-ref refs/amp/messages "$(git -C "$HUB" commit-tree "$tree" -p refs/amp/messages -m forged)"
+	tip=$(git -C a rev-parse refs/amp/messages)
+	run -3 on a amp sync
+	assert_output --partial "amp hook: error: refs/amp-in/a1/messages: conflict: $path holds other content on each side (the inbox stays as it is)"
+	run -0 git -C "$HUB" cat-file -p refs/amp-joined/a1/messages
+	assert_output "refused $tip: conflict: $path holds other content on each side"
+	# the admin takes the forged record back: the clone's own join is
+	# clean now, and its inbox, still at the refused tip, is not taken
+	# again; the clone says the hub's reason
+	git -C "$HUB" update-ref refs/amp/messages "$before"
+	run -4 on a amp sync
+	assert_output --partial "amp sync: error: origin's join refused the push to its inbox: conflict: $path holds other content on each side; nothing lost: the local history stays on refs/amp/messages"
+	[ "$(git -C a rev-parse refs/amp/messages)" = "$tip" ]
+	[ "$(git -C "$HUB" rev-parse refs/amp/messages)" = "$before" ]
+	[ "$(git -C "$HUB" rev-parse refs/amp-in/a1/messages)" = "$tip" ]
+}
