@@ -247,6 +247,9 @@ static int absorb_inboxes(int push)
 		 * object"), and the clone's next push replaces it anyway. */
 	}
 	hub_watch(run.st, &set, &run.code);
+	/* After the join, whose objects count too (store/hubgc.h). */
+	if (amp_store_hub_gc(run.st, &ran, &err) < 0)
+		fprintf(stderr, "amp hook: error: %s\n", amp_term(err.message));
 cleanup:
 	amp_schema_set_free(set);
 	amp_store_free(run.st);
@@ -313,6 +316,10 @@ static int install(int argc, char **argv)
 		repo = ".";
 	if ((code = amp_cli_open_store("hook", repo, &st)))
 		return code;
+	/* A hub's post-receive runs git gc --auto only when it has work
+	 * (store/hubgc.h), instead of receive-pack at every push. */
+	if (commands == ssot_server && amp_store_hub_gc_install(st, &err) < 0)
+		code = amp_cli_fail("hook", &err);
 	for (; *commands && !code; commands++) {
 		if (amp_hook_install(st, *commands, program, path, sizeof(path), &chained, &err) < 0)
 			code = amp_cli_fail("hook", &err);

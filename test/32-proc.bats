@@ -100,3 +100,68 @@ teardown() {
 	[ "$(git -C "$HUB" rev-parse refs/amp/messages)" = "$before" ]
 	[ "$(git -C "$HUB" rev-parse refs/amp-in/a1/messages)" = "$tip" ]
 }
+
+# git_runs FILE: the git commands (trace2 "start" events of GIT_TRACE2_EVENT
+# FILE: every git process, the clone's and the hub's), one a line, sorted.
+git_runs() {
+	python3 -c 'import json, os, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("event") != "start":
+        continue
+    a = e["argv"]
+    name = os.path.basename(a[0])
+    if name.startswith("git-"):
+        print(name[4:])
+        continue
+    a = a[1:]
+    while a and (a[0].startswith("--git-dir=") or a[0] == "-c"):
+        a = a[2:] if a[0] == "-c" else a[1:]
+    print(a[0])' "$1" | sort
+}
+
+@test "a hub's git gc --auto runs only when it has work: amp hook install --server turns receive-pack's off, and a sync in inbox mode runs 11 git processes in all (clone and hub), none of them gc" {
+	run -0 git -C "$HUB" config receive.autogc
+	assert_output false
+	send a T-2026-0401 > /dev/null
+	run -0 env GIT_TRACE2_EVENT="$BATS_TEST_TMPDIR/trace" sh -c 'cd a && amp sync --json'
+	assert_output --regexp '"pending":false'
+	# the clone: push (pack-objects), fetch (unpack-objects, rev-list);
+	# the hub: receive-pack (unpack-objects, rev-list, for-each-ref),
+	# upload-pack (pack-objects) -- no gc
+	run -0 git_runs "$BATS_TEST_TMPDIR/trace"
+	assert_output "fetch
+for-each-ref
+pack-objects
+pack-objects
+push
+receive-pack
+rev-list
+rev-list
+unpack-objects
+unpack-objects
+upload-pack"
+	refute_output --partial gc
+}
+
+@test "the hub's post-receive runs git gc --auto when git would find work: more packs than gc.autoPackLimit are packed into one" {
+	# receive-pack's own gc off (as amp hook install --server sets it):
+	# only the hook can pack
+	git -C "$HUB" config receive.autogc false
+	git -C "$HUB" config gc.autoPackLimit 2
+	git -C "$HUB" config gc.autoDetach false
+	# every push kept as a pack
+	git -C "$HUB" config receive.unpackLimit 1
+	for t in T-2026-0501 T-2026-0502; do
+		send a "$t" > /dev/null
+		on a amp sync > /dev/null
+	done
+	packs=$(ls "$HUB"/objects/pack/*.pack | wc -l)
+	[ "$packs" -le 2 ]
+	send a T-2026-0503 > /dev/null
+	on a amp sync > /dev/null
+	[ "$(ls "$HUB"/objects/pack/*.pack | wc -l)" = 1 ]
+	git -C "$HUB" fsck --no-dangling
+	run -0 git -C "$HUB" rev-list --count refs/amp/messages
+	[ "$output" -ge 4 ]
+}
