@@ -210,9 +210,11 @@ SH
 	assert_output --partial "amp hook: joined refs/amp-in/c1/messages into refs/amp/messages"
 	refute_output --partial "joined refs/amp-in/a1/messages"
 	on_hub "$C"
-	# the detached join, stdio on /dev/null, takes a's inbox
+	# the detached join, stdio on /dev/null, takes a's inbox (its marker
+	# said "left" until then)
 	for _ in $(seq 600); do
-		git -C "$HUB" rev-parse -q --verify refs/amp-joined/a1/messages > /dev/null && break
+		[ "$(git -C "$HUB" rev-parse -q --verify refs/amp-joined/a1/messages)" != \
+			"$(git -C "$HUB" rev-parse refs/amp-in/a1/messages)" ] || break
 		sleep 0.05
 	done
 	[ "$(git -C "$HUB" rev-parse refs/amp-joined/a1/messages)" = "$(git -C "$HUB" rev-parse refs/amp-in/a1/messages)" ]
