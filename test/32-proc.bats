@@ -25,6 +25,8 @@ setup() {
 
 teardown() {
 	let_go
+	[ -z "${PROXY:-}" ] || { kill "$PROXY" 2> /dev/null; wait "$PROXY" 2> /dev/null; } || true
+	stop_servers
 	clones_teardown
 }
 
@@ -164,4 +166,73 @@ upload-pack"
 	git -C "$HUB" fsck --no-dangling
 	run -0 git -C "$HUB" rev-list --count refs/amp/messages
 	[ "$output" -ge 4 ]
+}
+
+# reset_proxy N: a TCP proxy on a free loopback port in front of $URL's git
+# daemon that reads the first N connections' request and resets them (RST,
+# as the kernel resets what git daemon's listen queue has no room for),
+# then relays every other; sets PROXY_URL, PROXY (its pid), and counts the
+# resets in $BATS_TEST_TMPDIR/resets.
+reset_proxy() {
+	local port
+	port=$(free_port)
+	python3 -c '
+import socket, struct, sys, threading
+n, port, back = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+count = sys.argv[4]
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", port)); ls.listen(64)
+def pipe(a, b):
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            b.sendall(d)
+    except OSError:
+        pass
+    for s in (a, b):
+        try: s.shutdown(socket.SHUT_RDWR)
+        except OSError: pass
+resets = 0
+while True:
+    c, _ = ls.accept()
+    if resets < n:
+        c.recv(65536)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        c.close()
+        resets += 1
+        open(count, "w").write(str(resets))
+        continue
+    s = socket.create_connection(("127.0.0.1", back))
+    threading.Thread(target=pipe, args=(c, s), daemon=True).start()
+    threading.Thread(target=pipe, args=(s, c), daemon=True).start()
+' "$1" "$port" "$PORT" "$BATS_TEST_TMPDIR/resets" > /dev/null 2>&1 3>&- &
+	PROXY=$!
+	PROXY_URL=git://127.0.0.1:$port/hub.git
+	until python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])))' "$port" 2> /dev/null; do sleep 0.05; done
+}
+
+@test "a fetch or push the server resets (git daemon with more clones at once than its listen queue) is tried again, as a race is, within amp.syncRetries" {
+	HUB_BASE=$BATS_TEST_TMPDIR
+	start_daemon --max-connections=0
+	D=$(send a T-2026-0601)
+	# the first two connections reset: the push, then the fetch
+	reset_proxy 2
+	on a git remote set-url origin "$PROXY_URL"
+	run -0 on a amp sync --json
+	assert_output --partial "Connection reset by peer"
+	assert_output --regexp '"pending":false'
+	[ "$(cat "$BATS_TEST_TMPDIR/resets")" = 2 ]
+	git -C "$HUB" ls-tree -r --name-only refs/amp/messages | grep -q "\.msg\.$D\.json$"
+	[ "$(git -C a rev-parse refs/amp/messages)" = "$(git -C "$HUB" rev-parse refs/amp/messages)" ]
+	# more resets than amp.syncRetries: exit 4, nothing changed
+	kill "$PROXY"
+	wait "$PROXY" 2> /dev/null || true
+	send a T-2026-0602 > /dev/null
+	reset_proxy 10
+	on a git remote set-url origin "$PROXY_URL"
+	on a git config amp.syncRetries 2
+	run -4 on a amp sync
+	assert_output --regexp "amp sync: error: (git fetch from origin was reset 3 times|origin: the push was reset by the server 3 times)"
 }
