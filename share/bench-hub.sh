@@ -330,8 +330,9 @@ run() {
 			t, n, p, refs, recs, recs / (s / 1000), l[1], l[2], l[3], ok ? r / ok : 0, m, gave, all, other, pend, jn[1], jn[2], jn[3], lost }' <<< "$syncs"
 	# inbox: how often a sync fetched again for a join under way
 	[ "$push" != inbox ] || cat "$work"/c*/refetched | awk '{ s += $1; n++ } END { if (n) printf "    refetched: %.2f fetches again per sync (inbox: waiting for the join under way)\n", s / n }' >&2
-	# why syncs failed, once per reason: amp's, and git's own words before
-	# it (a push or fetch that exited 128 says why only there)
+	# why syncs failed, once per reason: amp's, and git's own words (a push
+	# or fetch that exited 128 says why only there; a reset one was tried
+	# again, and counts here whether or not the sync gave up)
 	cat "$work"/c*/sync.err 2> /dev/null | sed -n -e 's/^amp sync: error: //p' -e 's/^\(fatal\|error\): /git: &/p' |
 		sed 's/[0-9a-f]\{7,\}/H/g; s/:[0-9]\{2,5\}\//:PORT\//g' | sort | uniq -c | sort -rn | head -6 | sed 's/^/    /' >&2
 }
