@@ -52,7 +52,8 @@ typedef struct amp_sync_result {
 				  * the local history */
 	unsigned long pushed;    /* records that push delivered */
 	unsigned retries;        /* pushes refused because someone pushed
-				  * first, each followed by a new fetch */
+				  * first, and fetches or pushes the server
+				  * reset, each followed by a new fetch */
 	char tip[GIT_OID_HEXSZ + 1]; /* the messages ref, local and remote */
 	int errors_synced;       /* 1: the errors ref was joined too (by a
 				  * union of its files, always, when the
