@@ -739,5 +739,6 @@ void amp_store_sweep(amp_store *st);
 #include "sign.h"
 #include "recsig.h"
 #include "sshsig.h"
+#include "hubgc.h"
 
 #endif

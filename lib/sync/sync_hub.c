@@ -34,10 +34,11 @@ struct inbox {
 	git_oid tip;      /* the inbox's tip when looked at */
 };
 
-int amp_sync_mark_read(git_repository *repo, const char *marker, const git_oid *pushed,
-		       char *reason, size_t reasonsz)
+/* What a marker at `at` says of the pushed tip `pushed` (amp_sync_mark_read). */
+static int mark_state(git_repository *repo, const git_oid *at, const git_oid *pushed,
+		      char *reason, size_t reasonsz)
 {
-	git_oid at, said;
+	git_oid said;
 	git_blob *blob = NULL;
 	const char *text, *colon;
 	size_t len;
@@ -45,27 +46,27 @@ int amp_sync_mark_read(git_repository *repo, const char *marker, const git_oid *
 
 	if (reasonsz)
 		reason[0] = '\0';
-	if (git_reference_name_to_id(&at, repo, marker) < 0) {
-		git_error_clear();
-		return AMP_SYNC_MARK_NONE;
-	}
 	/* Joined: the marker is the inbox's tip itself (or one of this
 	 * clone's later pushes, which holds what `pushed` held). */
-	if (git_oid_equal(&at, pushed) || git_graph_descendant_of(repo, &at, pushed) == 1) {
+	if (git_oid_equal(at, pushed) || git_graph_descendant_of(repo, at, pushed) == 1) {
 		git_error_clear();
 		return AMP_SYNC_MARK_JOINED;
 	}
 	git_error_clear();
-	/* Refused: a blob "refused <inbox tip>: <reason>\n". */
-	if (git_blob_lookup(&blob, repo, &at) < 0) {
+	/* Refused: a blob "refused <inbox tip>: <reason>\n"; left to the
+	 * join under way: "left <inbox tip>\n". */
+	if (git_blob_lookup(&blob, repo, at) < 0) {
 		git_error_clear();
 		return AMP_SYNC_MARK_NONE;
 	}
 	text = git_blob_rawcontent(blob);
 	len = (size_t)git_blob_rawsize(blob);
-	if (len > 8 + GIT_OID_HEXSZ + 2 && !strncmp(text, "refused ", 8) &&
-	    git_oid_fromstrn(&said, text + 8, GIT_OID_HEXSZ) == 0 && git_oid_equal(&said, pushed) &&
-	    (colon = text + 8 + GIT_OID_HEXSZ)[0] == ':') {
+	if (len == 5 + GIT_OID_HEXSZ + 1 && !strncmp(text, "left ", 5) && text[len - 1] == '\n' &&
+	    git_oid_fromstrn(&said, text + 5, GIT_OID_HEXSZ) == 0 && git_oid_equal(&said, pushed))
+		state = AMP_SYNC_MARK_LEFT;
+	else if (len > 8 + GIT_OID_HEXSZ + 2 && !strncmp(text, "refused ", 8) &&
+		 git_oid_fromstrn(&said, text + 8, GIT_OID_HEXSZ) == 0 && git_oid_equal(&said, pushed) &&
+		 (colon = text + 8 + GIT_OID_HEXSZ)[0] == ':') {
 		len -= (size_t)(colon + 2 - text);
 		if (reasonsz)
 			snprintf(reason, reasonsz, "%.*s", (int)(len < reasonsz ? len : reasonsz - 1),
@@ -77,6 +78,20 @@ int amp_sync_mark_read(git_repository *repo, const char *marker, const git_oid *
 	git_error_clear();
 	git_blob_free(blob);
 	return state;
+}
+
+int amp_sync_mark_read(git_repository *repo, const char *marker, const git_oid *pushed,
+		       char *reason, size_t reasonsz)
+{
+	git_oid at;
+
+	if (reasonsz)
+		reason[0] = '\0';
+	if (git_reference_name_to_id(&at, repo, marker) < 0) {
+		git_error_clear();
+		return AMP_SYNC_MARK_NONE;
+	}
+	return mark_state(repo, &at, pushed, reason, reasonsz);
 }
 
 /* The inbox ref `name` (refs/amp-in/<id>/<name>) as an inbox of this hub
@@ -117,7 +132,9 @@ static int pending(amp_store *st, json_t *tried, struct inbox **out, size_t *n, 
 		    *n < AMP_SYNC_INBOXES_MAX) {
 			git_oid_cpy(&in.tip, tip);
 			was = json_string_value(json_object_get(tried, in.ref));
-			if (amp_sync_mark_read(repo, in.marker, tip, NULL, 0) == AMP_SYNC_MARK_NONE &&
+			int state = amp_sync_mark_read(repo, in.marker, tip, NULL, 0);
+
+			if ((state == AMP_SYNC_MARK_NONE || state == AMP_SYNC_MARK_LEFT) &&
 			    !(was && !strcmp(was, git_oid_tostr_s(tip)))) {
 				if (*n == alloc) {
 					alloc = alloc ? 2 * alloc : 16;
@@ -162,6 +179,40 @@ static void mark(git_repository *repo, const struct inbox *in, int status, const
 				 status == AMP_OK ? "amp hook: joined" : "amp hook: refused") == 0)
 		git_reference_free(ref);
 	git_error_clear();
+}
+
+int amp_sync_mark_left(amp_store *st, const char *inbox, const git_oid *tip, amp_error *err)
+{
+	git_repository *repo = amp_store_repo(st);
+	git_reference *ref = NULL;
+	struct inbox in;
+	char text[8 + GIT_OID_HEXSZ];
+	git_oid at, blob;
+	int have, rc;
+
+	if (parse_inbox(st, inbox, &in) < 0)
+		return AMP_OK; /* no inbox of this hub: the pre-receive refused it */
+	have = git_reference_name_to_id(&at, repo, in.marker) == 0;
+	git_error_clear();
+	/* The join under way said what it made of this tip already. */
+	if (have && mark_state(repo, &at, tip, NULL, 0) != AMP_SYNC_MARK_NONE)
+		return AMP_OK;
+	snprintf(text, sizeof(text), "left %s\n", git_oid_tostr_s(tip));
+	if (git_blob_create_from_buffer(&blob, repo, text, strlen(text)) < 0)
+		return amp_error_git(err, AMP_EIO, "cannot write the marker of %s", inbox);
+	/* Compare-and-swap on what was read: a join that marked the inbox
+	 * meanwhile wins (its marker is the later word). */
+	rc = have ? git_reference_create_matching(&ref, repo, in.marker, &blob, 1, &at,
+						  "amp hook: left")
+		  : git_reference_create(&ref, repo, in.marker, &blob, 0, "amp hook: left");
+	git_reference_free(ref);
+	if (rc == GIT_EMODIFIED || rc == GIT_EEXISTS || rc == GIT_ELOCKED) {
+		git_error_clear();
+		return AMP_OK;
+	}
+	if (rc < 0)
+		return amp_error_git(err, AMP_EIO, "cannot write the marker of %s", inbox);
+	return AMP_OK;
 }
 
 /* Joins inboxes ins[0..n) once each. */
