@@ -1,5 +1,6 @@
 /* amp errors: list the messages the SSOT rejected, newest first. */
 #include <getopt.h>
+#include "base/gitobj.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "ui/ui.h"
 #include "base/human.h"
 #include "base/util.h"
+#include "json/json.h"
 
 static const char usage[] =
 	"usage: amp errors [--json] [--limit <0..1000000>] " AMP_HUMAN_USAGE " [--repo <dir>]\n"
@@ -37,15 +39,15 @@ static int list_errors(amp_store *st, long long limit, int json_out, amp_human *
 		goto cleanup;
 	}
 	while ((limit < 0 || shown < limit) && git_revwalk_next(&oid, walk) == 0) {
-		if (git_commit_lookup(&commit, repo, &oid) < 0 ||
-		    git_commit_tree(&tree, commit) < 0) {
+		if (amp_git_commit_lookup(&commit, repo, &oid) < 0 ||
+		    amp_git_commit_tree(&tree, commit) < 0) {
 			amp_error_git(&err, AMP_EIO, "cannot read commit");
 			code = amp_cli_fail("errors", &err);
 			goto cleanup;
 		}
 		if (git_commit_parentcount(commit) > 0 &&
-		    (git_commit_parent(&parent, commit, 0) < 0 ||
-		     git_commit_tree(&parent_tree, parent) < 0)) {
+		    (amp_git_commit_parent(&parent, commit, 0) < 0 ||
+		     amp_git_commit_tree(&parent_tree, parent) < 0)) {
 			amp_error_git(&err, AMP_EIO, "cannot read commit");
 			code = amp_cli_fail("errors", &err);
 			goto cleanup;
@@ -66,8 +68,8 @@ static int list_errors(amp_store *st, long long limit, int json_out, amp_human *
 				continue;
 			if (git_blob_lookup(&blob, repo, &d->new_file.id) < 0)
 				continue;
-			doc = json_loadb(git_blob_rawcontent(blob),
-					 (size_t)git_blob_rawsize(blob), 0, NULL);
+			doc = amp_json_loadb(git_blob_rawcontent(blob),
+					     (size_t)git_blob_rawsize(blob), 0, NULL, NULL);
 			git_blob_free(blob);
 			if (!doc)
 				continue;

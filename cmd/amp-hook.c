@@ -196,6 +196,7 @@ static int absorb_inboxes(int push)
 	amp_error err;
 	char line[LINE_MAX_BYTES], a[LINE_MAX_BYTES], b[LINE_MAX_BYTES], c[LINE_MAX_BYTES];
 	char left[8][300];
+	git_oid left_tip[8];
 	struct hub_run run = { NULL, 0 };
 	int lines = 0, inboxes = 0, ran, i;
 
@@ -213,8 +214,10 @@ static int absorb_inboxes(int push)
 		if (!strncmp(c, "refs/amp/", 9) && strcmp(c, AMP_ARRIVALS_REF))
 			note_arrival(run.st, c, &new, &run.code);
 		else if (!strncmp(c, AMP_SYNC_INBOX, strlen(AMP_SYNC_INBOX)) &&
-			 inboxes++ < (int)(sizeof(left) / sizeof(left[0])))
+			 inboxes++ < (int)(sizeof(left) / sizeof(left[0]))) {
 			snprintf(left[inboxes - 1], sizeof(left[0]), "%.290s", c);
+			git_oid_cpy(&left_tip[inboxes - 1], &new);
+		}
 	}
 	if (inboxes || !lines) {
 		int joined = amp_sync_join_inboxes(run.st, set, report_join, &run, &ran, &err);
@@ -226,20 +229,27 @@ static int absorb_inboxes(int push)
 		}
 		if (ran == AMP_SYNC_JOIN_CHILD)
 			goto cleanup; /* the push has returned: nobody reads this */
-		/* Read by the clone's sync (sync_git.c): its records are the
-		 * join under way's to take, and it fetches until they are.
-		 * Not after an error (the join's lock could not be taken):
-		 * no join is under way, and the clone is told the hub's
-		 * reason above instead of waiting for nothing. */
+		/* The clone's sync fetches its marker, "left <tip>", and
+		 * fetches again until the join under way took it; the line is
+		 * for the user (and clones before the marker, sync_git.c).
+		 * Not after an error (the join's lock could not be taken): no
+		 * join is under way, and the clone is told the hub's reason
+		 * above instead of waiting for nothing. */
 		for (i = 0; joined >= 0 && ran == AMP_SYNC_JOIN_LEFT && i < inboxes &&
 			    i < (int)(sizeof(left) / sizeof(left[0]));
-		     i++)
+		     i++) {
+			if (amp_sync_mark_left(run.st, left[i], &left_tip[i], &err) < 0)
+				fprintf(stderr, "amp hook: error: %s\n", amp_term(err.message));
 			fprintf(stderr, "amp hook: left %s to the join under way\n", amp_term(left[i]));
+		}
 		/* The inboxes stay: deleting a ref while another push's
 		 * receive-pack walks every ref makes that push fail ("bad
 		 * object"), and the clone's next push replaces it anyway. */
 	}
 	hub_watch(run.st, &set, &run.code);
+	/* After the join, whose objects count too (store/hubgc.h). */
+	if (amp_store_hub_gc(run.st, &ran, &err) < 0)
+		fprintf(stderr, "amp hook: error: %s\n", amp_term(err.message));
 cleanup:
 	amp_schema_set_free(set);
 	amp_store_free(run.st);
@@ -306,6 +316,10 @@ static int install(int argc, char **argv)
 		repo = ".";
 	if ((code = amp_cli_open_store("hook", repo, &st)))
 		return code;
+	/* A hub's post-receive runs git gc --auto only when it has work
+	 * (store/hubgc.h), instead of receive-pack at every push. */
+	if (commands == ssot_server && amp_store_hub_gc_install(st, &err) < 0)
+		code = amp_cli_fail("hook", &err);
 	for (; *commands && !code; commands++) {
 		if (amp_hook_install(st, *commands, program, path, sizeof(path), &chained, &err) < 0)
 			code = amp_cli_fail("hook", &err);

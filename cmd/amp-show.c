@@ -86,8 +86,8 @@ static void print_ack(const json_t *doc, const json_t *a, const char *why)
 
 /* One message for the terminal: its envelope, ACK, references and payload,
  * every message-derived byte through amp_term. */
-static void print_message(amp_store *st, git_tree *tip, const amp_stored_msg *m,
-			  int64_t now, json_t *cache, const char *agent)
+static int print_message(amp_store *st, git_tree *tip, const amp_stored_msg *m,
+			 int64_t now, json_t *cache, const char *agent, amp_error *out_err)
 {
 	const json_t *doc = m->doc, *ack, *ref;
 	char *payload, t[AMP_HUMAN_TIME_BUFSZ], ago[AMP_HUMAN_REL_BUFSZ];
@@ -108,6 +108,11 @@ static void print_message(amp_store *st, git_tree *tip, const amp_stored_msg *m,
 	if (agent && *agent)
 		fprintf(OUT, "agent       %s\n", amp_term(agent));
 	ack = amp_read_ack_state(st, tip, m->msg_id, now, cache, &err);
+	/* A task that could not be read for memory is no fact to show */
+	if (!ack && err.status == AMP_EIO && strstr(err.message, "out of memory")) {
+		*out_err = err;
+		return -1;
+	}
 	print_ack(doc, ack, err.message);
 	if (!json_array_size(json_object_get(doc, "context_ref")))
 		fprintf(OUT, "context     none\n");
@@ -117,6 +122,8 @@ static void print_message(amp_store *st, git_tree *tip, const amp_stored_msg *m,
 	fprintf(OUT, "payload\n");
 	payload = amp_json_dumps(json_object_get(doc, "payload") ? json_object_get(doc, "payload") : json_null(),
 				 JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+	if (!payload)
+		return amp_error_set(out_err, AMP_EIO, "", "out of memory");
 	/* JSON escapes the C0 controls, not the C1 ones nor the bidi
 	 * overrides: each line goes through amp_term as a whole. */
 	for (char *line = payload, *nl; line && *line; line = nl ? nl + 1 : line + strlen(line)) {
@@ -125,6 +132,7 @@ static void print_message(amp_store *st, git_tree *tip, const amp_stored_msg *m,
 		fprintf(OUT, "  %s\n", amp_term(line));
 	}
 	free(payload);
+	return AMP_OK;
 }
 
 /* What stands in --json --context for a message that cannot be shown. */
@@ -223,7 +231,10 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < n; i++) {
 		if (chain[i].state == AMP_STORED_OK) {
-			print_message(st, tip, &chain[i], now, cache, NULL);
+			if (print_message(st, tip, &chain[i], now, cache, NULL, &err) < 0) {
+				code = amp_cli_fail("show", &err);
+				goto cleanup;
+			}
 		} else {
 			fprintf(OUT, "message     %s\nnamed by    %s\n%-11s %s%s%s\n", amp_term(chain[i].msg_id),
 			             amp_term(chain[i].referenced_by),
@@ -240,7 +251,8 @@ int main(int argc, char **argv)
 		code = amp_cli_fail("show", &err);
 		goto cleanup;
 	}
-	print_message(st, tip, &msg, now, cache, agent);
+	if (print_message(st, tip, &msg, now, cache, agent, &err) < 0)
+		code = amp_cli_fail("show", &err);
 cleanup:
 	amp_human_out_end(&h);
 	json_decref(out);

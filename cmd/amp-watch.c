@@ -285,6 +285,7 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	amp_cli_trace("watch", st);
 cleanup:
 	amp_schema_set_free(set);
 	amp_store_free(st);

@@ -181,7 +181,7 @@ start_gitolite() {
 	mkdir -p "$gl/local/hooks/repo-specific" "$d"
 	HOME=$gl gitolite setup -pk "$work/keys/admin.pub" > /dev/null 2>&1
 	# shellcheck disable=SC2016 # gitolite.rc's own Perl, $ENV{HOME} literally
-	sed -i -e "s/GIT_CONFIG_KEYS  *=>  *'',/GIT_CONFIG_KEYS => 'amp\\\\..*',/" \
+	sed -i -e "s/GIT_CONFIG_KEYS  *=>  *'',/GIT_CONFIG_KEYS => 'amp\\\\..* receive\\\\.autogc',/" \
 		-e 's/# LOCAL_CODE  *=>  *"$ENV{HOME}\/local",/LOCAL_CODE => "$ENV{HOME}\/local",/' \
 		-e "s/# 'repo-specific-hooks',/'repo-specific-hooks',/" "$gl/.gitolite.rc"
 	for p in pre-receive post-receive; do
@@ -210,6 +210,7 @@ start_gitolite() {
 			echo '    config amp.requireSigned = true'
 			echo "    config amp.allowedSigners = $gl/.gitolite/amp/allowed_signers"
 		}
+		echo '    config receive.autogc = false'
 		echo '    option hook.pre-receive = amp-pre-receive'
 		echo '    option hook.post-receive = amp-post-receive'
 	} > "$work/ga/conf/gitolite.conf"
@@ -329,8 +330,11 @@ run() {
 			t, n, p, refs, recs, recs / (s / 1000), l[1], l[2], l[3], ok ? r / ok : 0, m, gave, all, other, pend, jn[1], jn[2], jn[3], lost }' <<< "$syncs"
 	# inbox: how often a sync fetched again for a join under way
 	[ "$push" != inbox ] || cat "$work"/c*/refetched | awk '{ s += $1; n++ } END { if (n) printf "    refetched: %.2f fetches again per sync (inbox: waiting for the join under way)\n", s / n }' >&2
-	# why syncs failed, once per reason
-	cat "$work"/c*/sync.err 2> /dev/null | sed -n 's/^amp sync: error: //p' | sed 's/[0-9a-f]\{7,\}/H/g' | sort | uniq -c | sort -rn | head -3 | sed 's/^/    /' >&2
+	# why syncs failed, once per reason: amp's, and git's own words (a push
+	# or fetch that exited 128 says why only there; a reset one was tried
+	# again, and counts here whether or not the sync gave up)
+	cat "$work"/c*/sync.err 2> /dev/null | sed -n -e 's/^amp sync: error: //p' -e 's/^\(fatal\|error\): /git: &/p' |
+		sed 's/[0-9a-f]\{7,\}/H/g; s/:[0-9]\{2,5\}\//:PORT\//g' | sort | uniq -c | sort -rn | head -6 | sed 's/^/    /' >&2
 }
 
 echo "one hub, N agents each sending $batch message(s) then syncing in a loop for ${seconds} s ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), amp.sshControl $control)"

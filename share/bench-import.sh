@@ -13,6 +13,8 @@
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 export PATH=${AMP_BIN:-$src/bin}:$PATH
+# shellcheck source=share/layout.bash
+. "$src/share/layout.bash"
 RECORDS=${AMP_BENCH_IMPORT_RECORDS:-10000}
 ROUNDS=${AMP_BENCH_IMPORT_ROUNDS:-3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/amp-bench-import.XXXXXX")
@@ -34,7 +36,7 @@ fresh() {
 
 fresh base
 parent=$(git -C base rev-parse refs/amp/messages)
-AMP_GEN_LAYOUT=$(git -C base cat-file -e refs/amp/messages:amp-layout 2> /dev/null && echo 2 || echo 1) \
+AMP_GEN_LAYOUT=$(cd base && ssot_layout) \
 	/usr/bin/python3 "$src/share/gen-traffic.py" "$RECORDS" records.jsonl records.fi "$parent"
 records=$(wc -l < records.jsonl)
 

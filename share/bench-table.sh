@@ -41,6 +41,8 @@
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 export PATH=${AMP_BIN:-$src/bin}:$PATH
+# shellcheck source=share/layout.bash
+. "$src/share/layout.bash"
 sizes=${AMP_BENCH_SIZES:-1000 10000 100000}
 rounds=${AMP_BENCH_ROUNDS:-20}
 slow=${AMP_BENCH_SLOW_ROUNDS:-5}
@@ -112,7 +114,7 @@ JSON
 # import of a long task is not what is measured here).
 plant_long() {
 	local layout
-	layout=$(git cat-file -p refs/amp/messages:amp-layout 2> /dev/null || echo 1)
+	layout=$(ssot_layout)
 	python3 "$src/share/gen-long-task.py" "$layout" "$1" "$2" "$(git rev-parse refs/amp/messages)" --review |
 		git fast-import --quiet
 }
@@ -147,7 +149,7 @@ send_long10k() { amp send task_dispatch --task T-2026-999998 --from coordinator 
 # init's commit: the stream names it); made once under AMP_BENCH_CACHE.
 generated() {
 	local layout c
-	layout=$(git cat-file -p refs/amp/messages:amp-layout 2> /dev/null || echo 1)
+	layout=$(ssot_layout)
 	c=${AMP_BENCH_CACHE:-}/gen-$1-layout$layout
 	if [ -n "${AMP_BENCH_CACHE:-}" ] && [ -s "$c/lines" ] && [ -d "$c/base" ]; then
 		rm -rf "$repo" && cp -a "$c/base" "$repo" && cd "$repo"

@@ -37,32 +37,6 @@ teardown() {
 	clones_teardown
 }
 
-# hold [LOCKFILE]: a process takes the join's lock (or LOCKFILE), as a
-# join under way holds it (HOLDER, its pid), until let_go.
-hold() {
-	mkdir -p "$HUB/amp"
-	python3 -c 'import fcntl, sys, time
-f = open(sys.argv[1], "a"); fcntl.flock(f, fcntl.LOCK_EX)
-open(sys.argv[2], "w").close(); time.sleep(600)' "${1:-$LOCK}" "$BATS_TEST_TMPDIR/held" 3>&- &
-	HOLDER=$!
-	until [ -e "$BATS_TEST_TMPDIR/held" ]; do sleep 0.05; done
-}
-
-# let_go [SIGNAL]: the holder ends (killed with SIGNAL, TERM by default).
-let_go() {
-	[ -n "$HOLDER" ] || return 0
-	kill "-${1:-TERM}" "$HOLDER" 2> /dev/null || true
-	wait "$HOLDER" 2> /dev/null || true
-	HOLDER=
-	rm -f "$BATS_TEST_TMPDIR/held"
-}
-
-# send CLONE TASK: a dispatch of TASK on CLONE (a name in the test's
-# directory, or an absolute path); its msg_id on stdout.
-send() {
-	(cd "$1" && amp send task_dispatch --task "$2" --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
-}
-
 # on_abs DIR CMD...: runs CMD in directory DIR.
 on_abs() {
 	local dir=$1
@@ -91,11 +65,13 @@ joined_count() {
 	assert_output --regexp '"pending":true'
 	assert_output --regexp '"refetched":2'
 	assert_output --regexp '"push":true'
-	# the inbox holds a's records; the hub's ref did not move; no marker yet
+	# the inbox holds a's records; the hub's ref did not move; the marker
+	# says the push was left to the join under way
 	tip=$(git -C a rev-parse refs/amp/messages)
 	[ "$(git -C "$HUB" rev-parse refs/amp-in/a1/messages)" = "$tip" ]
 	[ "$(git -C "$HUB" rev-parse refs/amp/messages)" = "$before" ]
-	run -1 git -C "$HUB" rev-parse -q --verify refs/amp-joined/a1/messages
+	run -0 git -C "$HUB" cat-file -p refs/amp-joined/a1/messages
+	assert_output "left $tip"
 	run -0 on a amp sync
 	assert_output --regexp "^fetched 0 records, pushed 1 record to origin's inbox, not joined yet"
 	# the join under way, after it lets go, looks again and takes it
@@ -234,9 +210,11 @@ SH
 	assert_output --partial "amp hook: joined refs/amp-in/c1/messages into refs/amp/messages"
 	refute_output --partial "joined refs/amp-in/a1/messages"
 	on_hub "$C"
-	# the detached join, stdio on /dev/null, takes a's inbox
+	# the detached join, stdio on /dev/null, takes a's inbox (its marker
+	# said "left" until then)
 	for _ in $(seq 600); do
-		git -C "$HUB" rev-parse -q --verify refs/amp-joined/a1/messages > /dev/null && break
+		[ "$(git -C "$HUB" rev-parse -q --verify refs/amp-joined/a1/messages)" != \
+			"$(git -C "$HUB" rev-parse refs/amp-in/a1/messages)" ] || break
 		sleep 0.05
 	done
 	[ "$(git -C "$HUB" rev-parse refs/amp-joined/a1/messages)" = "$(git -C "$HUB" rev-parse refs/amp-in/a1/messages)" ]

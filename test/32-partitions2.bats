@@ -103,30 +103,19 @@ same_trees() {
 		"$BATS_TEST_TMPDIR/run3"
 }
 
-# strict GITDIR KEY: GITDIR in strict mode, writing with $K/KEY.
-strict() {
-	git -C "$1" config amp.requireSigned true
-	git -C "$1" config amp.allowedSigners "$K/signers"
-	git -C "$1" config amp.signingKey "$K/$2"
-}
-
 @test "strict mode: a record another author signed, whose id the hub holds with other content, is never renamed by a clone's join: it is set aside byte for byte with its signature, which ssh-keygen verifies for its role, and so is the ACK that names it; its author rejoins with nothing left to deliver" {
 	local r X ours theirs path
+	load signing
 	unset AMP_NOW # strict mode refuses it
 	K=$BATS_TEST_TMPDIR/keys
 	mkdir -p "$K"
-	for r in admin coordinator executor reviewer system; do
-		ssh-keygen -q -t ed25519 -N '' -C "$r-key" -f "$K/$r"
-		printf '%s %s\n' "$r" "$(cut -d' ' -f1,2 "$K/$r.pub")" >> "$K/signers"
-	done
+	role_keys
+	role_signers
 	HUB_BASE=$BATS_TEST_TMPDIR
 	cd "$HUB_BASE"
-	git init -q --bare hub.git
-	strict hub.git system
-	amp hook install --server --repo hub.git > /dev/null
+	strict_hub hub.git
 	for r in adm:admin co:coordinator co2:coordinator exe:executor; do
-		git clone -q hub.git "${r%%:*}" 2> /dev/null
-		strict "${r%%:*}" "${r#*:}"
+		strict_clone hub.git "${r%%:*}" "${r#*:}"
 	done
 	on adm amp init > /dev/null
 	on adm amp sync > /dev/null
@@ -134,8 +123,7 @@ strict() {
 	# partitioned: co2 and exe through a hub of their own
 	git clone -q --bare hub.git b-hub.git 2> /dev/null
 	git -C b-hub.git fetch -q origin 'refs/amp/*:refs/amp/*'
-	strict b-hub.git system
-	amp hook install --server --repo b-hub.git > /dev/null
+	strict_hub b-hub.git # a bare repository already: initialised again
 	on co2 git remote set-url origin "$HUB_BASE/b-hub.git"
 	on exe git remote set-url origin "$HUB_BASE/b-hub.git"
 	# the same msg_id on each side, other content: co's on the hub, co2's

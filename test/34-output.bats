@@ -332,10 +332,7 @@ INIT='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":
 	load signing
 	load enforcer
 	signing_setup
-	: > "$K/signers"
-	for r in admin coordinator executor; do
-		printf '%s %s\n' "$r" "$(cut -d' ' -f1,2 "$K/$r.pub")" >> "$K/signers"
-	done
+	role_signers
 	git config amp.allowedSigners "$K/signers"
 	git config amp.requireSigned true
 	as admin

@@ -57,3 +57,33 @@ two_verdicts() {
 	at 101
 	V2=$(on b amp verdict "$T" --decision approved --confidence 0.95 --from reviewer)
 }
+
+# The hub's join under way, for the inbox suites (32-join, 32-proc): LOCK is
+# the join's lock file ($HUB/amp/refs_amp-in.flock), HOLDER the pid of the
+# process holding it (empty: none).
+
+# hold [LOCKFILE]: a process takes the join's lock (or LOCKFILE), as a
+# join under way holds it (HOLDER, its pid), until let_go.
+hold() {
+	mkdir -p "$HUB/amp"
+	python3 -c 'import fcntl, sys, time
+f = open(sys.argv[1], "a"); fcntl.flock(f, fcntl.LOCK_EX)
+open(sys.argv[2], "w").close(); time.sleep(600)' "${1:-$LOCK}" "$BATS_TEST_TMPDIR/held" 3>&- &
+	HOLDER=$!
+	until [ -e "$BATS_TEST_TMPDIR/held" ]; do sleep 0.05; done
+}
+
+# let_go [SIGNAL]: the holder ends (killed with SIGNAL, TERM by default).
+let_go() {
+	[ -n "$HOLDER" ] || return 0
+	kill "-${1:-TERM}" "$HOLDER" 2> /dev/null || true
+	wait "$HOLDER" 2> /dev/null || true
+	HOLDER=
+	rm -f "$BATS_TEST_TMPDIR/held"
+}
+
+# send CLONE TASK: a dispatch of TASK on CLONE (a name in the test's
+# directory, or an absolute path); its msg_id on stdout.
+send() {
+	(cd "$1" && amp send task_dispatch --task "$2" --from coordinator --payload "$BATS_TEST_TMPDIR/p/dispatch.json")
+}

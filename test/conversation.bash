@@ -130,3 +130,43 @@ assert_fsck_clean() {
 fsck_teardown() {
 	fsck_all_repos
 }
+
+# aborted_tasks FIRST COUNT [PAD]: one commit on refs/amp/messages adding
+# COUNT aborted tasks T-2026-FIRST..., each a dispatch (no ACK asked) and
+# the admin's abort, written with git as a fetch brings them; the
+# dispatch's timestamp is followed by PAD "x"s (default 0: a valid one).
+aborted_tasks() {
+	python3 - "$1" "$2" "${3:-0}" "$(git rev-parse refs/amp/messages)" "$(ssot_layout)" <<'PY' | git fast-import --quiet
+import json, sys
+first, count, pad, parent, layout = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+out = sys.stdout.buffer
+ts = "2026-02-26T14:32:07+00:00" + "x" * pad
+files = []
+for k in range(count):
+    n = first + k
+    task = "T-2026-%d" % n
+    s = str(n)[:-2]
+    if layout == "1":
+        d = "tasks/2026/%s/%s" % (s, task)
+    else:
+        d = "tasks/2026/%s/%s/%s/00/00" % (s[:-2] or "0", s[-2:], task)
+    mid = "task_dispatch-%s-1772116327000" % task
+    for name, doc in (("000001.msg.%s.json" % mid,
+                       {"msg_id": mid, "protocol_version": "AMP/1.0", "type": "task_dispatch",
+                        "from": "coordinator", "to": "executor", "task_id": task, "timestamp": ts,
+                        "requires_ack": False, "payload": {"description": "d"}}),
+                      ("000002.ctl.abort-1772116327000.json",
+                       {"protocol_version": "AMP/1.0", "type": "abort", "task_id": task,
+                        "from": "admin", "timestamp": "2026-02-26T14:32:07+00:00",
+                        "reason": "dropped"})):
+        data = json.dumps(doc).encode()
+        files.append((d + "/" + name, len(files) + 1))
+        out.write(b"blob\nmark :%d\ndata %d\n" % (len(files), len(data)) + data + b"\n")
+msg = b"fetched: aborted tasks\n"
+out.write(b"commit refs/amp/messages\ncommitter t <t@example.invalid> 1772116327 +0000\n")
+out.write(b"data %d\n" % len(msg) + msg + b"from %s\n" % parent.encode())
+for path, mark in files:
+    out.write(b"M 100644 :%d %s\n" % (mark, path.encode()))
+out.write(b"\n")
+PY
+}

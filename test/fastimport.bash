@@ -5,8 +5,8 @@
 # this SSOT and by git fast-import (gen-traffic's stream, in the layout
 # the SSOT is in) into a copy of it ($BATS_TEST_TMPDIR/fi).
 import_and_fast_import() {
-	local layout=1
-	git cat-file -e refs/amp/messages:amp-layout 2> /dev/null && layout=2
+	local layout
+	layout=$(ssot_layout)
 	rm -rf "$BATS_TEST_TMPDIR/fi" && cp -a . "$BATS_TEST_TMPDIR/fi"
 	AMP_GEN_LAYOUT=$layout $PY "$BATS_TEST_DIRNAME/../share/gen-traffic.py" "$1" \
 		"$BATS_TEST_TMPDIR/l.jsonl" "$BATS_TEST_TMPDIR/s.fi" "$(git rev-parse refs/amp/messages)"

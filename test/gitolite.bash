@@ -60,7 +60,7 @@ gitolite_setup() {
 	mkdir -p "$GL"
 	HOME=$GL gitolite setup -pk "$K/admin.pub" > /dev/null 2>&1
 	# shellcheck disable=SC2016 # gitolite.rc's own Perl, $ENV{HOME} literally
-	sed -i -e "s/GIT_CONFIG_KEYS  *=>  *'',/GIT_CONFIG_KEYS => 'amp\\\\..* receive\\\\.maxInputSize',/" \
+	sed -i -e "s/GIT_CONFIG_KEYS  *=>  *'',/GIT_CONFIG_KEYS => 'amp\\\\..* receive\\\\.maxInputSize receive\\\\.autogc',/" \
 		-e 's/# LOCAL_CODE  *=>  *"$ENV{HOME}\/local",/LOCAL_CODE => "$ENV{HOME}\/local",/' \
 		-e "s/# 'repo-specific-hooks',/'repo-specific-hooks',/" "$GL/.gitolite.rc"
 	grep -q "^ *GIT_CONFIG_KEYS => 'amp" "$GL/.gitolite.rc"
@@ -94,6 +94,7 @@ repo amp
     config amp.requireSigned = true
     config amp.allowedSigners = $GL/.gitolite/amp/allowed_signers
     config receive.maxInputSize = 1048576
+    config receive.autogc = false
     option hook.pre-receive = amp-pre-receive
     option hook.post-receive = amp-post-receive
 CONF

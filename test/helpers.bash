@@ -42,11 +42,9 @@ mkdir -p "$HOME"
 # layout's literal path.
 [ -z "${AMP_TEST_LAYOUT:-}" ] || git config --global amp.layout "$AMP_TEST_LAYOUT"
 
-# ssot_layout: the layout of refs/amp/messages's tree: 2 when it has an
-# amp-layout file, else 1 (lib/store/layout.c).
-ssot_layout() {
-	if git cat-file -e "refs/amp/messages:amp-layout" 2> /dev/null; then echo 2; else echo 1; fi
-}
+# ssot_layout: the layout of refs/amp/messages's tree here, 1 or 2.
+# shellcheck source=share/layout.bash
+. "$AMP_SRC/share/layout.bash"
 
 # init_layout: the layout amp init writes here (git config amp.layout, else
 # amp's default, 2).

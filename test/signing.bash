@@ -15,14 +15,19 @@ signing_base() {
 	mkdir -p "$K"
 }
 
-# signing_setup: the work repository, payloads, a key per role ($K/<role>,
-# comment "<role>-key") and an empty SSOT repository to cd into.
-signing_setup() {
-	signing_base
+# role_keys: a key per role in $K ($K/<role>, comment "<role>-key").
+role_keys() {
 	local r
 	for r in admin coordinator executor reviewer system; do
 		ssh-keygen -q -t ed25519 -N '' -C "$r-key" -f "$K/$r"
 	done
+}
+
+# signing_setup: the work repository, payloads, a key per role (role_keys)
+# and an empty SSOT repository to cd into.
+signing_setup() {
+	signing_base
+	role_keys
 	SSOT=$BATS_TEST_TMPDIR/ssot
 	git init -q "$SSOT"
 	cd "$SSOT" || return 1

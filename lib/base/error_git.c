@@ -21,8 +21,12 @@ int amp_error_git(amp_error *err, int status, const char *fmt, ...)
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
 	used = strlen(err->message);
-	if (gerr && gerr->message && used < sizeof(err->message))
-		snprintf(err->message + used, sizeof(err->message) - used,
-			 ": %s", gerr->message);
+	if (!gerr || !gerr->message || used >= sizeof(err->message))
+		return status;
+	/* libgit2 reports a zlib stream that could not start as a zlib
+	 * error; zlib's inflateInit fails for memory only. */
+	snprintf(err->message + used, sizeof(err->message) - used, ": %s%s", gerr->message,
+		 gerr->klass == GIT_ERROR_ZLIB && strstr(gerr->message, "failed to init zlib") ?
+		 ": out of memory" : "");
 	return status;
 }

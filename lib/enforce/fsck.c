@@ -2,6 +2,7 @@
  * fsck.c - the check of the whole SSOT history (fsck.h).
  */
 #include "fsck.h"
+#include "base/gitobj.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "record/record.h"
 #include "store/store.h"
 #include "base/util.h"
+#include "json/json.h"
 
 struct fsck {
 	amp_store *st;
@@ -114,7 +116,7 @@ static void added_type(const struct fsck_commit *c, const char *task, const char
 	buf[0] = '\0';
 	if (amp_store_record_lookup(c->tree, task, name, &e, path, sizeof(path)) == 0 &&
 	    git_blob_lookup(&blob, git_commit_owner(c->commit), git_tree_entry_id(e)) == 0)
-		doc = json_loadb(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob), 0, NULL);
+		doc = amp_json_loadb(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob), 0, NULL, NULL);
 	git_error_clear();
 	if (amp_json_str(doc, "type"))
 		snprintf(buf, bufsz, "%s", amp_json_str(doc, "type"));
@@ -322,11 +324,11 @@ static int commit_open(struct fsck *f, const git_oid *id, struct fsck_commit *c)
 	memset(c, 0, sizeof(*c));
 	git_oid_tostr(c->hex, sizeof(c->hex), id);
 	c->added = json_object();
-	if (git_commit_lookup(&c->commit, repo, id) < 0 ||
-	    git_commit_tree(&c->tree, c->commit) < 0 ||
+	if (amp_git_commit_lookup(&c->commit, repo, id) < 0 ||
+	    amp_git_commit_tree(&c->tree, c->commit) < 0 ||
 	    (git_commit_parentcount(c->commit) &&
-	     (git_commit_parent(&parent, c->commit, 0) < 0 ||
-	      git_commit_tree(&c->parent_tree, parent) < 0)) ||
+	     (amp_git_commit_parent(&parent, c->commit, 0) < 0 ||
+	      amp_git_commit_tree(&c->parent_tree, parent) < 0)) ||
 	    (f->messages &&
 	     amp_store_diff_tasks(repo, c->parent_tree, c->tree, c->added, -1) < 0)) {
 		amp_error_git(&err, AMP_EIO, "cannot read the commit");
@@ -406,8 +408,8 @@ static int check_seen(struct fsck *f, amp_error *err)
 	amp_seen_ref(f->st, ref, sizeof(ref));
 	git_oid_tostr(c.hex, sizeof(c.hex), &seen);
 	if (git_reference_name_to_id(&tip, repo, f->ref) < 0 ||
-	    git_commit_lookup(&tc, repo, &tip) < 0 || git_commit_tree(&tt, tc) < 0 ||
-	    git_commit_lookup(&sc, repo, &seen) < 0 || git_commit_tree(&st, sc) < 0 ||
+	    amp_git_commit_lookup(&tc, repo, &tip) < 0 || amp_git_commit_tree(&tt, tc) < 0 ||
+	    amp_git_commit_lookup(&sc, repo, &seen) < 0 || amp_git_commit_tree(&st, sc) < 0 ||
 	    amp_seen_lost(repo, st, tt, lost) < 0) {
 		amp_error e;
 

@@ -3,6 +3,7 @@
  * amp refs (hook.h).
  */
 #include <errno.h>
+#include "base/gitobj.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,7 +193,7 @@ int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
 	if (denied)
 		return amp_errlist_add(errors, AMP_ERULE, "/context_ref",
 				       "%s awaits the admin's approval: no result before it", denied);
-	return amp_rules_check_replayed(st, tree, &before, e->doc, agent, errors);
+	return amp_rules_check_replayed(st, tree, &before, NULL, e->doc, agent, errors);
 }
 
 /* Notes a record the commit adds, for check_signature. */
@@ -322,31 +323,6 @@ static int check_task(struct check *c, const char *task, json_t *added)
 	}
 	amp_task_log_free(&log);
 	return status;
-}
-
-/* The task of a record's path (tasks/<YYYY>/<S>/<task>/<name> in layout
- * 1, tasks/<YYYY>/<A>/<B>/<task>/<s1>/<s2>/<name> in 2) into task and its
- * name into *name; -1 when the path is not one in its place in `layout`
- * (store.h "Layout"). */
-static int record_path(int layout, const char *path, char *task, size_t tasksz,
-		       const char **name)
-{
-	const char *slash[8], *p = path;
-	char want[AMP_PATH_MAX];
-	size_t n = 0, len, at = layout == AMP_LAYOUT_FLAT ? 2 : 3;
-
-	while (n < 8 && (p = strchr(p, '/')))
-		slash[n++] = p++;
-	if (n <= at + 1 || strncmp(path, "tasks/", 6))
-		return -1;
-	len = (size_t)(slash[at + 1] - slash[at] - 1);
-	if (len >= tasksz)
-		return -1;
-	memcpy(task, slash[at] + 1, len);
-	task[len] = '\0';
-	*name = slash[n - 1] + 1;
-	return amp_store_record_path(layout, task, *name, want, sizeof(want)) == 0 &&
-	       !strcmp(want, path) ? 0 : -1;
 }
 
 static const char *delta_verb(git_delta_t status)
@@ -599,6 +575,13 @@ static int amp_hook_check_migration(struct check *c, git_tree *old_tree)
 	amp_error err;
 	int from = amp_store_tree_layout(repo, old_tree), to = amp_store_tree_layout(repo, c->tree);
 
+	if (from == AMP_LAYOUT_UNREADABLE || to == AMP_LAYOUT_UNREADABLE) {
+		const git_error *ge = git_error_last();
+
+		amp_errlist_add(c->errors, AMP_EIO, AMP_LAYOUT_FILE, "commit %s: cannot read it: %s",
+				c->commit, ge && ge->message ? ge->message : "unknown error");
+		return -1;
+	}
 	if (from == to || !old_tree) /* a root commit: amp init's (below) */
 		return 0;
 	if (from != AMP_LAYOUT_FLAT || to != AMP_LAYOUT_FANNED) {
@@ -633,7 +616,7 @@ static void check_sig_files(struct check *c, int layout, json_t *sigs, json_t *t
 		int found = 0;
 
 		amp_store_sig_record_path(path, rec, sizeof(rec));
-		if (record_path(layout, rec, task_id, sizeof(task_id), &name) == 0)
+		if (amp_store_record_path_parse(layout, rec, task_id, sizeof(task_id), &name) == 0)
 			found = json_object_get(json_object_get(tasks, task_id), name) != NULL;
 		for (k = 0; !found && k < json_array_size(registers); k++)
 			found = !strcmp(json_string_value(json_array_get(registers, k)), rec);
@@ -683,10 +666,10 @@ static int check_commit(struct check *c, git_commit *commit)
 		refuse(c, AMP_ESCHEMA, NULL, NULL, "a merge commit: the SSOT keeps a linear history%s%s", NULL, NULL);
 		goto cleanup;
 	}
-	if (git_commit_tree(&c->tree, commit) < 0 ||
+	if (amp_git_commit_tree(&c->tree, commit) < 0 ||
 	    (git_commit_parentcount(commit) == 1 &&
-	     (git_commit_parent(&parent, commit, 0) < 0 ||
-	      git_commit_tree(&old_tree, parent) < 0)) ||
+	     (amp_git_commit_parent(&parent, commit, 0) < 0 ||
+	      amp_git_commit_tree(&old_tree, parent) < 0)) ||
 	    tree_changes(repo, old_tree, c->tree, &ch) < 0) {
 		amp_error err;
 
@@ -745,7 +728,7 @@ static int check_commit(struct check *c, git_commit *commit)
 			json_array_append_new(registers, json_string(path));
 			continue;
 		}
-		if (record_path(layout, path, task_id, sizeof(task_id), &name) < 0) {
+		if (amp_store_record_path_parse(layout, path, task_id, sizeof(task_id), &name) < 0) {
 			refuse(c, AMP_ESCHEMA, path, NULL, "%s%s",
 			       layout == AMP_LAYOUT_FLAT ?
 			       "not a record in its task's directory (tasks/<YYYY>/<S>/<task_id>/<seq>.<msg|ack|ctl>.<id>.json)" :
@@ -870,7 +853,7 @@ static int check_pushed(struct check *c, const git_oid *id)
 	int status;
 
 	amp_store_walk_step();
-	if (git_commit_lookup(&commit, amp_store_repo(c->st), id) < 0) {
+	if (amp_git_commit_lookup(&commit, amp_store_repo(c->st), id) < 0) {
 		status = amp_error_git(&err, AMP_EIO, "cannot read a pushed commit");
 		amp_errlist_add(c->errors, status, "", "%s", err.message);
 		return status;
@@ -912,7 +895,7 @@ static int check_new_commits(struct check *c, const git_oid *new, const git_oid 
 	 * commit reaches is that line below its base with `new`. */
 	for (i = 0; i < 2; i++) {
 		if (hide[i] && !git_oid_is_zero(hide[i]) &&
-		    git_commit_lookup(&commit, repo, hide[i]) == 0)
+		    amp_git_commit_lookup(&commit, repo, hide[i]) == 0)
 			known[nknown++] = hide[i];
 		git_commit_free(commit);
 		commit = NULL;
@@ -958,21 +941,31 @@ cleanup:
  * the hub's refs/amp/<name> does not hold must be well-formed; the rules
  * are the hub's join's, in the records' place there (post-receive).
  */
+int amp_hook_inbox_target(amp_store *st, const char *name, char target[AMP_INBOX_TARGET_MAX])
+{
+	const char *id = name + strlen(AMP_SYNC_INBOX), *slash = strchr(id, '/');
+
+	*target = '\0';
+	if (strncmp(name, AMP_SYNC_INBOX, strlen(AMP_SYNC_INBOX)) || !slash || slash == id ||
+	    slash - id > 64 ||
+	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+		    (size_t)(slash - id))
+		return -1;
+	snprintf(target, AMP_INBOX_TARGET_MAX, "refs/amp/%.200s", slash + 1);
+	return strcmp(target, amp_store_messages_ref(st)) &&
+	       strcmp(target, amp_store_errors_ref(st)) ? -2 : 0;
+}
+
 static int check_inbox_update(struct check *c, const char *old_hex, const char *new_hex)
 {
-	const char *id = c->ref + strlen(AMP_SYNC_INBOX), *slash = strchr(id, '/');
-	char target[300];
+	char target[AMP_INBOX_TARGET_MAX];
 	git_oid old, new, tip;
 	int status;
 
-	if (!slash || slash == id || (size_t)(slash - id) > 64 ||
-	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
-		    (size_t)(slash - id))
+	if ((status = amp_hook_inbox_target(c->st, c->ref, target)) == -1)
 		return amp_errlist_add(c->errors, AMP_ERULE, "",
 				       "not an inbox: refs/amp-in/<id>/<ref> with <id> of [A-Za-z0-9_-]{1,64}");
-	snprintf(target, sizeof(target), "refs/amp/%.200s", slash + 1);
-	if (strcmp(target, amp_store_messages_ref(c->st)) &&
-	    strcmp(target, amp_store_errors_ref(c->st)))
+	if (status < 0)
 		return amp_errlist_add(c->errors, AMP_ERULE, "",
 				       "an inbox takes the messages or the errors ref, and %s is neither",
 				       target);
@@ -1041,7 +1034,7 @@ int amp_hook_check_update(amp_store *st, amp_schema_set *set, const char *ref,
 	if (!git_oid_is_zero(&old)) {
 		int ff;
 
-		if (git_commit_lookup(&commit, repo, &old) < 0) {
+		if (amp_git_commit_lookup(&commit, repo, &old) < 0) {
 			git_error_clear();
 			return amp_errlist_add(errors, AMP_ERULE, "",
 					       "its tip %.12s is not here: fetch first", old_hex);

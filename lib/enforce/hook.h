@@ -111,6 +111,14 @@ int amp_hook_check_record(amp_store *st, amp_schema_set *set, git_tree *tree,
 /* The namespace a hub takes clones' pushes in is AMP_SYNC_INBOX
  * (record/names.h): amp sync pushes there; the hook checks what arrives. */
 
+/* Inbox ref `name` (AMP_SYNC_INBOX "<id>/<ref>", <id> of [A-Za-z0-9_-]
+ * {1,64}): the ref of st it takes, refs/amp/<ref> (cut to 200 bytes of
+ * <ref>), into target: 0; -1 when name is no inbox ref, -2 when target is
+ * neither st's messages ref nor its errors ref.  What the hook admits and
+ * the hub's join takes. */
+#define AMP_INBOX_TARGET_MAX 300
+int amp_hook_inbox_target(amp_store *st, const char *name, char target[AMP_INBOX_TARGET_MAX]);
+
 /* The first line after "#!/bin/sh" of every hook amp installs, followed by
  * ": <command>" (the amp-hook command it runs): how amp_hook_install knows
  * a hook is its own, and which. */

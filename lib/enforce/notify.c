@@ -1,4 +1,5 @@
 #include "notify.h"
+#include "base/gitobj.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -78,7 +79,7 @@ static json_t *load_state(struct notify *n, char *why, size_t whysz)
 			 amp_cache_bound(n->st));
 		return NULL;
 	}
-	s = json_loadb(buf, len, 0, &jerr);
+	s = amp_json_loadb(buf, len, 0, &jerr, NULL);
 	free(buf);
 	if (!s) {
 		snprintf(why, whysz, "%s is unreadable (%s)", path, jerr.text);
@@ -272,8 +273,8 @@ static int collect(struct notify *n, const git_oid *from, const git_oid *to)
 	const char *task, *name;
 	int status = AMP_OK;
 
-	if (git_commit_lookup(&fc, repo, from) < 0 || git_commit_tree(&ftree, fc) < 0 ||
-	    git_commit_lookup(&tc, repo, to) < 0 || git_commit_tree(&ttree, tc) < 0 ||
+	if (amp_git_commit_lookup(&fc, repo, from) < 0 || amp_git_commit_tree(&ftree, fc) < 0 ||
+	    amp_git_commit_lookup(&tc, repo, to) < 0 || amp_git_commit_tree(&ttree, tc) < 0 ||
 	    amp_watch_diff_records(repo, ftree, ttree, fresh) < 0 ||
 	    amp_watch_walk_records(repo, from, to, order, 0) < 0) {
 		amp_error err;
@@ -685,7 +686,7 @@ int amp_notify_pass(amp_store *st, const amp_notify_opts *o,
 				goto cleanup;
 		}
 		if (git_oid_fromstr(&last, amp_json_str(n.state, "tip")) < 0 ||
-		    git_commit_lookup(&c, amp_store_repo(st), &last) < 0) {
+		    amp_git_commit_lookup(&c, amp_store_repo(st), &last) < 0) {
 			git_error_clear();
 			snprintf(why, sizeof(why),
 				 "the last notified commit %.40s is no longer in the repository (history rewritten)",

@@ -2,6 +2,7 @@
  * proofs.c - the proof of its author each record carries (proofs.h).
  */
 #include <stdio.h>
+#include "base/gitobj.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,9 +70,9 @@ static int prove_commit(amp_store *st, const git_oid *id, json_t *out, amp_proof
 
 	if (!added)
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
-	if (git_commit_lookup(&c, repo, id) < 0 || git_commit_tree(&ct, c) < 0 ||
+	if (amp_git_commit_lookup(&c, repo, id) < 0 || amp_git_commit_tree(&ct, c) < 0 ||
 	    (git_commit_parentcount(c) &&
-	     (git_commit_parent(&parent, c, 0) < 0 || git_commit_tree(&pt, parent) < 0)) ||
+	     (amp_git_commit_parent(&parent, c, 0) < 0 || amp_git_commit_tree(&pt, parent) < 0)) ||
 	    amp_store_diff_tasks(repo, pt, ct, added, -1) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read commit %s", git_oid_tostr_s(id));
 		goto cleanup;

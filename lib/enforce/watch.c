@@ -5,6 +5,7 @@
  * state saved for the next pass.
  */
 #include <errno.h>
+#include "base/gitobj.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,8 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 {
 	json_t *tasks = json_object_get(w->state, "tasks"), *timers;
 	struct task_pass t;
+	amp_task_fold fold;
+	amp_leases *leases = NULL;
 	amp_task_state s;
 	amp_task_log log;
 	amp_error err;
@@ -164,6 +167,10 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 	t.w = w;
 	t.log = &log;
 	t.old = json_object_get(tasks, task);
+	/* the rules of each new record see the state before it: one pass */
+	amp_task_fold_init(&fold);
+	t.fold = &fold;
+	t.leases = &leases;
 	/* AMP/1.0 No Silent Failure: a record nobody can read is reported. */
 	for (i = 0; i < log.nbad; i++)
 		if (is_new(new_files, log.bad[i].name))
@@ -177,7 +184,7 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 		if (!is_new(new_files, name))
 			continue;
 		if (e->kind == AMP_ENTRY_MSG)
-			unknown = amp_watch_check_message(w, &log, i);
+			unknown = amp_watch_check_message(&t, i);
 		else if (e->kind == AMP_ENTRY_ACK)
 			unknown = amp_watch_check_ack(&t, i);
 		if (!unknown && (e->kind != AMP_ENTRY_CTL || amp_watch_is_type(e->doc, "heartbeat")))
@@ -194,6 +201,8 @@ static void process_task(struct watch *w, const char *task, const json_t *new_fi
 		forget_writes(w, task);
 	}
 	amp_task_state_free(&s);
+	amp_task_fold_free(&fold);
+	free(leases);
 	amp_task_log_free(&log);
 }
 
@@ -255,9 +264,9 @@ static void verify_range(struct watch *w, const git_oid *from, const git_oid *to
 		int ok;
 
 		amp_store_walk_step();
-		if (git_commit_lookup(&c, repo, &id) < 0 || git_commit_tree(&ct, c) < 0 ||
+		if (amp_git_commit_lookup(&c, repo, &id) < 0 || amp_git_commit_tree(&ct, c) < 0 ||
 		    (git_commit_parentcount(c) &&
-		     (git_commit_parent(&parent, c, 0) < 0 || git_commit_tree(&pt, parent) < 0)) ||
+		     (amp_git_commit_parent(&parent, c, 0) < 0 || amp_git_commit_tree(&pt, parent) < 0)) ||
 		    amp_store_diff_tasks(repo, pt, ct, touched, -1) < 0) {
 			git_error_clear();
 			goto next;
@@ -370,8 +379,8 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 	const char *task;
 	int status = AMP_OK;
 
-	if (from && (git_commit_lookup(&old_c, repo, from) < 0 ||
-		     git_commit_tree(&old_t, old_c) < 0)) {
+	if (from && (amp_git_commit_lookup(&old_c, repo, from) < 0 ||
+		     amp_git_commit_tree(&old_t, old_c) < 0)) {
 		/* The last commit we saw is gone (history rewritten): start over. */
 		git_error_clear();
 		from = NULL;
@@ -381,8 +390,8 @@ static int process_range(struct watch *w, const git_oid *from, const git_oid *to
 		w->state = fresh_state(w);
 		w->stats->rescanned = 1;
 	}
-	if (git_commit_lookup(&new_c, repo, to) < 0 ||
-	    git_commit_tree(&w->tree, new_c) < 0 ||
+	if (amp_git_commit_lookup(&new_c, repo, to) < 0 ||
+	    amp_git_commit_tree(&w->tree, new_c) < 0 ||
 	    amp_store_diff_tasks_whole(repo, w->st, from ? old_t : NULL, w->tree, touched) < 0) {
 		amp_error err;
 
@@ -534,7 +543,7 @@ static int check_rewrite(struct watch *w, const git_oid *tip, git_oid *seen, int
 	/* An SSOT watched before the seen ref existed starts from the tip the
 	 * last pass saw, when it is still there. */
 	if (!*have_seen && hex && git_oid_fromstr(seen, hex) == 0 &&
-	    git_commit_lookup(&sc, repo, seen) == 0) {
+	    amp_git_commit_lookup(&sc, repo, seen) == 0) {
 		if ((status = amp_seen_move(w->st, NULL, seen, &err)) < 0)
 			goto fail;
 		*have_seen = 1;
@@ -547,8 +556,8 @@ static int check_rewrite(struct watch *w, const git_oid *tip, git_oid *seen, int
 	git_commit_free(sc);
 	sc = NULL;
 	amp_seen_ref(w->st, seen_ref, sizeof(seen_ref));
-	if (git_commit_lookup(&sc, repo, seen) < 0 || git_commit_tree(&st, sc) < 0 ||
-	    git_commit_lookup(&tc, repo, tip) < 0 || git_commit_tree(&tt, tc) < 0 ||
+	if (amp_git_commit_lookup(&sc, repo, seen) < 0 || amp_git_commit_tree(&st, sc) < 0 ||
+	    amp_git_commit_lookup(&tc, repo, tip) < 0 || amp_git_commit_tree(&tt, tc) < 0 ||
 	    amp_seen_lost(repo, st, tt, lost) < 0) {
 		status = amp_error_git(&err, AMP_EIO, "cannot compare %s with %s", seen_ref,
 				       amp_store_messages_ref(w->st));
@@ -718,9 +727,9 @@ static void walk_one(git_repository *repo, git_commit *c, amp_record_times *time
 
 	if (clock)
 		ms = clock_time(clock, c, &by);
-	if (git_commit_tree(&tree, c) == 0 &&
+	if (amp_git_commit_tree(&tree, c) == 0 &&
 	    (!git_commit_parentcount(c) ||
-	     (git_commit_parent(&parent, c, 0) == 0 && git_commit_tree(&ptree, parent) == 0))) {
+	     (amp_git_commit_parent(&parent, c, 0) == 0 && amp_git_commit_tree(&ptree, parent) == 0))) {
 		amp_store_diff_times(repo, ptree, tree, times, ms);
 		if (by && clock->vouched)
 			amp_store_diff_times(repo, ptree, tree, clock->vouched, by);
@@ -782,7 +791,7 @@ static int walk_records(git_repository *repo, const git_oid *from, const git_oid
 		goto cleanup;
 	while (git_revwalk_next(&id, walk) == 0) {
 		amp_store_walk_step();
-		if (git_commit_lookup(&c, repo, &id) == 0)
+		if (amp_git_commit_lookup(&c, repo, &id) == 0)
 			walk_one(repo, c, times, AMP_WATCH_WALK_LAST - index, clock);
 		index++;
 		git_commit_free(c);

@@ -7,6 +7,7 @@
 #define AMP_WATCH_FIRE_H
 
 #include "base/error.h"
+#include "protocol/protocol.h"
 #include "record/record.h"
 #include "store/store.h"
 #include "watch.h"
@@ -37,6 +38,9 @@ struct task_pass {
 	struct watch *w;
 	const amp_task_log *log;
 	const json_t *old;     /* its timers of the last pass (may be NULL) */
+	amp_task_fold *fold;   /* the state before each record, in turn */
+	amp_leases **leases;   /* the log's leases, once asked for (owned by
+				* the pass) */
 };
 
 /* The file name of record e of its task, into buf. */

@@ -150,8 +150,10 @@ static const char *writer_of(struct watch *w, const amp_task_log *before, const 
 
 /* The rules for message i of a task, new since the last pass.  Returns 1
  * when the record was escalated as unknown. */
-int amp_watch_check_message(struct watch *w, const amp_task_log *log, size_t i)
+int amp_watch_check_message(const struct task_pass *t, size_t i)
 {
+	struct watch *w = t->w;
+	const amp_task_log *log = t->log;
 	const amp_entry *e = &log->entries[i];
 	const char *type = amp_json_str(e->doc, "type");
 	const char *id = amp_json_str(e->doc, "msg_id");
@@ -200,12 +202,14 @@ int amp_watch_check_message(struct watch *w, const amp_task_log *log, size_t i)
 	 * beyond the task's risk level, not an unknown record. */
 	if (status == AMP_OK && type &&
 	    (!strcmp(type, "task_result") || !strcmp(type, "task_dispatch")) &&
-	    (denied = amp_rules_unapproved_dispatch(&before, NULL, e->doc, NULL))) {
+	    (denied = amp_rules_unapproved_dispatch(&before, amp_task_fold_to(t->fold, log, i),
+						     e->doc, NULL))) {
 		escalate_unapproved(w, log, e, denied);
 		goto done;
 	}
 	if (status == AMP_OK)
-		status = amp_rules_check_replayed(w->st, w->tree, &before, e->doc,
+		status = amp_rules_check_replayed(w->st, w->tree, &before,
+						  amp_task_fold_to(t->fold, log, i), e->doc,
 						  writer_of(w, &before, e, agent, sizeof(agent)),
 						  &errs);
 	if (status == AMP_EIO) {
@@ -257,7 +261,8 @@ static void check_late_ack(const struct task_pass *t, size_t i)
 	const amp_entry *e = &t->log->entries[i];
 	const amp_entry *m = amp_task_log_find(t->log, AMP_ENTRY_MSG, e->id);
 	amp_task_log before = *t->log;
-	amp_task_state s;
+	const amp_task_state *s;
+	amp_task_state computed = { 0 };
 	char description[1024], due[AMP_TIME_BUFSZ], when[AMP_TIME_BUFSZ];
 	int64_t deadline, at;
 	json_t *affected;
@@ -265,9 +270,12 @@ static void check_late_ack(const struct task_pass *t, size_t i)
 	if (!m || amp_watch_has_cause(t->log, "ack_timeout", e->id))
 		return;
 	before.count = i;
-	amp_task_state_compute(&before, &s);
-	deadline = s.aborted || s.suspended || s.lock_due ? -1 :
-		   amp_task_ack_deadline(&before, &s, m, amp_watch_arrival_of(t, m));
+	if (!(s = amp_task_fold_to(t->fold, t->log, i))) {
+		amp_task_state_compute(&before, &computed);
+		s = &computed;
+	}
+	deadline = s->aborted || s->suspended || s->lock_due ? -1 :
+		   amp_task_ack_deadline(&before, s, m, amp_watch_arrival_of(t, m));
 	at = amp_watch_trusted_time(t, e, NULL);
 	if (deadline >= 0 && at > deadline) {
 		snprintf(description, sizeof(description),
@@ -281,7 +289,7 @@ static void check_late_ack(const struct task_pass *t, size_t i)
 			       description, NULL);
 		json_decref(affected);
 	}
-	amp_task_state_free(&s);
+	amp_task_state_free(&computed);
 }
 
 /* The rules for ACK i of a task, new since the last pass.  Returns 1 when
@@ -305,7 +313,9 @@ int amp_watch_check_ack(const struct task_pass *t, size_t i)
 		unknown = amp_watch_escalate_unknown(t->w, t->log, e->id, name, what);
 	} else if (ack_problem(t->log, i, what, sizeof(what))) {
 		unknown = amp_watch_escalate_unknown(t->w, t->log, e->id, name, what);
-	} else if ((denied = amp_rules_unapproved_dispatch(&before, NULL, NULL, e->id))) {
+	} else if ((denied = amp_rules_unapproved_dispatch(&before,
+							   amp_task_fold_to(t->fold, t->log, i),
+							   NULL, e->id))) {
 		escalate_unapproved(t->w, t->log, e, denied);
 	} else {
 		check_late_ack(t, i);

@@ -15,7 +15,7 @@ int amp_watch_escalate_unknown(struct watch *w, const amp_task_log *log, const c
 
 /* The rules for message i of a task, new since the last pass: 1 when the
  * record was escalated as unknown. */
-int amp_watch_check_message(struct watch *w, const amp_task_log *log, size_t i);
+int amp_watch_check_message(const struct task_pass *t, size_t i);
 
 /* The rules for ACK i of a task, new since the last pass: 1 when the
  * record was escalated as unknown. */

@@ -278,17 +278,21 @@ void amp_watch_note_write(const struct task_pass *t, const amp_entry *e, const c
 	if ((instance = amp_coord_record_instance(e->doc)))
 		note_at(lw, write_key(key, sizeof(key), t->log->task_id, from, instance), at, e, path);
 	else if (!strcmp(from, "executor")) {
-		amp_leases *ls = malloc(sizeof(*ls));
+		amp_leases *ls = *t->leases;
 		size_t i;
 
-		if (!ls)
-			return;
-		amp_coord_leases(t->log, ls);
+		/* the leases of the whole log: the same for each write, so
+		 * read once a pass (each write's time picks those in force) */
+		if (!ls) {
+			if (!(ls = malloc(sizeof(*ls))))
+				return;
+			amp_coord_leases(t->log, ls);
+			*t->leases = ls;
+		}
 		for (i = 0; i < ls->n; i++)
 			if (amp_lease_in_force(&ls->v[i], at))
 				note_at(lw, write_key(key, sizeof(key), t->log->task_id, from,
 						      ls->v[i].agent), at, e, path);
-		free(ls);
 	}
 }
 

@@ -8,6 +8,8 @@
 #include "jsonparse.h"
 
 #include <math.h>
+#include <setjmp.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,10 +382,62 @@ int amp_json_parse_fast(const char *buf, size_t len, json_t **out)
 	return 1;
 }
 
+/* Where a failed allocation jumps while this thread's jansson parses
+ * (amp_json_loadb); NULL otherwise.  Per thread: the dashboard's server
+ * answers on several. */
+static _Thread_local jmp_buf *parsing;
+static json_malloc_t alloc_inner = malloc;
+static json_free_t release_inner = free;
+static int installed;
+
+static void *guarded_alloc(size_t size)
+{
+	void *p = alloc_inner(size);
+
+	if (!p && parsing)
+		longjmp(*parsing, 1);
+	return p;
+}
+
+void amp_json_set_alloc(json_malloc_t alloc, json_free_t release)
+{
+	alloc_inner = alloc;
+	release_inner = release;
+	json_set_alloc_funcs(guarded_alloc, release);
+	installed = 1;
+}
+
+json_t *amp_json_loadb(const char *buf, size_t len, size_t flags, json_error_t *jerr,
+		       int *out_of_memory)
+{
+	jmp_buf here;
+	json_t *value;
+
+	if (out_of_memory)
+		*out_of_memory = 0;
+	if (!installed)
+		amp_json_set_alloc(alloc_inner, release_inner);
+	if (setjmp(here)) {
+		parsing = NULL;
+		if (jerr) {
+			memset(jerr, 0, sizeof(*jerr));
+			snprintf(jerr->text, sizeof(jerr->text), "out of memory");
+		}
+		if (out_of_memory)
+			*out_of_memory = 1;
+		return NULL;
+	}
+	parsing = &here;
+	value = json_loadb(buf, len, flags, jerr);
+	parsing = NULL;
+	return value;
+}
+
 int amp_json_parse(const char *buf, size_t len, json_t **out, amp_error *err)
 {
 	json_error_t jerr;
 	json_t *value;
+	int out_of_memory;
 
 	if (memchr(buf, '\0', len))
 		return amp_error_set(err, AMP_ESCHEMA, "",
@@ -391,8 +445,10 @@ int amp_json_parse(const char *buf, size_t len, json_t **out, amp_error *err)
 				     (size_t)((const char *)memchr(buf, '\0', len) - buf));
 	if (amp_json_parse_fast(buf, len, out))
 		return AMP_OK;
-	value = json_loadb(buf, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
-			   &jerr);
+	value = amp_json_loadb(buf, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr,
+			       &out_of_memory);
+	if (out_of_memory)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
 	if (!value) {
 		if (len == 0)
 			return amp_error_set(err, AMP_ESCHEMA, "",

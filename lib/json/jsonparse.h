@@ -28,8 +28,28 @@ int amp_json_parse_fast(const char *buf, size_t len, json_t **out);
 
 /* Parses exactly one JSON value from buf[0..len).  On failure returns
  * AMP_ESCHEMA with a reason naming the line and column (invalid JSON,
- * invalid UTF-8, NUL byte, nesting deeper than jansson allows).  The caller
- * owns *out (json_decref). */
+ * invalid UTF-8, NUL byte, nesting deeper than jansson allows), or AMP_EIO
+ * when memory ran out while parsing.  The caller owns *out (json_decref). */
 int amp_json_parse(const char *buf, size_t len, json_t **out, amp_error *err);
+
+/*
+ * json_loadb(buf, len, flags, jerr), except that a parse during which an
+ * allocation fails ends at once: NULL, jerr->text "out of memory", and
+ * *out_of_memory (when given) 1.  jansson's lexer does not check a failed
+ * append to the text it saves (load.c lex_save ignores
+ * strbuffer_append_byte's result): under memory pressure it goes on with a
+ * byte missing, and returns a string that is not the one it read, or reads
+ * past the end of its buffer (`amp status` died in lex_scan under `ulimit
+ * -v`; test/39-oom.bats).  What the abandoned parse had allocated is not
+ * freed.  Every jansson parse in amp goes through here (or
+ * amp_json_parse).  The caller owns the result (json_decref).
+ */
+json_t *amp_json_loadb(const char *buf, size_t len, size_t flags, json_error_t *jerr,
+		       int *out_of_memory);
+
+/* Makes jansson allocate with alloc and free with release (both must
+ * accept what the other allocated: malloc's blocks), behind the guard
+ * above.  Until called, malloc and free. */
+void amp_json_set_alloc(json_malloc_t alloc, json_free_t release);
 
 #endif

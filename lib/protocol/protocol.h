@@ -10,5 +10,6 @@
 #include "round.h"
 #include "rules.h"
 #include "task.h"
+#include "task_fold.h"
 
 #endif

@@ -2,6 +2,7 @@
  * registry.c - the agent registry (registry.h).
  */
 #include "registry.h"
+#include "base/gitobj.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,7 +169,7 @@ int amp_registry_read(amp_store *st, amp_schema_set *set, git_tree *tip, json_t 
 	}
 	if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
 		goto cleanup;
-	if (git_tree_lookup(&agents, repo, git_tree_entry_id(e)) < 0) {
+	if (amp_git_tree_lookup(&agents, repo, git_tree_entry_id(e)) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read " AMP_REGISTRY_DIR "/");
 		goto cleanup;
 	}
@@ -180,7 +181,7 @@ int amp_registry_read(amp_store *st, amp_schema_set *set, git_tree *tip, json_t 
 
 		if (git_tree_entry_type(d) != GIT_OBJECT_TREE || !amp_agent_valid(name, strlen(name)))
 			continue;
-		if (git_tree_lookup(&dir, repo, git_tree_entry_id(d)) < 0) {
+		if (amp_git_tree_lookup(&dir, repo, git_tree_entry_id(d)) < 0) {
 			git_error_clear();
 			continue; /* unreadable: fsck's to report */
 		}

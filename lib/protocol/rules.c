@@ -551,24 +551,30 @@ static void check_depends(amp_store *st, git_tree *tip, const amp_task_log *log,
 	json_decref(waits);
 }
 
-int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
-			 const json_t *msg, const char *agent, amp_errlist *errors)
+/* amp_rules_check_send with the state of log when `state` is not NULL. */
+static int check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
+		      const amp_task_state *state, const json_t *msg, const char *agent,
+		      amp_errlist *errors)
 {
 	const char *type = amp_json_str(msg, "type");
 	const char *from = amp_json_str(msg, "from");
 	const json_t *payload = json_object_get(msg, "payload");
 	size_t before = errors->count, i;
-	amp_task_state s;
+	amp_task_state own = { 0 };
+	const amp_task_state *sp = state;
 	char why[512];
 	int closed;
 
-	amp_task_state_compute(log, &s);
+	if (!sp) {
+		amp_task_state_compute(log, &own);
+		sp = &own;
+	}
 	check_msg_id(msg, errors);
 	/* AMP/1.0 §05 Critical = Suspend All: nothing moves until the admin
 	 * resumes.  Escalations stay open: they are how anyone tells the admin
 	 * (No Silent Failure).  An aborted task takes the admin's writes, and
 	 * the enforcer's escalations about what reached it anyway. */
-	closed = amp_task_closed_to(&s, from, why, sizeof(why));
+	closed = amp_task_closed_to(sp, from, why, sizeof(why));
 	if ((closed == 1 && (!type || strcmp(type, "escalation"))) ||
 	    (closed == 2 && !(type && !strcmp(type, "escalation") && from &&
 			      !strcmp(from, "system"))))
@@ -580,19 +586,19 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 				       why, sizeof(why)) < 0)
 		amp_errlist_add(errors, AMP_ERULE, "/from", "%s", why);
 	else if (amp_coord_check_result(log, msg, agent, why, sizeof(why)) < 0 ||
-		 amp_round_check_message(log, &s, msg, agent, why, sizeof(why)) < 0)
+		 amp_round_check_message(log, sp, msg, agent, why, sizeof(why)) < 0)
 		amp_errlist_add(errors, AMP_ERULE, "/from", "%s", why);
 	check_refs(st, tip, log, json_object_get(msg, "context_ref"), "/context_ref", errors);
 	if (type && !strcmp(type, "task_dispatch")) {
 		check_depends(st, tip, log, errors);
 		check_dispatch(payload, errors);
-		check_dispatch_round(log, &s, msg, errors);
+		check_dispatch_round(log, sp, msg, errors);
 	} else if (type && !strcmp(type, "review_verdict")) {
-		check_verdict(log, &s, msg, errors);
+		check_verdict(log, sp, msg, errors);
 	} else if (type && !strcmp(type, "escalation")) {
-		check_escalation(st, tip, log, &s, payload, errors);
+		check_escalation(st, tip, log, sp, payload, errors);
 	} else if (type && !strcmp(type, "task_result")) {
-		check_result(log, &s, payload, errors);
+		check_result(log, sp, payload, errors);
 	} else if (type && !strcmp(type, "review_request")) {
 		size_t base = errors->count;
 
@@ -601,14 +607,27 @@ int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 		check_payload_ref(st, tip, log, payload, "task_result_ref",
 				  "task_result", errors);
 		if (errors->count == base)
-			check_request_round(log, &s, payload, errors);
-		check_review_request(&s, payload, errors);
+			check_request_round(log, sp, payload, errors);
+		check_review_request(sp, payload, errors);
 	}
-	amp_task_state_free(&s);
+	amp_task_state_free(&own);
 	for (i = before; i < errors->count; i++)
 		if (errors->items[i].status == AMP_EIO)
 			return AMP_EIO;
 	return errors->count > before ? AMP_ERULE : AMP_OK;
+}
+
+int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
+			 const json_t *msg, const char *agent, amp_errlist *errors)
+{
+	return check_send(st, tip, log, NULL, msg, agent, errors);
+}
+
+int amp_rules_check_send_in(amp_store *st, git_tree *tip, const amp_task_log *log,
+			    const amp_task_state *state, const json_t *msg, const char *agent,
+			    amp_errlist *errors)
+{
+	return check_send(st, tip, log, state, msg, agent, errors);
 }
 
 const char *amp_rules_unapproved_dispatch(const amp_task_log *log, const amp_task_state *state,
@@ -701,11 +720,12 @@ int amp_rules_check_ack(const amp_task_log *log, size_t i, amp_errlist *errors)
 }
 
 int amp_rules_check_replayed(amp_store *st, git_tree *tree, const amp_task_log *before,
-			     const json_t *msg, const char *agent, amp_errlist *errors)
+			     const amp_task_state *state, const json_t *msg, const char *agent,
+			     amp_errlist *errors)
 {
 	static const char snapshot[] = "/payload/system_state_snapshot";
 	amp_errlist found = { 0 };
-	int status = amp_rules_check_send(st, tree, before, msg, agent, &found);
+	int status = check_send(st, tree, before, state, msg, agent, &found);
 	size_t k;
 
 	if (status == AMP_ERULE) {

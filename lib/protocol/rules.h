@@ -59,16 +59,22 @@
  */
 int amp_rules_check_send(amp_store *st, git_tree *tip, const amp_task_log *log,
 			 const json_t *msg, const char *agent, amp_errlist *errors);
+/* The same with log's state when the caller has it (NULL: computed). */
+int amp_rules_check_send_in(amp_store *st, git_tree *tip, const amp_task_log *log,
+			    const amp_task_state *state, const json_t *msg, const char *agent,
+			    amp_errlist *errors);
 
 /*
  * amp_rules_check_send for a message written elsewhere (a push, a fetch, a
  * join): the same rules but one.  An escalation's system_state_snapshot
  * says what its writer's SSOT was; it is checked when the escalation is
  * written, and records another clone wrote meanwhile may come before it
- * here without making it false.
+ * here without making it false.  `state`: before's state when the
+ * caller has it (amp_task_fold_to), else NULL.
  */
 int amp_rules_check_replayed(amp_store *st, git_tree *tree, const amp_task_log *before,
-			     const json_t *msg, const char *agent, amp_errlist *errors);
+			     const amp_task_state *state, const json_t *msg, const char *agent,
+			     amp_errlist *errors);
 
 /*
  * Issue 33, abort mid-review: when `msg` (by a role other than the admin or

@@ -87,13 +87,16 @@ const amp_entry *amp_task_has_escalation(const amp_task_log *log, const char *ty
 
 	for (i = 0; type && from && cause && i < log->count; i++) {
 		const amp_entry *e = &log->entries[i];
-		const char *kind = amp_json_str(json_object_get(e->doc, "payload"), "escalation_type");
-		const char *by = amp_json_str(e->doc, "from");
-		const char *c;
+		const char *kind, *by, *c;
 
-		if (e->kind == AMP_ENTRY_MSG && kind && by && !strcmp(kind, type) &&
-		    !strcmp(by, from) && (c = amp_escalation_cause(e->doc, buf, sizeof(buf))) &&
-		    same_cause(c, cause))
+		/* the writer first: amp watch asks once per record of a
+		 * task, and most records are not the asker's */
+		if (e->kind != AMP_ENTRY_MSG || !(by = amp_json_str(e->doc, "from")) ||
+		    strcmp(by, from))
+			continue;
+		kind = amp_json_str(json_object_get(e->doc, "payload"), "escalation_type");
+		if (kind && !strcmp(kind, type) &&
+		    (c = amp_escalation_cause(e->doc, buf, sizeof(buf))) && same_cause(c, cause))
 			return e;
 	}
 	return NULL;
@@ -490,112 +493,139 @@ static const char *flow_of(const amp_task_state *s)
 	       any_submitted ? "submitted" : "in_progress";
 }
 
-void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
+void amp_task_state_begin(const amp_task_log *log, amp_task_state *s)
 {
 	const amp_policy *policy = log->policy ? log->policy : &amp_policy_default;
-	size_t i, alloc = 0;
 
 	memset(s, 0, sizeof(*s));
 	s->lock_threshold = policy->lock_threshold;
 	s->flow_state = "new";
 	s->last_activity_ms = -1;
 	s->resume_ms = -1;
-	for (i = 0; i < log->count; i++) {
-		const amp_entry *e = &log->entries[i];
-		const char *type = amp_json_str(e->doc, "type");
-		int64_t t = amp_record_time(e->doc);
-		const char *record;
+}
 
-		/* A superseded marker is amp sync's bookkeeping, not a write
-		 * of anyone working on the task. */
-		if (!amp_task_entry_in_place(log, e) || amp_entry_is_marker(e, &record))
-			continue;
-		if (t > s->last_activity_ms)
-			s->last_activity_ms = t;
-		if (e->kind == AMP_ENTRY_ACK) {
-			const amp_entry *m = amp_task_log_find(log, AMP_ENTRY_MSG, e->id);
-			const char *mt = m ? amp_json_str(m->doc, "type") : NULL;
-			const char *to = m ? amp_json_str(m->doc, "to") : NULL;
-			const char *by = amp_json_str(e->doc, "from");
+/* A control record (plan, resume, approve, abort) of the task. */
+static void apply_control(const amp_task_log *log, amp_task_state *s, const amp_entry *e,
+			  const char *type, int64_t t)
+{
+	const char *from = amp_json_str(e->doc, "from");
 
-			/* AMP/1.0 §01 ACK on Start, by the addressee only. */
-			if (mt && !strcmp(mt, "task_dispatch") && to && by && !strcmp(to, by))
-				dispatch_moves(s, e->id, "ack", "dispatched", "in_progress");
-			continue;
-		}
-		if (e->kind == AMP_ENTRY_CTL) {
-			const char *from = amp_json_str(e->doc, "from");
+	/* amp plan --max-iterations (coord.h): this task's lock
+	 * threshold instead of amp.lockThreshold. */
+	if (type && !strcmp(type, "plan") && from && amp_role_in(from, "coordinator admin") &&
+	    json_integer_value(json_object_get(e->doc, "max_iterations")) >= 1 &&
+	    json_integer_value(json_object_get(e->doc, "max_iterations")) <=
+	    AMP_POLICY_LOCK_THRESHOLD_MAX)
+		s->lock_threshold = (int)json_integer_value(json_object_get(e->doc,
+								 "max_iterations"));
+	if (type && !strcmp(type, "resume")) {
+		s->suspended = s->locked = 0;
+		s->suspended_by = NULL;
+		s->rejects_since_resume = 0;
+		s->rejects_in_a_row = 0;
+		s->resume_ms = t;
+	} else if (type && !strcmp(type, "approve") && from && !strcmp(from, "admin")) {
+		const char *d = amp_json_str(e->doc, "approves");
+		const amp_entry *m = d ? amp_task_log_find(log, AMP_ENTRY_MSG, d) : NULL;
+		const json_t *ack = d ? amp_task_ack_of(log, d) : NULL;
 
-			/* amp plan --max-iterations (coord.h): this task's lock
-			 * threshold instead of amp.lockThreshold. */
-			if (type && !strcmp(type, "plan") && from && amp_role_in(from, "coordinator admin") &&
-			    json_integer_value(json_object_get(e->doc, "max_iterations")) >= 1 &&
-			    json_integer_value(json_object_get(e->doc, "max_iterations")) <=
-			    AMP_POLICY_LOCK_THRESHOLD_MAX)
-				s->lock_threshold = (int)json_integer_value(json_object_get(e->doc,
-										 "max_iterations"));
-			if (type && !strcmp(type, "resume")) {
-				s->suspended = s->locked = 0;
-				s->suspended_by = NULL;
-				s->rejects_since_resume = 0;
-				s->rejects_in_a_row = 0;
-				s->resume_ms = t;
-			} else if (type && !strcmp(type, "approve") && from && !strcmp(from, "admin")) {
-				const char *d = amp_json_str(e->doc, "approves");
-				const amp_entry *m = d ? amp_task_log_find(log, AMP_ENTRY_MSG, d) : NULL;
-				const json_t *ack = d ? amp_task_ack_of(log, d) : NULL;
-
-				dispatch_moves(s, d, "approve", "awaiting_approval", "dispatched");
-				/* An ACK that came before the approval (by a fetch:
-				 * amp refuses it) cannot be written again, since a
-				 * second ACK is a no-op: it counts from now on. */
-				if (m && ack && amp_json_str(ack, "from") && amp_json_str(m->doc, "to") &&
-				    !strcmp(amp_json_str(ack, "from"), amp_json_str(m->doc, "to")))
-					dispatch_moves(s, d, "ack", "dispatched", "in_progress");
-			} else if (type && !strcmp(type, "abort") && !s->aborted) {
-				s->aborted = e->doc;
-			}
-			continue;
-		}
-		s->messages++;
-		s->last_msg_id = e->id;
-		if (!type)
-			continue;
-		if (!strcmp(type, "task_dispatch")) {
-			int reopen = s->aborted && !strcmp(amp_or_none(amp_json_str(e->doc, "from")), "admin");
-
-			apply_dispatch(s, &alloc, policy, e->doc, reopen);
-			if (reopen)
-				s->aborted = NULL;
-		} else if (!strcmp(type, "task_result")) {
-			apply_result(s, e->doc);
-		} else if (!strcmp(type, "review_request")) {
-			apply_request(s, e->doc);
-		} else if (!strcmp(type, "review_verdict")) {
-			const char *d = amp_json_str(json_object_get(e->doc, "payload"),
-						     "decision");
-
-			apply_verdict(log, s, e->doc);
-			close_delegations(s);
-			if (d && !strcmp(d, "rejected"))
-				continue; /* a rejection is not a success */
-		} else if (!strcmp(type, "escalation")) {
-			const json_t *p = json_object_get(e->doc, "payload");
-			const char *sev = amp_json_str(p, "severity");
-			const char *kind = amp_json_str(p, "escalation_type");
-
-			/* AMP/1.0 §05 Critical = Suspend All. */
-			if (sev && !strcmp(sev, "critical")) {
-				s->suspended = 1;
-				s->suspended_by = e->id;
-				if (kind && !strcmp(kind, "hallucination_lock"))
-					s->locked = 1;
-			}
-			continue;
-		}
-		if (is_acked_or_unneeded(log, e))
-			s->last_successful_msg_id = e->id;
+		dispatch_moves(s, d, "approve", "awaiting_approval", "dispatched");
+		/* An ACK that came before the approval (by a fetch:
+		 * amp refuses it) cannot be written again, since a
+		 * second ACK is a no-op: it counts from now on. */
+		if (m && ack && amp_json_str(ack, "from") && amp_json_str(m->doc, "to") &&
+		    !strcmp(amp_json_str(ack, "from"), amp_json_str(m->doc, "to")))
+			dispatch_moves(s, d, "ack", "dispatched", "in_progress");
+	} else if (type && !strcmp(type, "abort") && !s->aborted) {
+		s->aborted = e->doc;
 	}
+}
+
+/* Records applied so far in this process (amp_task_state_steps). */
+static unsigned long steps;
+
+unsigned long amp_task_state_steps(void)
+{
+	return steps;
+}
+
+int amp_task_state_step(const amp_task_log *log, amp_task_state *s, size_t *alloc, size_t i)
+{
+	const amp_policy *policy = log->policy ? log->policy : &amp_policy_default;
+	const amp_entry *e = &log->entries[i];
+	const char *type = amp_json_str(e->doc, "type");
+	int64_t t = amp_record_time(e->doc);
+	const char *record;
+
+	steps++;
+	/* A superseded marker is amp sync's bookkeeping, not a write
+	 * of anyone working on the task. */
+	if (!amp_task_entry_in_place(log, e) || amp_entry_is_marker(e, &record))
+		return AMP_STEP_OTHER;
+	if (t > s->last_activity_ms)
+		s->last_activity_ms = t;
+	if (e->kind == AMP_ENTRY_ACK) {
+		const amp_entry *m = amp_task_log_find(log, AMP_ENTRY_MSG, e->id);
+		const char *mt = m ? amp_json_str(m->doc, "type") : NULL;
+		const char *to = m ? amp_json_str(m->doc, "to") : NULL;
+		const char *by = amp_json_str(e->doc, "from");
+
+		/* AMP/1.0 §01 ACK on Start, by the addressee only. */
+		if (mt && !strcmp(mt, "task_dispatch") && to && by && !strcmp(to, by))
+			dispatch_moves(s, e->id, "ack", "dispatched", "in_progress");
+		return AMP_STEP_OTHER;
+	}
+	if (e->kind == AMP_ENTRY_CTL) {
+		apply_control(log, s, e, type, t);
+		return AMP_STEP_OTHER;
+	}
+	s->messages++;
+	s->last_msg_id = e->id;
+	if (!type)
+		return AMP_STEP_OTHER;
+	if (!strcmp(type, "task_dispatch")) {
+		int reopen = s->aborted && !strcmp(amp_or_none(amp_json_str(e->doc, "from")), "admin");
+
+		apply_dispatch(s, alloc, policy, e->doc, reopen);
+		if (reopen)
+			s->aborted = NULL;
+	} else if (!strcmp(type, "task_result")) {
+		apply_result(s, e->doc);
+	} else if (!strcmp(type, "review_request")) {
+		apply_request(s, e->doc);
+	} else if (!strcmp(type, "review_verdict")) {
+		const char *d = amp_json_str(json_object_get(e->doc, "payload"),
+					     "decision");
+
+		apply_verdict(log, s, e->doc);
+		close_delegations(s);
+		if (d && !strcmp(d, "rejected"))
+			return AMP_STEP_OTHER; /* a rejection is not a success */
+	} else if (!strcmp(type, "escalation")) {
+		const json_t *p = json_object_get(e->doc, "payload");
+		const char *sev = amp_json_str(p, "severity");
+		const char *kind = amp_json_str(p, "escalation_type");
+
+		/* AMP/1.0 §05 Critical = Suspend All. */
+		if (sev && !strcmp(sev, "critical")) {
+			s->suspended = 1;
+			s->suspended_by = e->id;
+			if (kind && !strcmp(kind, "hallucination_lock"))
+				s->locked = 1;
+		}
+		return AMP_STEP_OTHER;
+	}
+	if (!is_acked_or_unneeded(log, e))
+		return AMP_STEP_UNACKED;
+	s->last_successful_msg_id = e->id;
+	return AMP_STEP_SUCCESS;
+}
+
+void amp_task_state_end(amp_task_state *s)
+{
+	size_t i;
+
+	s->awaiting = NULL;
 	for (i = 0; i < s->nsubtasks; i++)
 		if (!strcmp(s->subtasks[i].state, "awaiting_approval"))
 			s->awaiting = s->subtasks[i].dispatch;
@@ -603,6 +633,16 @@ void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
 	s->flow_state = flow_of(s);
 	s->state = s->aborted ? "aborted" : s->locked || s->lock_due ? "locked" :
 		   s->suspended ? "suspended" : s->flow_state;
+}
+
+void amp_task_state_compute(const amp_task_log *log, amp_task_state *s)
+{
+	size_t i, alloc = 0;
+
+	amp_task_state_begin(log, s);
+	for (i = 0; i < log->count; i++)
+		amp_task_state_step(log, s, &alloc, i);
+	amp_task_state_end(s);
 }
 
 void amp_task_state_free(amp_task_state *s)

@@ -106,6 +106,23 @@ int amp_task_entry_in_place(const amp_task_log *log, const amp_entry *e);
 void amp_task_state_compute(const amp_task_log *log, amp_task_state *out);
 void amp_task_state_free(amp_task_state *s);
 
+/* amp_task_state_compute in its three parts, for task_fold.c: begin, then
+ * step for each entry i of the log in order (*alloc, 0 at first: the
+ * subtasks' room), then end, which sets what derives from the rest
+ * (state, flow_state, awaiting, lock_due) and may be called after any
+ * step.  A step tells what entry i was: a message that is now the last
+ * successful one, one that would be but awaits its ACK, or anything
+ * else. */
+#define AMP_STEP_OTHER   0
+#define AMP_STEP_SUCCESS 1
+#define AMP_STEP_UNACKED 2
+void amp_task_state_begin(const amp_task_log *log, amp_task_state *s);
+int amp_task_state_step(const amp_task_log *log, amp_task_state *s, size_t *alloc, size_t i);
+void amp_task_state_end(amp_task_state *s);
+/* How many records steps applied so far in this process: what AMP_TRACE
+ * reports as state_steps. */
+unsigned long amp_task_state_steps(void);
+
 /* The subtask `id` of s, or NULL. */
 const amp_subtask *amp_task_subtask(const amp_task_state *s, const char *id);
 

@@ -1,4 +1,5 @@
 #include "inbox.h"
+#include "base/gitobj.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -18,8 +19,10 @@
 #include "record/record.h"
 #include "read.h"
 #include "inbox_team.h"
+#include "summary.h"
 #include "protocol/protocol.h"
 #include "base/util.h"
+#include "json/json.h"
 
 /* 2: each record has "agent" (the instance that wrote it, or null);
  * 3: the team's reports follow the cache object (inbox_team.h). */
@@ -55,11 +58,14 @@ static json_t *record(const amp_task_log *log, const amp_task_state *s, const am
  * are not messages for anyone: amp watch escalates them; nor are the
  * unACKed messages of an aborted task to anyone but the admin.  AMP_EUSAGE when
  * task_id is not a task id (a directory nobody can address), AMP_EIO when
- * its directory cannot be read.
+ * its directory cannot be read.  With `reports`, the task's entry there
+ * is what its team reports, amp_summary_team_reports at now_ms (none when
+ * it reports nothing): from the log read here, not read again.
  */
 static int read_task(amp_store *st, git_tree *root, const char *task_id, const char *role,
-		     int all, json_t *out, amp_error *err)
+		     int all, json_t *out, json_t *reports, int64_t now_ms, amp_error *err)
 {
+	json_t *team = NULL;
 	amp_task_log log;
 	amp_task_state s;
 	size_t i;
@@ -93,6 +99,9 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, const c
 			json_object_set_new(r, "acked", json_boolean(acked));
 		json_array_append_new(out, r);
 	}
+	if (status == AMP_OK && reports &&
+	    (status = amp_summary_team_reports(&log, now_ms, 0, &team, err)) == AMP_OK && team)
+		json_object_set_new(reports, task_id, team);
 	amp_task_state_free(&s);
 	amp_task_log_free(&log);
 	return status;
@@ -129,7 +138,7 @@ static int from_index(amp_store *st, json_t *rec, const char *id)
 
 	if (amp_msg_id_task(id, task, sizeof(task)) < 0 ||
 	    !amp_recindex_find(st, task, AMP_ENTRY_MSG, id, &commit, NULL) ||
-	    git_commit_lookup(&c, amp_store_repo(st), &commit) < 0) {
+	    amp_git_commit_lookup(&c, amp_store_repo(st), &commit) < 0) {
 		git_error_clear();
 		return 0;
 	}
@@ -240,11 +249,12 @@ static int tasks_valid(const json_t *tasks)
  * regular file, too big (amp_cache_bound), not JSON, or not ours (version,
  * ref, build and policy, shape).  *team: the text of the team's reports
  * that follows the cache object in the file (inbox_team.h), unparsed: only
- * the roles they are for read it; a copy the caller frees, NULL with a
- * fresh cache. */
-static json_t *load_cache(amp_store *st, char **team)
+ * the roles they are for read it; it points into *buf, the file's text
+ * (the caller frees *buf; not copied: a role they are not for pays
+ * nothing for them), NULL with a fresh cache. */
+static json_t *load_cache(amp_store *st, char **buf, const char **team)
 {
-	char path[PATH_MAX + 16], *buf = NULL;
+	char path[PATH_MAX + 16];
 	json_t *c = NULL, *key = policy_key(st);
 	const char *ref, *tip;
 	json_error_t jerr;
@@ -252,12 +262,12 @@ static json_t *load_cache(amp_store *st, char **team)
 	git_oid oid;
 
 	*team = NULL;
+	*buf = NULL;
 	cache_path(st, path, sizeof(path));
-	if (amp_cache_read(path, amp_cache_bound(st), &buf, &len) == 0 &&
-	    (c = json_loadb(buf, len, JSON_DISABLE_EOF_CHECK, &jerr)) &&
+	if (amp_cache_read(path, amp_cache_bound(st), buf, &len) == 0 &&
+	    (c = amp_json_loadb(*buf, len, JSON_DISABLE_EOF_CHECK, &jerr, NULL)) &&
 	    jerr.position > 0 && (size_t)jerr.position < len)
-		*team = strdup(buf + jerr.position); /* amp_cache_read ends buf in a NUL */
-	free(buf);
+		*team = *buf + jerr.position; /* amp_cache_read ends buf in a NUL */
 	ref = amp_json_str(c, "ref");
 	tip = amp_json_str(c, "tip");
 	if (!json_is_object(c) || !*team ||
@@ -270,7 +280,6 @@ static json_t *load_cache(amp_store *st, char **team)
 	    !tasks_valid(json_object_get(c, "tasks"))) {
 		json_decref(c);
 		c = fresh_cache(st);
-		free(*team);
 		*team = NULL;
 	}
 	git_error_clear();
@@ -297,9 +306,11 @@ static void save_cache(amp_store *st, const json_t *c, const json_t *team)
 		amp_tempfile_rollback(&t);
 }
 
-/* Reads task `task` of `tree` into the cache again. */
-static int refresh_task(amp_store *st, git_tree *tree, json_t *c, const char *task,
-			amp_error *err)
+/* Reads task `task` of `tree` into the cache c again, and its entry of
+ * the team's reports `team` (none when the task is gone, is no task id or
+ * cannot be read: the inbox reports it). */
+static int refresh_task(amp_store *st, git_tree *tree, json_t *c, json_t *team,
+			const char *task, int64_t now_ms, amp_error *err)
 {
 	json_t *tasks = json_object_get(c, "tasks"), *broken = json_object_get(c, "broken");
 	json_t *list = json_array();
@@ -308,7 +319,8 @@ static int refresh_task(amp_store *st, git_tree *tree, json_t *c, const char *ta
 
 	if (!list)
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
-	status = read_task(st, tree, task, NULL, 0, list, &terr);
+	json_object_del(team, task);
+	status = read_task(st, tree, task, NULL, 0, list, team, now_ms, &terr);
 	json_object_del(tasks, task);
 	json_object_del(broken, task);
 	if (status == AMP_EUSAGE) {
@@ -372,13 +384,14 @@ static int update_cache(amp_store *st, json_t **c, json_t **team, const git_oid 
 	json_t *touched = json_object(), *known = json_object(), *v;
 	const char *hex = amp_json_str(*c, "tip"), *task;
 	char tip_hex[GIT_OID_HEXSZ + 1];
+	int64_t now_ms = 0;
 	git_oid old;
 	void *iter;
 	int status = AMP_OK;
 
 	*rebuilt = 0;
 	if (!hex || !*team || git_oid_fromstr(&old, hex) < 0 ||
-	    git_commit_lookup(&old_c, repo, &old) < 0 || git_commit_tree(&old_t, old_c) < 0) {
+	    amp_git_commit_lookup(&old_c, repo, &old) < 0 || amp_git_commit_tree(&old_t, old_c) < 0) {
 		git_error_clear();
 		json_decref(*c);
 		*c = fresh_cache(st);
@@ -386,7 +399,7 @@ static int update_cache(amp_store *st, json_t **c, json_t **team, const git_oid 
 		*team = json_object();
 		*rebuilt = 1;
 	}
-	if (git_commit_lookup(&new_c, repo, tip) < 0 || git_commit_tree(&new_t, new_c) < 0) {
+	if (amp_git_commit_lookup(&new_c, repo, tip) < 0 || amp_git_commit_tree(&new_t, new_c) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the commit at %s (%s)",
 				       amp_store_messages_ref(st), git_oid_tostr_s(tip));
 		goto cleanup;
@@ -417,14 +430,18 @@ static int update_cache(amp_store *st, json_t **c, json_t **team, const git_oid 
 			if (json_object_get(r, "agent"))
 				json_object_set(known, amp_json_str(r, "msg_id"), json_object_get(r, "agent"));
 	}
+	/* What the team's reports keep does not depend on the time: the clock
+	 * only feeds the summary they are judged by. */
+	if (json_object_size(touched) && amp_clock_now_ms(&now_ms, err) < 0) {
+		status = AMP_EIO;
+		goto cleanup;
+	}
 	for (iter = json_object_iter(touched); iter && status == AMP_OK;
 	     iter = json_object_iter_next(touched, iter))
-		status = refresh_task(st, new_t, *c, json_object_iter_key(iter), err);
+		status = refresh_task(st, new_t, *c, *team, json_object_iter_key(iter), now_ms,
+				      err);
 	if (status == AMP_OK)
 		status = fill_agents(st, json_object_get(*c, "tasks"), known, err);
-	if (status == AMP_OK)
-		status = amp_inbox_team_refresh(st, new_t, touched, json_object_get(*c, "broken"),
-						*team, err);
 	if (status == AMP_OK)
 		json_object_set_new(*c, "tip", json_string(git_oid_tostr(tip_hex, sizeof(tip_hex), tip)));
 cleanup:
@@ -481,9 +498,10 @@ static int sort_messages(json_t *list, amp_error *err)
 	return AMP_OK;
 }
 
-/* --all: straight from the SSOT. */
+/* --all: straight from the SSOT; with `reports`, each task's team
+ * reports there too (read_task). */
 static int read_all(amp_store *st, const git_oid *tip, const char *role, const char *task,
-		    json_t *out, amp_error *err)
+		    json_t *out, json_t *reports, int64_t now_ms, amp_error *err)
 {
 	git_commit *c = NULL;
 	git_tree *tree = NULL;
@@ -491,19 +509,20 @@ static int read_all(amp_store *st, const git_oid *tip, const char *role, const c
 	size_t n = 0, i;
 	int status;
 
-	if (git_commit_lookup(&c, amp_store_repo(st), tip) < 0 || git_commit_tree(&tree, c) < 0) {
+	if (amp_git_commit_lookup(&c, amp_store_repo(st), tip) < 0 || amp_git_commit_tree(&tree, c) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the commit at %s (%s)",
 				       amp_store_messages_ref(st), git_oid_tostr_s(tip));
 		goto cleanup;
 	}
 	if (task) {
-		status = read_task(st, tree, task, role, 1, out, err);
+		status = read_task(st, tree, task, role, 1, out, reports, now_ms, err);
 		goto cleanup;
 	}
 	if ((status = amp_store_list_tasks(st, tree, &ids, &n, err)) < 0)
 		goto cleanup;
 	for (i = 0; i < n && status == AMP_OK; i++)
-		if ((status = read_task(st, tree, ids[i], role, 1, out, err)) == AMP_EUSAGE)
+		if ((status = read_task(st, tree, ids[i], role, 1, out, reports, now_ms, err)) ==
+		    AMP_EUSAGE)
 			status = AMP_OK;
 cleanup:
 	amp_strv_free(ids, n);
@@ -548,7 +567,9 @@ int amp_inbox_read(amp_store *st, const char *role, const char *task, int all,
 {
 	const char *ref = amp_store_messages_ref(st), *skipped_path;
 	json_t *c = NULL, *team = NULL, *v;
-	char *team_text = NULL;
+	const char *team_text;
+	char *cache_text = NULL;
+	int64_t now_ms;
 	git_oid tip;
 	int rc, rebuilt, status;
 
@@ -571,12 +592,20 @@ int amp_inbox_read(amp_store *st, const char *role, const char *task, int all,
 	git_oid_tostr(out->tip, sizeof(out->tip), &tip);
 	if (all) {
 		out->source = AMP_INBOX_UNCACHED;
-		status = read_all(st, &tip, role, task, out->messages, err);
+		/* The team's reports from the same logs (inbox_team.h). */
+		status = AMP_OK;
+		now_ms = 0;
+		if (amp_inbox_team_role(role) && (status = amp_clock_now_ms(&now_ms, err)) == AMP_OK &&
+		    !(out->reports = json_object()))
+			status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		if (status == AMP_OK)
+			status = read_all(st, &tip, role, task, out->messages, out->reports, now_ms,
+					  err);
 		if (status == AMP_OK)
 			status = fill_agents(st, out->messages, NULL, err);
 		goto sort;
 	}
-	c = load_cache(st, &team_text);
+	c = load_cache(st, &cache_text, &team_text);
 	/* A task that could not be read is tried again, even at the same tip
 	 * (an object database repaired, a pack fetched).  The team's reports
 	 * are parsed only for a role they are for: a hit of another role
@@ -605,7 +634,7 @@ sort:
 cleanup:
 	json_decref(c);
 	json_decref(team);
-	free(team_text);
+	free(cache_text);
 	if (status < 0) {
 		json_decref(out->messages);
 		out->messages = NULL;

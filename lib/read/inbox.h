@@ -62,9 +62,9 @@ typedef struct amp_inbox {
 	amp_inbox_source source;
 	json_t *team;       /* what the team reports (inbox_team.h), owned;
 			     * NULL: not asked */
-	json_t *reports;    /* inbox.json's team's reports (inbox_team.h),
-			     * owned; NULL: not read from inbox.json, or
-			     * not for this role */
+	json_t *reports;    /* the team's reports (inbox_team.h), from
+			     * inbox.json or, with all, the records; owned;
+			     * NULL: not for this role */
 } amp_inbox;
 
 /*

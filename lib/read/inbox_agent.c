@@ -1,4 +1,5 @@
 #include "inbox_agent.h"
+#include "base/gitobj.h"
 
 #include <git2.h>
 #include <string.h>
@@ -55,8 +56,8 @@ int amp_inbox_for_agent(amp_store *st, const char *agent, int64_t now_ms,
 	if (!json_array_size(in->messages))
 		goto cleanup;
 	if (git_oid_fromstr(&oid, in->tip) < 0 ||
-	    git_commit_lookup(&commit, amp_store_repo(st), &oid) < 0 ||
-	    git_commit_tree(&root, commit) < 0) {
+	    amp_git_commit_lookup(&commit, amp_store_repo(st), &oid) < 0 ||
+	    amp_git_commit_tree(&root, commit) < 0) {
 		status = amp_error_set(err, AMP_EIO, "", "cannot read commit %s", in->tip);
 		goto cleanup;
 	}

@@ -1,4 +1,5 @@
 #include "inbox_team.h"
+#include "base/gitobj.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "base/util.h"
 #include "record/record.h"
 #include "summary.h"
+#include "json/json.h"
 
 /* Adds the task's reports of summary s to team, for role. */
 static void add_task(json_t *team, const json_t *s, const char *role, const char *agent,
@@ -53,7 +55,7 @@ static int by_name(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The team of `role` from inbox.json's reports (amp_inbox_team_refresh):
+/* The team of `role` from inbox.json's reports (inbox_team.h):
  * task `task`'s, or all, by name as amp_summary_list_open lists them. */
 static int team_from_reports(json_t *team, const json_t *reports, const char *role,
 			     const char *agent, const char *task, int64_t now_ms, amp_error *err)
@@ -88,7 +90,7 @@ int amp_inbox_team_role(const char *role)
 
 json_t *amp_inbox_team_load(const char *text)
 {
-	json_t *v = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *v = text ? amp_json_loadb(text, strlen(text), 0, NULL, NULL) : NULL;
 
 	if (json_is_object(v))
 		return v;
@@ -99,14 +101,11 @@ json_t *amp_inbox_team_load(const char *text)
 int amp_inbox_team(amp_store *st, const char *role, const char *agent, const char *task,
 		   int64_t now_ms, amp_inbox *in, amp_error *err)
 {
-	git_repository *repo = amp_store_repo(st);
-	amp_summaries *cache = NULL;
 	git_commit *commit = NULL;
 	git_tree *root = NULL;
-	git_oid tip, *trees = NULL;
-	char **ids = NULL;
-	size_t n = 0, finished, i;
-	json_t *team;
+	amp_task_log log;
+	json_t *team, *one = NULL;
+	git_oid tip;
 	int status = AMP_OK;
 
 	if (!amp_inbox_team_role(role))
@@ -116,124 +115,39 @@ int amp_inbox_team(amp_store *st, const char *role, const char *agent, const cha
 	if (!team)
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
 	/* No SSOT yet (nothing to read): nothing reported. */
-	if (!*in->tip || git_oid_fromstr(&tip, in->tip) < 0)
+	if (!*in->tip || git_oid_fromstr(&tip, in->tip) < 0 || !in->reports)
 		goto done;
-	/* Warm: inbox.json's, read already. */
-	if (in->reports && (!task || json_object_get(in->reports, task))) {
+	/* Kept already: the open tasks' reports (amp_inbox_read keeps them,
+	 * from inbox.json or from the records --all read). */
+	if (!task || json_object_get(in->reports, task)) {
 		if ((status = team_from_reports(team, in->reports, role, agent, task, now_ms,
 						err)) < 0)
 			goto cleanup;
 		goto done;
 	}
-	if (git_commit_lookup(&commit, repo, &tip) < 0 || git_commit_tree(&root, commit) < 0) {
+	/* A task they hold nothing of (finished, no reports, or none such):
+	 * its records alone. */
+	if (amp_git_commit_lookup(&commit, amp_store_repo(st), &tip) < 0 ||
+	    amp_git_commit_tree(&root, commit) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the tip %s", in->tip);
 		goto cleanup;
 	}
-	/* A task inbox.json keeps nothing of (finished, no reports, or none
-	 * such): its records alone, not the whole status cache. */
-	if (!in->reports)
-		cache = amp_summaries_open(st);
-	if (task) {
-		ids = calloc(1, sizeof(*ids));
-		if (!ids || !(ids[0] = strdup(task))) {
-			status = amp_error_set(err, AMP_EIO, "", "out of memory");
-			goto cleanup;
-		}
-		n = 1;
-	} else if ((status = amp_summary_list_open(cache, st, root, now_ms, &ids, &trees, &n,
-						   &finished, err)) < 0) {
+	if ((status = amp_store_read_task(st, root, task, &log, err)) < 0)
 		goto cleanup;
-	}
-	for (i = 0; i < n; i++) {
-		json_t *s = amp_summary_get(cache, st, root, ids[i], now_ms, err);
-
-		if (!s) {
-			status = AMP_EIO;
-			goto cleanup;
-		}
-		add_task(team, s, role, agent, now_ms);
-		json_decref(s);
-	}
+	status = amp_summary_team_reports(&log, now_ms, 1, &one, err);
+	amp_task_log_free(&log);
+	if (status < 0)
+		goto cleanup;
+	if (one)
+		add_task(team, one, role, agent, now_ms);
 done:
 	json_decref(in->team);
 	in->team = team;
 	team = NULL;
 cleanup:
 	json_decref(team);
-	if (ids) {
-		for (i = 0; i < n; i++)
-			free(ids[i]);
-		free(ids);
-	}
-	free(trees);
-	amp_summaries_close(cache);
+	json_decref(one);
 	git_tree_free(root);
 	git_commit_free(commit);
-	return status;
-}
-
-/* Task `task`'s entry of amp_inbox_team_refresh, or NULL when it is
- * finished or reports nothing; AMP_EIO when its directory cannot be read. */
-static int task_reports(amp_summaries *summaries, amp_store *st, git_tree *root,
-			const char *task, const git_oid *tree, int64_t now_ms, json_t **out,
-			amp_error *err)
-{
-	amp_summary_brief b;
-	json_t *s;
-
-	*out = NULL;
-	if (amp_summary_brief_get(summaries, st, root, task, tree, now_ms, &b, err) < 0)
-		return AMP_EIO;
-	if (!b.extras || amp_summary_finished(&b))
-		return AMP_OK;
-	if (!(s = amp_summary_get(summaries, st, root, task, now_ms, err)))
-		return AMP_EIO;
-	if (json_array_size(json_object_get(s, "progress")) ||
-	    json_array_size(json_object_get(s, "questions")) ||
-	    json_array_size(json_object_get(s, "released")))
-		*out = json_pack("{s:s,s:O,s:O,s:O}", "task_id", task,
-				 "progress", json_object_get(s, "progress"),
-				 "questions", json_object_get(s, "questions"),
-				 "released", json_object_get(s, "released"));
-	json_decref(s);
-	return AMP_OK;
-}
-
-int amp_inbox_team_refresh(amp_store *st, git_tree *root, const json_t *touched,
-			   const json_t *unreadable, json_t *reports, amp_error *err)
-{
-	amp_summaries *summaries = NULL;
-	const char *task;
-	json_t *v, *r;
-	int64_t now_ms;
-	int status = AMP_OK;
-
-	if (!json_object_size(touched))
-		return AMP_OK;
-	/* What is kept does not depend on the time: the clock only feeds
-	 * the summary. */
-	if (amp_clock_now_ms(&now_ms, err) < 0)
-		return AMP_EIO;
-	summaries = amp_summaries_open(st);
-	json_object_foreach((json_t *)touched, task, v) {
-		git_tree_entry *te = NULL;
-		char dir[128];
-
-		json_object_del(reports, task);
-		if (json_object_get(unreadable, task))
-			continue;
-		if (amp_store_task_lookup(root, task, &te, dir, sizeof(dir)) < 0) {
-			git_error_clear();
-			continue;
-		}
-		status = task_reports(summaries, st, root, task, git_tree_entry_id(te), now_ms, &r,
-				      err);
-		git_tree_entry_free(te);
-		if (status < 0)
-			break;
-		if (r)
-			json_object_set_new(reports, task, r);
-	}
-	amp_summaries_close(summaries);
 	return status;
 }

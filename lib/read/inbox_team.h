@@ -17,10 +17,13 @@
 
 /*
  * Fills in->team for `role` at in->tip, from the tasks not finished (or
- * task `task` only, when not NULL): from in->reports when the inbox came
- * from inbox.json (amp_inbox_team_refresh kept them there; with `task`,
- * one it did not keep from that task's records alone), else through
- * the status cache (summary.h):
+ * task `task` only, when not NULL): from in->reports, the open tasks'
+ * reports amp_inbox_read kept (in inbox.json, for each task not finished
+ * that reports anything, amp_summary_team_reports of the log it read
+ * when the task changed: task id -> {"task_id", "progress", "questions",
+ * "released"}; with --all, from the logs it read); with `task`, one they
+ * hold nothing of from that task's records alone.  The status cache is
+ * not read: the inbox's one cache of the reports is inbox.json.
  *   - coordinator: {"progress": [{"task_id", "agent", "subtask_id",
  *     "percent", "note", "timestamp", "record"}] (each holder's latest),
  *     "questions": [{"task_id", "record", "agent", "subtask_id",
@@ -40,23 +43,8 @@ int amp_inbox_team(amp_store *st, const char *role, const char *agent, const cha
 int amp_inbox_team_role(const char *role);
 
 /* The team's reports as inbox.json keeps them (`text`: a JSON object, see
- * amp_inbox_team_refresh), parsed: a new object, or NULL when text is
+ * amp_inbox_team above), parsed: a new object, or NULL when text is
  * NULL or does not read back as one. */
 json_t *amp_inbox_team_load(const char *text);
-
-/*
- * Keeps `reports` (what inbox.json holds on the line after the cache
- * object: task id -> {"task_id",
- * "progress", "questions", "released"}, the time-free reports of
- * amp_summary_get, for each task not finished, amp_summary_finished,
- * that reports anything) right for each task named by a key of `touched`
- * at tree `root`, read through the status cache; a task gone from root,
- * finished, or named in `unreadable` (the inbox reports it) has none
- * kept.  So a warm inbox reads the team's reports from its one file, and
- * the file holds no more than the open tasks' reports.  AMP_OK, or
- * AMP_EIO with err filled (a task directory that cannot be read).
- */
-int amp_inbox_team_refresh(amp_store *st, git_tree *root, const json_t *touched,
-			   const json_t *unreadable, json_t *reports, amp_error *err);
 
 #endif

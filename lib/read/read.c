@@ -1,4 +1,5 @@
 #include "read.h"
+#include "base/gitobj.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,7 +97,7 @@ int amp_read_message(amp_store *st, git_tree *root, const char *msg_id,
 	rc = root ? amp_store_task_lookup(root, task, &dir_entry, dir, sizeof(dir)) : GIT_ENOTFOUND;
 	if (rc == GIT_ENOTFOUND)
 		return stored_state(out, AMP_STORED_MISSING, "not in the SSOT");
-	if (rc < 0 || git_tree_lookup(&dir_tree, repo, git_tree_entry_id(dir_entry)) < 0 ||
+	if (rc < 0 || amp_git_tree_lookup(&dir_tree, repo, git_tree_entry_id(dir_entry)) < 0 ||
 	    amp_store_task_files(repo, dir_tree, &files) < 0) {
 		amp_error e;
 
@@ -459,9 +460,9 @@ static int commit_records(struct walk *w, git_tree *a, git_tree *b)
 	if ((ea && git_oid_equal(git_tree_entry_id(ea), git_tree_entry_id(eb))) ||
 	    git_tree_entry_type(eb) != GIT_OBJECT_TREE)
 		goto cleanup;
-	if (git_tree_lookup(&sb, w->repo, git_tree_entry_id(eb)) < 0 ||
+	if (amp_git_tree_lookup(&sb, w->repo, git_tree_entry_id(eb)) < 0 ||
 	    (ea && git_tree_entry_type(ea) == GIT_OBJECT_TREE &&
-	     git_tree_lookup(&sa, w->repo, git_tree_entry_id(ea)) < 0))
+	     amp_git_tree_lookup(&sa, w->repo, git_tree_entry_id(ea)) < 0))
 		rc = problem(w, "tree", dir);
 	else
 		rc = collect(w, sa, sb, dir, 4);
@@ -619,9 +620,9 @@ int amp_log_walk(amp_store *st, const amp_log_filter *f, amp_log_fn fn,
 		if (c)
 			git_oid_cpy(&id, git_commit_id(c));
 		w.commit = &id;
-		if ((!c && git_commit_lookup(&c, w.repo, &id) < 0) || git_commit_tree(&tree, c) < 0 ||
+		if ((!c && amp_git_commit_lookup(&c, w.repo, &id) < 0) || amp_git_commit_tree(&tree, c) < 0 ||
 		    (git_commit_parentcount(c) &&
-		     (git_commit_parent(&parent, c, 0) < 0 || git_commit_tree(&ptree, parent) < 0))) {
+		     (amp_git_commit_parent(&parent, c, 0) < 0 || amp_git_commit_tree(&ptree, parent) < 0))) {
 			/* Its records cannot be told from its parent's. */
 			rc = problem(&w, "the commit or its parent's tree", "");
 		} else if ((rc = commit_records(&w, ptree, tree)) == 0) {
@@ -709,7 +710,7 @@ int amp_read_writer(amp_store *st, const char *task, amp_entry_kind kind, const 
 	if (amp_recindex_find(st, task, kind, id, &commit, NULL)) {
 		git_commit *c = NULL;
 
-		if (git_commit_lookup(&c, amp_store_repo(st), &commit) == 0) {
+		if (amp_git_commit_lookup(&c, amp_store_repo(st), &commit) == 0) {
 			amp_commit_agent(c, agent, agentsz);
 			git_commit_free(c);
 			return 1;

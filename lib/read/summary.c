@@ -33,6 +33,7 @@
  * is not a regular file or is larger than amp_cache_bound.
  */
 #include <errno.h>
+#include "base/gitobj.h"
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -48,6 +49,7 @@
 #include "protocol/protocol.h"
 #include "record/record.h"
 #include "summary.h"
+#include "json/json.h"
 
 #define CACHE_MAGIC "amp-status-cache 4"
 
@@ -669,22 +671,28 @@ static json_t *deps_of(const amp_task_log *log)
 }
 
 /* What a team reports on the task (issue 33): {"progress", "questions",
- * "released"} as compact JSON, or NULL when it has none (or out of
+ * "released"}, a new object, or NULL when it has none (or out of
  * memory). */
-static char *team_of(const amp_task_log *log)
+static json_t *team_json(const amp_task_log *log)
 {
-	json_t *p = amp_progress_json(log), *q = amp_questions_json(log), *t;
+	json_t *p = amp_progress_json(log), *q = amp_questions_json(log), *t = NULL;
 	json_t *r = amp_coord_released_json(log);
-	char *text = NULL;
 
-	if (json_array_size(p) || json_array_size(q) || json_array_size(r)) {
+	if (json_array_size(p) || json_array_size(q) || json_array_size(r))
 		t = json_pack("{s:O,s:O,s:O}", "progress", p, "questions", q, "released", r);
-		text = t ? json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-		json_decref(t);
-	}
 	json_decref(p);
 	json_decref(q);
 	json_decref(r);
+	return t;
+}
+
+/* team_json as compact JSON, or NULL. */
+static char *team_of(const amp_task_log *log)
+{
+	json_t *t = team_json(log);
+	char *text = t ? json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+
+	json_decref(t);
 	return text;
 }
 
@@ -734,6 +742,41 @@ cleanup:
 	json_decref(t);
 	json_decref(l);
 	json_decref(d);
+	return status;
+}
+
+int amp_summary_team_reports(const amp_task_log *log, int64_t now_ms, int finished_too,
+			     json_t **out, amp_error *err)
+{
+	amp_summary_brief b = { 0 };
+	struct sentry e = { .last_kind = '-' };
+	json_t *team = team_json(log);
+	int status = AMP_OK;
+
+	*out = NULL;
+	if (!team)
+		return AMP_OK;
+	if (finished_too)
+		goto reports;
+	/* Finished or not as the listing judges it, from the same summary. */
+	if (summarize(log, now_ms, &e) < 0 || strlen(e.state) >= sizeof(b.state)) {
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+		goto cleanup;
+	}
+	memcpy(b.state, e.state, sizeof(b.state));
+	b.unreadable = e.unreadable;
+	b.acks_pending = e.ndeadlines; /* pending or overdue: both awaited */
+	if (amp_summary_finished(&b))
+		goto cleanup;
+reports:
+	if (!(*out = json_pack("{s:s,s:O,s:O,s:O}", "task_id", log->task_id,
+			       "progress", json_object_get(team, "progress"),
+			       "questions", json_object_get(team, "questions"),
+			       "released", json_object_get(team, "released"))))
+		status = amp_error_set(err, AMP_EIO, "", "out of memory");
+cleanup:
+	sentry_free(&e);
+	json_decref(team);
 	return status;
 }
 
@@ -812,7 +855,7 @@ static const struct sentry *entry(amp_summaries *c, amp_store *st, git_tree *roo
  * against now (like the ACK deadlines). */
 static json_t *claims_at(const char *leases, int64_t now_ms)
 {
-	json_t *out = json_array(), *all = leases ? json_loads(leases, 0, NULL) : NULL;
+	json_t *out = json_array(), *all = leases ? amp_json_loadb(leases, strlen(leases), 0, NULL, NULL) : NULL;
 	const json_t *l;
 	char until[AMP_TIME_BUFSZ];
 	size_t i;
@@ -833,7 +876,7 @@ static json_t *claims_at(const char *leases, int64_t now_ms)
 static json_t *waits(amp_summaries *c, amp_store *st, git_tree *root, const char *deps,
 		     int64_t now_ms, amp_error *err)
 {
-	json_t *out = json_array(), *all = deps ? json_loads(deps, 0, NULL) : NULL;
+	json_t *out = json_array(), *all = deps ? amp_json_loadb(deps, strlen(deps), 0, NULL, NULL) : NULL;
 	const json_t *d;
 	size_t i;
 
@@ -886,7 +929,7 @@ static void count_acks(const struct sentry *e, int64_t now_ms, size_t *pending,
 /* Member `key` of the summary's team JSON (an array; [] when none). */
 static json_t *team_part(const struct sentry *e, const char *key)
 {
-	json_t *all = e->team ? json_loads(e->team, 0, NULL) : NULL, *part;
+	json_t *all = e->team ? amp_json_loadb(e->team, strlen(e->team), 0, NULL, NULL) : NULL, *part;
 
 	part = json_is_array(json_object_get(all, key)) ? json_incref(json_object_get(all, key))
 						       : json_array();
@@ -902,7 +945,7 @@ static json_t *at_time(const char *task, const struct sentry *e, int64_t now_ms)
 
 	count_acks(e, now_ms, &pending, &overdue);
 	last = e->last_kind == 's' ? json_string(e->last) :
-	       e->last_kind == 'j' ? json_loads(e->last, JSON_DECODE_ANY, NULL) : json_null();
+	       e->last_kind == 'j' ? amp_json_loadb(e->last, strlen(e->last), JSON_DECODE_ANY, NULL, NULL) : json_null();
 	if (!out || !last ||
 	    json_object_set_new(out, "task_id", json_string(task)) < 0 ||
 	    json_object_set_new(out, "state", json_string(e->state)) < 0 ||
@@ -1172,7 +1215,7 @@ static int read_shard(amp_summaries *c, amp_store *st, git_tree *root, const cha
 
 	memset(out, 0, sizeof(*out));
 	*cacheable = 1;
-	if (git_tree_lookup(&sub, amp_store_repo(st), tree) < 0 || !(out->path = strdup(path)))
+	if (amp_git_tree_lookup(&sub, amp_store_repo(st), tree) < 0 || !(out->path = strdup(path)))
 		goto cleanup;
 	git_oid_cpy(&out->tree, tree);
 	n = git_tree_entrycount(sub);
@@ -1260,7 +1303,7 @@ int amp_summary_list_open(amp_summaries *c, amp_store *st, git_tree *root, int64
 		git_error_clear();
 		return AMP_OK;
 	}
-	if (rc < 0 || git_tree_lookup(&top, amp_store_repo(st), git_tree_entry_id(tasks)) < 0) {
+	if (rc < 0 || amp_git_tree_lookup(&top, amp_store_repo(st), git_tree_entry_id(tasks)) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read tasks/");
 		goto cleanup;
 	}
@@ -1278,7 +1321,7 @@ int amp_summary_list_open(amp_summaries *c, amp_store *st, git_tree *root, int64
 			continue;
 		git_tree_free(year);
 		year = NULL;
-		if (git_tree_lookup(&year, amp_store_repo(st), git_tree_entry_id(ye)) < 0) {
+		if (amp_git_tree_lookup(&year, amp_store_repo(st), git_tree_entry_id(ye)) < 0) {
 			status = amp_error_git(err, AMP_EIO, "cannot list tasks");
 			goto cleanup;
 		}

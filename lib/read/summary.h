@@ -72,6 +72,20 @@ int amp_summary_brief_get(amp_summaries *c, amp_store *st, git_tree *root, const
 int amp_summary_finished(const amp_summary_brief *b);
 
 /*
+ * What the team reports on the task of `log` (issue 33) while it is not
+ * finished (amp_summary_finished, judged from log as the listing would),
+ * or whether it is or not with `finished_too`:
+ * in *out a new object {"task_id", "progress", "questions", "released"}
+ * (amp_summary_get's arrays, which do not depend on the time), or NULL
+ * when the task reports nothing or is finished.  For a reader that has
+ * the log already (the inbox's cache, inbox_team.h): it neither reads the
+ * records again nor touches the status cache.  AMP_OK, or AMP_EIO with
+ * err filled (out of memory).
+ */
+int amp_summary_team_reports(const amp_task_log *log, int64_t now_ms, int finished_too,
+			     json_t **out, amp_error *err);
+
+/*
  * The tasks of root that are not finished (amp_summary_finished), sorted
  * by name as amp_store_list_task_trees sorts them, each with its
  * directory's tree; *finished counts the task directories left out.  A

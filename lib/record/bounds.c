@@ -86,8 +86,8 @@ static void scan_pointer(const struct level *stack, int n, const char *base,
 			continue;
 		}
 		/* The name as written, escapes and all, is a JSON string. */
-		name = stack[i].name ? json_loadb(stack[i].name, stack[i].name_len,
-						  JSON_DECODE_ANY, NULL) : NULL;
+		name = stack[i].name ? amp_json_loadb(stack[i].name, stack[i].name_len,
+						      JSON_DECODE_ANY, NULL, NULL) : NULL;
 		amp_pointer_append(buf, bufsz, json_is_string(name) ?
 				   json_string_value(name) : "");
 		json_decref(name);

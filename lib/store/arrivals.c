@@ -2,6 +2,7 @@
  * arrivals.c - the hub's notes of when pushes arrived (arrivals.h).
  */
 #include <errno.h>
+#include "base/gitobj.h"
 #include <inttypes.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -42,11 +43,11 @@ static int write_notes(git_repository *repo, git_commit *parent, const git_oid *
 	git_oid_tostr(hex, sizeof(hex), commit);
 	memcpy(dir, hex, 2);
 	dir[2] = '\0';
-	if (parent && git_commit_tree(&root, parent) < 0)
+	if (parent && amp_git_commit_tree(&root, parent) < 0)
 		goto cleanup;
 	if (root && (e = git_tree_entry_byname(root, dir)) &&
 	    git_tree_entry_type(e) == GIT_OBJECT_TREE &&
-	    git_tree_lookup(&sub, repo, git_tree_entry_id(e)) < 0)
+	    amp_git_tree_lookup(&sub, repo, git_tree_entry_id(e)) < 0)
 		goto cleanup;
 	if (git_blob_create_from_buffer(&blob, repo, text, strlen(text)) < 0 ||
 	    git_treebuilder_new(&sb, repo, sub) < 0 ||
@@ -55,7 +56,7 @@ static int write_notes(git_repository *repo, git_commit *parent, const git_oid *
 	    git_treebuilder_new(&rb, repo, root) < 0 ||
 	    git_treebuilder_insert(NULL, rb, dir, &sub_id, GIT_FILEMODE_TREE) < 0 ||
 	    git_treebuilder_write(&root_id, rb) < 0 ||
-	    git_tree_lookup(&tree, repo, &root_id) < 0 ||
+	    amp_git_tree_lookup(&tree, repo, &root_id) < 0 ||
 	    git_commit_create(out, repo, NULL, sig, sig, NULL, msg, tree, parent ? 1 : 0, parents) < 0)
 		goto cleanup;
 	rc = 0;
@@ -83,7 +84,7 @@ static int note_once(git_repository *repo, const char *name, const git_oid *comm
 
 	if (got == 0) {
 		had = &had_id;
-		if (git_commit_lookup(&parent, repo, had) < 0)
+		if (amp_git_commit_lookup(&parent, repo, had) < 0)
 			goto cleanup;
 		if (git_note_commit_read(&old, repo, parent, commit) == 0) {
 			rc = 1; /* the first arrival stands */
@@ -142,7 +143,7 @@ void amp_arrivals_open(amp_arrivals *a, git_repository *repo, const char *name)
 	a->repo = repo;
 	a->notes = NULL;
 	if (git_reference_name_to_id(&id, repo, name) < 0 ||
-	    git_commit_lookup(&a->notes, repo, &id) < 0)
+	    amp_git_commit_lookup(&a->notes, repo, &id) < 0)
 		a->notes = NULL;
 	git_error_clear();
 }

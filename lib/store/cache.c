@@ -12,6 +12,7 @@
 
 #include "build-id.h"
 #include "cache.h"
+#include "json/json.h"
 
 const char *amp_build_id(void)
 {
@@ -88,7 +89,7 @@ json_t *amp_cache_json(amp_store *st, const char *path)
 
 	if (amp_cache_read(path, amp_cache_bound(st), &buf, &len) < 0)
 		return NULL;
-	v = json_loadb(buf, len, 0, NULL);
+	v = amp_json_loadb(buf, len, 0, NULL, NULL);
 	free(buf);
 	return v;
 }

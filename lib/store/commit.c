@@ -5,6 +5,7 @@
  * write or a batch (objects.c).
  */
 #include "store_int.h"
+#include "base/gitobj.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,7 +270,7 @@ static int subtree_write(amp_store *st, git_tree *base, const char *dir,
 		return 1;
 	existing = base ? git_tree_entry_byname(base, name) : NULL;
 	if (existing && git_tree_entry_type(existing) == GIT_OBJECT_TREE &&
-	    git_tree_lookup(&sub, st->repo, git_tree_entry_id(existing)) < 0)
+	    amp_git_tree_lookup(&sub, st->repo, git_tree_entry_id(existing)) < 0)
 		return amp_error_git(err, AMP_EIO, "cannot read %s", name);
 	status = tree_insert(st, sub, slash ? slash + 1 : "", w, blobs, &sub_oid, err);
 	git_tree_free(sub);
@@ -338,7 +339,7 @@ static int tree_insert(amp_store *st, git_tree *base, const char *dir,
 		}
 		existing = git_treebuilder_get(tb, name);
 		if (existing && git_tree_entry_type(existing) == GIT_OBJECT_TREE &&
-		    git_tree_lookup(&sub, repo, git_tree_entry_id(existing)) < 0) {
+		    amp_git_tree_lookup(&sub, repo, git_tree_entry_id(existing)) < 0) {
 			status = amp_error_git(err, AMP_EIO, "cannot read %s", name);
 			goto cleanup;
 		}
@@ -392,7 +393,7 @@ int amp_store_write_commit(amp_store *st, git_commit *parent, git_tree *base,
 		if (status < 0)
 			goto cleanup;
 	}
-	if (base && git_tree_lookup(&tree, st->repo, git_tree_id(base)) < 0) {
+	if (base && amp_git_tree_lookup(&tree, st->repo, git_tree_id(base)) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the tip tree");
 		goto cleanup;
 	}
@@ -418,7 +419,7 @@ int amp_store_write_commit(amp_store *st, git_commit *parent, git_tree *base,
 			 w->files[i].path);
 		if ((status = tree_insert(st, tree, dir, &group, group_blobs, &tree_oid, err)) < 0)
 			goto cleanup;
-		if (git_tree_lookup(&next_tree, st->repo, &tree_oid) < 0) {
+		if (amp_git_tree_lookup(&next_tree, st->repo, &tree_oid) < 0) {
 			status = amp_error_git(err, AMP_EIO, "cannot read a new tree");
 			goto cleanup;
 		}
@@ -429,7 +430,7 @@ int amp_store_write_commit(amp_store *st, git_commit *parent, git_tree *base,
 	if (w->replace) {
 		git_tree_free(tree);
 		tree = NULL;
-		if (git_tree_lookup(&tree, st->repo, &w->tree) < 0) {
+		if (amp_git_tree_lookup(&tree, st->repo, &w->tree) < 0) {
 			status = amp_error_git(err, AMP_EIO, "cannot read the new tree %s",
 					       git_oid_tostr_s(&w->tree));
 			goto cleanup;

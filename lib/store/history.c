@@ -2,6 +2,7 @@
  * history.c - the walk of a history down its first parents (store.h).
  */
 #include <stdlib.h>
+#include "base/gitobj.h"
 
 #include "store.h"
 
@@ -20,7 +21,7 @@ int amp_first_parents_next(amp_first_parents *w, git_commit **out)
 	if (w->done)
 		return GIT_ITEROVER;
 	amp_store_walk_step();
-	if ((rc = git_commit_lookup(out, w->repo, &w->next)) < 0) {
+	if ((rc = amp_git_commit_lookup(out, w->repo, &w->next)) < 0) {
 		w->done = 1;
 		return rc;
 	}

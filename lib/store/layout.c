@@ -18,6 +18,7 @@
  * notes fan out; share/doc/storage.md "Layout" has the measurement).
  */
 #include "store_int.h"
+#include "base/gitobj.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,51 +105,82 @@ int amp_store_record_path(int layout, const char *task_id, const char *name, cha
 }
 
 /*
- * A marker whose id is that of "2\n" holds "2\n" (an object's name is the
- * hash of its content): no read.  Every write reads the layout of its tip,
- * and the marker lies in `amp init`'s pack, the oldest: right after each
- * flush of an import libgit2 probed every pack for it, newest first, and
- * the index pages so touched made the import's peak grow with its pack
- * count (share/doc/performance.md).
+ * The layout of the last marker read, by its id (an object's name is the
+ * hash of its content, so the same id is the same layout): every write
+ * reads the layout of its tip, and the marker lies in `amp init`'s pack,
+ * the oldest, so right after each flush of an import libgit2 probed every
+ * pack for it, newest first, and the index pages so touched made the
+ * import's peak grow with its pack count (share/doc/performance.md).
  */
-static int is_layout_2(const git_oid *id)
-{
-	static git_oid two;
-	static int known = -1;
+static git_oid known_marker;
+static int known_layout = -1;
 
-	if (known < 0)
-		known = git_odb_hash(&two, "2\n", 2, GIT_OBJECT_BLOB) == 0;
-	return known && git_oid_equal(id, &two);
+int amp_store_record_path_parse(int layout, const char *path, char *task, size_t tasksz,
+				const char **name)
+{
+	const char *slash[8], *p = path;
+	char want[AMP_PATH_MAX];
+	size_t n = 0, len, at;
+	int depth;
+
+	if (strncmp(path, "tasks/", 6))
+		return -1;
+	while (n < 8 && (p = strchr(p, '/')))
+		slash[n++] = p++;
+	/* tasks/Y/S/T/name: 4 slashes; tasks/Y/A/B/T/s1/s2/name: 7 */
+	depth = n == 4 && !p ? AMP_LAYOUT_FLAT : n == 7 && !p ? AMP_LAYOUT_FANNED : -1;
+	if (depth < 0 || (layout && layout != depth))
+		return -1;
+	at = depth == AMP_LAYOUT_FLAT ? 2 : 3;
+	len = (size_t)(slash[at + 1] - slash[at] - 1);
+	if (len >= tasksz)
+		return -1;
+	memcpy(task, slash[at] + 1, len);
+	task[len] = '\0';
+	*name = slash[n - 1] + 1;
+	if (layout && (amp_store_record_path(layout, task, *name, want, sizeof(want)) < 0 ||
+		       strcmp(want, path)))
+		return -1;
+	return 0;
 }
 
 int amp_store_tree_layout(git_repository *repo, git_tree *root)
 {
 	const git_tree_entry *e = root ? git_tree_entry_byname(root, AMP_LAYOUT_FILE) : NULL;
 	git_blob *blob = NULL;
-	int layout = -1;
+	int layout = AMP_LAYOUT_UNKNOWN;
 
 	if (!e)
 		return AMP_LAYOUT_FLAT;
-	if (git_tree_entry_type(e) == GIT_OBJECT_BLOB && is_layout_2(git_tree_entry_id(e)))
-		return AMP_LAYOUT_FANNED;
-	if (git_tree_entry_type(e) == GIT_OBJECT_BLOB &&
-	    git_blob_lookup(&blob, repo, git_tree_entry_id(e)) == 0 &&
-	    git_blob_rawsize(blob) == 2 && !memcmp(git_blob_rawcontent(blob), "2\n", 2))
+	if (git_tree_entry_type(e) != GIT_OBJECT_BLOB)
+		return AMP_LAYOUT_UNKNOWN;
+	if (known_layout >= 0 && git_oid_equal(git_tree_entry_id(e), &known_marker))
+		return known_layout;
+	/* A blob that cannot be read (out of memory, a damaged object) says
+	 * nothing of the layout: libgit2's reason is kept for the caller. */
+	if (git_blob_lookup(&blob, repo, git_tree_entry_id(e)) < 0)
+		return AMP_LAYOUT_UNREADABLE;
+	if (git_blob_rawsize(blob) == 2 && !memcmp(git_blob_rawcontent(blob), "2\n", 2))
 		layout = AMP_LAYOUT_FANNED;
-	git_error_clear();
 	git_blob_free(blob);
+	git_oid_cpy(&known_marker, git_tree_entry_id(e));
+	known_layout = layout;
 	return layout;
+}
+
+int amp_store_layout_error(int layout, amp_error *err)
+{
+	if (layout == AMP_LAYOUT_UNREADABLE)
+		return amp_error_git(err, AMP_EIO, "cannot read %s", AMP_LAYOUT_FILE);
+	return amp_error_set(err, AMP_EIO, AMP_LAYOUT_FILE,
+			     "not a layout this amp knows (it writes 1 and 2): a newer amp's SSOT");
 }
 
 int amp_store_layout(amp_store *st, git_tree *root, amp_error *err)
 {
 	int layout = amp_store_tree_layout(st->repo, root);
 
-	if (layout < 0)
-		return amp_error_set(err, AMP_EIO, AMP_LAYOUT_FILE,
-				     "not a layout this amp knows (it writes 1 and 2): "
-				     "a newer amp's SSOT");
-	return layout;
+	return layout < 0 ? amp_store_layout_error(layout, err) : layout;
 }
 
 /* Looks up `path` below root: 0, GIT_ENOTFOUND (cleared) or a libgit2
@@ -215,8 +247,10 @@ static int flat_add(amp_flat *f, const git_tree_entry *e, const char *sub)
 		size_t alloc = f->alloc ? f->alloc * 2 : 64;
 		amp_flat_entry *grown = realloc(f->v, alloc * sizeof(*grown));
 
-		if (!grown)
+		if (!grown) {
+			git_error_set_oom();
 			return -1;
+		}
 		f->v = grown;
 		f->alloc = alloc;
 	}
@@ -240,6 +274,7 @@ static const char *keep_tree(amp_flat *f, git_tree *t, const char *sub)
 		f->subs = subs;
 	if (!copy) {
 		git_tree_free(t);
+		git_error_set_oom();
 		return NULL;
 	}
 	f->trees[f->ntrees] = t;
@@ -262,7 +297,7 @@ static int flatten(git_repository *repo, git_tree *tree, const char *sub, int le
 		    all_digits(git_tree_entry_name(e)) &&
 		    fits(snprintf(below, sizeof(below), "%s%s%s", sub, *sub ? "/" : "",
 				  git_tree_entry_name(e)), sizeof(below))) {
-			if (git_tree_lookup(&t, repo, git_tree_entry_id(e)) < 0 ||
+			if (amp_git_tree_lookup(&t, repo, git_tree_entry_id(e)) < 0 ||
 			    !(kept = keep_tree(f, t, below)) ||
 			    flatten(repo, t, kept, levels - 1, f) < 0)
 				return -1;
@@ -371,7 +406,7 @@ static int tasks_below(git_repository *repo, git_tree *tree, int levels, amp_tas
 		}
 		if (levels <= 0 || !all_digits(name))
 			continue;
-		if (git_tree_lookup(&sub, repo, git_tree_entry_id(e)) < 0)
+		if (amp_git_tree_lookup(&sub, repo, git_tree_entry_id(e)) < 0)
 			return -1;
 		rc = tasks_below(repo, sub, levels - 1, v, count, alloc);
 		git_tree_free(sub);
@@ -392,7 +427,7 @@ int amp_store_tree_tasks(git_repository *repo, git_tree *root, amp_task_tree **o
 	if (!root || (rc = lookup(root, "tasks", &te)) == GIT_ENOTFOUND)
 		return 0;
 	/* tasks/<year>/ then at most <A>/<B>/ */
-	rc = rc < 0 || git_tree_lookup(&tasks, repo, git_tree_entry_id(te)) < 0 ? -1 :
+	rc = rc < 0 || amp_git_tree_lookup(&tasks, repo, git_tree_entry_id(te)) < 0 ? -1 :
 	     tasks_below(repo, tasks, 3, out, count, &alloc);
 	git_tree_free(tasks);
 	git_tree_entry_free(te);

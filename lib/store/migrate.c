@@ -7,6 +7,7 @@
  * in its place stays at its path.
  */
 #include "store_int.h"
+#include "base/gitobj.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,7 +161,7 @@ static int migrate_shard_entry(amp_store *st, const char *shard, const git_tree_
 	    strcmp(dir + 7 + strlen(shard), name))
 		return items_add(l, shard, name, (unsigned)git_tree_entry_filemode_raw(e),
 				 git_tree_entry_id(e));
-	if (git_tree_lookup(&task, st->repo, git_tree_entry_id(e)) < 0)
+	if (amp_git_tree_lookup(&task, st->repo, git_tree_entry_id(e)) < 0)
 		return -1;
 	rc = migrate_task(st->repo, task, &id);
 	git_tree_free(task);
@@ -185,7 +186,7 @@ static int migrate_tasks(amp_store *st, git_tree *tasks, struct items *l)
 				       (unsigned)git_tree_entry_filemode_raw(ye), git_tree_entry_id(ye));
 			continue;
 		}
-		if (git_tree_lookup(&year, st->repo, git_tree_entry_id(ye)) < 0)
+		if (amp_git_tree_lookup(&year, st->repo, git_tree_entry_id(ye)) < 0)
 			return -1;
 		for (s = 0; s < git_tree_entrycount(year) && rc == 0; s++) {
 			const git_tree_entry *se = git_tree_entry_byindex(year, s);
@@ -199,7 +200,7 @@ static int migrate_tasks(amp_store *st, git_tree *tasks, struct items *l)
 					       git_tree_entry_id(se));
 				continue;
 			}
-			if (git_tree_lookup(&sh, st->repo, git_tree_entry_id(se)) < 0) {
+			if (amp_git_tree_lookup(&sh, st->repo, git_tree_entry_id(se)) < 0) {
 				rc = -1;
 				break;
 			}
@@ -235,7 +236,7 @@ int amp_store_migrate_tree(amp_store *st, git_tree *root, git_oid *out, amp_erro
 				goto failed;
 			continue;
 		}
-		if (git_tree_lookup(&tasks, st->repo, git_tree_entry_id(e)) < 0 ||
+		if (amp_git_tree_lookup(&tasks, st->repo, git_tree_entry_id(e)) < 0 ||
 		    migrate_tasks(st, tasks, &tasks_items) < 0 ||
 		    build_items(st->repo, &tasks_items, &id) < 0 ||
 		    items_add(&top, "", "tasks", GIT_FILEMODE_TREE, &id) < 0)

@@ -1,6 +1,7 @@
 /* packgc.c - amp gc's repack, bounded by what it packs (packgc.h). */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include "base/gitobj.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -33,7 +34,8 @@ static int by_name(const void *a, const void *b)
 
 int amp_dir_names_has(const struct amp_dir_names *d, const char *name)
 {
-	return bsearch(&name, d->v, d->n, sizeof(*d->v), by_name) != NULL;
+	/* bsearch's array may not be NULL, even when empty (UBSan) */
+	return d->n && bsearch(&name, d->v, d->n, sizeof(*d->v), by_name) != NULL;
 }
 
 void amp_dir_names_free(struct amp_dir_names *d)
@@ -364,7 +366,7 @@ static int name_tree(git_repository *repo, struct objlist *l, struct obj *t, con
 
 	if (t->path || depth > 64 || !(t->path = strdup(path)))
 		return t->path ? 0 : -1;
-	if (git_tree_lookup(&tree, repo, &t->id) < 0)
+	if (amp_git_tree_lookup(&tree, repo, &t->id) < 0)
 		return 0; /* git reads it, or says why */
 	n = git_tree_entrycount(tree);
 	for (i = 0; i < n && status == 0; i++) {
@@ -403,7 +405,7 @@ static int name_objects(amp_store *st, struct objlist *l)
 	int status = 0;
 
 	for (i = 0; i < l->n && status == 0; i++) {
-		if (l->v[i].type != GIT_OBJECT_COMMIT || git_commit_lookup(&c, repo, &l->v[i].id) < 0)
+		if (l->v[i].type != GIT_OBJECT_COMMIT || amp_git_commit_lookup(&c, repo, &l->v[i].id) < 0)
 			continue;
 		if ((t = find_obj(l, git_commit_tree_id(c))))
 			status = name_tree(repo, l, t, "", 0);
@@ -631,7 +633,7 @@ static int list_loose(const char *objects_dir, git_odb *odb, struct objlist *lis
 		while ((e = readdir(dp))) {
 			if (strlen(e->d_name) != 38 || strspn(e->d_name, "0123456789abcdef") != 38)
 				continue;
-			snprintf(hex, sizeof(hex), "%02x%s", b, e->d_name);
+			snprintf(hex, sizeof(hex), "%02x%.38s", b, e->d_name);
 			/* one a racing gc deleted, or not an object: git's to judge */
 			if (git_oid_fromstr(&id, hex) < 0 ||
 			    git_odb_read_header(&size, &type, odb, &id) < 0)

@@ -67,7 +67,10 @@ static int bound_memory(amp_error *err)
 /*
  * libgit2's allocations go through amp's allocator: malloc and free, as
  * libgit2's own (stdalloc.c), except that while amp_store_blob_bounded
- * reads, one past `alloc_cap` bytes is refused and noted.
+ * reads, one past `alloc_cap` bytes is refused and noted.  A refusal sets
+ * libgit2's error to "out of memory", as stdalloc.c does: libgit2's
+ * callers (GIT_ERROR_CHECK_ALLOC) return -1 without setting one, and the
+ * error a caller then read was an older one, or none.
  */
 static size_t alloc_cap; /* 0: no bound */
 static int alloc_refused;
@@ -80,18 +83,25 @@ static int over_cap(size_t nelem, size_t elsize)
 	return 1;
 }
 
+static void *refused(void *p)
+{
+	if (!p)
+		git_error_set_oom();
+	return p;
+}
+
 static void *cap_malloc(size_t n, const char *file, int line)
 {
 	(void)file;
 	(void)line;
-	return over_cap(n, 1) ? NULL : malloc(n);
+	return refused(over_cap(n, 1) ? NULL : malloc(n));
 }
 
 static void *cap_calloc(size_t nelem, size_t elsize, const char *file, int line)
 {
 	(void)file;
 	(void)line;
-	return over_cap(nelem, elsize) ? NULL : calloc(nelem, elsize);
+	return refused(over_cap(nelem, elsize) ? NULL : calloc(nelem, elsize));
 }
 
 static char *cap_substrdup(const char *str, size_t n, const char *file, int line)
@@ -119,14 +129,14 @@ static void *cap_realloc(void *ptr, size_t size, const char *file, int line)
 {
 	(void)file;
 	(void)line;
-	return over_cap(size, 1) ? NULL : realloc(ptr, size);
+	return refused(over_cap(size, 1) ? NULL : realloc(ptr, size));
 }
 
 static void *cap_reallocarray(void *ptr, size_t nelem, size_t elsize, const char *file, int line)
 {
 	if (elsize && nelem > SIZE_MAX / elsize) {
 		errno = ENOMEM;
-		return NULL;
+		return refused(NULL);
 	}
 	return cap_realloc(ptr, nelem * elsize, file, line);
 }
@@ -169,6 +179,15 @@ int amp_store_blob_bounded(git_repository *repo, const git_oid *id, size_t max,
 	}
 	git_odb_free(odb);
 	return rc < 0 ? rc : git_blob_lookup(out, repo, id);
+}
+
+int amp_store_git_out_of_memory(void)
+{
+	const git_error *e = git_error_last();
+
+	return e && (e->klass == GIT_ERROR_NOMEMORY ||
+		     (e->klass == GIT_ERROR_ZLIB && e->message &&
+		      strstr(e->message, "failed to init zlib")));
 }
 
 int amp_store_git_options(amp_error *err)

@@ -16,6 +16,7 @@
  * order jansson gave them, so a decoded record prints as the parsed one.
  */
 #include "reccache.h"
+#include "json/json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -341,7 +342,7 @@ static void arena_free(void *p)
 void amp_reccache_arena(void)
 {
 	if (ARENA_POSSIBLE && !arena.enabled) {
-		json_set_alloc_funcs(arena_malloc, arena_free);
+		amp_json_set_alloc(arena_malloc, arena_free);
 		arena.enabled = 1;
 	}
 }

@@ -2,6 +2,7 @@
  * recindex.c - which commit brought each record (recindex.h).
  */
 #include <dirent.h>
+#include "base/gitobj.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -510,9 +511,9 @@ static int commit_records(git_repository *repo, git_commit *c, json_t *touched)
 	git_tree *tree = NULL, *ptree = NULL;
 	int rc = -1;
 
-	if (git_commit_tree(&tree, c) == 0 &&
+	if (amp_git_commit_tree(&tree, c) == 0 &&
 	    (!git_commit_parentcount(c) ||
-	     (git_commit_parent(&parent, c, 0) == 0 && git_commit_tree(&ptree, parent) == 0)))
+	     (amp_git_commit_parent(&parent, c, 0) == 0 && amp_git_commit_tree(&ptree, parent) == 0)))
 		rc = amp_store_diff_tasks(repo, ptree, tree, touched, 0) < 0 ? -1 : 0;
 	git_error_clear();
 	git_tree_free(ptree);
@@ -833,7 +834,7 @@ static int check(amp_store *st, const git_oid *commit, const char *task, amp_ent
 	const char *name;
 	int ok = 0;
 
-	if (touched && git_commit_lookup(&c, amp_store_repo(st), commit) == 0 &&
+	if (touched && amp_git_commit_lookup(&c, amp_store_repo(st), commit) == 0 &&
 	    commit_records(amp_store_repo(st), c, touched) == 0)
 		json_object_foreach(json_object_get(touched, task), name, v) {
 			const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name, *at;

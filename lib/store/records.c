@@ -3,12 +3,14 @@
  * records into its log, and the listing of the tasks.
  */
 #include "store_int.h"
+#include "base/gitobj.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "record/record.h"
+#include "treecache.h"
 
 /* ---- reading ------------------------------------------------------------ */
 
@@ -26,9 +28,9 @@ int amp_store_tip(amp_store *st, const char *ref, git_commit **commit,
 				     ref);
 	if (rc < 0)
 		return amp_error_git(err, AMP_EIO, "cannot read %s", ref);
-	if (git_commit_lookup(&c, st->repo, &oid) < 0)
+	if (amp_git_commit_lookup(&c, st->repo, &oid) < 0)
 		return amp_error_git(err, AMP_EIO, "cannot read the commit at %s", ref);
-	if (tree && git_commit_tree(tree, c) < 0) {
+	if (tree && amp_git_commit_tree(tree, c) < 0) {
 		git_commit_free(c);
 		return amp_error_git(err, AMP_EIO, "cannot read the tree at %s", ref);
 	}
@@ -52,6 +54,79 @@ static int parse_entry_name(const char *name, int *seq, amp_entry_kind *kind,
 	return *id ? 0 : -1;
 }
 
+/* The record files of task directory `dir_id` (a tree) into *files: in
+ * layout 2 through the task's tree cache (treecache.h); else, or when that
+ * listing fails, as amp_store_task_files lists them, into *flat and *tree
+ * (files borrows from both; the caller frees them).  0 or -1. */
+static int list_files(amp_store *st, const char *task_id, int layout, const git_oid *dir_id,
+		      amp_task_files *files, amp_flat *flat, git_tree **tree)
+{
+	size_t i;
+
+	if (layout == AMP_LAYOUT_FANNED && !st->batch &&
+	    amp_task_files_list(st, task_id, dir_id, files) == 0) {
+		st->trees_read += files->from_git;
+		st->trees_cached += files->from_file;
+		return 0;
+	}
+	if (amp_git_tree_lookup(tree, st->repo, dir_id) < 0 ||
+	    amp_store_task_files(st->repo, *tree, flat) < 0)
+		return -1;
+	st->trees_read += 1 + flat->ntrees;
+	if (flat->count && !(files->v = malloc(flat->count * sizeof(*files->v)))) {
+		git_error_set_oom(); /* the caller reports libgit2's error */
+		return -1;
+	}
+	for (i = 0; i < flat->count; i++) {
+		files->v[i].name = git_tree_entry_name(flat->v[i].e);
+		git_oid_cpy(&files->v[i].id, git_tree_entry_id(flat->v[i].e));
+	}
+	files->count = flat->count;
+	return 0;
+}
+
+/* Reads and parses the record in blob id: AMP_OK with *doc (a JSON
+ * object; the caller owns it), 1 with *why saying why the record is
+ * unreadable (past the size bound, read only far enough to know, in one
+ * search of the pack indexes (process.h); a blob missing or damaged; not
+ * JSON; not an object): such a record spoils itself only, the task's
+ * other records stay usable (issue 7, defect 4).  AMP_EIO in err when
+ * memory ran out, which says nothing of the record: the read fails,
+ * rather than go on without it (a rule would decide on a task that
+ * lacks it). */
+static int parse_blob(amp_store *st, const git_oid *id, json_t **doc, amp_error *why,
+		      amp_error *err)
+{
+	git_blob *blob = NULL;
+	size_t size;
+	int rc, status = 1;
+
+	*doc = NULL;
+	if ((rc = amp_store_blob_bounded(st->repo, id, AMP_LIMIT_MESSAGE_BYTES, &blob, &size)) > 0) {
+		amp_error_set(why, AMP_ESCHEMA, "", "%zu bytes, more than the %d-byte message size limit",
+			      size, AMP_LIMIT_MESSAGE_BYTES);
+	} else if (rc < 0) {
+		if (amp_store_git_out_of_memory())
+			status = amp_error_set(err, AMP_EIO, "", "cannot read blob %s: out of memory",
+					       git_oid_tostr_s(id));
+		else
+			amp_error_git(why, AMP_EIO, "cannot read blob %s", git_oid_tostr_s(id));
+		git_error_clear();
+	} else if (amp_bounds_parse_record(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob),
+					   doc, why) < 0) {
+		if (why->status == AMP_EIO) /* amp_json_parse ran out of memory */
+			status = amp_error_set(err, AMP_EIO, "", "%s", why->message);
+	} else if (!json_is_object(*doc)) {
+		amp_error_set(why, AMP_ESCHEMA, "", "not a JSON object");
+		json_decref(*doc);
+		*doc = NULL;
+	} else {
+		status = AMP_OK;
+	}
+	git_blob_free(blob);
+	return status;
+}
+
 /* amp_store_read_task, or only the control records when `controls_only`
  * (the others are skipped by their names, never read). */
 static int read_task(amp_store *st, git_tree *root, const char *task_id, int controls_only,
@@ -60,11 +135,11 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 	char dir[128];
 	git_tree_entry *dir_entry = NULL;
 	git_tree *tree = NULL;
-	amp_flat files = { 0 };
-	git_blob *blob = NULL;
+	amp_task_files files = { 0 };
+	amp_flat flat = { 0 };
 	amp_reccache *cache = NULL;
 	git_oid *cache_ids = NULL; /* the blob of each entry, for the cache */
-	size_t i, n, parsed = 0, size;
+	size_t i, n, parsed = 0;
 	int rc, status = AMP_OK;
 
 	memset(log, 0, sizeof(*log));
@@ -85,13 +160,10 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s", dir);
 		goto cleanup;
 	}
-	if (git_tree_lookup(&tree, st->repo, git_tree_entry_id(dir_entry)) < 0) {
+	if (list_files(st, task_id, log->layout, git_tree_entry_id(dir_entry), &files,
+		       &flat, &tree) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s, tree %s",
 				       dir, git_oid_tostr_s(git_tree_entry_id(dir_entry)));
-		goto cleanup;
-	}
-	if (amp_store_task_files(st->repo, tree, &files) < 0) {
-		status = amp_error_git(err, AMP_EIO, "cannot read the task directory %s", dir);
 		goto cleanup;
 	}
 	n = files.count;
@@ -111,11 +183,11 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 	/* Tree entries are sorted by name, and names start with the sequence
 	 * number, so this is commit order (amp_store_task_files). */
 	for (i = 0; i < n; i++) {
-		const git_tree_entry *e = files.v[i].e;
+		const amp_task_file *e = &files.v[i];
 		amp_entry *rec = &log->entries[log->count];
 		amp_error perr;
 
-		if (parse_entry_name(git_tree_entry_name(e), &rec->seq,
+		if (parse_entry_name(e->name, &rec->seq,
 				     &rec->kind, &rec->id) < 0)
 			continue; /* not ours: ignore rather than fail */
 		if (rec->seq >= log->next_seq)
@@ -125,54 +197,36 @@ static int read_task(amp_store *st, git_tree *root, const char *task_id, int con
 			memset(rec, 0, sizeof(*rec));
 			continue;
 		}
-		if (!(rec->doc = amp_store_docs_get(st, git_tree_entry_id(e))) &&
-		    (rec->doc = amp_reccache_get(cache, git_tree_entry_id(e)))) {
+		if (!(rec->doc = amp_store_docs_get(st, &e->id)) &&
+		    (rec->doc = amp_reccache_get(cache, &e->id))) {
 			st->records_cached++;
-			amp_store_docs_put(st, git_tree_entry_id(e), rec->doc);
+			amp_store_docs_put(st, &e->id, rec->doc);
 		}
 		if (rec->doc)
 			goto have_doc;
-		/* A record past the size bound is unreadable without being
-		 * inflated, in one search of the pack indexes (process.h).  A
-		 * blob that is missing or corrupt spoils its record only: the
-		 * task's other records stay usable (issue 7, defect 4). */
-		if ((rc = amp_store_blob_bounded(st->repo, git_tree_entry_id(e),
-						 AMP_LIMIT_MESSAGE_BYTES, &blob, &size)) > 0) {
-			amp_error_set(&perr, AMP_ESCHEMA, "",
-				      "%zu bytes, more than the %d-byte message size limit",
-				      size, AMP_LIMIT_MESSAGE_BYTES);
-		} else if (rc < 0) {
-			amp_error_git(&perr, AMP_EIO, "cannot read blob %s",
-				      git_oid_tostr_s(git_tree_entry_id(e)));
-			git_error_clear();
-		} else if (amp_bounds_parse_record(git_blob_rawcontent(blob),
-						   (size_t)git_blob_rawsize(blob),
-						   &rec->doc, &perr) == 0 &&
-			   !json_is_object(rec->doc)) {
-			amp_error_set(&perr, AMP_ESCHEMA, "", "not a JSON object");
+		if ((rc = parse_blob(st, &e->id, &rec->doc, &perr, err)) < 0) {
+			status = rc;
+			free(rec->id);
+			memset(rec, 0, sizeof(*rec));
+			goto cleanup;
 		}
-		if (!blob || !json_is_object(rec->doc)) {
-			if (amp_task_log_add_bad(log, rec->seq, rec->kind, rec->id, git_tree_entry_name(e),
+		if (rc > 0) {
+			if (amp_task_log_add_bad(log, rec->seq, rec->kind, rec->id, e->name,
 				    perr.message) < 0) {
 				free(rec->id);
 				status = amp_error_set(err, AMP_EIO, "", "out of memory");
 			}
-			json_decref(rec->doc);
 			memset(rec, 0, sizeof(*rec));
 			if (status < 0)
 				goto cleanup;
-			git_blob_free(blob);
-			blob = NULL;
 			continue;
 		}
-		amp_store_docs_put(st, git_tree_entry_id(e), rec->doc);
-		git_blob_free(blob);
-		blob = NULL;
+		amp_store_docs_put(st, &e->id, rec->doc);
 		st->records_parsed++;
 		parsed++;
 have_doc:
 		if (cache_ids)
-			git_oid_cpy(&cache_ids[log->count], git_tree_entry_id(e));
+			git_oid_cpy(&cache_ids[log->count], &e->id);
 		log->count++;
 	}
 	/* Written again once AMP_RECCACHE_SLACK records came from git: a
@@ -185,10 +239,10 @@ have_doc:
 		status = amp_error_set(err, AMP_EIO, "", "out of memory");
 cleanup:
 	amp_reccache_free(cache);
-	amp_flat_free(&files);
-	free(cache_ids);
-	git_blob_free(blob);
+	amp_task_files_free(&files);
+	amp_flat_free(&flat);
 	git_tree_free(tree);
+	free(cache_ids);
 	git_tree_entry_free(dir_entry);
 	if (status < 0)
 		amp_task_log_free(log);
@@ -312,17 +366,22 @@ static int collect_level(amp_store *st, git_tree *tree, const char *prefix, int 
 			if (*count == *alloc) {
 				struct listed *bigger;
 
-				*alloc = *alloc ? *alloc * 2 : 64;
-				if (!(bigger = realloc(*v, *alloc * sizeof(**v))))
+				/* the caller reports libgit2's error: this one */
+				if (!(bigger = realloc(*v, (*alloc ? *alloc * 2 : 64) * sizeof(**v)))) {
+					git_error_set_oom();
 					return -1;
+				}
+				*alloc = *alloc ? *alloc * 2 : 64;
 				*v = bigger;
 			}
-			if (!((*v)[*count].id = strdup(git_tree_entry_name(e))))
+			if (!((*v)[*count].id = strdup(git_tree_entry_name(e)))) {
+				git_error_set_oom();
 				return -1;
+			}
 			git_oid_cpy(&(*v)[(*count)++].tree, git_tree_entry_id(e));
 			continue;
 		}
-		if (git_tree_lookup(&sub, st->repo, git_tree_entry_id(e)) < 0)
+		if (amp_git_tree_lookup(&sub, st->repo, git_tree_entry_id(e)) < 0)
 			return -1;
 		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", git_tree_entry_name(e));
 		rc = collect_level(st, sub, path, through ? 0 : depth - 1, v, count, alloc);
@@ -349,7 +408,7 @@ int amp_store_list_task_trees(amp_store *st, git_tree *root, char ***ids,
 		git_error_clear();
 		return AMP_OK;
 	}
-	if (rc < 0 || git_tree_lookup(&tree, st->repo, git_tree_entry_id(tasks)) < 0) {
+	if (rc < 0 || amp_git_tree_lookup(&tree, st->repo, git_tree_entry_id(tasks)) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read tasks/");
 		goto cleanup;
 	}

@@ -3,6 +3,7 @@
  * verified by every reader that checks, cached by blob ids.
  */
 #include "store_int.h"
+#include "base/gitobj.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -55,7 +56,6 @@ int amp_store_record_sig_verify(amp_store *st, git_tree *tree, const char *path,
 {
 	git_blob *rec = NULL, *sig = NULL;
 	char sigpath[AMP_PATH_MAX + 8], key[128], inst[256], reason[600];
-	const char *cached;
 	int rc, status = 0;
 
 	*present = 0;
@@ -87,35 +87,21 @@ int amp_store_record_sig_verify(amp_store *st, git_tree *tree, const char *path,
 		snprintf(why, whysz, "its signature is larger than %d bytes", AMP_RECORD_SIG_MAX);
 		goto cleanup;
 	}
-	/* in process first (sshsig.h); only what ssh-keygen verified is kept
-	 * (sign.c says why) */
-	if (!amp_signing_verify_in_process(&st->signing, AMP_RECORD_SIG_NAMESPACE,
-					   git_blob_rawcontent(sig), (size_t)git_blob_rawsize(sig),
-					   git_blob_rawcontent(rec), (size_t)git_blob_rawsize(rec),
-					   when_s, NULL, role, principal, psz)) {
-		/* Without valid-after or valid-before in the file, when a key
-		 * signed does not matter: one entry serves every time. */
-		snprintf(key, sizeof(key), "%s ", git_oid_tostr_s(git_blob_id(sig)));
-		snprintf(key + strlen(key), sizeof(key) - strlen(key), "%s %lld",
-			 git_oid_tostr_s(git_blob_id(rec)),
-			 amp_sigcache_timeless(&st->sigcache) ? 0LL : (long long)when_s);
-		if ((cached = amp_sigcache_get(&st->sigcache, key))) {
-			snprintf(principal, psz, "%s", cached);
-		} else {
-			status = amp_signing_verify_buffer(&st->signing, AMP_RECORD_SIG_NAMESPACE,
-							   git_blob_rawcontent(sig),
-							   (size_t)git_blob_rawsize(sig),
-							   git_blob_rawcontent(rec),
-							   (size_t)git_blob_rawsize(rec), when_s,
-							   "its commit time", NULL, role, principal,
-							   psz, reason, sizeof(reason), err);
-			if (status == 0)
-				snprintf(why, whysz, "its record signature: %s", reason);
-			if (status != 1)
-				goto cleanup;
-			amp_sigcache_put(&st->sigcache, key, principal);
-		}
-	}
+	/* Without valid-after or valid-before in the file, when a key
+	 * signed does not matter: one entry serves every time. */
+	snprintf(key, sizeof(key), "%s ", git_oid_tostr_s(git_blob_id(sig)));
+	snprintf(key + strlen(key), sizeof(key) - strlen(key), "%s %lld",
+		 git_oid_tostr_s(git_blob_id(rec)),
+		 amp_sigcache_timeless(&st->sigcache) ? 0LL : (long long)when_s);
+	status = amp_signing_verify_kept(&st->signing, &st->sigcache, key, AMP_RECORD_SIG_NAMESPACE,
+					 git_blob_rawcontent(sig), (size_t)git_blob_rawsize(sig),
+					 git_blob_rawcontent(rec), (size_t)git_blob_rawsize(rec),
+					 when_s, "its commit time", NULL, role, principal, psz,
+					 reason, sizeof(reason), err);
+	if (status == 0)
+		snprintf(why, whysz, "its record signature: %s", reason);
+	if (status != 1)
+		goto cleanup;
 	/* The role and the instance are the record's, checked on the cached
 	 * principal too. */
 	status = 0;
@@ -171,7 +157,7 @@ int amp_store_check_commit_signed(amp_store *st, const git_commit *commit,
 
 	for (i = 0; i < n; i++)
 		recs[i].proven = 0;
-	if (git_commit_tree(&tree, commit) < 0)
+	if (amp_git_commit_tree(&tree, commit) < 0)
 		return amp_error_git(err, AMP_EIO, "cannot read the tree of %s",
 				     git_oid_tostr_s(git_commit_id(commit)));
 	for (i = 0; i < n && status == 1; i++) {

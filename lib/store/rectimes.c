@@ -132,41 +132,39 @@ void amp_record_times_free(amp_record_times *t)
 /* ---- the runs -------------------------------------------------------------- */
 
 /* Writes the table's entries, sorted, as a new run and empties the table;
- * -1 (the table as it was) when the file cannot be written. */
+ * -1 when the file cannot be written or memory runs out, the table then
+ * as it was (the caller grows it instead: nothing is lost).  The run is
+ * sorted in a copy, not in the table: a table compacted in place and then
+ * not written could only be put back with memory the failure may lack. */
 static int spill(amp_record_times *t)
 {
+	struct times_slot *run = NULL;
 	size_t i, n = 0;
 	long off;
 	void *grown;
+	int status = -1;
 
 	if ((!t->file && !(t->file = tmpfile())) || fseek(t->file, 0, SEEK_END) < 0 ||
-	    (off = ftell(t->file)) < 0 ||
+	    (off = ftell(t->file)) < 0 || !(run = malloc(t->used * sizeof(*run) + 1)) ||
 	    !(grown = realloc(t->runs, (t->nruns + 1) * sizeof(*t->runs))))
-		return -1;
+		goto cleanup;
 	t->runs = grown;
 	for (i = 0; i < t->nslots; i++)
 		if (t->slot[i].key[0])
-			t->slot[n++] = t->slot[i];
-	qsort(t->slot, n, sizeof(*t->slot), cmp_slot);
-	if (fwrite(t->slot, sizeof(*t->slot), n, t->file) != n || fflush(t->file)) {
-		/* put back in place: the table is whole again */
-		struct times_slot *again = calloc(t->nslots, sizeof(*again));
-
-		if (again) {
-			for (i = 0; i < n; i++)
-				*times_slot(again, t->nslots, &t->slot[i]) = t->slot[i];
-			free(t->slot);
-			t->slot = again;
-		}
-		return -1;
-	}
+			run[n++] = t->slot[i];
+	qsort(run, n, sizeof(*run), cmp_slot);
+	if (fwrite(run, sizeof(*run), n, t->file) != n || fflush(t->file))
+		goto cleanup;
 	t->runs[t->nruns].off = off;
 	t->runs[t->nruns++].count = n;
 	memset(t->slot, 0, t->nslots * sizeof(*t->slot));
 	t->used = 0;
 	t->merged = 0;
 	t->have_task = 0;
-	return 0;
+	status = 0;
+cleanup:
+	free(run);
+	return status;
 }
 
 /* A run being read by merge(): a buffer of its entries. */

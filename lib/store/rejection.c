@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/util.h"
 #include "record/record.h"
+#include "json/json.h"
 
 struct rejection_ctx {
 	const char *raw;
@@ -106,7 +107,7 @@ int amp_store_log_rejection(amp_store *st, const char *command,
 	 * only within the bounds, so that the parser never meets a
 	 * 100,000-deep input. */
 	if (!cut && amp_bounds_check_bytes(raw, len, len, 0, "", NULL) == AMP_OK &&
-	    (msg = json_loadb(raw, len, 0, NULL)) && json_is_object(msg)) {
+	    (msg = amp_json_loadb(raw, len, 0, NULL, NULL)) && json_is_object(msg)) {
 		static const char *const keys[] = { "msg_id", "type", "task_id", "from", "to" };
 		for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 			json_t *v = json_object_get(msg, keys[i]);

@@ -343,7 +343,8 @@ int amp_store_open(amp_store **out, const char *path, amp_error *err)
 	size_t n;
 	int status = AMP_OK;
 
-	git_libgit2_init();
+	if (git_libgit2_init() < 0)
+		return amp_error_git(err, AMP_EIO, "cannot start libgit2");
 	if ((status = amp_store_git_options(err)) < 0)
 		return status;
 	if (!(st = calloc(1, sizeof(*st)))) {
@@ -426,6 +427,11 @@ void amp_store_record_counts(const amp_store *st, unsigned long *parsed, unsigne
 {
 	*parsed = st->records_parsed;
 	*cached = st->records_cached;
+}
+void amp_store_tree_counts(const amp_store *st, unsigned long *read, unsigned long *cached)
+{
+	*read = st->trees_read;
+	*cached = st->trees_cached;
 }
 
 int amp_store_set_agent(amp_store *st, const char *name, amp_error *err)

@@ -2,6 +2,7 @@
  * seen.c - the last good tip of the messages ref (seen.h).
  */
 #include "seen.h"
+#include "base/gitobj.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -88,7 +89,7 @@ static int task_files(git_repository *repo, git_tree *root, const char *task, ch
 	if (rc < 0)
 		return -1;
 	rc = git_tree_entry_type(e) == GIT_OBJECT_TREE ?
-	     git_tree_lookup(&t, repo, git_tree_entry_id(e)) : 0;
+	     amp_git_tree_lookup(&t, repo, git_tree_entry_id(e)) : 0;
 	if (rc == 0 && t)
 		rc = amp_store_task_files(repo, t, out);
 	git_tree_free(t);

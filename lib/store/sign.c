@@ -5,6 +5,7 @@
  * whatever sshsig.c does not do exactly as ssh-keygen is ssh-keygen's.
  */
 #include <errno.h>
+#include "base/gitobj.h"
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -392,6 +393,29 @@ int amp_signing_verify_in_process(const amp_signing *s, const char *ns, const ch
 				 principal, psz);
 }
 
+int amp_signing_verify_kept(const amp_signing *s, struct amp_sigcache *cache, const char *key,
+			    const char *ns, const char *sig, size_t siglen, const char *data,
+			    size_t len, int64_t when_s, const char *at, const char *role,
+			    const char *hint, char *principal, size_t psz, char *why, size_t whysz,
+			    amp_error *err)
+{
+	const char *cached;
+	int status;
+
+	if (amp_signing_verify_in_process(s, ns, sig, siglen, data, len, when_s, role, hint,
+					  principal, psz))
+		return 1;
+	if (cache && (cached = amp_sigcache_get(cache, key))) {
+		snprintf(principal, psz, "%s", cached);
+		return 1;
+	}
+	status = amp_signing_verify_buffer(s, ns, sig, siglen, data, len, when_s, at, role, hint,
+					   principal, psz, why, whysz, err);
+	if (status == 1 && cache)
+		amp_sigcache_put(cache, key, principal);
+	return status;
+}
+
 int amp_signing_verify_buffer(const amp_signing *s, const char *ns, const char *sig,
 			      size_t siglen, const char *data, size_t len, int64_t when_s,
 			      const char *at, const char *role, const char *hint, char *principal,
@@ -478,7 +502,7 @@ int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const 
 {
 	git_buf sig = { 0 }, data = { 0 };
 	git_commit *c = NULL;
-	const char *email, *at, *cached;
+	const char *email, *at;
 	char hint[32] = "", key[GIT_OID_HEXSZ + 64];
 	int64_t when_s;
 	int rc, status;
@@ -499,7 +523,7 @@ int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const 
 	 * allowed-signers file are checked against when the commit was
 	 * made, so a key retired with valid-before still verifies what it
 	 * signed while it was valid, as `git verify-commit` says. */
-	if (git_commit_lookup(&c, repo, id) < 0) {
+	if (amp_git_commit_lookup(&c, repo, id) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read commit %s", git_oid_tostr_s(id));
 		goto cleanup;
 	}
@@ -512,26 +536,13 @@ int amp_signing_verify_commit(git_repository *repo, const amp_signing *s, const 
 		if (!amp_role_in(hint, "admin coordinator executor reviewer system"))
 			hint[0] = '\0';
 	}
-	if ((status = amp_signing_verify_in_process(s, "git", sig.ptr, sig.size, data.ptr,
-						    data.size, when_s, role,
-						    hint[0] ? hint : NULL, principal, psz)))
-		goto cleanup;
 	/* What ssh-keygen verified is kept (sigcache.h): a commit's bytes
 	 * are its id, its time among them, so the principal found for it
-	 * and a role stays true while the file is the same.  What was
-	 * verified in process is not: checking it again (~0.2 ms) costs
-	 * less than a cache every process would read whole. */
+	 * and a role stays true while the file is the same. */
 	snprintf(key, sizeof(key), "%s commit:%.30s 0", git_oid_tostr_s(id), role ? role : "*");
-	if (s->cache && (cached = amp_sigcache_get(s->cache, key))) {
-		snprintf(principal, psz, "%s", cached);
-		status = 1;
-		goto cleanup;
-	}
-	status = amp_signing_verify_buffer(s, "git", sig.ptr, sig.size, data.ptr, data.size, when_s,
-					   "its commit time", role, hint[0] ? hint : NULL, principal,
-					   psz, why, whysz, err);
-	if (status == 1 && s->cache)
-		amp_sigcache_put(s->cache, key, principal);
+	status = amp_signing_verify_kept(s, s->cache, key, "git", sig.ptr, sig.size, data.ptr,
+					 data.size, when_s, "its commit time", role,
+					 hint[0] ? hint : NULL, principal, psz, why, whysz, err);
 cleanup:
 	git_commit_free(c);
 	git_buf_dispose(&sig);

@@ -90,6 +90,22 @@ int amp_signing_verify_in_process(const amp_signing *s, const char *ns, const ch
 				  const char *role, const char *hint, char *principal, size_t psz);
 
 /*
+ * The two in the callers' order, the one sequence of a commit's and a
+ * record's signature: amp_signing_verify_in_process, then what `cache`
+ * (sigcache.h; NULL: none) keeps under `key` (a principal ssh-keygen
+ * verified before for the same bytes, role and time), then
+ * amp_signing_verify_buffer, whose principal is kept there under key when
+ * it says yes.  What verified in process is not kept: checking it again
+ * (~0.2 ms) costs less than a cache every process would read whole.
+ * Returns as amp_signing_verify_buffer does.
+ */
+int amp_signing_verify_kept(const amp_signing *s, struct amp_sigcache *cache, const char *key,
+			    const char *ns, const char *sig, size_t siglen, const char *data,
+			    size_t len, int64_t when_s, const char *at, const char *role,
+			    const char *hint, char *principal, size_t psz, char *why, size_t whysz,
+			    amp_error *err);
+
+/*
  * Strict mode's write check: AMP_OK when s->key's public key has a line in
  * s->allowed whose principals grant `role`; AMP_ERULE naming the role and
  * the key's fingerprint when not (or when there is no key); AMP_EIO when a

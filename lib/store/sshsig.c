@@ -112,6 +112,8 @@ static uint8_t *b64_decode(const char *src, size_t len, size_t *outlen)
 		return NULL;
 	base64_decode_init(&ctx);
 	if (!base64_decode_update(&ctx, &n, out, len, src) || !base64_decode_final(&ctx)) {
+		/* what was decoded may be a private key's */
+		explicit_bzero(out, BASE64_DECODE_LENGTH(len) + 1);
 		free(out);
 		return NULL;
 	}
@@ -267,16 +269,20 @@ static int read_key(const char *path, uint8_t pk[ED25519_KEY_SIZE], uint8_t seed
 	FILE *f;
 	int ok = -1;
 
+	/* Every way out wipes the key material: text, the decoded blob and
+	 * the seed (cleanup), and no stdio buffer holds a copy of the file
+	 * (unbuffered: fread reads into text, which is wiped). */
 	if (!(f = fopen(path, "r")))
-		return -1;
+		goto cleanup;
+	setvbuf(f, NULL, _IONBF, 0);
 	n = fread(text, 1, sizeof(text), f);
 	fclose(f);
 	if (n > KEYFILE_MAX)
-		return -1;
+		goto cleanup;
 	text[n] = '\0';
 	if (strncmp(text, KEY_BEGIN "\n", strlen(KEY_BEGIN) + 1) ||
 	    !(e = strstr(text, "\n" KEY_END)))
-		return -1;
+		goto cleanup;
 	b = text + strlen(KEY_BEGIN) + 1;
 	if (!(blob = b64_decode(b, (size_t)(e - b), &len)))
 		goto cleanup;

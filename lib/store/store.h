@@ -218,6 +218,10 @@ int amp_store_fsync(const amp_store *st);
 /* How many records this store's reads parsed from git, and how many came
  * from a record cache (reccache.h) instead: what AMP_TRACE reports. */
 void amp_store_record_counts(const amp_store *st, unsigned long *parsed, unsigned long *cached);
+/* How many trees of task directories its reads took from git, and how
+ * many from a task's tree cache (treecache.h): AMP_TRACE's trees_read,
+ * trees_cached. */
+void amp_store_tree_counts(const amp_store *st, unsigned long *read, unsigned long *cached);
 
 /* From now on (on = 1) until on = 0, the reads of this store share the
  * records they parse or take from a record cache, by blob id (a reference
@@ -254,9 +258,17 @@ unsigned long amp_store_retries(const amp_store *st);
 #define AMP_LAYOUT_FLAT 1
 #define AMP_LAYOUT_FANNED 2
 
-/* The layout of tip tree root (NULL: an empty SSOT, layout 1): 1, 2, or
- * -1 when its AMP_LAYOUT_FILE names none amp knows. */
+#define AMP_LAYOUT_UNKNOWN (-1)
+#define AMP_LAYOUT_UNREADABLE (-2)
+
+/* The layout of tip tree root (NULL: an empty SSOT, layout 1): 1, 2,
+ * AMP_LAYOUT_UNKNOWN when its AMP_LAYOUT_FILE names none amp knows, or
+ * AMP_LAYOUT_UNREADABLE when that file cannot be read (git_error_last()
+ * says why). */
 int amp_store_tree_layout(git_repository *repo, git_tree *root);
+/* Fills err for a negative layout from amp_store_tree_layout and returns
+ * its status (AMP_EIO). */
+int amp_store_layout_error(int layout, amp_error *err);
 /* The same, an unknown layout an AMP_EIO error (a newer amp's SSOT). */
 int amp_store_layout(amp_store *st, git_tree *root, amp_error *err);
 
@@ -274,6 +286,15 @@ int amp_store_record_subdir(int layout, int seq, char *buf, size_t bufsz);
  * made.  -1 when either is not one or it does not fit. */
 int amp_store_record_path(int layout, const char *task_id, const char *name, char *buf,
 			  size_t bufsz);
+
+/* The task of record path `path` (tasks/<YYYY>/<S>/<task_id>/<name> in
+ * layout 1, tasks/<YYYY>/<A>/<B>/<task_id>/<s1>/<s2>/<name> in 2) into
+ * task and its file name into *name (in path): 0.  With `layout` 1 or 2,
+ * -1 unless path is that record's amp_store_record_path in that layout;
+ * with 0, either depth will do, whatever the names (a path to report).
+ * -1 too when the task does not fit tasksz. */
+int amp_store_record_path_parse(int layout, const char *path, char *task, size_t tasksz,
+				const char **name);
 
 /* The task directory of task_id in root, in whichever layout holds it
  * (the new first), into *out (the caller frees it) and its path into dir:
@@ -314,6 +335,7 @@ typedef struct amp_flat {
 	char **subs;
 	size_t ntrees;
 } amp_flat;
+/* 0, or -1 with libgit2's error set (out of memory too) and *out empty. */
 int amp_store_flatten(git_repository *repo, git_tree *tree, int levels, amp_flat *out);
 /* The record files of a task directory's tree, in either layout. */
 int amp_store_task_files(git_repository *repo, git_tree *task_tree, amp_flat *out);
@@ -717,5 +739,6 @@ void amp_store_sweep(amp_store *st);
 #include "sign.h"
 #include "recsig.h"
 #include "sshsig.h"
+#include "hubgc.h"
 
 #endif

@@ -54,6 +54,8 @@ struct amp_store {
 	struct doc_cache *docs;     /* during a batch: records parsed */
 	unsigned long records_parsed; /* records read from git, ... */
 	unsigned long records_cached; /* ... and from a record cache */
+	unsigned long trees_read;   /* task trees read from git, ... */
+	unsigned long trees_cached; /* ... and from a tree cache (treecache.h) */
 	int fsync;                  /* git config amp.fsync */
 	int log_all_refs;           /* core.logAllRefUpdates=always */
 	git_config *cfg;            /* a snapshot, taken at cfg_ms */

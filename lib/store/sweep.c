@@ -113,7 +113,8 @@ static void sweep_pack_dir(const char *path, time_t now)
  * leaves that file behind for good, as a watcher or a reader killed while
  * saving leaves <state dir>/watch.json.<pid>.tmp or inbox.json.<pid>.tmp
  * (amp status, status.cache.<pid>.tmp or status.shards.<pid>.tmp; a
- * reader, records/<task id>.<pid>.tmp: reccache.h); the pack directory's
+ * reader, records/<task id>.<pid>.tmp: reccache.h, and trees/<task
+ * id>.<pid>.tmp: treecache.h); the pack directory's
  * leftovers are sweep_pack_dir's.  Files older than AMP_TMP_FILE_AGE_SEC
  * go: a live writer holds such a file for the milliseconds one object
  * takes, so an hour-old one is nobody's; and were a writer stopped for
@@ -137,6 +138,9 @@ void amp_store_sweep(amp_store *st)
 	sweep_dir(st->state_dir, states, ".tmp", now);
 	/* what a reader killed while saving a record cache leaves */
 	snprintf(dir, sizeof(dir), "%s/records", st->state_dir);
+	sweep_dir(dir, records, ".tmp", now);
+	/* ... or a task's tree cache */
+	snprintf(dir, sizeof(dir), "%s/trees", st->state_dir);
 	sweep_dir(dir, records, ".tmp", now);
 }
 

@@ -4,6 +4,7 @@
  * their times (the map is rectimes.c's).
  */
 #include "store_int.h"
+#include "base/gitobj.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,9 +32,9 @@ static int descend(amp_tree_diff *d, const amp_tree_diff_entry *e, int how, int 
 	int rc;
 
 	if ((e->b && git_tree_entry_type(e->b) == GIT_OBJECT_TREE &&
-	     git_tree_lookup(&sb, d->repo, git_tree_entry_id(e->b)) < 0) ||
+	     amp_git_tree_lookup(&sb, d->repo, git_tree_entry_id(e->b)) < 0) ||
 	    (e->a && git_tree_entry_type(e->a) == GIT_OBJECT_TREE &&
-	     git_tree_lookup(&sa, d->repo, git_tree_entry_id(e->a)) < 0))
+	     amp_git_tree_lookup(&sa, d->repo, git_tree_entry_id(e->a)) < 0))
 		rc = d->unreadable ? d->unreadable(d, e) : -1;
 	else
 		rc = walk(d, sa, sb, e->path, through ? e->depth : e->depth + 1, how,
@@ -194,8 +195,8 @@ static int diff_task_files(git_repository *repo, const git_oid *at, const git_oi
 	size_t i, j = 0;
 	int rc = 0, c;
 
-	if ((at && (git_tree_lookup(&ta, repo, at) < 0 || amp_store_task_files(repo, ta, &fa) < 0)) ||
-	    git_tree_lookup(&tb, repo, bt) < 0 || amp_store_task_files(repo, tb, &fb) < 0) {
+	if ((at && (amp_git_tree_lookup(&ta, repo, at) < 0 || amp_store_task_files(repo, ta, &fa) < 0)) ||
+	    amp_git_tree_lookup(&tb, repo, bt) < 0 || amp_store_task_files(repo, tb, &fb) < 0) {
 		git_error_clear();
 		if (to->ms < 0)
 			json_object_set_new(to->json, task, json_null());

@@ -5,6 +5,7 @@
  * starts the maintenance of the packs (pack.h), below it.
  */
 #include "store_int.h"
+#include "base/gitobj.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -391,8 +392,8 @@ static void warm_up(amp_store *st, const char *ref)
 
 	tzset();
 	if (git_reference_name_to_id(&tip, st->repo, ref) == 0 &&
-	    git_commit_lookup(&commit, st->repo, &tip) == 0)
-		git_commit_tree(&tree, commit);
+	    amp_git_commit_lookup(&commit, st->repo, &tip) == 0)
+		amp_git_commit_tree(&tree, commit);
 	git_tree_free(tree);
 	git_commit_free(commit);
 	git_error_clear();
@@ -436,8 +437,8 @@ int amp_store_update(amp_store *st, const char *ref, amp_store_build_fn build,
 		}
 		have_tip = rc == 0;
 		git_error_clear();
-		if (have_tip && (git_commit_lookup(&parent, st->repo, &tip) < 0 ||
-				 git_commit_tree(&tree, parent) < 0)) {
+		if (have_tip && (amp_git_commit_lookup(&parent, st->repo, &tip) < 0 ||
+				 amp_git_commit_tree(&tree, parent) < 0)) {
 			status = amp_error_git(err, AMP_EIO, "cannot read %s", ref);
 			goto cleanup;
 		}
@@ -517,7 +518,7 @@ static int batch_build(amp_store *st, const char *ref, struct batch_odb *b,
 
 	memset(&w, 0, sizeof(w));
 	*n = 0;
-	if (git_commit_dup(&cur, parent) < 0 || git_commit_tree(&tree, cur) < 0) {
+	if (git_commit_dup(&cur, parent) < 0 || amp_git_commit_tree(&tree, cur) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read %s", ref);
 		goto cleanup;
 	}
@@ -535,8 +536,8 @@ static int batch_build(amp_store *st, const char *ref, struct batch_odb *b,
 		git_tree_free(tree);
 		git_commit_free(cur);
 		tree = NULL;
-		if (git_commit_lookup(&cur, st->repo, &next) < 0 ||
-		    git_commit_tree(&tree, cur) < 0) {
+		if (amp_git_commit_lookup(&cur, st->repo, &next) < 0 ||
+		    amp_git_commit_tree(&tree, cur) < 0) {
 			status = amp_error_git(err, AMP_EIO, "cannot read a new commit");
 			goto cleanup;
 		}
@@ -594,7 +595,7 @@ int amp_store_update_batch(amp_store *st, const char *ref, amp_store_step_fn ste
 					       ref);
 			goto cleanup;
 		}
-		if (rc < 0 || git_commit_lookup(&parent, st->repo, &tip) < 0) {
+		if (rc < 0 || amp_git_commit_lookup(&parent, st->repo, &tip) < 0) {
 			status = amp_error_git(err, AMP_EIO, "cannot read %s", ref);
 			goto cleanup;
 		}

@@ -11,6 +11,7 @@
  * the compare-and-swap of the local ref) is libgit2, in process.
  */
 #include <stdio.h>
+#include "base/gitobj.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -146,12 +147,36 @@ static void backoff(unsigned *rng, unsigned attempt, unsigned long first_us, int
 	nanosleep(&ts, NULL);
 }
 
+/*
+ * After a push that raced or was reset (`rc` PUSH_RACED, PUSH_RESET) or a
+ * fetch that was reset (`rc` -1): waits its backoff and counts a retry in
+ * res->retries, AMP_OK; AMP_EIO (err filled) once amp.syncRetries
+ * (`retries`) are spent.
+ */
+static int try_again(int rc, const char *remote, const char *ref, unsigned *rng,
+		     long long retries, amp_sync_result *res, amp_error *err)
+{
+	if (res->retries < (unsigned)retries) {
+		backoff(rng, res->retries++, 50000, 0);
+		return AMP_OK;
+	}
+	if (rc < 0)
+		return amp_error_set(err, AMP_EIO, "",
+				     "git fetch from %s was reset %u times (amp.syncRetries; git's reason above); nothing changed locally",
+				     remote, res->retries + 1);
+	return amp_error_set(err, AMP_EIO, "",
+			     "%s: the push was %s %u times%s (amp.syncRetries); nothing lost: the local history stays on %s, run amp sync again",
+			     remote, rc == PUSH_RESET ? "reset by the server" : "refused",
+			     res->retries + 1, rc == PUSH_RESET ? "" : " because others pushed first",
+			     ref);
+}
+
 static int tree_of(git_repository *repo, const git_oid *id, git_tree **tree, amp_error *err)
 {
 	git_commit *c = NULL;
 	int status = AMP_OK;
 
-	if (git_commit_lookup(&c, repo, id) < 0 || git_commit_tree(tree, c) < 0)
+	if (amp_git_commit_lookup(&c, repo, id) < 0 || amp_git_commit_tree(tree, c) < 0)
 		status = amp_error_git(err, AMP_EIO, "cannot read commit %s", git_oid_tostr_s(id));
 	git_commit_free(c);
 	return status;
@@ -303,7 +328,8 @@ struct targets {
 
 /* Inbox: what the last push delivered there. */
 struct inbox_push {
-	int left;           /* the hub's hook left it to the join under way */
+	int left;           /* a hub before the "left" marker said it left it to
+			     * the join under way, or the inbox held it */
 	int have, ehave;    /* the messages (errors) ref went */
 	git_oid tip, etip;  /* at these tips */
 };
@@ -354,11 +380,12 @@ static int push_to(amp_store *st, const char *remote, const struct targets *t, i
 
 /*
  * After a push to the inbox that the fetch after it finds not joined (its
- * records still missing): 1 when the hub's join has yet to take it (the
- * hook left it to the join under way, or the inbox held it already, and
- * its markers say neither joined nor refused); else AMP_EIO (err filled):
- * the join refused it (the hub's reason), or took it and left out what
- * the fetch still lacks.
+ * records still missing): 1 when the hub's join has yet to take it (its
+ * marker says it was left to the join under way; or, from a hub before
+ * that marker, the hook said so or the inbox held it already, and the
+ * markers say neither joined nor refused); else AMP_EIO (err filled): the
+ * join refused it (the hub's reason), or took it and left out what the
+ * fetch still lacks.
  */
 static int inbox_pending(git_repository *repo, const char *remote, const char *ref,
 			 const struct targets *t, const struct inbox_push *ip, amp_error *err)
@@ -374,7 +401,8 @@ static int inbox_pending(git_repository *repo, const char *remote, const char *r
 		return amp_error_set(err, AMP_EIO, "",
 				     "%s's join refused the push to its inbox: %s; nothing lost: the local history stays on %s",
 				     remote, why, ref);
-	if (ip->left && (m == AMP_SYNC_MARK_NONE || e == AMP_SYNC_MARK_NONE))
+	if (m == AMP_SYNC_MARK_LEFT || e == AMP_SYNC_MARK_LEFT ||
+	    (ip->left && (m == AMP_SYNC_MARK_NONE || e == AMP_SYNC_MARK_NONE)))
 		return 1;
 	return amp_error_set(err, AMP_EIO, "",
 			     "%s took the push to its inbox but did not join it into %s (its reason above); nothing lost: the local history stays on %s",
@@ -516,7 +544,13 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 		res->did_push = delivered;
 	}
 	for (;;) {
-		if ((status = amp_sync_fetch(st, remote, t.key, res->inbox ? id : NULL, err)) < 0)
+		status = amp_sync_fetch(st, remote, t.key, res->inbox ? id : NULL, err);
+		/* The server reset the connection (a git daemon with more
+		 * clones at once than its listen queue): again, as a race. */
+		if (status == FETCH_RESET &&
+		    (status = try_again(-1, remote, ref, &rng, retries, res, err)) == AMP_OK)
+			continue;
+		if (status < 0)
 			goto cleanup;
 		status = amp_sync_join(st, set, ref, t.mirror, 1, refused, aside, &j, &c, err);
 		json_object_clear(aside);
@@ -590,13 +624,8 @@ int amp_sync(amp_store *st, amp_schema_set *set, const char *remote, amp_sync_re
 			note_pushed(repo, &t, &j, &ej);
 			break;
 		}
-		if (res->retries >= (unsigned)retries) {
-			status = amp_error_set(err, AMP_EIO, "",
-					       "%s: the push was refused %u times because others pushed first (amp.syncRetries); nothing lost: the local history stays on %s, run amp sync again",
-					       remote, res->retries + 1, ref);
+		if ((status = try_again(rc, remote, ref, &rng, retries, res, err)) < 0)
 			goto cleanup;
-		}
-		backoff(&rng, res->retries++, 50000, 0);
 	}
 	res->errors_synced = 1;
 	git_oid_tostr(res->tip, sizeof(res->tip), &j.tip);

@@ -52,7 +52,8 @@ typedef struct amp_sync_result {
 				  * the local history */
 	unsigned long pushed;    /* records that push delivered */
 	unsigned retries;        /* pushes refused because someone pushed
-				  * first, each followed by a new fetch */
+				  * first, and fetches or pushes the server
+				  * reset, each followed by a new fetch */
 	char tip[GIT_OID_HEXSZ + 1]; /* the messages ref, local and remote */
 	int errors_synced;       /* 1: the errors ref was joined too (by a
 				  * union of its files, always, when the
@@ -140,11 +141,12 @@ enum {
 /*
  * The hub's join (post-receive): when no other join is under way, joins
  * every inbox whose tip is not joined yet (amp_sync_absorb), calling fn
- * after each, and looks again until none is left; then, the lock let go,
- * once more, for a push that found it held meanwhile.  When inboxes are
- * still pending after its first look, the rest goes on in a detached
- * child (*ran AMP_SYNC_JOIN_CHILD there), so the push that started it
- * returns.  When another join is under way it returns at once (*ran
+ * after each; then, the lock let go, again only when a push raised the
+ * flag <state dir>/join.wanted meanwhile (each push raises it before it
+ * tries the lock, the join clears it before each look: sync_hub.c), so
+ * the inboxes are listed once a push.  When inboxes are pending in a
+ * later look, the rest goes on in a detached child (*ran
+ * AMP_SYNC_JOIN_CHILD there), so the push that started it returns.  When another join is under way it returns at once (*ran
  * AMP_SYNC_JOIN_LEFT): that join takes this push's inbox.
  * Each inbox's marker, refs/amp-joined/<id>/<name>, then says its tip was
  * joined, or (AMP_ERULE) why it was refused; a join that failed for the
@@ -153,5 +155,17 @@ enum {
  */
 int amp_sync_join_inboxes(amp_store *st, amp_schema_set *set, amp_sync_joined_fn fn,
 			  void *ctx, int *ran, amp_error *err);
+
+/*
+ * After amp_sync_join_inboxes said AMP_SYNC_JOIN_LEFT: marks the inbox
+ * `inbox` (refs/amp-in/<id>/<name>) at `tip` as left to the join under
+ * way, refs/amp-joined/<id>/<name> -> a blob "left <tip>\n", unless its
+ * marker says that tip is joined or refused already; by compare-and-swap,
+ * so a join that marks it meanwhile keeps its word.  The clone's sync
+ * fetches the marker and fetches again while it says so (amp-sharing(7),
+ * INBOX MODE).  A ref that is no inbox of this hub is passed over.
+ * AMP_OK or AMP_EIO.
+ */
+int amp_sync_mark_left(amp_store *st, const char *inbox, const git_oid *tip, amp_error *err);
 
 #endif

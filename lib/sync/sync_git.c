@@ -64,10 +64,44 @@ static int first_seen(amp_store *st, const char *key, amp_error *err)
 	return amp_arrivals_fetched(st, key, &tip, have_local ? &local : NULL, now, err);
 }
 
+/* The most of git's stderr read back (the hook's refusals, a reset). */
+#define AMP_SYNC_GIT_ERR_MAX (1024 * 1024)
+
+/*
+ * run_git with its stderr kept (a temporary file), shown on amp's own
+ * stderr once git is done, and given back in *said (freed by the caller;
+ * NULL when it could not be kept).
+ */
+static int run_git_said(amp_store *st, const char *const *args, char **out, char **said,
+			int *code, amp_error *err)
+{
+	FILE *f = tmpfile();
+	size_t got;
+	int status = run_git(st, args, out, f ? fileno(f) : -1, code, err);
+
+	*said = NULL;
+	if (f && fseek(f, 0, SEEK_SET) == 0 && (*said = malloc(AMP_SYNC_GIT_ERR_MAX + 1))) {
+		got = fread(*said, 1, AMP_SYNC_GIT_ERR_MAX, f);
+		(*said)[got] = '\0';
+		fwrite(*said, 1, got, stderr);
+	}
+	if (f)
+		fclose(f);
+	return status;
+}
+
+/* git failed (exit 128) because the server reset the connection: git
+ * daemon resets what its listen queue (5) has no room for, so many
+ * clones at once meet it.  Nothing was sent or taken: try again. */
+static int was_reset(int code, const char *said)
+{
+	return code == 128 && said && strstr(said, "Connection reset by peer");
+}
+
 int amp_sync_fetch(amp_store *st, const char *remote, const char *key, const char *id,
 		   amp_error *err)
 {
-	char refspec[600], marks[600];
+	char refspec[600], marks[600], *said = NULL;
 	int code, status;
 	/* No auto maintenance: a sync is a hot path, and the clone's git gc
 	 * is the user's (or a cron's) to run. */
@@ -80,7 +114,11 @@ int amp_sync_fetch(amp_store *st, const char *remote, const char *key, const cha
 	if (id)
 		snprintf(marks, sizeof(marks), "+" AMP_SYNC_JOINED "%s/*:" AMP_SYNC_MARKS "%s/*",
 			 id, key);
-	if ((status = run_git(st, args, NULL, -1, &code, err)) < 0)
+	status = run_git_said(st, args, NULL, &said, &code, err);
+	if (status == AMP_OK && was_reset(code, said))
+		status = FETCH_RESET;
+	free(said);
+	if (status)
 		return status;
 	if (code != 0)
 		return amp_error_set(err, AMP_EIO, "",
@@ -94,9 +132,6 @@ int amp_sync_fetch(amp_store *st, const char *remote, const char *key, const cha
 		return status;
 	return first_seen(st, key, err);
 }
-
-/* The most of git push's stderr read for the hook's refusals. */
-#define AMP_SYNC_PUSH_ERR_MAX (1024 * 1024)
 
 /*
  * The records the hub's amp hook refused in an update of `dst`, read from
@@ -150,8 +185,6 @@ int amp_sync_push(amp_store *st, const char *remote, const char *dst, const char
 	char spec[1300], espec[1300], shown[1300], *out = NULL, *line, *save = NULL;
 	char *said = NULL;
 	int code, status, found = 0;
-	size_t got = 0;
-	FILE *f = tmpfile();
 	const char *args[] = { "-c", "advice.pushUpdateRejected=false", "push", "--porcelain",
 			       remote, spec, errors ? espec : NULL, NULL };
 
@@ -161,19 +194,13 @@ int amp_sync_push(amp_store *st, const char *remote, const char *dst, const char
 	snprintf(shown, sizeof(shown), "%s:%s", ref, dst);
 	json_object_clear(refused);
 	/* git's stderr is kept to read the hook's refusals, then shown. */
-	status = run_git(st, args, &out, f ? fileno(f) : -1, &code, err);
-	if (f && fseek(f, 0, SEEK_SET) == 0 && (said = malloc(AMP_SYNC_PUSH_ERR_MAX + 1))) {
-		got = fread(said, 1, AMP_SYNC_PUSH_ERR_MAX, f);
-		said[got] = '\0';
-		fwrite(said, 1, got, stderr);
-	}
-	if (f)
-		fclose(f);
-	if (status < 0)
+	if ((status = run_git_said(st, args, &out, &said, &code, err)) < 0)
 		goto cleanup;
 	status = PUSHED;
 	/* The hub's hook left the inbox to the join under way (amp hook
-	 * post-receive): its records are joined after the push returns. */
+	 * post-receive): its records are joined after the push returns.
+	 * Its marker says so (sync_hub.h), which the fetch brings; this
+	 * line is read for hubs before that marker. */
 	if (left) {
 		const char *slash = strrchr(dst, '/');
 		char inbox[700];
@@ -219,7 +246,9 @@ int amp_sync_push(amp_store *st, const char *remote, const char *dst, const char
 		}
 		break;
 	}
-	if (!found)
+	if (!found && was_reset(code, said))
+		status = PUSH_RESET;
+	else if (!found)
 		status = amp_error_set(err, AMP_EIO, "",
 				       "git push to %s failed (exit %d, git's reason above); nothing lost: the local history stays on %s",
 				       remote, code, ref);

@@ -7,9 +7,13 @@
  * made of each inbox is said by a marker the clones fetch,
  * refs/amp-joined/<id>/<name> (sync_hub.h).
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/proc.h"
@@ -25,15 +29,16 @@
 
 struct inbox {
 	char ref[300];    /* refs/amp-in/<id>/<name> */
-	char target[300]; /* refs/amp/<name> */
+	char target[AMP_INBOX_TARGET_MAX]; /* refs/amp/<name> */
 	char marker[300]; /* refs/amp-joined/<id>/<name> */
 	git_oid tip;      /* the inbox's tip when looked at */
 };
 
-int amp_sync_mark_read(git_repository *repo, const char *marker, const git_oid *pushed,
-		       char *reason, size_t reasonsz)
+/* What a marker at `at` says of the pushed tip `pushed` (amp_sync_mark_read). */
+static int mark_state(git_repository *repo, const git_oid *at, const git_oid *pushed,
+		      char *reason, size_t reasonsz)
 {
-	git_oid at, said;
+	git_oid said;
 	git_blob *blob = NULL;
 	const char *text, *colon;
 	size_t len;
@@ -41,27 +46,27 @@ int amp_sync_mark_read(git_repository *repo, const char *marker, const git_oid *
 
 	if (reasonsz)
 		reason[0] = '\0';
-	if (git_reference_name_to_id(&at, repo, marker) < 0) {
-		git_error_clear();
-		return AMP_SYNC_MARK_NONE;
-	}
 	/* Joined: the marker is the inbox's tip itself (or one of this
 	 * clone's later pushes, which holds what `pushed` held). */
-	if (git_oid_equal(&at, pushed) || git_graph_descendant_of(repo, &at, pushed) == 1) {
+	if (git_oid_equal(at, pushed) || git_graph_descendant_of(repo, at, pushed) == 1) {
 		git_error_clear();
 		return AMP_SYNC_MARK_JOINED;
 	}
 	git_error_clear();
-	/* Refused: a blob "refused <inbox tip>: <reason>\n". */
-	if (git_blob_lookup(&blob, repo, &at) < 0) {
+	/* Refused: a blob "refused <inbox tip>: <reason>\n"; left to the
+	 * join under way: "left <inbox tip>\n". */
+	if (git_blob_lookup(&blob, repo, at) < 0) {
 		git_error_clear();
 		return AMP_SYNC_MARK_NONE;
 	}
 	text = git_blob_rawcontent(blob);
 	len = (size_t)git_blob_rawsize(blob);
-	if (len > 8 + GIT_OID_HEXSZ + 2 && !strncmp(text, "refused ", 8) &&
-	    git_oid_fromstrn(&said, text + 8, GIT_OID_HEXSZ) == 0 && git_oid_equal(&said, pushed) &&
-	    (colon = text + 8 + GIT_OID_HEXSZ)[0] == ':') {
+	if (len == 5 + GIT_OID_HEXSZ + 1 && !strncmp(text, "left ", 5) && text[len - 1] == '\n' &&
+	    git_oid_fromstrn(&said, text + 5, GIT_OID_HEXSZ) == 0 && git_oid_equal(&said, pushed))
+		state = AMP_SYNC_MARK_LEFT;
+	else if (len > 8 + GIT_OID_HEXSZ + 2 && !strncmp(text, "refused ", 8) &&
+		 git_oid_fromstrn(&said, text + 8, GIT_OID_HEXSZ) == 0 && git_oid_equal(&said, pushed) &&
+		 (colon = text + 8 + GIT_OID_HEXSZ)[0] == ':') {
 		len -= (size_t)(colon + 2 - text);
 		if (reasonsz)
 			snprintf(reason, reasonsz, "%.*s", (int)(len < reasonsz ? len : reasonsz - 1),
@@ -75,23 +80,29 @@ int amp_sync_mark_read(git_repository *repo, const char *marker, const git_oid *
 	return state;
 }
 
+int amp_sync_mark_read(git_repository *repo, const char *marker, const git_oid *pushed,
+		       char *reason, size_t reasonsz)
+{
+	git_oid at;
+
+	if (reasonsz)
+		reason[0] = '\0';
+	if (git_reference_name_to_id(&at, repo, marker) < 0) {
+		git_error_clear();
+		return AMP_SYNC_MARK_NONE;
+	}
+	return mark_state(repo, &at, pushed, reason, reasonsz);
+}
+
 /* The inbox ref `name` (refs/amp-in/<id>/<name>) as an inbox of this hub
  * into *in: 0, or -1 when it is none (a ref the hook would refuse). */
 static int parse_inbox(amp_store *st, const char *name, struct inbox *in)
 {
-	const char *id = name + strlen(AMP_SYNC_INBOX), *slash = strchr(id, '/');
-
-	if (strncmp(name, AMP_SYNC_INBOX, strlen(AMP_SYNC_INBOX)) || !slash || slash == id ||
-	    slash - id > 64 || strlen(name) >= sizeof(in->ref) ||
-	    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
-		    (size_t)(slash - id))
+	if (strlen(name) >= sizeof(in->ref) || amp_hook_inbox_target(st, name, in->target) < 0)
 		return -1;
 	snprintf(in->ref, sizeof(in->ref), "%s", name);
-	snprintf(in->target, sizeof(in->target), "refs/amp/%s", slash + 1);
-	snprintf(in->marker, sizeof(in->marker), AMP_SYNC_JOINED "%s", id);
-	if (strcmp(in->target, amp_store_messages_ref(st)) &&
-	    strcmp(in->target, amp_store_errors_ref(st)))
-		return -1;
+	snprintf(in->marker, sizeof(in->marker), AMP_SYNC_JOINED "%s",
+		 name + strlen(AMP_SYNC_INBOX));
 	return 0;
 }
 
@@ -121,7 +132,9 @@ static int pending(amp_store *st, json_t *tried, struct inbox **out, size_t *n, 
 		    *n < AMP_SYNC_INBOXES_MAX) {
 			git_oid_cpy(&in.tip, tip);
 			was = json_string_value(json_object_get(tried, in.ref));
-			if (amp_sync_mark_read(repo, in.marker, tip, NULL, 0) == AMP_SYNC_MARK_NONE &&
+			int state = amp_sync_mark_read(repo, in.marker, tip, NULL, 0);
+
+			if ((state == AMP_SYNC_MARK_NONE || state == AMP_SYNC_MARK_LEFT) &&
 			    !(was && !strcmp(was, git_oid_tostr_s(tip)))) {
 				if (*n == alloc) {
 					alloc = alloc ? 2 * alloc : 16;
@@ -168,19 +181,48 @@ static void mark(git_repository *repo, const struct inbox *in, int status, const
 	git_error_clear();
 }
 
-/* One look: joins every pending inbox once.  *took: how many were. */
-static int join_pending(amp_store *st, amp_schema_set *set, json_t *tried,
-			amp_sync_joined_fn fn, void *ctx, size_t *took, amp_error *err)
+int amp_sync_mark_left(amp_store *st, const char *inbox, const git_oid *tip, amp_error *err)
 {
-	struct inbox *ins = NULL;
+	git_repository *repo = amp_store_repo(st);
+	git_reference *ref = NULL;
+	struct inbox in;
+	char text[8 + GIT_OID_HEXSZ];
+	git_oid at, blob;
+	int have, rc;
+
+	if (parse_inbox(st, inbox, &in) < 0)
+		return AMP_OK; /* no inbox of this hub: the pre-receive refused it */
+	have = git_reference_name_to_id(&at, repo, in.marker) == 0;
+	git_error_clear();
+	/* The join under way said what it made of this tip already. */
+	if (have && mark_state(repo, &at, tip, NULL, 0) != AMP_SYNC_MARK_NONE)
+		return AMP_OK;
+	snprintf(text, sizeof(text), "left %s\n", git_oid_tostr_s(tip));
+	if (git_blob_create_from_buffer(&blob, repo, text, strlen(text)) < 0)
+		return amp_error_git(err, AMP_EIO, "cannot write the marker of %s", inbox);
+	/* Compare-and-swap on what was read: a join that marked the inbox
+	 * meanwhile wins (its marker is the later word). */
+	rc = have ? git_reference_create_matching(&ref, repo, in.marker, &blob, 1, &at,
+						  "amp hook: left")
+		  : git_reference_create(&ref, repo, in.marker, &blob, 0, "amp hook: left");
+	git_reference_free(ref);
+	if (rc == GIT_EMODIFIED || rc == GIT_EEXISTS || rc == GIT_ELOCKED) {
+		git_error_clear();
+		return AMP_OK;
+	}
+	if (rc < 0)
+		return amp_error_git(err, AMP_EIO, "cannot write the marker of %s", inbox);
+	return AMP_OK;
+}
+
+/* Joins inboxes ins[0..n) once each. */
+static void join_each(amp_store *st, amp_schema_set *set, json_t *tried, amp_sync_joined_fn fn,
+		      void *ctx, const struct inbox *ins, size_t n)
+{
 	amp_sync_inbox_joined j;
 	amp_error why;
-	size_t i, n;
-	int status;
+	size_t i;
 
-	*took = 0;
-	if ((status = pending(st, tried, &ins, &n, err)) < 0)
-		return status;
 	for (i = 0; i < n; i++) {
 		memset(&j, 0, sizeof(j));
 		j.inbox = ins[i].ref;
@@ -195,20 +237,54 @@ static int join_pending(amp_store *st, amp_schema_set *set, json_t *tried,
 			fn(&j, ctx);
 		if (j.status != AMP_EIO)
 			mark(amp_store_repo(st), &ins[i], j.status, &why);
-		(*took)++;
 	}
-	free(ins);
+}
+
+/*
+ * The flag <state dir>/join.wanted: every push raises it before it tries
+ * the join's lock, the join clears it before each look under the lock,
+ * and looks again only when it is raised after it let go.  A push that
+ * found the lock held raised it before: either before the clearing, and
+ * its inbox (pushed before its hook ran) is in that look, or after, and
+ * the join sees it raised.  So the inboxes are listed once per push, not
+ * again after each join to catch a push that came meanwhile.
+ */
+static void wanted_path(amp_store *st, char *buf, size_t bufsz)
+{
+	snprintf(buf, bufsz, "%s/join.wanted", amp_store_state_dir(st));
+}
+
+static int raise_wanted(amp_store *st, amp_error *err)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	wanted_path(st, path, sizeof(path));
+	if ((mkdir(amp_store_state_dir(st), 0777) < 0 && errno != EEXIST) ||
+	    (fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666)) < 0)
+		return amp_error_set(err, AMP_EIO, "", "cannot write %s: %s", path,
+				     strerror(errno));
+	close(fd);
 	return AMP_OK;
 }
 
-/* How many inboxes are pending that this join did not try: *n. */
-static int count_pending(amp_store *st, json_t *tried, size_t *n, amp_error *err)
+/* Whether the flag is raised: 1 also when that cannot be told (look
+ * again, to be safe). */
+static int wanted(amp_store *st)
 {
-	struct inbox *ins = NULL;
-	int status = pending(st, tried, &ins, n, err);
+	char path[PATH_MAX];
+	struct stat sb;
 
-	free(ins);
-	return status;
+	wanted_path(st, path, sizeof(path));
+	return stat(path, &sb) == 0 || errno != ENOENT;
+}
+
+static void clear_wanted(amp_store *st)
+{
+	char path[PATH_MAX];
+
+	wanted_path(st, path, sizeof(path));
+	unlink(path);
 }
 
 /*
@@ -240,39 +316,48 @@ int amp_sync_join_inboxes(amp_store *st, amp_schema_set *set, amp_sync_joined_fn
 			  void *ctx, int *ran, amp_error *err)
 {
 	json_t *tried = json_object();
-	size_t took, n;
+	struct inbox *ins = NULL;
+	size_t n;
 	int fd = -1, rc, status = AMP_OK;
 
 	*ran = AMP_SYNC_JOIN_LEFT;
 	if (!tried)
 		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	if ((status = raise_wanted(st, err)) < 0)
+		goto cleanup;
 	for (;;) {
 		if ((rc = amp_store_trylock(st, AMP_SYNC_JOIN_LOCK, &fd, err)) <= 0) {
 			/* 0: a join is under way, and it looks again after
-			 * it lets go: it takes what this push brought. */
+			 * it lets go (the flag): it takes what this push
+			 * brought. */
 			status = rc;
 			break;
 		}
-		if (*ran == AMP_SYNC_JOIN_LEFT)
+		clear_wanted(st);
+		if ((status = pending(st, tried, &ins, &n, err)) < 0) {
+			amp_store_unlock(fd);
+			break;
+		}
+		if (*ran == AMP_SYNC_JOIN_LEFT) {
 			*ran = AMP_SYNC_JOIN_RAN;
-		status = join_pending(st, set, tried, fn, ctx, &took, err);
-		/* Still pending after the first look: the rest is the
-		 * detached child's, and this push returns. */
-		if (status == AMP_OK && took && *ran == AMP_SYNC_JOIN_RAN &&
-		    (status = count_pending(st, tried, &n, err)) == AMP_OK && n &&
-		    (rc = go_on_detached(fd)) >= 0) {
+		} else if (n && *ran == AMP_SYNC_JOIN_RAN && (rc = go_on_detached(fd)) >= 0) {
+			/* Still pending after the first turn: the rest is
+			 * the detached child's, and this push returns. */
 			if (rc == 0)
 				break;
 			*ran = AMP_SYNC_JOIN_CHILD;
 		}
-		while (status == AMP_OK && took)
-			status = join_pending(st, set, tried, fn, ctx, &took, err);
+		join_each(st, set, tried, fn, ctx, ins, n);
+		free(ins);
+		ins = NULL;
 		amp_store_unlock(fd);
-		/* A push that found the lock held after this join's last look
-		 * left its inbox to this join: look once more, unlocked. */
-		if (status < 0 || (status = count_pending(st, tried, &n, err)) < 0 || !n)
+		/* A push that found the lock held after the clearing raised
+		 * the flag again: another turn takes its inbox. */
+		if (!wanted(st))
 			break;
 	}
+cleanup:
+	free(ins);
 	json_decref(tried);
 	return status;
 }

@@ -4,6 +4,7 @@
  * and id; and the paths a replayed commit adds.
  */
 #include <stdio.h>
+#include "base/gitobj.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,7 +68,7 @@ int amp_sync_index_dir(git_repository *repo, git_tree *root, const char *task,
 		return AMP_OK;
 	}
 	if (git_tree_entry_type(e) != GIT_OBJECT_TREE ||
-	    git_tree_lookup(&t, repo, git_tree_entry_id(e)) < 0 ||
+	    amp_git_tree_lookup(&t, repo, git_tree_entry_id(e)) < 0 ||
 	    amp_store_task_files(repo, t, &f) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read %s", dir);
 		goto cleanup;

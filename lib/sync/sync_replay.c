@@ -4,6 +4,7 @@
  * the errors ref by a union of its files.
  */
 #include <ctype.h>
+#include "base/gitobj.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +98,7 @@ static void find_name(git_repository *repo, git_tree *root, const char *dir,
 
 	snprintf(buf, bufsz, "%s/?", dir);
 	if (amp_store_task_lookup(root, dir, &e, path, sizeof(path)) < 0 ||
-	    git_tree_lookup(&t, repo, git_tree_entry_id(e)) < 0 ||
+	    amp_git_tree_lookup(&t, repo, git_tree_entry_id(e)) < 0 ||
 	    amp_store_task_files(repo, t, &f) < 0) {
 		git_error_clear();
 		goto cleanup;
@@ -408,7 +409,7 @@ static int refuse_bad_names(git_repository *repo, git_tree *pt, git_tree *ct, co
 
 	if (amp_store_task_lookup(ct, dir, &de, tdir, sizeof(tdir)) < 0 ||
 	    git_tree_entry_type(de) != GIT_OBJECT_TREE ||
-	    git_tree_lookup(&t, repo, git_tree_entry_id(de)) < 0 ||
+	    amp_git_tree_lookup(&t, repo, git_tree_entry_id(de)) < 0 ||
 	    amp_store_task_files(repo, t, &f) < 0) {
 		git_error_clear(); /* no directory: nothing added */
 		goto cleanup;
@@ -847,8 +848,8 @@ static int walker_start(struct walker *w, amp_store *st, const git_oid *local,
 		return status;
 	if (git_signature_new(&w->committer, "amp", "amp@amp.invalid",
 			      (git_time_t)(now_ms / 1000), 0) < 0 ||
-	    git_commit_lookup(&w->tip, w->repo, onto) < 0 ||
-	    git_commit_tree(&w->tree, w->tip) < 0 || git_revwalk_new(&w->walk, w->repo) < 0 ||
+	    amp_git_commit_lookup(&w->tip, w->repo, onto) < 0 ||
+	    amp_git_commit_tree(&w->tree, w->tip) < 0 || git_revwalk_new(&w->walk, w->repo) < 0 ||
 	    git_revwalk_sorting(w->walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE) < 0 ||
 	    git_revwalk_simplify_first_parent(w->walk) < 0 ||
 	    git_revwalk_push(w->walk, local) < 0 || (base && git_revwalk_hide(w->walk, base) < 0))
@@ -866,10 +867,10 @@ static int walker_next(struct walker *w, amp_error *err)
 		return 0;
 	}
 	amp_store_walk_step();
-	if (git_commit_lookup(&w->lc, w->repo, &w->oid) < 0 || git_commit_tree(&w->ct, w->lc) < 0 ||
+	if (amp_git_commit_lookup(&w->lc, w->repo, &w->oid) < 0 || amp_git_commit_tree(&w->ct, w->lc) < 0 ||
 	    (git_commit_parentcount(w->lc) > 0 &&
-	     (git_commit_parent(&w->parent, w->lc, 0) < 0 ||
-	      git_commit_tree(&w->pt, w->parent) < 0)))
+	     (amp_git_commit_parent(&w->parent, w->lc, 0) < 0 ||
+	      amp_git_commit_tree(&w->pt, w->parent) < 0)))
 		return amp_error_git(err, AMP_EIO, "cannot read local commit %s",
 				     git_oid_tostr_s(&w->oid));
 	return 1;
@@ -888,7 +889,7 @@ static int walker_commit(struct walker *w, const char *message, const struct upd
 	int status;
 
 	if (git_tree_create_updated(&tree_oid, w->repo, w->tree, u->count, u->items) < 0 ||
-	    git_tree_lookup(&nt, w->repo, &tree_oid) < 0) {
+	    amp_git_tree_lookup(&nt, w->repo, &tree_oid) < 0) {
 		git_tree_free(nt);
 		return amp_error_git(err, AMP_EIO, "cannot replay local commit %s",
 				     git_oid_tostr_s(&w->oid));
@@ -901,7 +902,7 @@ static int walker_commit(struct walker *w, const char *message, const struct upd
 		git_tree_free(nt);
 		return status;
 	}
-	if (git_commit_lookup(&next, w->repo, &next_oid) < 0) {
+	if (amp_git_commit_lookup(&next, w->repo, &next_oid) < 0) {
 		git_tree_free(nt);
 		return amp_error_git(err, AMP_EIO, "cannot replay local commit %s",
 				     git_oid_tostr_s(&w->oid));
@@ -1005,14 +1006,14 @@ int amp_sync_replay(amp_store *st, amp_schema_set *set, const git_oid *local,
 		goto cleanup;
 	}
 	/* The tasks the remote wrote since the histories parted. */
-	if ((base && (git_commit_lookup(&bc, w.repo, base) < 0 || git_commit_tree(&bt, bc) < 0)) ||
+	if ((base && (amp_git_commit_lookup(&bc, w.repo, base) < 0 || amp_git_commit_tree(&bt, bc) < 0)) ||
 	    amp_store_diff_tasks(w.repo, bt, w.tree, r.contested, -1) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot compare the remote's tip with the base");
 		goto cleanup;
 	}
 	json_object_foreach(r.contested, task, v)
 		json_object_set_new(r.contested, task, json_integer(0));
-	if (git_commit_lookup(&lc, w.repo, local) < 0 || git_commit_tree(&r.local_tree, lc) < 0) {
+	if (amp_git_commit_lookup(&lc, w.repo, local) < 0 || amp_git_commit_tree(&r.local_tree, lc) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the local tip");
 		goto cleanup;
 	}

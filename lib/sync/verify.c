@@ -2,6 +2,7 @@
  * verify.c - amp sync checks what it fetches (verify.h).
  */
 #include <stdio.h>
+#include "base/gitobj.h"
 #include <string.h>
 
 #include "base/util.h"
@@ -10,33 +11,6 @@
 #include "store/store.h"
 #include "write/write.h"
 #include "verify.h"
-
-/* The task of record path "tasks/<YYYY>/<S>/<task_id>/<name>" (layout 1)
- * or "tasks/<YYYY>/<A>/<B>/<task_id>/<s1>/<s2>/<name>" (layout 2, store.h
- * "Layout") into buf; -1 when the path is no record's. */
-static int task_of(const char *path, char *buf, size_t bufsz)
-{
-	const char *p = path, *start[8], *end;
-	int n = 0, at;
-
-	if (strncmp(p, "tasks/", 6))
-		return -1;
-	for (p += 6; n < 8; p++) {
-		start[n++] = p;
-		if (!(p = strchr(p, '/')))
-			break;
-	}
-	/* the parts: Y S T name, or Y A B T s1 s2 name */
-	at = n == 4 ? 2 : n == 7 ? 3 : -1;
-	if (at < 0 || p)
-		return -1;
-	end = strchr(start[at], '/');
-	if ((size_t)(end - start[at]) >= bufsz)
-		return -1;
-	memcpy(buf, start[at], (size_t)(end - start[at]));
-	buf[end - start[at]] = '\0';
-	return 0;
-}
 
 /*
  * Escalates record `path` of commit tree `tree` for `reason`, once (its
@@ -49,6 +23,7 @@ static int tell(amp_store *st, amp_schema_set *set, const char *remote, git_tree
 		const char *path, int status, int signature, const char *reason)
 {
 	char task[128], description[1700];
+	const char *name;
 	git_tree_entry *te = NULL;
 	git_blob *blob = NULL;
 	amp_errlist reasons = { 0 }, errs = { 0 };
@@ -57,7 +32,7 @@ static int tell(amp_store *st, amp_schema_set *set, const char *remote, git_tree
 	amp_error ignored;
 	int wrote = 0;
 
-	if (task_of(path, task, sizeof(task)) < 0 ||
+	if (amp_store_record_path_parse(0, path, task, sizeof(task), &name) < 0 ||
 	    git_tree_entry_bypath(&te, tree, path) < 0 ||
 	    git_blob_lookup(&blob, git_tree_owner(tree), git_tree_entry_id(te)) < 0) {
 		git_error_clear();
@@ -116,7 +91,7 @@ static unsigned long tell_commit(amp_store *st, amp_schema_set *set, const char 
 	unsigned long n = 0;
 	size_t i;
 
-	if (git_commit_tree(&tree, commit) < 0) {
+	if (amp_git_commit_tree(&tree, commit) < 0) {
 		git_error_clear();
 		return 0;
 	}
@@ -137,8 +112,8 @@ static unsigned long tell_commit(amp_store *st, amp_schema_set *set, const char 
 		if (!added) {
 			if (!(added = json_object()) ||
 			    (git_commit_parentcount(commit) &&
-			     (git_commit_parent(&parent, commit, 0) < 0 ||
-			      git_commit_tree(&ptree, parent) < 0)) ||
+			     (amp_git_commit_parent(&parent, commit, 0) < 0 ||
+			      amp_git_commit_tree(&ptree, parent) < 0)) ||
 			    amp_store_diff_tasks(repo, ptree, tree, added, -1) < 0) {
 				git_error_clear();
 				break;
@@ -210,7 +185,7 @@ unsigned long amp_sync_check_new(amp_store *st, amp_schema_set *set, const char 
 		git_commit *commit = NULL;
 		amp_errlist found = { 0 };
 
-		if (git_commit_lookup(&commit, repo, &id) < 0) {
+		if (amp_git_commit_lookup(&commit, repo, &id) < 0) {
 			git_error_clear();
 			continue;
 		}

@@ -413,13 +413,15 @@ int amp_cli_idempotency_key(const char *cmd, const char **key)
 
 void amp_cli_trace(const char *cmd, amp_store *st)
 {
-	unsigned long parsed, cached;
+	unsigned long parsed, cached, trees, trees_cached;
 
 	if (!st || !getenv("AMP_TRACE"))
 		return;
 	amp_store_record_counts(st, &parsed, &cached);
-	fprintf(stderr, "amp %s: trace: retries=%lu lookup_scans=%lu records_parsed=%lu records_cached=%lu\n",
-		cmd, amp_store_retries(st), amp_task_log_scanned(), parsed, cached);
+	amp_store_tree_counts(st, &trees, &trees_cached);
+	fprintf(stderr, "amp %s: trace: retries=%lu lookup_scans=%lu state_steps=%lu trees_read=%lu trees_cached=%lu records_parsed=%lu records_cached=%lu\n",
+		cmd, amp_store_retries(st), amp_task_log_scanned(), amp_task_state_steps(), trees,
+		trees_cached, parsed, cached);
 }
 
 void amp_cli_report_escalation(const char *cmd, const amp_send_result *res)

@@ -4,6 +4,7 @@
  * what changed.
  */
 #include <errno.h>
+#include "base/gitobj.h"
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -532,7 +533,7 @@ static int list_shards(git_repository *repo, git_tree *root, struct shard **out,
 		git_error_clear();
 		return AMP_OK; /* no task yet */
 	}
-	if (git_tree_lookup(&tasks, repo, git_tree_entry_id(te)) < 0) {
+	if (amp_git_tree_lookup(&tasks, repo, git_tree_entry_id(te)) < 0) {
 		status = amp_error_git(err, AMP_EIO, "cannot read the tree tasks/");
 		goto cleanup;
 	}
@@ -541,7 +542,7 @@ static int list_shards(git_repository *repo, git_tree *root, struct shard **out,
 
 		if (git_tree_entry_type(ye) != GIT_OBJECT_TREE)
 			continue;
-		if (git_tree_lookup(&year, repo, git_tree_entry_id(ye)) < 0) {
+		if (amp_git_tree_lookup(&year, repo, git_tree_entry_id(ye)) < 0) {
 			status = amp_error_git(err, AMP_EIO, "cannot read the tree tasks/%s",
 					       amp_term(git_tree_entry_name(ye)));
 			goto cleanup;
@@ -714,7 +715,7 @@ static int pass_shards(struct pass *ps, amp_error *err)
 			ps->unchanged += (size_t)sum_int(hit, SUM_PAGES);
 		} else {
 			ps->dirty = 1;
-			if (git_tree_lookup(&shard, repo, &sh->id) < 0) {
+			if (amp_git_tree_lookup(&shard, repo, &sh->id) < 0) {
 				status = amp_error_git(err, AMP_EIO, "cannot read the tree tasks/%s", amp_term(sh->key));
 				goto cleanup;
 			}

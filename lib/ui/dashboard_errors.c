@@ -5,6 +5,7 @@
  * message, the exit code, and each field with its reason.
  */
 #include <limits.h>
+#include "base/gitobj.h"
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include "record/record.h"
 #include "dashboard_int.h"
 #include "base/util.h"
+#include "json/json.h"
 
 #define str dash_str
 /* The error page lists the newest rejections only, so that it stays small. */
@@ -93,7 +95,7 @@ static int errors_walk(struct walk *w, git_tree *tree, int depth)
 		git_tree *sub = NULL;
 
 		if (git_tree_entry_type(e) != GIT_OBJECT_TREE ||
-		    git_tree_lookup(&sub, w->repo, git_tree_entry_id(e)) < 0)
+		    amp_git_tree_lookup(&sub, w->repo, git_tree_entry_id(e)) < 0)
 			continue;
 		if (depth < 3) { /* <YYYY>/<MM>/<DD>/ */
 			status = errors_walk(w, sub, depth + 1);
@@ -103,7 +105,7 @@ static int errors_walk(struct walk *w, git_tree *tree, int depth)
 			json_t *doc = NULL;
 
 			if (r && git_blob_lookup(&blob, w->repo, git_tree_entry_id(r)) == 0)
-				doc = json_loadb(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob), 0, NULL);
+				doc = amp_json_loadb(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob), 0, NULL, NULL);
 			put_refusal(w, doc, git_tree_entry_name(e));
 			json_decref(doc);
 			git_blob_free(blob);
@@ -132,7 +134,7 @@ int dash_render_errors(amp_store *st, const char *dir, FILE *f, amp_error *err)
 		"<th scope=\"col\">msg_id</th><th scope=\"col\">exit</th><th scope=\"col\">field: reason</th>"
 		"<th scope=\"col\" class=\"hide-s\">id</th></tr>\n", ERRORS_SHOWN);
 	if (git_tree_entry_bypath(&e, tree, "errors") == 0 &&
-	    git_tree_lookup(&sub, amp_store_repo(st), git_tree_entry_id(e)) == 0)
+	    amp_git_tree_lookup(&sub, amp_store_repo(st), git_tree_entry_id(e)) == 0)
 		errors_walk(&w, sub, 0);
 	git_error_clear();
 	fputs("</table></div>\n", f);

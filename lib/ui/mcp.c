@@ -175,7 +175,7 @@ static json_t *arg_schema(amp_schema_set *set, const char *spec, amp_error *err)
 	json_error_t jerr;
 
 	if (spec[0] != '@') {
-		if (!(out = json_loads(spec, 0, &jerr)))
+		if (!(out = amp_json_loadb(spec, strlen(spec), 0, &jerr, NULL)))
 			amp_error_set(err, AMP_EIO, "", "amp mcp: bad built-in schema %s", spec);
 		return out;
 	}

@@ -191,7 +191,7 @@ static int build_control(amp_store *st, git_tree *tip, void *vctx,
 		if (s.lock_due && !s.suspended) {
 			const char *verdict = last_reject(&log);
 
-			if ((status = amp_write_add_lock_if_due(c->set, w, &log, verdict ? verdict : "",
+			if ((status = amp_write_add_lock_if_due(c->set, w, &log, NULL, verdict ? verdict : "",
 								c->now_ms, &lock, NULL, err)) < 0)
 				goto cleanup;
 			snprintf(c->res->escalation_id, sizeof(c->res->escalation_id), "%s",

@@ -31,8 +31,7 @@ int amp_write_add_record(amp_store_write *w, const amp_task_log *log,
 	int status;
 
 	if (log->layout < 0)
-		return amp_error_set(err, AMP_EIO, AMP_LAYOUT_FILE,
-				     "not a layout this amp knows (it writes 1 and 2): a newer amp's SSOT");
+		return amp_store_layout_error(log->layout, err);
 	/* In the layout of the tip the log was read from (store.h "Layout") */
 	if (amp_store_entry_name(log->next_seq, kind, id, name, sizeof(name)) < 0 ||
 	    amp_task_log_record_path(log, name, path, sizeof(path)) < 0)
@@ -146,31 +145,35 @@ cleanup:
  * written in the same commit.
  */
 int amp_write_add_lock_if_due(amp_schema_set *set, amp_store_write *w,
-			      const amp_task_log *after, const char *verdict_id,
-			      int64_t now_ms, amp_send_result *res, json_t **out,
-			      amp_error *err)
+			      const amp_task_log *after, const amp_task_state *state,
+			      const char *verdict_id, int64_t now_ms, amp_send_result *res,
+			      json_t **out, amp_error *err)
 {
-	amp_task_state s;
+	amp_task_state own = { 0 };
+	const amp_task_state *s = state;
 	json_t *affected = NULL, *suggested = NULL;
 	char description[1024];
 	const char *dispatch;
 	int status = AMP_OK;
 
-	amp_task_state_compute(after, &s);
-	if (!s.lock_due)
+	if (!s) {
+		amp_task_state_compute(after, &own);
+		s = &own;
+	}
+	if (!s->lock_due)
 		goto cleanup;
-	dispatch = s.last_dispatch ? amp_json_str(s.last_dispatch, "msg_id") : NULL;
+	dispatch = s->last_dispatch ? amp_json_str(s->last_dispatch, "msg_id") : NULL;
 	affected = dispatch ? json_pack("[s,s]", verdict_id, dispatch)
 			    : json_pack("[s]", verdict_id);
 	suggested = amp_lock_suggestions();
-	amp_lock_description(description, sizeof(description), after->task_id, &s,
-			     s.lock_threshold, verdict_id);
+	amp_lock_description(description, sizeof(description), after->task_id, s,
+			     s->lock_threshold, verdict_id);
 	status = amp_write_add_escalation(set, w, after, "hallucination_lock", "critical",
 					  description, affected, suggested, now_ms, res, out, err);
 cleanup:
 	json_decref(affected);
 	json_decref(suggested);
-	amp_task_state_free(&s);
+	amp_task_state_free(&own);
 	return status;
 }
 

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "schema/schema.h"
 #include "store/store.h"
+#include "protocol/protocol.h"
 
 typedef struct amp_send_opts {
 	const char *command; /* for the error log: "send", "ack", ... */
@@ -80,12 +81,13 @@ int amp_write_add_escalation(amp_schema_set *set, amp_store_write *w,
  * `verdict_id` last among them) has its rejects since the last resume at or
  * past amp.lockThreshold and no lock in force, adds the lock escalation
  * (critical, affected [verdict, latest dispatch]) to w, and to *out as
- * amp_write_add_escalation does.
+ * amp_write_add_escalation does.  `state`: log's state when the caller has
+ * it (amp_task_fold_to), else NULL.
  */
 int amp_write_add_lock_if_due(amp_schema_set *set, amp_store_write *w,
-			      const amp_task_log *log, const char *verdict_id,
-			      int64_t now_ms, amp_send_result *res, json_t **out,
-			      amp_error *err);
+			      const amp_task_log *log, const amp_task_state *state,
+			      const char *verdict_id, int64_t now_ms, amp_send_result *res,
+			      json_t **out, amp_error *err);
 
 /* Reports the first error of `errors` from index base on through err
  * (status `status`; "refused" when there is none), for the store: what a

@@ -283,11 +283,14 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	const char *task = amp_json_str(c->msg, "task_id");
 	const char *type = amp_json_str(c->msg, "type");
 	amp_task_log log, after = { 0 };
+	amp_task_fold fold;
+	const amp_task_state *before = NULL;
 	char cause[1024], key_name[48], key_content[41], description[1024];
 	char doubt[256] = "";
 	json_t *lock = NULL;
 	int status = AMP_OK;
 
+	amp_task_fold_init(&fold);
 	amp_errlist_truncate(c->errors, c->errors_base);
 	c->denied[0] = '\0';
 	c->res->duplicate = 0;
@@ -325,7 +328,12 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 		amp_write_first_error(c->errors, c->errors_base, status, err);
 		goto cleanup;
 	}
-	status = amp_rules_check_send(st, tip, &log, c->msg, amp_store_agent(st), c->errors);
+	/* A verdict's state before it serves its rules, and with one more
+	 * step the lock it may bring (task_fold.h). */
+	if (!strcmp(type, "review_verdict"))
+		before = amp_task_fold_to(&fold, &log, log.count);
+	status = amp_rules_check_send_in(st, tip, &log, before, c->msg, amp_store_agent(st),
+					 c->errors);
 	if (status != AMP_EIO && c->check_repo &&
 	    amp_rules_check_repo(c->msg, c->errors) < 0)
 		status = AMP_ERULE;
@@ -347,7 +355,9 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 		goto cleanup;
 	c->res->escalation_id[0] = c->res->escalation_type[0] = '\0';
 	if (!strcmp(type, "review_verdict") &&
-	    (status = amp_write_add_lock_if_due(c->set, w, &after, c->res->msg_id,
+	    (status = amp_write_add_lock_if_due(c->set, w, &after,
+				      before ? amp_task_fold_to(&fold, &after, after.count) : NULL,
+				      c->res->msg_id,
 				      amp_msg_id_ms(c->res->msg_id), c->res, &lock, err)) < 0)
 		goto cleanup;
 	if (lock) {
@@ -411,6 +421,7 @@ static int build_message(amp_store *st, git_tree *tip, void *vctx,
 	snprintf(w->author, sizeof(w->author), "%s", amp_json_str(c->msg, "from"));
 	status = AMP_OK;
 cleanup:
+	amp_task_fold_free(&fold);
 	amp_task_log_view_free(&after);
 	json_decref(lock);
 	amp_task_log_free(&log);
