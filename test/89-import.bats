@@ -250,14 +250,18 @@ PY
 	(run -0 amp fsck && assert_output --partial clean)
 }
 
-@test "a long import writes a pack per 2,000 commits" {
+@test "a long import writes a pack per 2,000 commits, laid end to end into one when it ends: three runs of commits, trees, blobs in one pack" {
 	gen 4008 "$BATS_TEST_TMPDIR/l.jsonl"
 	export AMP_NOW=2026-11-01T00:00:00Z # after the last record
 	git config amp.checkRepo false
 	git config amp.autoPack 0
 	n=$(ls .git/objects/pack/*.pack | wc -l) # amp init's
 	run -0 amp import "$BATS_TEST_TMPDIR/l.jsonl"
-	[ "$(ls .git/objects/pack/*.pack | wc -l)" = $((n + 3)) ]
+	[ "$(ls .git/objects/pack/*.pack | wc -l)" = $((n + 1)) ]
+	idx=$(ls -S .git/objects/pack/*.idx | head -1)
+	[ "$(git verify-pack -v "$idx" | awk '$2 ~ /^(commit|tree|blob)$/ { print $5, $2 }' |
+		sort -n | awk '{ print $2 }' | uniq | paste -sd ' ')" = \
+	  "commit tree blob commit tree blob commit tree blob" ]
 	run -0 git fsck --full
 	[ "$(git rev-list --count refs/amp/messages)" = 4009 ]
 }

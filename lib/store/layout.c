@@ -104,6 +104,17 @@ int amp_store_record_path(int layout, const char *task_id, const char *name, cha
 	return fits(n, bufsz) ? 0 : -1;
 }
 
+/*
+ * The layout of the last marker read, by its id (an object's name is the
+ * hash of its content, so the same id is the same layout): every write
+ * reads the layout of its tip, and the marker lies in `amp init`'s pack,
+ * the oldest, so right after each flush of an import libgit2 probed every
+ * pack for it, newest first, and the index pages so touched made the
+ * import's peak grow with its pack count (share/doc/performance.md).
+ */
+static git_oid known_marker;
+static int known_layout = -1;
+
 int amp_store_record_path_parse(int layout, const char *path, char *task, size_t tasksz,
 				const char **name)
 {
@@ -143,6 +154,8 @@ int amp_store_tree_layout(git_repository *repo, git_tree *root)
 		return AMP_LAYOUT_FLAT;
 	if (git_tree_entry_type(e) != GIT_OBJECT_BLOB)
 		return AMP_LAYOUT_UNKNOWN;
+	if (known_layout >= 0 && git_oid_equal(git_tree_entry_id(e), &known_marker))
+		return known_layout;
 	/* A blob that cannot be read (out of memory, a damaged object) says
 	 * nothing of the layout: libgit2's reason is kept for the caller. */
 	if (git_blob_lookup(&blob, repo, git_tree_entry_id(e)) < 0)
@@ -150,6 +163,8 @@ int amp_store_tree_layout(git_repository *repo, git_tree *root)
 	if (git_blob_rawsize(blob) == 2 && !memcmp(git_blob_rawcontent(blob), "2\n", 2))
 		layout = AMP_LAYOUT_FANNED;
 	git_blob_free(blob);
+	git_oid_cpy(&known_marker, git_tree_entry_id(e));
+	known_layout = layout;
 	return layout;
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "packcat.h"
 #include "packwrite.h"
 
 /*
@@ -182,6 +183,7 @@ void amp_store_batch_close(amp_store *st, struct batch_odb *b)
 {
 	st->batch = NULL;
 	amp_store_docs_share(st, 0);
+	free(b->packs);
 	if (b->disk)
 		git_repository_set_odb(st->repo, b->disk);
 	git_odb_free(b->disk);
@@ -267,6 +269,36 @@ static const git_oid *successor_of(const struct successor *s, size_t n, const gi
 	return hit ? &hit->newer : NULL;
 }
 
+/* Adds the pack of checksum sum (n objects) to the batch's. */
+static int remember_pack(struct batch_odb *b, const unsigned char *sum, size_t n,
+			 amp_error *err)
+{
+	char name[5 + 40 + 1];
+	int i;
+
+	memcpy(name, "pack-", 5);
+	for (i = 0; i < 20; i++)
+		snprintf(name + 5 + 2 * i, 3, "%02x", sum[i]);
+	if (amp_pack_names_add(&b->packs, &b->npacks, &b->packs_alloc, name, (uint32_t)n) < 0)
+		return amp_error_set(err, AMP_EIO, "", "out of memory");
+	return AMP_OK;
+}
+
+void amp_store_batch_pack_up(amp_store *st, struct batch_odb *b)
+{
+	char dir[sizeof(st->objects_dir) + 8];
+	amp_error ignored;
+	size_t taken = 0;
+
+	snprintf(dir, sizeof(dir), "%s/pack", st->objects_dir);
+	/* A failure leaves the packs as they were: amp gc's to repack. */
+	if (b->npacks >= 2 &&
+	    amp_pack_concat(st, dir, b->packs, b->npacks, st->fsync, &taken, &ignored) == AMP_OK &&
+	    taken)
+		(void)git_odb_refresh(b->disk);
+	b->npacks = 0;
+}
+
 /*
  * Writes the objects held in memory to one pack of the repository,
  * commits, then trees, then blobs (a reader of the tip's trees then finds
@@ -342,7 +374,8 @@ int amp_store_batch_flush(amp_store *st, struct batch_odb *b, amp_error *err)
 				git_odb_backend_data_free(mem, base);
 			base = NULL;
 		}
-	if ((status = amp_packwrite_store(pw, dir, st->fsync, err)) < 0)
+	if ((status = amp_packwrite_store(pw, dir, st->fsync, err)) < 0 ||
+	    (status = remember_pack(b, amp_packwrite_checksum(pw), r->n, err)) < 0)
 		goto cleanup;
 	if (git_odb_refresh(b->disk) < 0 ||
 	    (r->n && !git_odb_exists(b->disk, &r->rec[r->n - 1].id))) {

@@ -16,6 +16,7 @@
 #include <nettle/sha1.h>
 
 #include "pack.h"
+#include "packcat.h"
 #include "packgc.h"
 #include "packwrite.h"
 #include "base/proc.h"
@@ -177,6 +178,21 @@ static int git_repack(amp_store *st, const char **argv, size_t k, amp_error *err
 	return status;
 }
 
+/* packcat.h amp_pack_concat_deltified, then the packs it replaced let go
+ * of (the lookups that follow read the new one): AMP_OK or AMP_EIO. */
+static int concat_deltified(amp_store *st, amp_error *err)
+{
+	char dir[PATH_MAX];
+	size_t taken = 0;
+	int status;
+
+	snprintf(dir, sizeof(dir), "%s/pack", amp_store_objects_dir(st));
+	status = amp_pack_concat_deltified(st, dir, amp_store_fsync(st), &taken, err);
+	if (taken)
+		amp_store_release_packs(st);
+	return status == AMP_NOOP ? AMP_OK : status;
+}
+
 int amp_pack_run(amp_store *st, int auto_, int *ran, amp_pack_counts *before,
 		 amp_pack_counts *after, amp_error *err)
 {
@@ -202,6 +218,7 @@ int amp_pack_run(amp_store *st, int auto_, int *ran, amp_pack_counts *before,
 	 * without its index, git's tmp_pack_*): git repack keeps them and
 	 * git count-objects warns of them at every run. */
 	amp_store_sweep(st);
+	amp_pack_unclaim(st);
 	/* Checked under the lock: the repack that held it may have done the
 	 * work already. */
 	if (auto_ && !due(st, limit, amp_pack_packs(st)))
@@ -209,7 +226,9 @@ int amp_pack_run(amp_store *st, int auto_, int *ran, amp_pack_counts *before,
 	if (before && (status = amp_pack_count(st, before, err)) < 0)
 		goto cleanup;
 	if (!has_midx(st)) {
-		status = amp_pack_gc_geometric(st, argv + 3, &did, err);
+		status = concat_deltified(st, err);
+		if (status >= 0)
+			status = amp_pack_gc_geometric(st, argv + 3, &did, err);
 	} else {
 		if (attributes(st, attrs, sizeof(attrs)) == 0) {
 			argv[k++] = "-c";

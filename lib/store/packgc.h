@@ -55,6 +55,11 @@ struct amp_pack_name {
 int amp_pack_names_add(struct amp_pack_name **v, size_t *n, size_t *alloc, const char *file,
 		       uint32_t objects);
 
+/* The packs of dir a repack may take (a version 2 index, its pack beside
+ * it, no .keep, .promisor, .mtimes or .bitmap) into *out, which the
+ * caller frees: their count, or -1 (out of memory, dir unreadable). */
+long amp_pack_list(const char *dir, struct amp_pack_name **out);
+
 /*
  * Sorts p[0..n) by object count and returns how many of the smallest to
  * roll up, git repack --geometric=2's way (builtin/repack.c): the biggest
@@ -75,6 +80,11 @@ int amp_pack_lock(amp_store *st, const char *name, int wait, int *busy, amp_erro
  * (empty when no repack runs: gc.lock is free).  Called under rollup.lock.
  */
 void amp_pack_claimed(amp_store *st, struct amp_dir_names *out);
+
+/* Deletes gc.claimed: called by a repack that just took gc.lock, for
+ * which what a killed repack claimed would be its own claims (it would
+ * skip the packs it is to lay end to end, packcat.h). */
+void amp_pack_unclaim(amp_store *st);
 
 /*
  * Writes <state dir>/<file> with `attrs` (a gitattributes text) when it

@@ -104,10 +104,13 @@ void amp_store_sweep_hourly(amp_store *st);
 /* The odb put in front of the repository's for one write or one batch
  * (amp_store_batch_open). */
 struct mem_recorder;
+struct amp_pack_name;
 struct batch_odb {
 	git_odb *disk;            /* the repository's odb */
 	git_odb *odb;             /* the mempack, then a reader of disk */
 	struct mem_recorder *mem; /* owned by odb */
+	struct amp_pack_name *packs; /* those the flushes wrote (packgc.h) */
+	size_t npacks, packs_alloc;
 };
 int amp_store_batch_open(amp_store *st, struct batch_odb *b, size_t shared, amp_error *err);
 void amp_store_batch_close(amp_store *st, struct batch_odb *b);
@@ -116,6 +119,10 @@ void amp_store_batch_hint(amp_store *st, const git_oid *tree, const git_tree *re
 /* The bytes of the objects the batch holds in memory (written since its
  * last flush). */
 size_t amp_store_batch_bytes(const struct batch_odb *b);
+/* Makes the packs the batch's flushes wrote one (packcat.h), so that an
+ * import leaves one pack, not one per flush; where it cannot, they stay
+ * as they are, for amp gc. */
+void amp_store_batch_pack_up(amp_store *st, struct batch_odb *b);
 
 /* ---- commit.c ------------------------------------------------------------- */
 
