@@ -37,7 +37,15 @@ int amp_error_set(amp_error *err, int status, const char *path,
 		  const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* Like amp_error_set, with the reason of the last libgit2 error appended. */
+/* 1 when libgit2's last error (git_error_last) is memory running out: an
+ * allocation of its own (GIT_ERROR_NOMEMORY), or a zlib stream that could
+ * not start (libgit2 says "failed to init zlib stream", as a zlib error:
+ * zlib's inflateInit fails for memory only).  A caller that would take an
+ * unreadable object for a damaged one asks this first. */
+int amp_error_git_out_of_memory(void);
+
+/* Like amp_error_set, with the reason of the last libgit2 error appended
+ * (and "out of memory" after a zlib stream that could not start). */
 int amp_error_git(amp_error *err, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

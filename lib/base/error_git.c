@@ -7,6 +7,15 @@
 #include <stdio.h>
 #include <string.h>
 
+int amp_error_git_out_of_memory(void)
+{
+	const git_error *e = git_error_last();
+
+	return e && (e->klass == GIT_ERROR_NOMEMORY ||
+		     (e->klass == GIT_ERROR_ZLIB && e->message &&
+		      strstr(e->message, "failed to init zlib")));
+}
+
 int amp_error_git(amp_error *err, int status, const char *fmt, ...)
 {
 	const git_error *gerr = git_error_last();
@@ -26,7 +35,7 @@ int amp_error_git(amp_error *err, int status, const char *fmt, ...)
 	/* libgit2 reports a zlib stream that could not start as a zlib
 	 * error; zlib's inflateInit fails for memory only. */
 	snprintf(err->message + used, sizeof(err->message) - used, ": %s%s", gerr->message,
-		 gerr->klass == GIT_ERROR_ZLIB && strstr(gerr->message, "failed to init zlib") ?
+		 gerr->klass == GIT_ERROR_ZLIB && amp_error_git_out_of_memory() ?
 		 ": out of memory" : "");
 	return status;
 }

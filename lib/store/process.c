@@ -181,15 +181,6 @@ int amp_store_blob_bounded(git_repository *repo, const git_oid *id, size_t max,
 	return rc < 0 ? rc : git_blob_lookup(out, repo, id);
 }
 
-int amp_store_git_out_of_memory(void)
-{
-	const git_error *e = git_error_last();
-
-	return e && (e->klass == GIT_ERROR_NOMEMORY ||
-		     (e->klass == GIT_ERROR_ZLIB && e->message &&
-		      strstr(e->message, "failed to init zlib")));
-}
-
 int amp_store_git_options(amp_error *err)
 {
 	int status;

@@ -78,11 +78,4 @@ int amp_store_should_trim(size_t resident, size_t after_trim);
 int amp_store_blob_bounded(git_repository *repo, const git_oid *id, size_t max,
 			   git_blob **out, size_t *size);
 
-/* 1 when libgit2's last error (git_error_last) is memory running out: an
- * allocation of its own (GIT_ERROR_NOMEMORY), or a zlib stream that could
- * not start (libgit2 says "failed to init zlib stream", as a zlib error:
- * zlib's inflateInit fails for memory only).  A caller that would take an
- * unreadable object for a damaged one asks this first. */
-int amp_store_git_out_of_memory(void);
-
 #endif

@@ -106,7 +106,7 @@ static int parse_blob(amp_store *st, const git_oid *id, json_t **doc, amp_error 
 		amp_error_set(why, AMP_ESCHEMA, "", "%zu bytes, more than the %d-byte message size limit",
 			      size, AMP_LIMIT_MESSAGE_BYTES);
 	} else if (rc < 0) {
-		if (amp_store_git_out_of_memory())
+		if (amp_error_git_out_of_memory())
 			status = amp_error_set(err, AMP_EIO, "", "cannot read blob %s: out of memory",
 					       git_oid_tostr_s(id));
 		else
